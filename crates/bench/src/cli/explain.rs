@@ -1,0 +1,171 @@
+//! `corescan explain DB [--table NAME] [--cores N | --cpus LIST] [--json]`: the header facts, the
+//! table's b-tree page counts and extents, and the per-executor leaf ranges a scan would use.
+//!
+//! Counting overflow pages reads every leaf page ([`TablePlan::census`]), so `explain` costs
+//! about one sequential read of the table.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use partitioner::TablePlan;
+use serde::Serialize;
+
+use super::CpuArgs;
+
+/// Arguments of `corescan explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The database file.
+    #[arg(value_name = "DB")]
+    db: PathBuf,
+    /// The table to explain (case-insensitive).
+    #[arg(long, default_value = "lineitem")]
+    table: String,
+    #[command(flatten)]
+    cpus: CpuArgs,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What `explain` reports; also its `--json` form.
+#[derive(Debug, Serialize)]
+struct Report {
+    path: String,
+    file_size: u64,
+    page_size: u32,
+    page_count: u32,
+    reserved_bytes: u8,
+    change_counter: u32,
+    /// Whether the file has pointer-map pages (auto-vacuum FULL or INCREMENTAL).
+    auto_vacuum: bool,
+    freelist_pages: u32,
+    /// The lock-byte page, when the file reaches 1 GiB.
+    lock_byte_page: Option<u32>,
+    table: String,
+    root_page: u32,
+    columns: usize,
+    btree_depth: u32,
+    rows: u64,
+    leaf_pages: u64,
+    interior_pages: u64,
+    overflow_pages: u64,
+    extents: u64,
+    mean_extent_pages: f64,
+    ranges: Vec<RangeReport>,
+}
+
+/// One executor's share of the leaves.
+#[derive(Debug, Serialize)]
+struct RangeReport {
+    cpu: usize,
+    /// The first leaf page (null when the range is empty).
+    first_page: Option<u32>,
+    /// The last leaf page (null when the range is empty).
+    last_page: Option<u32>,
+    pages: u64,
+    extents: usize,
+}
+
+/// Plans the table and prints the report.
+pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
+    // Partitioner errors already name the file (and the page at fault).
+    let plan = TablePlan::open(&args.db, &args.table)?;
+    let census = plan.census()?;
+    let cpus = args.cpus.cpus();
+    let ranges = plan.split(&vec![1; cpus.len()]);
+    let h = &plan.header;
+    let extents = plan.extents.len() as u64;
+    let report = Report {
+        path: args.db.display().to_string(),
+        file_size: h.file_size,
+        page_size: h.page_size,
+        page_count: h.page_count,
+        reserved_bytes: h.reserved_bytes,
+        change_counter: h.change_counter,
+        auto_vacuum: h.has_pointer_map(),
+        freelist_pages: h.freelist_pages,
+        lock_byte_page: h.lock_byte_page(),
+        table: plan.table.name.clone(),
+        root_page: plan.table.root_page,
+        columns: plan.table.columns.len(),
+        btree_depth: plan.depth,
+        rows: census.rows,
+        leaf_pages: plan.leaves.len() as u64,
+        interior_pages: plan.interior_pages.len() as u64,
+        overflow_pages: census.overflow_pages,
+        extents,
+        mean_extent_pages: if extents == 0 {
+            0.0
+        } else {
+            plan.leaves.len() as f64 / extents as f64
+        },
+        ranges: ranges
+            .iter()
+            .map(|r| RangeReport {
+                cpu: cpus[r.index],
+                first_page: r.first_page(),
+                last_page: r.last_page(),
+                pages: r.pages(),
+                extents: r.extents.len(),
+            })
+            .collect(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print_text(&report);
+    }
+    Ok(())
+}
+
+fn print_text(r: &Report) {
+    let opt = |p: Option<u32>| p.map_or_else(|| "-".to_string(), |p| p.to_string());
+    println!("file            {} ({} bytes)", r.path, r.file_size);
+    println!(
+        "page size       {} bytes ({} reserved)",
+        r.page_size, r.reserved_bytes
+    );
+    println!(
+        "pages           {} ({} on the freelist)",
+        r.page_count, r.freelist_pages
+    );
+    println!("change counter  {}", r.change_counter);
+    println!(
+        "auto-vacuum     {}",
+        if r.auto_vacuum {
+            "on (pointer-map pages)"
+        } else {
+            "off"
+        }
+    );
+    println!("lock-byte page  {}", opt(r.lock_byte_page));
+    println!(
+        "table           {} (root page {}, {} columns)",
+        r.table, r.root_page, r.columns
+    );
+    println!("rows            {}", r.rows);
+    println!(
+        "b-tree          depth {}: {} leaf, {} interior, {} overflow pages",
+        r.btree_depth, r.leaf_pages, r.interior_pages, r.overflow_pages
+    );
+    println!(
+        "extents         {} (mean {:.1} pages)",
+        r.extents, r.mean_extent_pages
+    );
+    println!("ranges          {} executors", r.ranges.len());
+    println!(
+        "  {:>5}  {:>10}  {:>10}  {:>10}  {:>8}",
+        "cpu", "first_page", "last_page", "pages", "extents"
+    );
+    for x in &r.ranges {
+        println!(
+            "  {:>5}  {:>10}  {:>10}  {:>10}  {:>8}",
+            x.cpu,
+            opt(x.first_page),
+            opt(x.last_page),
+            x.pages,
+            x.extents
+        );
+    }
+}

@@ -1,0 +1,169 @@
+//! The command line: argument parsing (clap derive), one module per subcommand, and the error
+//! contract shared by all of them.
+//!
+//! Contract (see `design.md`): an error is one line on stderr starting with `error:` and exit
+//! status 1; usage errors are clap's, with status 2; `--help` and `--version` exit 0. A panic
+//! is reported the same way (one `error: internal error: ...` line, status 1), never as
+//! Rust's multi-line panic message.
+
+mod explain;
+mod gen;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Thread-per-core table scans of SQLite-format files, answering TPC-H Q6.
+#[derive(Debug, Parser)]
+#[command(name = "corescan", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate a TPC-H database (SQLite format) with tpchgen.
+    Gen(gen::GenArgs),
+    /// Show how a table is laid out in a database file and how it would be split over CPUs.
+    Explain(explain::ExplainArgs),
+}
+
+/// Parses the arguments, runs the subcommand and reports the outcome as the exit status.
+pub fn main() -> ExitCode {
+    install_panic_hook();
+    // Usage errors print clap's message and exit 2; --help/--version exit 0.
+    let cli = Cli::parse();
+    match std::panic::catch_unwind(|| run(cli)) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("error: {}", one_line(&e));
+            ExitCode::from(1)
+        }
+        // The panic hook has already printed the error line.
+        Err(_) => ExitCode::from(1),
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Gen(args) => gen::run(args),
+        Command::Explain(args) => explain::run(args),
+    }
+}
+
+/// The error and its causes joined by `: `, on one line. Library errors often print their
+/// source already (`FILE: open: No such file ...`), so a cause whose text is already in the
+/// message is not repeated.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line.replace(['\n', '\r'], " ")
+}
+
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let what = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("panic");
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "error: internal error: {}{at}",
+            what.replace(['\n', '\r'], " ")
+        );
+    }));
+}
+
+/// Which CPUs to plan for: `--cores N` (CPUs 0..N) or `--cpus LIST`; by default every CPU
+/// available to this process.
+#[derive(Debug, Clone, Args)]
+pub struct CpuArgs {
+    /// Use N executors on CPUs 0..N [default: the number of available CPUs].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096), conflicts_with = "cpus")]
+    cores: Option<u32>,
+    /// Use these CPUs, e.g. "0,2-3".
+    #[arg(long, value_name = "LIST", value_parser = parse_cpu_list)]
+    cpus: Option<CpuList>,
+}
+
+impl CpuArgs {
+    /// The chosen CPU ids, ascending and distinct.
+    pub fn cpus(&self) -> Vec<usize> {
+        match (&self.cpus, self.cores) {
+            (Some(list), _) => list.0.clone(),
+            (None, Some(n)) => (0..n as usize).collect(),
+            (None, None) => {
+                let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+                (0..n).collect()
+            }
+        }
+    }
+}
+
+/// A parsed `--cpus` list: ascending, distinct CPU ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+/// Parses `0,2-3` style CPU lists (the format of `/sys/devices/system/cpu/online`).
+pub fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
+    const MAX_CPU: usize = 65535;
+    let number = |t: &str| -> Result<usize, String> {
+        let t = t.trim();
+        match t.parse::<usize>() {
+            Ok(n) if n <= MAX_CPU && !t.starts_with('+') => Ok(n),
+            _ => Err(format!("'{t}' is not a CPU number")),
+        }
+    };
+    let mut cpus = Vec::new();
+    for part in s.split(',') {
+        if part.trim().is_empty() {
+            return Err("expected a list like 0,2-3".into());
+        }
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (number(a)?, number(b)?);
+                if a > b {
+                    return Err(format!("range '{}' runs backwards", part.trim()));
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(number(part)?),
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(CpuList(cpus))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0,2-3"), Ok(CpuList(vec![0, 2, 3])));
+        assert_eq!(parse_cpu_list("3,1,1-2"), Ok(CpuList(vec![1, 2, 3])));
+        assert_eq!(parse_cpu_list("7"), Ok(CpuList(vec![7])));
+        for bad in ["", ",", "a", "1-", "3-1", "-1", "0,,1", "1.5", "99999999"] {
+            assert!(parse_cpu_list(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! `corescan q6`: run TPC-H Q6 with one pinned executor per CPU and print the answer and the I/O
+//! report (or one JSON object with `--json`).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use engine::{run_q6, Q6Params, ScanReport, ScanSettings};
+use partitioner::TablePlan;
+
+use super::CpuArgs;
+
+/// Arguments of `corescan q6`.
+#[derive(Debug, Args)]
+pub struct Q6Args {
+    /// The database file.
+    db: PathBuf,
+    /// The table to scan (case-insensitive).
+    #[arg(long, default_value = "lineitem")]
+    table: String,
+    #[command(flatten)]
+    cpus: CpuArgs,
+    /// The I/O backend.
+    #[arg(long, value_enum, default_value_t = IoBackend::Dma)]
+    io: IoBackend,
+    /// Pages kept in flight ahead of each executor's decoder (0 = one read at a time).
+    #[arg(long, value_name = "PAGES", default_value_t = engine::DEFAULT_READAHEAD)]
+    readahead: u32,
+    /// Merge adjacent pages into reads of up to K KiB (0 = one read per page).
+    #[arg(long, value_name = "K", default_value_t = engine::DEFAULT_COALESCE_KIB)]
+    coalesce_kib: u32,
+    /// First day of the one-year shipping window.
+    #[arg(long, value_name = "YYYY-MM-DD", default_value = "1994-01-01")]
+    date: String,
+    /// Discount; rows within +-0.01 of it match.
+    #[arg(long, value_name = "D", default_value = "0.06")]
+    discount: String,
+    /// Rows with a quantity below this match.
+    #[arg(long, value_name = "Q", default_value = "24")]
+    quantity: String,
+    /// Print one JSON object instead of the report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The I/O paths `q6` can take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IoBackend {
+    /// glommio DmaFile: O_DIRECT reads on the executor's own io_uring.
+    Dma,
+}
+
+/// Runs `corescan q6`.
+pub fn run(args: Q6Args) -> anyhow::Result<()> {
+    let params = Q6Params::parse(&args.date, &args.discount, &args.quantity)?;
+    let plan = TablePlan::open(&args.db, &args.table)?;
+    let executors = args.cpus.executors();
+    let settings = ScanSettings {
+        readahead: args.readahead,
+        coalesce_kib: args.coalesce_kib,
+    };
+    let IoBackend::Dma = args.io;
+    let report = run_q6(&plan, &executors, &params, &settings)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).context("serializing the report")?
+        );
+    } else {
+        print!("{}", human(&report));
+    }
+    Ok(())
+}
+
+/// The human-readable report.
+pub fn human(r: &ScanReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let io = &r.io;
+    let _ = writeln!(s, "revenue     {}", r.revenue);
+    let _ = writeln!(
+        s,
+        "rows        {} scanned, {} matched",
+        r.rows_scanned, r.rows_matched
+    );
+    let _ = writeln!(
+        s,
+        "time        {:.3} s wall, {:.2} GB/s, {:.1} M rows/s",
+        r.wall_s,
+        r.gb_per_s,
+        r.rows_per_s / 1e6
+    );
+    let cpus: Vec<String> = r.executors.iter().map(|e| e.cpu.to_string()).collect();
+    let _ = writeln!(
+        s,
+        "executors   {} on CPUs {}{}",
+        r.executors.len(),
+        cpus.join(","),
+        if r.oversubscribed {
+            format!(
+                " (OVERSUBSCRIBED: {} CPUs available; times measure time-sharing)",
+                r.available_cpus
+            )
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        s,
+        "io          {}, {}, {}, readahead {} pages, reads up to {} pages (coalesce {} KiB)",
+        io.backend,
+        if io.o_direct { "O_DIRECT" } else { "buffered (no O_DIRECT)" },
+        match io.sqpoll_cpu {
+            Some(c) if io.sqpoll => format!("SQPOLL on CPU {c}"),
+            _ if io.sqpoll => "SQPOLL".to_string(),
+            _ => "no SQPOLL".to_string(),
+        },
+        io.readahead,
+        io.max_read_pages,
+        io.coalesce_kib
+    );
+    if let Some(n) = &io.notice {
+        let _ = writeln!(s, "notice      {n}");
+    }
+    let _ = writeln!(
+        s,
+        "reads       {} submitted in {} batches (io_uring_enter: {}); {} pages, {:.1} MiB; {} overflow, {} wasted",
+        r.reads_submitted,
+        r.submit_batches,
+        r.io_uring_enters.map_or("not counted by glommio".to_string(), |n| n.to_string()),
+        r.pages_read,
+        mib(r.bytes_read),
+        r.overflow_pages_read,
+        r.wasted_pages
+    );
+    match (&r.device, &r.device_note) {
+        (Some(d), _) => {
+            let _ = writeln!(
+                s,
+                "device      {}: {} requests, {:.1}% merged, mean request {:.1} KiB, {:.1} MiB read",
+                d.disk,
+                d.requests,
+                d.merged_pct,
+                d.mean_request_kib,
+                mib(d.bytes)
+            );
+        }
+        (None, note) => {
+            let _ = writeln!(
+                s,
+                "device      unknown: {}",
+                note.as_deref().unwrap_or("no counters")
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "cpu         user {:.3} s, system {:.3} s; peak memory {:.1} MiB",
+        r.cpu_time.user_s, r.cpu_time.sys_s, r.peak_rss_mib
+    );
+    for e in &r.executors {
+        let _ = writeln!(
+            s,
+            "  CPU {:<3} {} pages, {} rows, {} matched, {} reads, {:.3} s wall, user {:.3} s, sys {:.3} s",
+            e.cpu, e.pages, e.rows, e.rows_matched, e.reads_submitted, e.wall_s, e.user_s, e.sys_s
+        );
+    }
+    s
+}

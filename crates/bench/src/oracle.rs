@@ -1,0 +1,328 @@
+//! The exact TPC-H Q6 answer computed by SQLite: the reference every engine answer must equal.
+//!
+//! The oracle opens the file read-only and immutable (SQLite takes no locks and never writes,
+//! not even a journal), and runs the real Q6 predicate on the stored values, with parameters
+//! bound the way the file stores them:
+//!
+//! - the ship-date bounds as `'YYYY-MM-DD'` text (`hi` is the date plus one year, computed on
+//!   the calendar, see [`Date::plus_years`]);
+//! - the discount bounds computed exactly in hundredths (`0.06 ± 0.01` is `0.05..=0.07`), then
+//!   printed and parsed as f64, giving the nearest double, the same value a TPC-H file stores
+//!   for `0.07`;
+//! - the revenue summed in integers, `round(price * 100) * round(discount * 100)`, so the result
+//!   is an exact count of 1/10000 units rather than a float.
+//!
+//! NULLs follow SQL: a row with a NULL ship date, discount or quantity fails the predicate; a
+//! row that matches with a NULL price counts in `rows_matched` but adds nothing to the revenue
+//! (`sum` skips NULL products). Table and column names match case-insensitively, as in SQLite.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::decimal_params::{format_hundredths, parse_hundredths};
+pub use crate::decimal_params::{format_revenue, Date, ParamError};
+
+/// The Q6 parameters, exact. The TPC-H validation values are the [`Default`]:
+/// `1994-01-01`, discount `0.06`, quantity `24`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Q6Params {
+    /// First ship date of the one-year window.
+    pub date: Date,
+    /// The discount in hundredths (`6` = 0.06); rows match within ±0.01 of it.
+    pub discount_hundredths: i64,
+    /// The quantity bound in hundredths (`2400` = 24): rows match below it.
+    pub quantity_hundredths: i64,
+}
+
+impl Default for Q6Params {
+    fn default() -> Self {
+        Q6Params {
+            date: Date::new(1994, 1, 1).expect("1994-01-01 is a date"),
+            discount_hundredths: 6,
+            quantity_hundredths: 2400,
+        }
+    }
+}
+
+impl Q6Params {
+    /// Parameters from parts, checked: the discount in 0..=100 hundredths (0.00 to 1.00), the
+    /// quantity > 0, and the date at least a year before 9999-12-31.
+    pub fn new(
+        date: Date,
+        discount_hundredths: i64,
+        quantity_hundredths: i64,
+    ) -> Result<Q6Params, ParamError> {
+        if !(0..=100).contains(&discount_hundredths) {
+            return Err(ParamError::Decimal {
+                what: "discount",
+                text: format_hundredths(discount_hundredths),
+                reason: "must be between 0.00 and 1.00",
+            });
+        }
+        if quantity_hundredths <= 0 || quantity_hundredths >= 1_000_000_000_000_000 {
+            return Err(ParamError::Decimal {
+                what: "quantity",
+                text: format_hundredths(quantity_hundredths),
+                reason: "must be greater than 0 (and below 10^15)",
+            });
+        }
+        if date.plus_years(1).is_none() {
+            return Err(ParamError::Date(date.to_string()));
+        }
+        Ok(Q6Params {
+            date,
+            discount_hundredths,
+            quantity_hundredths,
+        })
+    }
+
+    /// Parses the command-line forms: `--date YYYY-MM-DD`, `--discount D` (0.00..=1.00, at most
+    /// two decimals), `--quantity Q` (> 0, at most two decimals).
+    pub fn parse(date: &str, discount: &str, quantity: &str) -> Result<Q6Params, ParamError> {
+        let d: Date = date.parse()?;
+        let discount_h = parse_hundredths("discount", discount)?;
+        if discount_h > 100 {
+            return Err(ParamError::Decimal {
+                what: "discount",
+                text: discount.to_string(),
+                reason: "must be between 0.00 and 1.00",
+            });
+        }
+        let quantity_h = parse_hundredths("quantity", quantity)?;
+        if quantity_h == 0 {
+            return Err(ParamError::Decimal {
+                what: "quantity",
+                text: quantity.to_string(),
+                reason: "must be greater than 0",
+            });
+        }
+        Q6Params::new(d, discount_h, quantity_h)
+    }
+
+    /// The end of the ship-date window (exclusive): the date plus one year.
+    pub fn date_end(&self) -> Date {
+        // `new`/`parse` guarantee this exists; a hand-built far-future date saturates.
+        self.date.plus_years(1).unwrap_or(self.date)
+    }
+
+    /// The lowest matching discount in hundredths (`discount - 0.01`).
+    pub fn discount_low_hundredths(&self) -> i64 {
+        self.discount_hundredths - 1
+    }
+
+    /// The highest matching discount in hundredths (`discount + 0.01`).
+    pub fn discount_high_hundredths(&self) -> i64 {
+        self.discount_hundredths + 1
+    }
+}
+
+impl From<&engine::Q6Params> for Q6Params {
+    /// The same parameters as the engine's (its date through its `YYYY-MM-DD` text).
+    fn from(p: &engine::Q6Params) -> Self {
+        let text = p.date.text();
+        let date = std::str::from_utf8(&text)
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .expect("the engine's dates are valid YYYY-MM-DD dates");
+        Q6Params {
+            date,
+            discount_hundredths: p.discount_hundredths,
+            quantity_hundredths: p.quantity_hundredths,
+        }
+    }
+}
+
+/// The oracle's Q6 result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OracleAnswer {
+    /// `sum(l_extendedprice * l_discount)` in 1/10000 units (0 when no row matches).
+    pub revenue_ten_thousandths: i128,
+    /// Rows satisfying the predicate.
+    pub rows_matched: u64,
+    /// Rows in the table.
+    pub rows_scanned: u64,
+}
+
+impl OracleAnswer {
+    /// The revenue with four decimals, e.g. `123141078.2283`.
+    pub fn revenue(&self) -> String {
+        format_revenue(self.revenue_ten_thousandths)
+    }
+}
+
+/// The oracle failed: SQLite could not open or query the file. Displays as one line naming
+/// the file.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct OracleError {
+    /// The database file.
+    pub path: PathBuf,
+    /// SQLite's error.
+    #[source]
+    pub source: rusqlite::Error,
+}
+
+/// Opens `path` for reading only, as an immutable database: SQLite takes no locks, writes
+/// nothing (no journal, no `-shm`) and ignores any `-wal` file, like the engine.
+pub fn open_read_only(path: &Path) -> Result<Connection, OracleError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    Connection::open_with_flags(immutable_uri(path), flags).map_err(|source| OracleError {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Runs Q6 over `table` of the database at `path`.
+pub fn q6(path: &Path, table: &str, params: &Q6Params) -> Result<OracleAnswer, OracleError> {
+    let conn = open_read_only(path)?;
+    q6_on(&conn, table, params).map_err(|source| OracleError {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Runs Q6 over `table` through an open connection.
+pub fn q6_on(
+    conn: &Connection,
+    table: &str,
+    params: &Q6Params,
+) -> Result<OracleAnswer, rusqlite::Error> {
+    let t = quote_identifier(table);
+    let sql = format!(
+        "SELECT count(*), coalesce(sum(CAST(round(L_EXTENDEDPRICE * 100) AS INTEGER)
+                                      * CAST(round(L_DISCOUNT * 100) AS INTEGER)), 0)
+         FROM {t}
+         WHERE L_SHIPDATE >= ?1 AND L_SHIPDATE < ?2
+           AND L_DISCOUNT BETWEEN ?3 AND ?4
+           AND L_QUANTITY < ?5"
+    );
+    let as_real = |h: i64| -> f64 {
+        format_hundredths(h)
+            .parse()
+            .expect("a formatted decimal parses as f64")
+    };
+    let (matched, revenue): (i64, i64) = conn.query_row(
+        &sql,
+        rusqlite::params![
+            params.date.to_string(),
+            params.date_end().to_string(),
+            as_real(params.discount_low_hundredths()),
+            as_real(params.discount_high_hundredths()),
+            as_real(params.quantity_hundredths),
+        ],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    let scanned: i64 = conn.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))?;
+    Ok(OracleAnswer {
+        revenue_ten_thousandths: i128::from(revenue),
+        rows_matched: matched as u64,
+        rows_scanned: scanned as u64,
+    })
+}
+
+/// `name` as a quoted SQL identifier: `"name"`, with embedded quotes doubled.
+pub fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// A `file:` URI for `path` with `immutable=1`, percent-encoding every byte that is not
+/// unreserved (so `?`, `#` and `%` in file names survive).
+fn immutable_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params() {
+        let p = Q6Params::parse("1994-01-01", "0.06", "24").unwrap();
+        assert_eq!(p, Q6Params::default());
+        assert_eq!(p.date_end().to_string(), "1995-01-01");
+        assert_eq!(
+            (p.discount_low_hundredths(), p.discount_high_hundredths()),
+            (5, 7)
+        );
+        assert!(Q6Params::parse("1994-01-01", "1.00", "0.01").is_ok());
+        assert!(Q6Params::parse("1994-01-01", "0", "24").is_ok());
+        for (d, disc, q) in [
+            ("1994-02-30", "0.06", "24"),
+            ("1994-01-01", "1.01", "24"),
+            ("1994-01-01", "-0.01", "24"),
+            ("1994-01-01", "0.065", "24"),
+            ("1994-01-01", "0.06", "0"),
+            ("1994-01-01", "0.06", "0.00"),
+            ("1994-01-01", "0.06", "-3"),
+            ("9999-01-01", "0.06", "24"),
+        ] {
+            assert!(Q6Params::parse(d, disc, q).is_err(), "{d} {disc} {q}");
+        }
+    }
+
+    #[test]
+    fn from_engine_params() {
+        let e = engine::Q6Params::parse("1996-02-29", "0.02", "10.5").unwrap();
+        let p = Q6Params::from(&e);
+        assert_eq!(p, Q6Params::parse("1996-02-29", "0.02", "10.50").unwrap());
+        assert_eq!(
+            Q6Params::from(&engine::Q6Params::default()),
+            Q6Params::default()
+        );
+    }
+
+    #[test]
+    fn uri_and_quoting() {
+        assert_eq!(
+            immutable_uri(Path::new("/a b/c?.db")),
+            "file:/a%20b/c%3F.db?immutable=1"
+        );
+        assert_eq!(quote_identifier("line\"item"), "\"line\"\"item\"");
+    }
+
+    #[test]
+    fn tiny_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t%#.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE lineitem (l_quantity DECIMAL(15,2), l_extendedprice DECIMAL(15,2),
+                                    l_discount DECIMAL(15,2), l_shipdate DATE);
+             INSERT INTO lineitem VALUES (1, 100.25, 0.07, '1994-01-01'),
+                                         (23.99, 5, 0.05, '1994-12-31'),
+                                         (24, 7, 0.06, '1994-06-01'),
+                                         (1, 7, 0.04, '1994-06-01'),
+                                         (1, 7, 0.06, '1995-01-01'),
+                                         (NULL, 7, 0.06, '1994-06-01');",
+        )
+        .unwrap();
+        drop(conn);
+        let a = q6(&path, "LINEITEM", &Q6Params::default()).unwrap();
+        // 10025 * 7 + 500 * 5
+        assert_eq!(a.revenue_ten_thousandths, 70_175 + 2_500);
+        assert_eq!((a.rows_matched, a.rows_scanned), (2, 6));
+        assert_eq!(a.revenue(), "7.2675");
+        let none = Q6Params::parse("2001-01-01", "0.06", "24").unwrap();
+        assert_eq!(
+            q6(&path, "lineitem", &none)
+                .unwrap()
+                .revenue_ten_thousandths,
+            0
+        );
+        let e = q6(&path, "orders", &none).unwrap_err().to_string();
+        assert!(e.contains("t%#.db") && e.contains("no such table"), "{e}");
+    }
+}

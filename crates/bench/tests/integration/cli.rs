@@ -1,0 +1,126 @@
+//! The command line's error contract: one `error:` line naming the file, exit status 1;
+//! usage errors exit 2; never a panic message.
+
+use std::path::Path;
+
+use crate::{corescan, scratch_dir, tiny_db};
+
+#[test]
+fn version_and_help() {
+    let run = corescan(["--version"]);
+    assert_eq!(run.status, 0);
+    assert_eq!(
+        run.stdout.trim(),
+        format!("corescan {}", env!("CARGO_PKG_VERSION"))
+    );
+    let run = corescan(["--help"]);
+    assert_eq!(run.status, 0);
+    assert!(
+        run.stdout.contains("gen") && run.stdout.contains("explain"),
+        "{}",
+        run.stdout
+    );
+    let run = corescan(["gen", "--help"]);
+    assert!(
+        run.status == 0 && run.stdout.contains("--scale-factor"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    corescan(["frobnicate"]).assert_usage_error();
+    // No subcommand: clap prints the help to stderr, as a usage error.
+    let run = corescan(Vec::<&str>::new());
+    assert!(run.status == 2 && run.stderr.contains("Usage:"), "{run:?}");
+    corescan(["explain"]).assert_usage_error();
+    corescan(["explain", "x.db", "--no-such-flag"]).assert_usage_error();
+}
+
+#[test]
+fn missing_file() {
+    let path = "/nonexistent/corescan/missing.db";
+    corescan(["explain", path]).assert_error(&[path]);
+}
+
+#[test]
+fn unknown_table() {
+    let db = tiny_db();
+    let run = corescan([
+        "explain".as_ref(),
+        db.as_os_str(),
+        "--table=NO_SUCH_TABLE".as_ref(),
+    ]);
+    run.assert_error(&[db.to_str().unwrap(), "NO_SUCH_TABLE"]);
+}
+
+#[test]
+fn not_a_database() {
+    let dir = scratch_dir("cli-corrupt");
+    let cases: [(&str, Vec<u8>); 3] = [
+        (
+            "text.db",
+            b"this is not a database, just some text\n".repeat(200),
+        ),
+        ("short.db", b"SQLite format 3\0".to_vec()),
+        ("directory.db", Vec::new()),
+    ];
+    for (name, bytes) in cases {
+        let path = dir.join(name);
+        if name == "directory.db" {
+            std::fs::create_dir(&path).unwrap();
+        } else {
+            std::fs::write(&path, bytes).unwrap();
+        }
+        corescan(["explain".as_ref(), path.as_os_str()]).assert_error(&[path.to_str().unwrap()]);
+    }
+}
+
+/// Copies the tiny database and damages it with `damage(bytes, page_size)`.
+fn damaged_copy(name: &str, damage: impl FnOnce(&mut Vec<u8>, usize)) -> std::path::PathBuf {
+    let path = scratch_dir(&format!("cli-{name}")).join(format!("{name}.db"));
+    let mut bytes = std::fs::read(tiny_db()).unwrap();
+    let page_size = usize::from(u16::from_be_bytes([bytes[16], bytes[17]]));
+    damage(&mut bytes, page_size);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn lineitem_root(path: &Path) -> usize {
+    let root: i64 = crate::open(path)
+        .query_row(
+            "SELECT rootpage FROM sqlite_schema WHERE name = 'LINEITEM'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    root as usize
+}
+
+#[test]
+fn corrupt_files_name_the_file() {
+    let root = lineitem_root(tiny_db());
+    let cases = [
+        // The root page's type byte is not a b-tree page type.
+        damaged_copy("bad-root-type", |b, ps| b[(root - 1) * ps] = 0x42),
+        // The root page's cell pointers point past the page.
+        damaged_copy("bad-cell-pointer", |b, ps| {
+            let at = (root - 1) * ps + 12;
+            b[at] = 0xff;
+            b[at + 1] = 0xff;
+        }),
+        // Truncated in the middle of the table.
+        damaged_copy("truncated", |b, ps| b.truncate(b.len() / 2 / ps * ps)),
+        // An impossible page size.
+        damaged_copy("bad-page-size", |b, _| {
+            b[16] = 0x03;
+            b[17] = 0x00;
+        }),
+        // Damaged magic string.
+        damaged_copy("bad-magic", |b, _| b[0] = b'X'),
+    ];
+    for path in cases {
+        corescan(["explain".as_ref(), path.as_os_str()]).assert_error(&[path.to_str().unwrap()]);
+    }
+}

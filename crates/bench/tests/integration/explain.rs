@@ -1,0 +1,238 @@
+//! `corescan explain` against SQLite's own page accounting (the `dbstat` virtual table).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::{corescan, layouts, open, tiny_db};
+
+fn explain_json(path: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["explain".as_ref(), path.as_os_str(), "--json".as_ref()];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    let run = corescan(args);
+    assert_eq!(run.status, 0, "{}: {}", path.display(), run.stderr);
+    assert_eq!(
+        run.stdout.lines().count(),
+        1,
+        "one JSON line: {}",
+        run.stdout
+    );
+    serde_json::from_str(&run.stdout).expect("explain --json prints JSON")
+}
+
+fn u64_of(v: &Value, key: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
+}
+
+/// Page numbers `dbstat` lists for `table` with `pagetype` (`leaf`, `internal`, `overflow`).
+fn dbstat_pages(path: &Path, table: &str, pagetype: &str) -> Vec<u64> {
+    open(path)
+        .prepare("SELECT pageno FROM dbstat WHERE name = ?1 AND pagetype = ?2 ORDER BY pageno")
+        .unwrap()
+        .query_map([table, pagetype], |r| r.get::<_, i64>(0).map(|p| p as u64))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// Checks one `explain --json` report of `table` in `path` against SQLite.
+#[track_caller]
+fn check_against_dbstat(path: &Path, table: &str, report: &Value, cpus: &[u64]) {
+    let name = path.display();
+    let conn = open(path);
+    let pragma = |p: &str| -> u64 {
+        conn.query_row(&format!("PRAGMA {p}"), [], |r| r.get::<_, i64>(0))
+            .unwrap() as u64
+    };
+    assert_eq!(u64_of(report, "page_size"), pragma("page_size"), "{name}");
+    assert_eq!(u64_of(report, "page_count"), pragma("page_count"), "{name}");
+    assert_eq!(
+        u64_of(report, "freelist_pages"),
+        pragma("freelist_count"),
+        "{name}"
+    );
+    let root: i64 = conn
+        .query_row(
+            "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
+            [table],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(u64_of(report, "root_page"), root as u64, "{name}");
+    assert_eq!(report["table"], table, "{name}");
+    let reserved = std::fs::read(path).unwrap()[20];
+    assert_eq!(
+        u64_of(report, "reserved_bytes"),
+        u64::from(reserved),
+        "{name}"
+    );
+
+    let leaves = dbstat_pages(path, table, "leaf");
+    assert_eq!(
+        u64_of(report, "leaf_pages"),
+        leaves.len() as u64,
+        "{name} leaves"
+    );
+    let interior = dbstat_pages(path, table, "internal").len() as u64;
+    assert_eq!(
+        u64_of(report, "interior_pages"),
+        interior,
+        "{name} interior"
+    );
+    let overflow = dbstat_pages(path, table, "overflow").len() as u64;
+    assert_eq!(
+        u64_of(report, "overflow_pages"),
+        overflow,
+        "{name} overflow"
+    );
+
+    // Extents: maximal runs of consecutive leaf pages.
+    let runs = 1 + leaves.windows(2).filter(|w| w[1] != w[0] + 1).count() as u64;
+    assert_eq!(u64_of(report, "extents"), runs, "{name} extents");
+    let mean = report["mean_extent_pages"].as_f64().unwrap();
+    assert!(
+        (mean - leaves.len() as f64 / runs as f64).abs() < 1e-9,
+        "{name} mean {mean}"
+    );
+
+    // Ranges: one per CPU, in order, disjoint, together exactly the leaves.
+    let ranges = report["ranges"].as_array().unwrap();
+    let got_cpus: Vec<u64> = ranges.iter().map(|r| u64_of(r, "cpu")).collect();
+    assert_eq!(got_cpus, cpus, "{name}");
+    let mut covered = 0u64;
+    let mut previous_last = 0u64;
+    for r in ranges {
+        let pages = u64_of(r, "pages");
+        if pages == 0 {
+            assert!(
+                r["first_page"].is_null() && r["last_page"].is_null(),
+                "{name} {r}"
+            );
+            continue;
+        }
+        let (first, last) = (u64_of(r, "first_page"), u64_of(r, "last_page"));
+        assert!(
+            previous_last < first && first <= last,
+            "{name} ranges overlap or unordered: {r}"
+        );
+        let inside = leaves
+            .iter()
+            .filter(|&&p| (first..=last).contains(&p))
+            .count() as u64;
+        assert_eq!(inside, pages, "{name} range {r}");
+        assert!(
+            leaves.contains(&first) && leaves.contains(&last),
+            "{name} {r}"
+        );
+        covered += pages;
+        previous_last = last;
+    }
+    assert_eq!(
+        covered,
+        leaves.len() as u64,
+        "{name}: ranges must cover every leaf"
+    );
+    let max = ranges.iter().map(|r| u64_of(r, "pages")).max().unwrap();
+    let min = ranges.iter().map(|r| u64_of(r, "pages")).min().unwrap();
+    assert!(
+        max - min <= 1,
+        "{name}: equal weights differ by at most one page"
+    );
+}
+
+#[test]
+fn explain_matches_dbstat_on_every_layout() {
+    for layout in layouts() {
+        let report = explain_json(&layout.path, &["--table", &layout.table, "--cores", "3"]);
+        check_against_dbstat(&layout.path, &layout.table, &report, &[0, 1, 2]);
+    }
+}
+
+#[test]
+fn layouts_have_the_properties_they_exist_for() {
+    let by_name = |n: &str| layouts().iter().find(|l| l.name == n).unwrap();
+    let report = |n: &str| {
+        let l = by_name(n);
+        explain_json(&l.path, &["--table", &l.table, "--cores", "1"])
+    };
+    assert!(u64_of(&report("interleaved"), "extents") > 20);
+    assert!(u64_of(&report("freelist"), "freelist_pages") > 0);
+    assert!(u64_of(&report("overflow_comment"), "overflow_pages") > 100);
+    assert!(u64_of(&report("overflow_leading_text"), "overflow_pages") > 1000);
+    assert_eq!(report("auto_vacuum_full")["auto_vacuum"], true);
+    assert_eq!(u64_of(&report("reserved_bytes"), "reserved_bytes"), 40);
+    assert_eq!(u64_of(&report("page_512"), "page_size"), 512);
+    assert_eq!(u64_of(&report("page_65536"), "page_size"), 65536);
+    assert_eq!(report("lowercase_reordered")["table"], "lineitem");
+    assert!(u64_of(&report("page_512"), "interior_pages") > 1);
+}
+
+#[test]
+fn table_name_is_case_insensitive_and_defaults_to_lineitem() {
+    let default = explain_json(tiny_db(), &["--cores", "2"]);
+    let upper = explain_json(tiny_db(), &["--table", "LineItem", "--cores", "2"]);
+    assert_eq!(default, upper);
+    check_against_dbstat(tiny_db(), "LINEITEM", &default, &[0, 1]);
+    let orders = explain_json(tiny_db(), &["--table", "orders", "--cores", "1"]);
+    check_against_dbstat(tiny_db(), "ORDERS", &orders, &[0]);
+}
+
+#[test]
+fn cpu_lists_name_the_executors() {
+    let report = explain_json(tiny_db(), &["--cpus", "0,2-3"]);
+    check_against_dbstat(tiny_db(), "LINEITEM", &report, &[0, 2, 3]);
+    let n = std::thread::available_parallelism().unwrap().get() as u64;
+    let report = explain_json(tiny_db(), &[]);
+    check_against_dbstat(tiny_db(), "LINEITEM", &report, &(0..n).collect::<Vec<_>>());
+}
+
+#[test]
+fn more_cpus_than_leaves_gives_empty_ranges() {
+    let l = layouts().iter().find(|l| l.name == "page_65536").unwrap();
+    let report = explain_json(&l.path, &["--cores", "200"]);
+    check_against_dbstat(&l.path, "LINEITEM", &report, &(0..200).collect::<Vec<_>>());
+}
+
+#[test]
+fn text_output_names_the_facts() {
+    let run = corescan([
+        "explain".as_ref(),
+        tiny_db().as_os_str(),
+        "--cores=2".as_ref(),
+    ]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    for needle in [
+        "page size",
+        "4096",
+        "LINEITEM",
+        "root page",
+        "leaf",
+        "interior",
+        "overflow",
+        "extents",
+        "first_page",
+    ] {
+        assert!(
+            run.stdout.contains(needle),
+            "{needle} missing from:\n{}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn conflicting_or_bad_cpu_options_are_usage_errors() {
+    let db = tiny_db().as_os_str();
+    corescan([
+        "explain".as_ref(),
+        db,
+        "--cores=2".as_ref(),
+        "--cpus=0".as_ref(),
+    ])
+    .assert_usage_error();
+    corescan(["explain".as_ref(), db, "--cores=0".as_ref()]).assert_usage_error();
+    corescan(["explain".as_ref(), db, "--cpus=3-1".as_ref()]).assert_usage_error();
+    corescan(["explain".as_ref(), db, "--cpus=x".as_ref()]).assert_usage_error();
+}

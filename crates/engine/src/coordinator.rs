@@ -1,0 +1,362 @@
+//! The coordinator: plans the executors, starts one pinned glommio executor per planned CPU,
+//! collects their partial aggregates over a channel and merges them into a [`ScanReport`].
+//!
+//! Executors share nothing mutable but a cancellation flag: the first one to fail sets it, the
+//! others stop at their next read, and the run ends with that first error, which names the CPU,
+//! the page and the cause. A panicking executor is caught and reported the same way; the
+//! coordinator always receives exactly one message per executor, so it never waits forever.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::unbounded;
+use futures_lite::FutureExt;
+use glommio::{LocalExecutorBuilder, Placement};
+use partitioner::TablePlan;
+
+use crate::cputime::{peak_rss_mib, CpuTime};
+use crate::decoder::{LeafDecoder, Q6Columns};
+use crate::device::BlockDevice;
+use crate::error::{Error, Result};
+use crate::q6::{PartialAggregate, Q6Filter, Q6Params};
+use crate::readahead::max_read_pages;
+use crate::report::{IoReport, ScanReport};
+use crate::scan::{scan_dma, ExecutorReport, ExecutorTask};
+
+/// How each executor reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanSettings {
+    /// Pages kept in flight ahead of the decoder; 0 = one read at a time.
+    pub readahead: u32,
+    /// Adjacent pages of an extent are merged into reads of up to this many KiB; 0 = one read
+    /// per page (the block layer may still merge concurrent reads).
+    pub coalesce_kib: u32,
+}
+
+impl Default for ScanSettings {
+    /// The fastest settings measured on a 2-vCPU virtio machine (see the README's benchmark).
+    fn default() -> Self {
+        ScanSettings {
+            readahead: DEFAULT_READAHEAD,
+            coalesce_kib: DEFAULT_COALESCE_KIB,
+        }
+    }
+}
+
+/// Default readahead window, in pages.
+pub const DEFAULT_READAHEAD: u32 = 256;
+/// Default coalescing limit, in KiB.
+pub const DEFAULT_COALESCE_KIB: u32 = 128;
+/// Largest accepted readahead window, in pages.
+pub const MAX_READAHEAD: u32 = 16_384;
+/// Largest accepted coalescing limit, in KiB.
+pub const MAX_COALESCE_KIB: u32 = 16_384;
+
+/// One executor of a plan: the CPU it is pinned to and its share of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExecutorSpec {
+    /// The CPU (as the kernel numbers it).
+    pub cpu: usize,
+    /// Relative share of the leaf pages (equal weights give equal page counts).
+    pub weight: u32,
+}
+
+/// The CPUs this process may run on, in ascending order.
+pub fn available_cpus() -> Vec<usize> {
+    let mut cpus: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    cpus.sort_unstable();
+    cpus
+}
+
+/// `n` executors with equal weights over the available CPUs, round-robin when `n` exceeds them.
+pub fn spread(n: usize) -> Vec<ExecutorSpec> {
+    let cpus = available_cpus();
+    let cpus = if cpus.is_empty() { vec![0] } else { cpus };
+    (0..n)
+        .map(|i| ExecutorSpec {
+            cpu: cpus[i % cpus.len()],
+            weight: 1,
+        })
+        .collect()
+}
+
+/// Finds the four Q6 columns of the plan's table by name.
+pub fn q6_columns(plan: &TablePlan) -> Result<Q6Columns> {
+    Ok(Q6Columns {
+        quantity: plan.column("l_quantity")?,
+        extended_price: plan.column("l_extendedprice")?,
+        discount: plan.column("l_discount")?,
+        ship_date: plan.column("l_shipdate")?,
+    })
+}
+
+/// Runs TPC-H Q6 over `plan`'s table with one executor per entry of `executors`.
+pub fn run_q6(
+    plan: &TablePlan,
+    executors: &[ExecutorSpec],
+    params: &Q6Params,
+    settings: &ScanSettings,
+) -> Result<ScanReport> {
+    if executors.is_empty() {
+        return Err(Error::Config("at least one executor is needed".into()));
+    }
+    if settings.readahead > MAX_READAHEAD {
+        return Err(Error::Config(format!(
+            "readahead {} exceeds the maximum of {MAX_READAHEAD} pages",
+            settings.readahead
+        )));
+    }
+    if settings.coalesce_kib > MAX_COALESCE_KIB {
+        return Err(Error::Config(format!(
+            "coalescing {} KiB exceeds the maximum of {MAX_COALESCE_KIB} KiB",
+            settings.coalesce_kib
+        )));
+    }
+    let available = available_cpus();
+    for e in executors {
+        if !available.is_empty() && !available.contains(&e.cpu) {
+            return Err(Error::Config(format!(
+                "CPU {} is not available to this process (available: {})",
+                e.cpu,
+                list_cpus(&available)
+            )));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    let oversubscribed =
+        executors.len() > available.len().max(1) || !executors.iter().all(|e| seen.insert(e.cpu));
+
+    let columns = q6_columns(plan)?;
+    let header = &plan.header;
+    let decoder = LeafDecoder::new(columns, Q6Filter::from(params), header.usable_size());
+    let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
+    let ranges = plan.split(&weights);
+    let max_read = max_read_pages(settings.coalesce_kib, header.page_size, settings.readahead);
+    let cancel = Arc::new(AtomicBool::new(false));
+
+    // Device counters are read right before the executors start and right after they finish.
+    let device = BlockDevice::for_file(&plan.path).and_then(|d| {
+        let before = d.read()?;
+        Ok((d, before))
+    });
+    let cpu_before = CpuTime::process();
+    let started = Instant::now();
+
+    // Enough registered I/O memory for a full window of the largest reads plus overflow pages.
+    let window_bytes = (u64::from(settings.readahead.max(1)) + u64::from(max_read) + 2)
+        * u64::from(header.page_size);
+    let io_memory = (window_bytes * 2).clamp(1 << 20, 1 << 30) as usize;
+    let ring_depth = (settings.readahead.max(1) as usize + 8)
+        .next_power_of_two()
+        .clamp(128, 4096);
+
+    let (tx, rx) = unbounded::<(usize, Result<(PartialAggregate, ExecutorReport)>)>();
+    let mut handles = Vec::with_capacity(executors.len());
+    for (index, (spec, range)) in executors.iter().zip(ranges).enumerate() {
+        let task = ExecutorTask {
+            cpu: spec.cpu,
+            path: plan.path.clone(),
+            page_size: header.page_size,
+            page_count: header.page_count,
+            usable: header.usable_size(),
+            extents: range.extents,
+            decoder: decoder.clone(),
+            readahead: settings.readahead,
+            max_read_pages: max_read,
+            cancel: cancel.clone(),
+        };
+        let (exec_tx, exec_cancel) = (tx.clone(), cancel.clone());
+        let spawned = LocalExecutorBuilder::new(Placement::Fixed(spec.cpu))
+            .name(&format!("corescan-cpu{}", spec.cpu))
+            .io_memory(io_memory)
+            .ring_depth(ring_depth)
+            .spawn(move || async move {
+                let cpu = task.cpu;
+                let outcome = AssertUnwindSafe(scan_dma(&task)).catch_unwind().await;
+                let result = outcome.unwrap_or_else(|payload| {
+                    Err(Error::Panicked {
+                        cpu,
+                        message: panic_message(payload.as_ref()),
+                    })
+                });
+                if result.is_err() {
+                    exec_cancel.store(true, Ordering::Relaxed);
+                }
+                let _ = exec_tx.send((index, result));
+            });
+        match spawned {
+            Ok(h) => handles.push((spec.cpu, h)),
+            Err(e) => {
+                cancel.store(true, Ordering::Relaxed);
+                let _ = tx.send((
+                    index,
+                    Err(Error::Start {
+                        cpu: spec.cpu,
+                        cause: e.to_string(),
+                    }),
+                ));
+            }
+        }
+    }
+    drop(tx);
+
+    let mut partials: Vec<Option<(PartialAggregate, ExecutorReport)>> =
+        vec![None; executors.len()];
+    let mut first_error: Option<Error> = None;
+    // Every executor sends exactly one message, even when it panics; if a thread dies before
+    // sending (glommio failing to build its reactor), its sender drops and recv ends early.
+    for _ in 0..executors.len() {
+        let Ok((index, result)) = rx.recv() else { break };
+        match result {
+            Ok(p) => partials[index] = Some(p),
+            Err(e) => {
+                let better = match (&first_error, &e) {
+                    (None, _) => true,
+                    (Some(Error::Cancelled { .. }), Error::Cancelled { .. }) => false,
+                    (Some(Error::Cancelled { .. }), _) => true,
+                    _ => false,
+                };
+                if better {
+                    first_error = Some(e);
+                }
+            }
+        }
+    }
+    let wall = started.elapsed().as_secs_f64();
+    for (cpu, h) in handles {
+        if let Err(e) = h.join() {
+            first_error.get_or_insert(Error::Start {
+                cpu,
+                cause: e.to_string(),
+            });
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    let cpu_time = CpuTime::process().since(cpu_before);
+    let (device, device_note) = match device.and_then(|(d, before)| Ok(d.report(before, d.read()?))) {
+        Ok(report) => (Some(report), None),
+        Err(reason) => (None, Some(reason)),
+    };
+    check_unchanged(plan)?;
+
+    let mut total = PartialAggregate::default();
+    let mut reports = Vec::with_capacity(executors.len());
+    for (i, p) in partials.into_iter().enumerate() {
+        let (agg, report) = p.ok_or_else(|| Error::Start {
+            cpu: executors[i].cpu,
+            cause: "the executor thread ended without reporting".into(),
+        })?;
+        total.merge(&agg);
+        reports.push(report);
+    }
+    let sum = |f: fn(&ExecutorReport) -> u64| reports.iter().map(f).sum::<u64>();
+    let bytes_read = sum(|r| r.bytes_read);
+    let leaf_pages = sum(|r| r.pages);
+    let overflow = sum(|r| r.overflow_pages);
+    let o_direct = reports.iter().all(|r| r.o_direct);
+    Ok(ScanReport {
+        path: plan.path.display().to_string(),
+        table: plan.table.name.clone(),
+        revenue: total.revenue_text(),
+        rows_scanned: total.rows_scanned,
+        rows_matched: total.rows_matched,
+        wall_s: wall,
+        gb_per_s: bytes_read as f64 / wall.max(1e-9) / 1e9,
+        rows_per_s: total.rows_scanned as f64 / wall.max(1e-9),
+        pages_read: leaf_pages + overflow,
+        overflow_pages_read: overflow,
+        bytes_read,
+        reads_submitted: sum(|r| r.reads_submitted),
+        submit_batches: sum(|r| r.submit_batches),
+        io_uring_enters: None,
+        wasted_pages: sum(|r| r.wasted_bytes).div_ceil(u64::from(header.page_size)),
+        io: IoReport {
+            backend: "dma".into(),
+            o_direct,
+            sqpoll: false,
+            sqpoll_cpu: None,
+            readahead: settings.readahead,
+            coalesce_kib: settings.coalesce_kib,
+            max_read_pages: max_read,
+            notice: (!o_direct).then(|| {
+                "O_DIRECT is not available for this file (tmpfs?): glommio read it through the page cache".to_string()
+            }),
+        },
+        executors: reports,
+        device,
+        device_note,
+        cpu_time,
+        peak_rss_mib: peak_rss_mib(),
+        available_cpus: available.len(),
+        oversubscribed,
+    })
+}
+
+/// Fails when the file's size or change counter moved during the scan: a writer was active and
+/// the pages read may come from different versions.
+fn check_unchanged(plan: &TablePlan) -> Result<()> {
+    use std::io::Read;
+    let changed = |what: String| Error::Changed {
+        path: plan.path.clone(),
+        what,
+    };
+    let mut f = std::fs::File::open(&plan.path).map_err(|e| changed(format!("reopen: {e}")))?;
+    let size = f
+        .metadata()
+        .map_err(|e| changed(format!("stat: {e}")))?
+        .len();
+    if size != plan.header.file_size {
+        return Err(changed(format!(
+            "size {} became {size}",
+            plan.header.file_size
+        )));
+    }
+    let mut head = [0u8; 28];
+    f.read_exact(&mut head)
+        .map_err(|e| changed(format!("re-read header: {e}")))?;
+    let counter = u32::from_be_bytes([head[24], head[25], head[26], head[27]]);
+    if counter != plan.header.change_counter {
+        return Err(changed(format!(
+            "change counter {} became {counter}",
+            plan.header.change_counter
+        )));
+    }
+    Ok(())
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+/// Formats CPU numbers compactly: `0-3,6`.
+pub fn list_cpus(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i {
+            format!("{}-{}", cpus[i], cpus[j])
+        } else {
+            cpus[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}

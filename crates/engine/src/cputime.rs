@@ -1,0 +1,72 @@
+//! CPU time and peak memory from `getrusage`, for the process and for the calling thread.
+
+use serde::Serialize;
+
+/// User and system CPU time, in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CpuTime {
+    /// Time spent in user mode.
+    pub user_s: f64,
+    /// Time spent in the kernel.
+    pub sys_s: f64,
+}
+
+impl CpuTime {
+    /// CPU time used by the whole process so far.
+    pub fn process() -> Self {
+        usage(libc::RUSAGE_SELF).0
+    }
+
+    /// CPU time used by the calling thread so far.
+    pub fn thread() -> Self {
+        usage(libc::RUSAGE_THREAD).0
+    }
+
+    /// The time used between `earlier` and `self`.
+    pub fn since(self, earlier: CpuTime) -> CpuTime {
+        CpuTime {
+            user_s: (self.user_s - earlier.user_s).max(0.0),
+            sys_s: (self.sys_s - earlier.sys_s).max(0.0),
+        }
+    }
+}
+
+/// The process's peak resident set size so far, in MiB.
+pub fn peak_rss_mib() -> f64 {
+    usage(libc::RUSAGE_SELF).1 as f64 / 1024.0
+}
+
+fn usage(who: libc::c_int) -> (CpuTime, i64) {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return (CpuTime::default(), 0);
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (
+        CpuTime {
+            user_s: secs(ru.ru_utime),
+            sys_s: secs(ru.ru_stime),
+        },
+        ru.ru_maxrss,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_work_shows_up_as_user_time() {
+        let before = CpuTime::thread();
+        let mut x = 0u64;
+        let t0 = std::time::Instant::now();
+        while t0.elapsed().as_millis() < 50 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let used = CpuTime::thread().since(before);
+        assert!(used.user_s + used.sys_s > 0.01, "{used:?}");
+        assert!(peak_rss_mib() > 0.0);
+    }
+}

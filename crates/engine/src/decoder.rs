@@ -1,0 +1,334 @@
+//! The record decoder: table-leaf cells -> the four Q6 columns -> the Q6 filter and sum.
+//!
+//! Only the four columns Q6 needs are decoded; the others are skipped by the sizes their serial
+//! types imply. The common case, a record header of one-byte serial types, takes a fast path.
+//! A record whose needed columns lie beyond the part of its payload stored on the leaf is
+//! returned as a [`Spill`]; the executor follows its overflow chain and calls
+//! [`LeafDecoder::eval_record`] again on the assembled prefix.
+//!
+//! SQLite's comparison rules decide every boundary: a date matches only when stored as text
+//! (numbers sort before text and blobs after it), a NULL never matches, an integer compares
+//! exactly, and a REAL compares against the double nearest to the decimal bound, which is what
+//! SQLite itself compares. The sum is exact: each matched price and discount must be a decimal
+//! with at most two places (an integer, or the REAL nearest to such a decimal); anything else is
+//! an error rather than a rounded answer.
+
+use partitioner::format::{read_be_int, read_varint, serial_type_size, table_leaf_local_payload};
+use partitioner::format::{be_u32, BtreePageHeader};
+
+use crate::q6::{PartialAggregate, Q6Filter};
+
+/// Positions of the four Q6 columns in the table's records (0-based, declaration order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Q6Columns {
+    /// `l_quantity`.
+    pub quantity: usize,
+    /// `l_extendedprice`.
+    pub extended_price: usize,
+    /// `l_discount`.
+    pub discount: usize,
+    /// `l_shipdate`.
+    pub ship_date: usize,
+}
+
+/// A cell whose needed columns continue on overflow pages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spill {
+    /// The leaf page holding the cell.
+    pub page: u32,
+    /// The payload stored on the leaf page.
+    pub local: Vec<u8>,
+    /// The whole payload's size in bytes.
+    pub payload_len: u64,
+    /// The first overflow page.
+    pub first_overflow: u32,
+}
+
+/// Whether a record could be evaluated from the bytes given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordOutcome {
+    /// The row was evaluated and (if it matched) added to the aggregate.
+    Done,
+    /// A needed column (or the record header) lies beyond the bytes given.
+    NeedMore,
+}
+
+/// A value of one of the numeric Q6 columns, as stored.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stored<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a [u8]),
+    Blob,
+}
+
+/// Decodes table-leaf pages and evaluates Q6 on every row.
+#[derive(Debug, Clone)]
+pub struct LeafDecoder {
+    cols: Q6Columns,
+    filter: Q6Filter,
+    usable: u32,
+    /// The highest needed column index: the header walk stops there.
+    last_needed: usize,
+    /// For each column up to `last_needed`, which slot (0 = ship date, 1 = discount,
+    /// 2 = quantity, 3 = price) it fills, or `NOT_NEEDED`.
+    slot_of: Vec<u8>,
+}
+
+const NOT_NEEDED: u8 = u8::MAX;
+
+/// Where a needed column's value lies in a record: its serial type and body offset.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    serial: u64,
+    offset: usize,
+    present: bool,
+}
+
+impl LeafDecoder {
+    /// A decoder for pages with `usable` usable bytes (page size minus reserved bytes).
+    pub fn new(cols: Q6Columns, filter: Q6Filter, usable: u32) -> Self {
+        let last_needed = cols
+            .quantity
+            .max(cols.extended_price)
+            .max(cols.discount)
+            .max(cols.ship_date);
+        let mut slot_of = vec![NOT_NEEDED; last_needed + 1];
+        // The four columns have distinct names, so they occupy distinct positions.
+        for (slot, col) in [cols.ship_date, cols.discount, cols.quantity, cols.extended_price]
+            .into_iter()
+            .enumerate()
+        {
+            slot_of[col] = slot as u8;
+        }
+        LeafDecoder {
+            cols,
+            filter,
+            usable,
+            last_needed,
+            slot_of,
+        }
+    }
+
+    /// Decodes every cell of table-leaf page `page_no` (`page` is the whole page), adding matched
+    /// rows to `agg` and pushing cells that need their overflow chain onto `spills`.
+    ///
+    /// Errors describe what is wrong with the page (the caller adds the file and page number).
+    pub fn decode_page(
+        &self,
+        page_no: u32,
+        page: &[u8],
+        agg: &mut PartialAggregate,
+        spills: &mut Vec<Spill>,
+    ) -> Result<(), String> {
+        let usable = self.usable as usize;
+        let page = page
+            .get(..usable)
+            .ok_or_else(|| "page shorter than its usable size".to_string())?;
+        let hdr = BtreePageHeader::parse(page, 0)?;
+        if !hdr.is_table_leaf() {
+            return Err(format!(
+                "expected a table leaf page (0x0d), found page type 0x{:02x}",
+                hdr.page_type
+            ));
+        }
+        for i in 0..usize::from(hdr.cell_count) {
+            let off = hdr.cell_offset(page, 0, i, usable)?;
+            let (payload_len, a) = read_varint(&page[off..])
+                .ok_or_else(|| format!("cell {i}: payload size runs past the page"))?;
+            let (_rowid, b) = read_varint(&page[off + a..])
+                .ok_or_else(|| format!("cell {i}: rowid runs past the page"))?;
+            let start = off + a + b;
+            let local = table_leaf_local_payload(self.usable, payload_len) as usize;
+            let spills_over = (local as u64) < payload_len;
+            let end = start + local + if spills_over { 4 } else { 0 };
+            if end > usable {
+                return Err(format!(
+                    "cell {i}: payload of {payload_len} bytes runs past the end of the page"
+                ));
+            }
+            let payload = &page[start..start + local];
+            agg.rows_scanned += 1;
+            match self.eval_record(payload, !spills_over, agg) {
+                Ok(RecordOutcome::Done) => {}
+                Ok(RecordOutcome::NeedMore) if spills_over => spills.push(Spill {
+                    page: page_no,
+                    local: payload.to_vec(),
+                    payload_len,
+                    first_overflow: be_u32(page, start + local).unwrap_or(0),
+                }),
+                Ok(RecordOutcome::NeedMore) => {
+                    return Err(format!("cell {i}: record runs past its payload"))
+                }
+                Err(e) => return Err(format!("cell {i}: {e}")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Evaluates one record given (a prefix of) its payload. `complete` says whether `payload`
+    /// is the whole payload; if it is not and a needed byte lies beyond it, returns
+    /// [`RecordOutcome::NeedMore`] without touching `agg`. The row itself is counted in
+    /// `rows_scanned` by the caller.
+    pub fn eval_record(
+        &self,
+        payload: &[u8],
+        complete: bool,
+        agg: &mut PartialAggregate,
+    ) -> Result<RecordOutcome, String> {
+        let need_more = || {
+            if complete {
+                Err("record runs past its payload".to_string())
+            } else {
+                Ok(RecordOutcome::NeedMore)
+            }
+        };
+        let Some((header_len, n)) = read_varint(payload) else {
+            return need_more();
+        };
+        let header_len = header_len as usize;
+        if header_len < n || (complete && header_len > payload.len()) {
+            return Err(format!("record header size {header_len} is invalid"));
+        }
+        let mut slots = [Slot::default(); 4];
+        let mut pos = n;
+        let mut body = header_len;
+        let mut col = 0usize;
+        // Walk the serial types up to the last needed column; columns past the header's end are
+        // NULL (added by ALTER TABLE after the row was written).
+        while col <= self.last_needed && pos < header_len {
+            let Some(&b) = payload.get(pos) else {
+                return need_more();
+            };
+            let serial = if b < 0x80 {
+                pos += 1;
+                u64::from(b)
+            } else {
+                let Some((s, k)) = read_varint(&payload[pos..header_len.min(payload.len())])
+                else {
+                    return need_more();
+                };
+                pos += k;
+                s
+            };
+            let size = serial_type_size(serial)
+                .ok_or_else(|| format!("column {col} has reserved serial type {serial}"))?;
+            let slot = self.slot_of[col];
+            if slot != NOT_NEEDED {
+                slots[usize::from(slot)] = Slot {
+                    serial,
+                    offset: body,
+                    present: true,
+                };
+            }
+            body = body
+                .checked_add(size as usize)
+                .ok_or_else(|| "record body size overflows".to_string())?;
+            col += 1;
+        }
+        if pos > header_len {
+            return Err("record header's last serial type runs past the header".to_string());
+        }
+        // Every needed value must be available before the row is judged.
+        for s in &slots {
+            if s.present {
+                let size = serial_type_size(s.serial).unwrap_or(0) as usize;
+                if s.offset + size > payload.len() {
+                    return need_more();
+                }
+            }
+        }
+        let [ship, disc, qty, price] = slots;
+        let f = &self.filter;
+
+        // l_shipdate >= lo AND l_shipdate < hi: only text can match (SQLite orders
+        // numbers < text < blobs, and compares text bytewise under the BINARY collation).
+        match value(payload, ship) {
+            Stored::Text(t) if t >= &f.date_lo[..] && t < &f.date_hi[..] => {}
+            _ => return Ok(RecordOutcome::Done),
+        }
+        let discount_ok = match value(payload, disc) {
+            Stored::Int(v) => {
+                let h = i128::from(v) * 100;
+                h >= i128::from(f.discount_lo) && h <= i128::from(f.discount_hi)
+            }
+            Stored::Real(x) => x >= f.discount_lo_f64 && x <= f.discount_hi_f64,
+            _ => false,
+        };
+        if !discount_ok {
+            return Ok(RecordOutcome::Done);
+        }
+        let quantity_ok = match value(payload, qty) {
+            Stored::Int(v) => i128::from(v) * 100 < i128::from(f.quantity),
+            Stored::Real(x) => x < f.quantity_f64,
+            _ => false,
+        };
+        if !quantity_ok {
+            return Ok(RecordOutcome::Done);
+        }
+        agg.rows_matched += 1;
+        let discount = hundredths(value(payload, disc), "l_discount")?
+            .ok_or_else(|| "l_discount matched but holds no number".to_string())?;
+        // A NULL price makes the product NULL, which sum() skips.
+        if let Some(price) = hundredths(value(payload, price), "l_extendedprice")? {
+            agg.revenue += i128::from(price) * i128::from(discount);
+        }
+        Ok(RecordOutcome::Done)
+    }
+}
+
+/// Reads the value in `slot` of a record whose payload is `payload` (bounds already checked).
+#[inline]
+fn value(payload: &[u8], slot: Slot) -> Stored<'_> {
+    if !slot.present {
+        return Stored::Null;
+    }
+    let at = slot.offset;
+    match slot.serial {
+        0 => Stored::Null,
+        8 => Stored::Int(0),
+        9 => Stored::Int(1),
+        s @ 1..=6 => {
+            let size = serial_type_size(s).unwrap_or(0) as usize;
+            Stored::Int(read_be_int(&payload[at..at + size]))
+        }
+        7 => {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&payload[at..at + 8]);
+            Stored::Real(f64::from_bits(u64::from_be_bytes(b)))
+        }
+        s if s >= 13 && s % 2 == 1 => {
+            let size = ((s - 13) / 2) as usize;
+            Stored::Text(&payload[at..at + size])
+        }
+        _ => Stored::Blob,
+    }
+}
+
+/// A matched money or discount value in hundredths, exactly; `None` for NULL.
+fn hundredths(v: Stored<'_>, column: &str) -> Result<Option<i64>, String> {
+    match v {
+        Stored::Null => Ok(None),
+        Stored::Int(i) => i
+            .checked_mul(100)
+            .map(Some)
+            .ok_or_else(|| format!("{column} value {i} is too large")),
+        Stored::Real(x) => {
+            let h = (x * 100.0).round();
+            // The REAL must be the double nearest to a two-place decimal; dividing the integer
+            // by 100 reproduces exactly that double.
+            if h.abs() < 9.0e15 && h / 100.0 == x {
+                Ok(Some(h as i64))
+            } else {
+                Err(format!(
+                    "{column} value {x} is not a decimal with at most two places"
+                ))
+            }
+        }
+        Stored::Text(_) | Stored::Blob => Err(format!("{column} holds a non-numeric value")),
+    }
+}
+
+#[cfg(test)]
+mod tests;

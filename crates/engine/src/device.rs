@@ -1,0 +1,181 @@
+//! Block-device counters from `/sys/block/<disk>/stat`, diffed over a scan.
+//!
+//! These show what actually reached the device: how many read requests, how many the block layer
+//! merged, and the mean request size. A file on a partition or a device-mapper volume is resolved
+//! to the disk(s) underneath. The counters are device-wide: other I/O on the same disk during the
+//! scan is counted too.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// The disks a file's blocks live on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockDevice {
+    /// Disk names under `/sys/block` (one, unless the file sits on a multi-disk volume).
+    pub disks: Vec<String>,
+}
+
+/// A snapshot of the read counters (fields 1-4 of the stat file), summed over the disks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCounters {
+    /// Read requests completed.
+    pub reads: u64,
+    /// Read requests merged into others before reaching the device.
+    pub merged: u64,
+    /// 512-byte sectors read.
+    pub sectors: u64,
+}
+
+/// What reached the device during a scan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceReport {
+    /// The disk (or disks, joined with `+`).
+    pub disk: String,
+    /// Read requests the device completed.
+    pub requests: u64,
+    /// Read requests merged by the block layer.
+    pub merged: u64,
+    /// `merged / (requests + merged)`, in percent (iostat's `%rrqm`).
+    pub merged_pct: f64,
+    /// Mean size of a completed request in KiB (iostat's `rareq-sz`).
+    pub mean_request_kib: f64,
+    /// Bytes the device read.
+    pub bytes: u64,
+}
+
+impl BlockDevice {
+    /// Finds the disk(s) holding `path`, or says why there is none (tmpfs, overlay, ...).
+    pub fn for_file(path: &Path) -> Result<Self, String> {
+        let meta = fs::metadata(path).map_err(|e| format!("stat {}: {e}", path.display()))?;
+        let dev = meta.dev();
+        let (major, minor) = (libc::major(dev), libc::minor(dev));
+        let link = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+        let node = fs::canonicalize(&link).map_err(|_| {
+            format!("the file is not on a block device (device {major}:{minor}; tmpfs, overlay or network filesystem)")
+        })?;
+        let mut disks = Vec::new();
+        resolve_disks(&node, &mut disks, 0);
+        if disks.is_empty() {
+            return Err(format!("no disk found under {}", node.display()));
+        }
+        disks.sort();
+        disks.dedup();
+        Ok(BlockDevice { disks })
+    }
+
+    /// Reads the current counters.
+    pub fn read(&self) -> Result<ReadCounters, String> {
+        let mut total = ReadCounters::default();
+        for d in &self.disks {
+            let path = format!("/sys/block/{d}/stat");
+            let text = fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+            let c = parse_stat(&text).ok_or_else(|| format!("{path}: unexpected contents"))?;
+            total.reads += c.reads;
+            total.merged += c.merged;
+            total.sectors += c.sectors;
+        }
+        Ok(total)
+    }
+
+    /// The report for counters read before and after a scan.
+    pub fn report(&self, before: ReadCounters, after: ReadCounters) -> DeviceReport {
+        let requests = after.reads.saturating_sub(before.reads);
+        let merged = after.merged.saturating_sub(before.merged);
+        let bytes = after.sectors.saturating_sub(before.sectors) * 512;
+        let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        DeviceReport {
+            disk: self.disks.join("+"),
+            requests,
+            merged,
+            merged_pct: 100.0 * ratio(merged as f64, (requests + merged) as f64),
+            mean_request_kib: ratio(bytes as f64 / 1024.0, requests as f64),
+            bytes,
+        }
+    }
+}
+
+/// Walks from a `/sys/devices/.../block/...` node to whole disks: a partition resolves to its
+/// parent, a device-mapper or md volume to the disks in its `slaves/`.
+fn resolve_disks(node: &Path, out: &mut Vec<String>, depth: u32) {
+    if depth > 8 {
+        return;
+    }
+    let node = if node.join("partition").exists() {
+        match node.parent() {
+            Some(p) => p.to_path_buf(),
+            None => return,
+        }
+    } else {
+        node.to_path_buf()
+    };
+    let slaves: Vec<PathBuf> = fs::read_dir(node.join("slaves"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| fs::canonicalize(e.path()).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    if slaves.is_empty() {
+        if let Some(name) = node.file_name().and_then(|n| n.to_str()) {
+            if Path::new("/sys/block").join(name).join("stat").exists() {
+                out.push(name.to_string());
+            }
+        }
+    } else {
+        for s in slaves {
+            resolve_disks(&s, out, depth + 1);
+        }
+    }
+}
+
+/// Parses the first three read fields of a `/sys/block/*/stat` line.
+fn parse_stat(text: &str) -> Option<ReadCounters> {
+    let mut f = text.split_ascii_whitespace().map(|x| x.parse::<u64>());
+    let reads = f.next()?.ok()?;
+    let merged = f.next()?.ok()?;
+    let sectors = f.next()?.ok()?;
+    Some(ReadCounters {
+        reads,
+        merged,
+        sectors,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_diffs_counters() {
+        let a = parse_stat("  100 900 8000 5 0 0 0 0 0 0 0").unwrap();
+        let b = parse_stat("  200 1800 16000 9 0 0 0 0 0 0 0").unwrap();
+        let dev = BlockDevice {
+            disks: vec!["vda".into()],
+        };
+        let r = dev.report(a, b);
+        assert_eq!(r.requests, 100);
+        assert_eq!(r.merged, 900);
+        assert!((r.merged_pct - 90.0).abs() < 1e-9);
+        assert!((r.mean_request_kib - 40.0).abs() < 1e-9);
+        assert!(parse_stat("garbage").is_none());
+    }
+
+    #[test]
+    fn files_on_tmpfs_have_no_block_device() {
+        let dir = Path::new("/dev/shm");
+        if dir.exists() {
+            let f = tempfile_in(dir);
+            assert!(BlockDevice::for_file(&f).is_err());
+            let _ = fs::remove_file(f);
+        }
+    }
+
+    fn tempfile_in(dir: &Path) -> PathBuf {
+        let p = dir.join(format!("corescan-device-test-{}", std::process::id()));
+        fs::write(&p, b"x").unwrap();
+        p
+    }
+}

@@ -1,0 +1,181 @@
+//! Application readahead: which reads to issue, and how many pages to keep in flight.
+//!
+//! With `O_DIRECT` the kernel's readahead is gone, so an executor that issues one page read at a
+//! time waits a full device round trip per page and hands the block layer nothing to merge. The
+//! cure is to keep a window of reads in flight ahead of the decoder and to submit them together:
+//!
+//! - [`ReadPlan`] turns a range's extents (runs of consecutive pages) into reads, each at most
+//!   `coalesce` pages long and never crossing an extent boundary, so no page is read that the
+//!   scan does not need;
+//! - [`ReadaheadWindow`] admits a read while the pages in flight stay within the window. A window
+//!   of 0 means one read at a time: submit, wait, decode, submit the next (the seed's slow case).
+//!   A read is never larger than a non-zero window.
+//!
+//! Both are plain state machines with no I/O, shared by every backend.
+
+use partitioner::Extent;
+
+/// One read: `pages` consecutive pages starting at `first_page`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadRequest {
+    /// The first page (1-based).
+    pub first_page: u32,
+    /// Number of pages (at least 1).
+    pub pages: u32,
+}
+
+/// The reads that cover a list of extents, in file order.
+#[derive(Debug, Clone)]
+pub struct ReadPlan<'a> {
+    extents: &'a [Extent],
+    /// Index of the extent being cut and how many of its pages are already planned.
+    next: usize,
+    done_in_extent: u32,
+    max_pages: u32,
+}
+
+impl<'a> ReadPlan<'a> {
+    /// Reads of at most `max_pages` pages (at least 1) over `extents`.
+    pub fn new(extents: &'a [Extent], max_pages: u32) -> Self {
+        ReadPlan {
+            extents,
+            next: 0,
+            done_in_extent: 0,
+            max_pages: max_pages.max(1),
+        }
+    }
+
+    /// The size of the next read, if any, without consuming it.
+    pub fn peek(&self) -> Option<ReadRequest> {
+        let e = self.extents.get(self.next)?;
+        let left = e.pages - self.done_in_extent;
+        Some(ReadRequest {
+            first_page: e.first_page + self.done_in_extent,
+            pages: left.min(self.max_pages),
+        })
+    }
+}
+
+impl Iterator for ReadPlan<'_> {
+    type Item = ReadRequest;
+
+    fn next(&mut self) -> Option<ReadRequest> {
+        let req = self.peek()?;
+        self.done_in_extent += req.pages;
+        if self.done_in_extent == self.extents[self.next].pages {
+            self.next += 1;
+            self.done_in_extent = 0;
+        }
+        Some(req)
+    }
+}
+
+/// The largest read, in pages, for a coalescing limit of `coalesce_kib` KiB and a readahead window
+/// of `window` pages: one page when coalescing is off, never more than the window when it is on.
+pub fn max_read_pages(coalesce_kib: u32, page_size: u32, window: u32) -> u32 {
+    let coalesce = (u64::from(coalesce_kib) * 1024 / u64::from(page_size)).max(1) as u32;
+    if window == 0 {
+        coalesce
+    } else {
+        coalesce.min(window)
+    }
+}
+
+/// Counts the pages in flight and decides whether another read may be issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadaheadWindow {
+    window: u32,
+    in_flight_pages: u32,
+    in_flight_reads: u32,
+}
+
+impl ReadaheadWindow {
+    /// A window of `pages` pages ahead of the decoder (0 = one read at a time).
+    pub fn new(pages: u32) -> Self {
+        ReadaheadWindow {
+            window: pages,
+            in_flight_pages: 0,
+            in_flight_reads: 0,
+        }
+    }
+
+    /// Whether a read of `pages` pages may be issued now. With nothing in flight a read is
+    /// always admitted, so the scan makes progress whatever the sizes.
+    pub fn admits(&self, pages: u32) -> bool {
+        self.in_flight_reads == 0 || self.in_flight_pages + pages <= self.window
+    }
+
+    /// Records that a read of `pages` pages was issued.
+    pub fn issued(&mut self, pages: u32) {
+        self.in_flight_pages += pages;
+        self.in_flight_reads += 1;
+    }
+
+    /// Records that a read of `pages` pages completed and was handed to the decoder.
+    pub fn completed(&mut self, pages: u32) {
+        self.in_flight_pages -= pages;
+        self.in_flight_reads -= 1;
+    }
+
+    /// Pages currently in flight.
+    pub fn in_flight_pages(&self) -> u32 {
+        self.in_flight_pages
+    }
+
+    /// Reads currently in flight.
+    pub fn in_flight_reads(&self) -> u32 {
+        self.in_flight_reads
+    }
+
+    /// The most reads that can be in flight at once for reads of at least one page.
+    pub fn max_reads(&self) -> usize {
+        self.window.max(1) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ext(first_page: u32, pages: u32) -> Extent {
+        Extent { first_page, pages }
+    }
+
+    #[test]
+    fn reads_never_cross_extents_and_cover_every_page() {
+        let extents = [ext(3, 5), ext(10, 1), ext(12, 9)];
+        let reads: Vec<_> = ReadPlan::new(&extents, 4).collect();
+        let expect = [(3, 4), (7, 1), (10, 1), (12, 4), (16, 4), (20, 1)];
+        let got: Vec<_> = reads.iter().map(|r| (r.first_page, r.pages)).collect();
+        assert_eq!(got, expect);
+        let one: Vec<_> = ReadPlan::new(&extents, 0).collect();
+        assert_eq!(one.len(), 15);
+        assert!(one.iter().all(|r| r.pages == 1));
+    }
+
+    #[test]
+    fn read_size_respects_coalescing_and_window() {
+        assert_eq!(max_read_pages(0, 4096, 32), 1);
+        assert_eq!(max_read_pages(128, 4096, 256), 32);
+        assert_eq!(max_read_pages(128, 4096, 4), 4);
+        assert_eq!(max_read_pages(128, 4096, 0), 32);
+        assert_eq!(max_read_pages(128, 65536, 32), 2);
+        assert_eq!(max_read_pages(1, 65536, 32), 1);
+    }
+
+    #[test]
+    fn window_bounds_pages_in_flight() {
+        let mut w = ReadaheadWindow::new(8);
+        assert!(w.admits(4));
+        w.issued(4);
+        assert!(w.admits(4));
+        w.issued(4);
+        assert!(!w.admits(1));
+        w.completed(4);
+        assert!(w.admits(4));
+        let mut zero = ReadaheadWindow::new(0);
+        assert!(zero.admits(32));
+        zero.issued(32);
+        assert!(!zero.admits(1));
+    }
+}

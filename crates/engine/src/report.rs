@@ -1,0 +1,80 @@
+//! [`ScanReport`]: the answer and everything measured while computing it.
+
+use serde::Serialize;
+
+use crate::cputime::CpuTime;
+use crate::device::DeviceReport;
+use crate::scan::ExecutorReport;
+
+/// Which I/O path actually ran, as opposed to what was asked for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IoReport {
+    /// The backend: `dma` (glommio, `O_DIRECT`).
+    pub backend: String,
+    /// Whether every executor's file descriptor really had `O_DIRECT` set.
+    pub o_direct: bool,
+    /// Whether a kernel SQ poll thread submitted the reads.
+    pub sqpoll: bool,
+    /// The CPU hosting the poll thread, when there is one.
+    pub sqpoll_cpu: Option<usize>,
+    /// Pages kept in flight ahead of the decoder (0 = one read at a time).
+    pub readahead: u32,
+    /// The coalescing limit in KiB (0 = one read per page).
+    pub coalesce_kib: u32,
+    /// The largest single read, in pages, after applying coalescing and the window.
+    pub max_read_pages: u32,
+    /// A one-line notice when the path that ran differs from the one asked for.
+    pub notice: Option<String>,
+}
+
+/// The result of one Q6 scan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScanReport {
+    /// The database file.
+    pub path: String,
+    /// The table scanned, as named in the schema.
+    pub table: String,
+    /// The revenue with four decimals, exact.
+    pub revenue: String,
+    /// Rows examined.
+    pub rows_scanned: u64,
+    /// Rows that matched.
+    pub rows_matched: u64,
+    /// Wall time of the scan (executors started to last partial merged), in seconds.
+    pub wall_s: f64,
+    /// Bytes read per second of wall time, in GB/s (10^9).
+    pub gb_per_s: f64,
+    /// Rows examined per second of wall time.
+    pub rows_per_s: f64,
+    /// Pages read: leaf pages plus overflow pages.
+    pub pages_read: u64,
+    /// Overflow pages read.
+    pub overflow_pages_read: u64,
+    /// Bytes read (pages x page size).
+    pub bytes_read: u64,
+    /// Read requests handed to the rings.
+    pub reads_submitted: u64,
+    /// Reactor passes that submitted reads; each costs at most one `io_uring_enter`.
+    pub submit_batches: u64,
+    /// `io_uring_enter` calls, when the backend can count them (glommio cannot: null).
+    pub io_uring_enters: Option<u64>,
+    /// Pages read that the scan did not need (alignment padding), rounded up.
+    pub wasted_pages: u64,
+    /// What I/O path ran.
+    pub io: IoReport,
+    /// One entry per executor, in plan order.
+    pub executors: Vec<ExecutorReport>,
+    /// Block-device counters over the run, or null when unknown (see `device_note`).
+    pub device: Option<DeviceReport>,
+    /// Why `device` is null, when it is.
+    pub device_note: Option<String>,
+    /// CPU time of the whole process over the run.
+    pub cpu_time: CpuTime,
+    /// The process's peak resident memory, in MiB.
+    pub peak_rss_mib: f64,
+    /// CPUs this process may run on.
+    pub available_cpus: usize,
+    /// Whether there were more executors than CPUs (or two on one CPU): timings then measure
+    /// time-sharing, not parallel scaling.
+    pub oversubscribed: bool,
+}

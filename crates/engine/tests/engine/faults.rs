@@ -1,0 +1,68 @@
+//! Failures during the scan end the run with one error naming the CPU, the file and the page.
+
+use std::io::{Seek, SeekFrom, Write};
+
+use engine::{run_q6, spread, Error, Q6Params, ScanSettings};
+use partitioner::TablePlan;
+
+use crate::fixture::{make_lineitem, test_dir};
+
+#[test]
+fn a_leaf_damaged_after_planning_names_cpu_and_page() {
+    let dir = test_dir("damaged-leaf");
+    let path = dir.join("li.db");
+    make_lineitem(&path, 5_000, 4096);
+    let plan = TablePlan::open(&path, "lineitem").unwrap();
+    let victim = plan.leaves[plan.leaves.len() / 2];
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.seek(SeekFrom::Start(u64::from(victim - 1) * 4096)).unwrap();
+    f.write_all(&[0x42]).unwrap();
+    drop(f);
+    let err = run_q6(&plan, &spread(2), &Q6Params::default(), &ScanSettings::default())
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::Corrupt { page, .. } if page == victim), "{text}");
+    assert!(text.starts_with("CPU "), "{text}");
+    assert!(text.contains(&format!("page {victim}")), "{text}");
+    assert!(text.contains("li.db"), "{text}");
+}
+
+#[test]
+fn a_file_truncated_after_planning_is_an_error_not_a_short_answer() {
+    let dir = test_dir("truncated");
+    let path = dir.join("li.db");
+    make_lineitem(&path, 5_000, 4096);
+    let plan = TablePlan::open(&path, "lineitem").unwrap();
+    let last = *plan.leaves.last().unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(u64::from(last - 1) * 4096).unwrap();
+    drop(f);
+    for readahead in [0, 32] {
+        let settings = ScanSettings {
+            readahead,
+            coalesce_kib: 128,
+        };
+        let err = run_q6(&plan, &spread(1), &Q6Params::default(), &settings).unwrap_err();
+        assert!(err.to_string().contains(&format!("page {last}")), "{err}");
+    }
+}
+
+#[test]
+fn unknown_cpus_and_absurd_settings_are_refused() {
+    let dir = test_dir("config");
+    let path = dir.join("li.db");
+    make_lineitem(&path, 100, 4096);
+    let plan = TablePlan::open(&path, "lineitem").unwrap();
+    let bad_cpu = [engine::ExecutorSpec {
+        cpu: 4096,
+        weight: 1,
+    }];
+    let err = run_q6(&plan, &bad_cpu, &Q6Params::default(), &ScanSettings::default());
+    assert!(matches!(err, Err(Error::Config(_))), "{err:?}");
+    let huge = ScanSettings {
+        readahead: 1 << 30,
+        coalesce_kib: 128,
+    };
+    assert!(run_q6(&plan, &spread(1), &Q6Params::default(), &huge).is_err());
+    assert!(run_q6(&plan, &[], &Q6Params::default(), &ScanSettings::default()).is_err());
+}

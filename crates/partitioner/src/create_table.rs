@@ -1,0 +1,427 @@
+//! A parser for the `CREATE TABLE` statements stored in `sqlite_schema`, just deep enough to
+//! list the columns and how each is stored.
+//!
+//! It understands SQLite's lexical rules (identifiers quoted as `"x"`, `[x]`, `` `x` `` or
+//! `'x'`, doubled-quote escapes, `--` and `/* */` comments) and skips what is not a column:
+//! table constraints (`CONSTRAINT`, `PRIMARY KEY (...)`, `UNIQUE`, `CHECK`, `FOREIGN KEY`),
+//! parenthesised type arguments (`DECIMAL(15,2)`), and column constraints whose expressions
+//! contain commas. Beyond names it records what changes a column's place in the record: a
+//! `VIRTUAL` generated column is not stored at all, and an `INTEGER PRIMARY KEY` column is an
+//! alias of the rowid, stored as NULL.
+//!
+//! `CREATE TABLE ... AS SELECT` is refused: SQLite never stores that form (it writes the
+//! derived column list instead), so meeting it means another writer whose schema we cannot
+//! read without running the query.
+
+/// A parsed `CREATE TABLE` statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateTable {
+    /// The schema qualifier (`main` in `CREATE TABLE main.t`), if written.
+    pub schema: Option<String>,
+    /// The table name, unquoted.
+    pub name: String,
+    /// The columns in declaration order.
+    pub columns: Vec<ColumnDef>,
+    /// Whether the table is declared `WITHOUT ROWID` (stored as an index b-tree).
+    pub without_rowid: bool,
+    /// Whether the table is declared `STRICT`.
+    pub strict: bool,
+}
+
+/// One column of a [`CreateTable`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnDef {
+    /// The column name, unquoted.
+    pub name: String,
+    /// The declared type as written, words joined by one space (`DECIMAL(15,2)`); empty when
+    /// none was given.
+    pub declared_type: String,
+    /// Whether the column is the rowid alias (`INTEGER PRIMARY KEY`, not `DESC` in the column
+    /// form, in a rowid table): its record slot holds NULL and its value is the rowid.
+    pub rowid_alias: bool,
+    /// How the column is generated, if it is a generated column.
+    pub generated: Option<Generated>,
+}
+
+/// The storage of a generated column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Generated {
+    /// Computed when written and stored in the record.
+    Stored,
+    /// Computed when read; absent from the record (the default).
+    Virtual,
+}
+
+impl CreateTable {
+    /// The column names in declaration order.
+    pub fn column_names(&self) -> Vec<String> {
+        self.columns.iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// The position of column `index` in the stored record, or `None` for a `VIRTUAL`
+    /// generated column, which is not stored. Stored columns keep their declaration order with
+    /// the virtual ones left out (SQLite's `sqlite3TableColumnToStorage`).
+    pub fn record_position(&self, index: usize) -> Option<usize> {
+        let is_virtual = |c: &ColumnDef| c.generated == Some(Generated::Virtual);
+        if is_virtual(self.columns.get(index)?) {
+            return None;
+        }
+        Some(
+            self.columns[..index]
+                .iter()
+                .filter(|c| !is_virtual(c))
+                .count(),
+        )
+    }
+
+    /// The index of the rowid-alias column, if there is one.
+    pub fn rowid_alias(&self) -> Option<usize> {
+        self.columns.iter().position(|c| c.rowid_alias)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    /// A bare word (identifier, keyword or number).
+    Word(String),
+    /// An identifier in `"..."`, `[...]` or `` `...` ``.
+    Quoted(String),
+    /// A string literal `'...'` (SQLite also accepts it as an identifier).
+    Str(String),
+    /// Any single punctuation character.
+    Punct(char),
+}
+
+impl Token {
+    fn is_kw(&self, kw: &str) -> bool {
+        matches!(self, Token::Word(w) if w.eq_ignore_ascii_case(kw))
+    }
+
+    /// The identifier this token names, if it can name one.
+    fn ident(&self) -> Option<&str> {
+        match self {
+            Token::Word(s) | Token::Quoted(s) | Token::Str(s) => Some(s),
+            Token::Punct(_) => None,
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Token::Word(s) => s.clone(),
+            Token::Quoted(s) => format!("\"{}\"", s.replace('"', "\"\"")),
+            Token::Str(s) => format!("'{}'", s.replace('\'', "''")),
+            Token::Punct(c) => c.to_string(),
+        }
+    }
+}
+
+fn tokenize(sql: &str) -> Result<Vec<Token>, String> {
+    let chars: Vec<char> = sql.chars().collect();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while let Some(&c) = chars.get(i) {
+        let next = chars.get(i + 1).copied();
+        if c.is_whitespace() {
+            i += 1;
+        } else if c == '-' && next == Some('-') {
+            while chars.get(i).is_some_and(|&c| c != '\n') {
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            // SQLite lets an unterminated comment run to the end of the input.
+            i += 2;
+            while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                i += 1;
+            }
+            i += 2;
+        } else if let Some(close) = match c {
+            '"' => Some('"'),
+            '`' => Some('`'),
+            '[' => Some(']'),
+            '\'' => Some('\''),
+            _ => None,
+        } {
+            let mut text = String::new();
+            i += 1;
+            loop {
+                match chars.get(i) {
+                    None => return Err(format!("unterminated quote {c}")),
+                    Some(&d) if d == close => {
+                        // Doubling escapes the quote, except in [...], which has no escape.
+                        if close != ']' && chars.get(i + 1) == Some(&close) {
+                            text.push(close);
+                            i += 2;
+                        } else {
+                            i += 1;
+                            break;
+                        }
+                    }
+                    Some(&d) => {
+                        text.push(d);
+                        i += 1;
+                    }
+                }
+            }
+            tokens.push(if c == '\'' {
+                Token::Str(text)
+            } else {
+                Token::Quoted(text)
+            });
+        } else if c.is_alphanumeric() || c == '_' || c == '$' || !c.is_ascii() {
+            let start = i;
+            while chars
+                .get(i)
+                .is_some_and(|&c| c.is_alphanumeric() || c == '_' || c == '$' || !c.is_ascii())
+            {
+                i += 1;
+            }
+            // A decimal number such as 1.5 or 1e-3 stays one word.
+            if c.is_ascii_digit() {
+                while chars
+                    .get(i)
+                    .is_some_and(|&c| c == '.' || c.is_alphanumeric())
+                    || (matches!(chars.get(i), Some('+' | '-'))
+                        && matches!(chars.get(i - 1), Some('e' | 'E')))
+                {
+                    i += 1;
+                }
+            }
+            tokens.push(Token::Word(chars[start..i].iter().collect()));
+        } else {
+            tokens.push(Token::Punct(c));
+            i += 1;
+        }
+    }
+    Ok(tokens)
+}
+
+/// Splits `tokens` at commas that are not inside parentheses.
+fn split_top_level(tokens: &[Token]) -> Vec<&[Token]> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, t) in tokens.iter().enumerate() {
+        match t {
+            Token::Punct('(') => depth += 1,
+            Token::Punct(')') => depth = depth.saturating_sub(1),
+            Token::Punct(',') if depth == 0 => {
+                parts.push(&tokens[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&tokens[start..]);
+    parts
+}
+
+/// The index one past the parenthesised group that opens at `open`.
+fn skip_group(tokens: &[Token], open: usize) -> Result<usize, String> {
+    let mut depth = 0usize;
+    for (i, t) in tokens.iter().enumerate().skip(open) {
+        match t {
+            Token::Punct('(') => depth += 1,
+            Token::Punct(')') => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Ok(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    Err("unbalanced parentheses".to_string())
+}
+
+/// Words that end a column's type name and start its constraints.
+const CONSTRAINT_WORDS: &[&str] = &[
+    "CONSTRAINT",
+    "PRIMARY",
+    "NOT",
+    "NULL",
+    "UNIQUE",
+    "CHECK",
+    "DEFAULT",
+    "COLLATE",
+    "REFERENCES",
+    "GENERATED",
+    "AS",
+];
+
+/// Words that start a table constraint rather than a column definition.
+const TABLE_CONSTRAINT_WORDS: &[&str] = &["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "FOREIGN"];
+
+fn is_any_kw(t: &Token, words: &[&str]) -> bool {
+    words.iter().any(|w| t.is_kw(w))
+}
+
+/// Parses one column definition: name, optional type, then constraints.
+fn parse_column(item: &[Token]) -> Result<ColumnDef, String> {
+    let name = item
+        .first()
+        .and_then(Token::ident)
+        .ok_or("a column definition does not start with a name")?
+        .to_string();
+    let mut i = 1;
+    let mut type_words: Vec<String> = Vec::new();
+    while let Some(t) = item.get(i) {
+        if is_any_kw(t, CONSTRAINT_WORDS) {
+            break;
+        }
+        match t {
+            Token::Punct('(') => {
+                let end = skip_group(item, i)?;
+                let args: String = item[i..end].iter().map(Token::text).collect();
+                match type_words.last_mut() {
+                    Some(last) => last.push_str(&args),
+                    None => type_words.push(args),
+                }
+                i = end;
+            }
+            Token::Punct(_) => return Err(format!("unexpected {} in column {name}", t.text())),
+            _ => {
+                type_words.push(t.ident().unwrap_or_default().to_string());
+                i += 1;
+            }
+        }
+    }
+    let mut column = ColumnDef {
+        name,
+        declared_type: type_words.join(" "),
+        rowid_alias: false,
+        generated: None,
+    };
+    let mut primary_key = false;
+    while let Some(t) = item.get(i) {
+        if t.is_kw("PRIMARY") && item.get(i + 1).is_some_and(|t| t.is_kw("KEY")) {
+            primary_key = true;
+            // The documented quirk: `INTEGER PRIMARY KEY DESC` is not a rowid alias.
+            column.rowid_alias = !item.get(i + 2).is_some_and(|t| t.is_kw("DESC"));
+            i += 2;
+        } else if t.is_kw("AS") {
+            // `[GENERATED ALWAYS] AS (expr) [STORED | VIRTUAL]`.
+            let end = match item.get(i + 1) {
+                Some(Token::Punct('(')) => skip_group(item, i + 1)?,
+                _ => i + 1,
+            };
+            column.generated = Some(if item.get(end).is_some_and(|t| t.is_kw("STORED")) {
+                Generated::Stored
+            } else {
+                Generated::Virtual
+            });
+            i = end;
+        } else if matches!(t, Token::Punct('(')) {
+            i = skip_group(item, i)?;
+        } else {
+            i += 1;
+        }
+    }
+    column.rowid_alias &= primary_key && column.declared_type.eq_ignore_ascii_case("INTEGER");
+    Ok(column)
+}
+
+/// For a `PRIMARY KEY (col)` table constraint naming exactly one column, that column's name.
+fn single_primary_key_column(item: &[Token]) -> Option<String> {
+    let at = item.iter().position(|t| t.is_kw("PRIMARY"))?;
+    if !item.get(at + 1)?.is_kw("KEY") || item.get(at + 2) != Some(&Token::Punct('(')) {
+        return None;
+    }
+    let end = skip_group(item, at + 2).ok()?;
+    let inner = item.get(at + 3..end - 1)?;
+    let parts = split_top_level(inner);
+    match parts.as_slice() {
+        [one] => one.first()?.ident().map(str::to_string),
+        _ => None,
+    }
+}
+
+/// Parses a `CREATE TABLE` statement as stored in `sqlite_schema`.
+pub fn parse_create_table(sql: &str) -> Result<CreateTable, String> {
+    let tokens = tokenize(sql)?;
+    let mut i = 0;
+    let expect = |i: usize, kw: &str| tokens.get(i).is_some_and(|t| t.is_kw(kw));
+    if !expect(i, "CREATE") {
+        return Err("the statement does not start with CREATE".to_string());
+    }
+    i += 1;
+    if expect(i, "TEMP") || expect(i, "TEMPORARY") {
+        i += 1;
+    }
+    if expect(i, "VIRTUAL") {
+        return Err("a virtual table has no b-tree of its own".to_string());
+    }
+    if !expect(i, "TABLE") {
+        return Err("not a CREATE TABLE statement".to_string());
+    }
+    i += 1;
+    if expect(i, "IF") && expect(i + 1, "NOT") && expect(i + 2, "EXISTS") {
+        i += 3;
+    }
+    let first = tokens
+        .get(i)
+        .and_then(Token::ident)
+        .ok_or("missing table name")?
+        .to_string();
+    i += 1;
+    let (schema, name) = if tokens.get(i) == Some(&Token::Punct('.')) {
+        let name = tokens
+            .get(i + 1)
+            .and_then(Token::ident)
+            .ok_or("missing table name after the schema name")?
+            .to_string();
+        i += 2;
+        (Some(first), name)
+    } else {
+        (None, first)
+    };
+    if expect(i, "AS") {
+        return Err("CREATE TABLE ... AS SELECT is not supported (no column list)".to_string());
+    }
+    if tokens.get(i) != Some(&Token::Punct('(')) {
+        return Err("expected ( after the table name".to_string());
+    }
+    let end = skip_group(&tokens, i)?;
+    let body = &tokens[i + 1..end - 1];
+    let mut columns = Vec::new();
+    let mut pk_column = None;
+    for item in split_top_level(body) {
+        let Some(first) = item.first() else {
+            return Err("empty column definition".to_string());
+        };
+        if is_any_kw(first, TABLE_CONSTRAINT_WORDS) {
+            if let Some(col) = single_primary_key_column(item) {
+                pk_column = Some(col);
+            }
+            continue;
+        }
+        columns.push(parse_column(item)?);
+    }
+    if columns.is_empty() {
+        return Err("the table has no columns".to_string());
+    }
+    let options = &tokens[end..];
+    let without_rowid = options
+        .windows(2)
+        .any(|w| w[0].is_kw("WITHOUT") && w[1].is_kw("ROWID"));
+    let strict = options.iter().any(|t| t.is_kw("STRICT"));
+    if let Some(pk) = pk_column {
+        if let Some(c) = columns
+            .iter_mut()
+            .find(|c| c.name.eq_ignore_ascii_case(&pk))
+        {
+            c.rowid_alias = c.declared_type.eq_ignore_ascii_case("INTEGER");
+        }
+    }
+    if without_rowid {
+        columns.iter_mut().for_each(|c| c.rowid_alias = false);
+    }
+    Ok(CreateTable {
+        schema,
+        name,
+        columns,
+        without_rowid,
+        strict,
+    })
+}
+
+#[cfg(test)]
+mod tests;

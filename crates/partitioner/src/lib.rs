@@ -1,0 +1,42 @@
+//! # partitioner: what to read, and who reads it
+//!
+//! `partitioner` reads a SQLite-format database file itself (never through SQLite) and decides
+//! which pages each executor scans:
+//!
+//! - [`pager::PageFile`] opens the file read-only, refuses a live `-wal` log, and reads pages
+//!   with bounds-checked `pread`;
+//! - [`header::DbHeader`] validates the 100-byte header (magic, page size, reserved bytes, page
+//!   count against the file size, UTF-8 text encoding) and knows which pages can never belong
+//!   to a b-tree (the lock-byte page, pointer-map pages);
+//! - [`schema`] reads `sqlite_schema` and finds a table's root page; [`create_table`] parses its
+//!   `CREATE TABLE` text into columns ([`schema::TableSchema`]);
+//! - [`btree`] walks the table's interior pages and lists every leaf page, refusing cycles,
+//!   out-of-range page numbers and wrong page types;
+//! - [`cell`] parses table-leaf cells and follows overflow chains with length and cycle checks;
+//! - [`plan::TablePlan`] holds the sorted leaf list grouped into [`partition::Extent`]s and cuts
+//!   it into contiguous [`partition::LeafRange`]s, one per executor, weighted by the topology;
+//!   its [`census`](plan::TablePlan::census) reads every leaf and counts overflow pages;
+//! - [`format`](mod@format) holds the format primitives (varints, serial types, page headers, the
+//!   local-payload rule) that the engine's record decoder shares.
+//!
+//! Nothing here writes to the file, and nothing panics on a malformed one: every error is an
+//! [`Error`] that names the file and, where one is at fault, the page.
+#![deny(missing_docs)]
+
+pub mod btree;
+pub mod cell;
+pub mod create_table;
+pub mod error;
+pub mod format;
+pub mod header;
+pub mod pager;
+pub mod partition;
+pub mod plan;
+pub mod schema;
+
+pub use error::{Error, Result};
+pub use header::DbHeader;
+pub use pager::PageFile;
+pub use partition::{Extent, LeafRange};
+pub use plan::{ColumnSource, PageCensus, TablePlan};
+pub use schema::TableSchema;

@@ -1,0 +1,208 @@
+//! [`TablePlan`]: everything the engine needs to scan one table of one file.
+
+use std::path::{Path, PathBuf};
+
+use crate::btree::{table_page_header, walk_table, LeafCheck, PageSet};
+use crate::cell::{follow_overflow_chain, TableLeafCell};
+use crate::create_table::CreateTable;
+use crate::error::Result;
+use crate::header::DbHeader;
+use crate::pager::PageFile;
+use crate::partition::{extents_of, split_leaves, Extent, LeafRange};
+use crate::schema::{find_table, read_schema, TableSchema};
+
+/// A table's layout in a database file: header facts, schema, and leaf pages in file order.
+#[derive(Debug, Clone)]
+pub struct TablePlan {
+    /// The database file.
+    pub path: PathBuf,
+    /// Its validated header.
+    pub header: DbHeader,
+    /// The table's schema entry.
+    pub table: TableSchema,
+    /// Every leaf page of the table, sorted by page number.
+    pub leaves: Vec<u32>,
+    /// Every interior page of the table, sorted by page number.
+    pub interior_pages: Vec<u32>,
+    /// The leaves grouped into runs of consecutive pages, in file order.
+    pub extents: Vec<Extent>,
+    /// The parsed `CREATE TABLE` statement (column storage details).
+    pub definition: CreateTable,
+    /// Levels in the table's b-tree (1 when the root is a leaf).
+    pub depth: u32,
+}
+
+/// Where a column's value comes from when a row is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnSource {
+    /// The value at this 0-based position of the record.
+    Record(usize),
+    /// The cell's rowid: the column is an `INTEGER PRIMARY KEY` (its record slot holds NULL).
+    Rowid,
+}
+
+/// Page and row counts from reading every leaf page of a table and following its overflow
+/// chains (see [`TablePlan::census`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PageCensus {
+    /// Leaf pages read.
+    pub leaf_pages: u64,
+    /// Interior pages of the table's b-tree.
+    pub interior_pages: u64,
+    /// Overflow pages holding the tails of payloads too large for their leaf.
+    pub overflow_pages: u64,
+    /// Rows (table-leaf cells).
+    pub rows: u64,
+    /// Rows whose payload spills onto overflow pages.
+    pub rows_with_overflow: u64,
+    /// Total record bytes, local and spilled.
+    pub payload_bytes: u64,
+    /// The largest record, in bytes.
+    pub max_payload: u64,
+}
+
+impl TablePlan {
+    /// Opens `path` read-only, validates it and walks table `table` (case-insensitive).
+    ///
+    /// Reads the header, the schema and the table's interior pages, not its leaves (see
+    /// [`crate::btree`]); [`TablePlan::census`] reads those.
+    pub fn open(path: &Path, table: &str) -> Result<Self> {
+        let file = PageFile::open(path)?;
+        let entries = read_schema(&file)?;
+        let schema = find_table(&file, &entries, table)?;
+        let definition = schema.definition().map_err(|w| file.invalid(w))?;
+        let tree = walk_table(&file, schema.root_page, LeafCheck::First)?;
+        let mut leaves = tree.leaves;
+        leaves.sort_unstable();
+        let mut interior_pages = tree.interior_pages;
+        interior_pages.sort_unstable();
+        Ok(Self {
+            path: path.to_path_buf(),
+            header: file.header().clone(),
+            table: schema,
+            extents: extents_of(&leaves),
+            leaves,
+            interior_pages,
+            definition,
+            depth: tree.depth,
+        })
+    }
+
+    /// Cuts the leaves into `weights.len()` contiguous ranges whose page counts are proportional
+    /// to the weights (equal weights: counts differ by at most one).
+    ///
+    /// Rounding is by largest remainder (see [`crate::partition::proportional_shares`]): a zero
+    /// weight gets an empty range, all-zero weights count as equal, and an empty slice yields
+    /// no ranges.
+    pub fn split(&self, weights: &[u32]) -> Vec<LeafRange> {
+        split_leaves(&self.leaves, weights)
+    }
+
+    /// Where column `name` (ASCII case-insensitive) is found when a row is decoded.
+    pub fn column_source(&self, name: &str) -> Result<ColumnSource> {
+        let table = &self.table.name;
+        let missing = || {
+            self.invalid(format!(
+                "table {table:?} has no column {name:?} (columns: {})",
+                self.table.columns.join(", ")
+            ))
+        };
+        let index = self
+            .definition
+            .columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+            .ok_or_else(missing)?;
+        if self
+            .definition
+            .columns
+            .get(index)
+            .is_some_and(|c| c.rowid_alias)
+        {
+            return Ok(ColumnSource::Rowid);
+        }
+        self.definition
+            .record_position(index)
+            .map(ColumnSource::Record)
+            .ok_or_else(|| {
+                self.invalid(format!(
+                    "column {name:?} of table {table:?} is a VIRTUAL generated column, computed \
+                     on read and not stored in the file"
+                ))
+            })
+    }
+
+    /// The record position of column `name` (ASCII case-insensitive). Fails with
+    /// [`crate::Error::Invalid`] naming the file, the table, the column and the table's
+    /// columns when there is no such column, and when the column is not stored in the record
+    /// (a rowid alias or a `VIRTUAL` generated column; see [`TablePlan::column_source`]).
+    pub fn column(&self, name: &str) -> Result<usize> {
+        match self.column_source(name)? {
+            ColumnSource::Record(position) => Ok(position),
+            ColumnSource::Rowid => Err(self.invalid(format!(
+                "column {name:?} of table {:?} is its INTEGER PRIMARY KEY, an alias of the \
+                 rowid, and not stored in the record",
+                self.table.name
+            ))),
+        }
+    }
+
+    /// Reads every leaf page and follows every overflow chain, checking page types, cells and
+    /// chain lengths; the file is opened again and must not have changed since planning.
+    pub fn census(&self) -> Result<PageCensus> {
+        let file = PageFile::open(&self.path)?;
+        if file.header().change_counter != self.header.change_counter
+            || file.header().page_count != self.header.page_count
+        {
+            return Err(self.invalid("the file changed since the table was planned"));
+        }
+        let usable = file.header().usable_size();
+        let mut seen = PageSet::new(file.header().page_count);
+        for &p in self.leaves.iter().chain(&self.interior_pages) {
+            seen.insert(p);
+        }
+        let (mut page, mut scratch) = (file.page_buffer(), Vec::new());
+        let mut census = PageCensus {
+            leaf_pages: self.leaves.len() as u64,
+            interior_pages: self.interior_pages.len() as u64,
+            ..PageCensus::default()
+        };
+        for &leaf in &self.leaves {
+            file.read_page(leaf, &mut page)?;
+            let header = table_page_header(&file, leaf, &page)?;
+            if !header.is_table_leaf() {
+                return Err(file.corrupt(
+                    leaf,
+                    format!(
+                        "interior page (type 0x{:02x}) listed as a leaf: the b-tree's leaves \
+                         are at different depths",
+                        header.page_type
+                    ),
+                ));
+            }
+            let offset = crate::btree::btree_header_offset(leaf);
+            for i in 0..usize::from(header.cell_count) {
+                let at = header
+                    .cell_offset(&page, offset, i, usable as usize)
+                    .map_err(|w| file.corrupt(leaf, w))?;
+                let cell = TableLeafCell::parse(&page, at, usable)
+                    .map_err(|w| file.corrupt(leaf, format!("cell {i}: {w}")))?;
+                let spilled =
+                    follow_overflow_chain(&file, leaf, &cell, &mut seen, None, &mut scratch)?;
+                census.rows += 1;
+                census.overflow_pages += spilled;
+                census.rows_with_overflow += u64::from(spilled > 0);
+                census.payload_bytes += cell.payload_len;
+                census.max_payload = census.max_payload.max(cell.payload_len);
+            }
+        }
+        Ok(census)
+    }
+
+    fn invalid(&self, what: impl Into<String>) -> crate::Error {
+        crate::Error::Invalid {
+            path: self.path.clone(),
+            what: what.into(),
+        }
+    }
+}

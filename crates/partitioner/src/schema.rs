@@ -1,0 +1,280 @@
+//! The schema table (`sqlite_schema`, rooted at page 1) and `CREATE TABLE` parsing.
+//!
+//! [`read_schema`] walks the schema b-tree like any table (it can have interior pages, and long
+//! `CREATE` statements spill onto overflow pages) and decodes each row's record:
+//! `(type, name, tbl_name, rootpage, sql)`. [`find_table`] picks one table by name, ASCII
+//! case-insensitively as SQLite does, and refuses what cannot be scanned as a rowid table b-tree:
+//! views, indexes, virtual tables and `WITHOUT ROWID` tables.
+
+use crate::btree::{table_page_header, walk_table, LeafCheck, PageSet};
+use crate::cell::{follow_overflow_chain, TableLeafCell};
+use crate::create_table::{parse_create_table, CreateTable};
+use crate::error::Result;
+use crate::format::{read_be_int, read_varint, serial_type_size};
+use crate::pager::PageFile;
+
+/// One table from `sqlite_schema`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableSchema {
+    /// The table's name as written in the schema.
+    pub name: String,
+    /// The root page of its b-tree.
+    pub root_page: u32,
+    /// The `CREATE TABLE` statement.
+    pub sql: String,
+    /// Column names in declaration order, unquoted.
+    pub columns: Vec<String>,
+}
+
+impl TableSchema {
+    /// The 0-based position of column `name` (case-insensitive) in declaration order, if the
+    /// table has it. This is also its position in the record unless the table has `VIRTUAL`
+    /// generated columns; [`crate::TablePlan::column`] accounts for those.
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(name))
+    }
+
+    /// Parses [`TableSchema::sql`] again for the details beyond column names.
+    pub fn definition(&self) -> Result<CreateTable, String> {
+        parse_create_table(&self.sql)
+    }
+}
+
+/// One row of `sqlite_schema`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaEntry {
+    /// `table`, `index`, `view` or `trigger`.
+    pub kind: String,
+    /// The object's name.
+    pub name: String,
+    /// The table the object belongs to (its own name for a table).
+    pub tbl_name: String,
+    /// The root page of its b-tree; 0 for views, triggers and virtual tables.
+    pub root_page: u32,
+    /// The `CREATE` statement; `None` for automatic indexes.
+    pub sql: Option<String>,
+    /// The schema leaf page the row was read from (for error messages).
+    pub page: u32,
+}
+
+/// A decoded record value, borrowing text and blobs from the payload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Value<'a> {
+    Null,
+    Int(i64),
+    Real,
+    Text(&'a [u8]),
+    Blob,
+}
+
+/// Decodes a record: header size, serial types, then the values they describe.
+fn decode_record(payload: &[u8]) -> Result<Vec<Value<'_>>, String> {
+    let (header_len, mut at) = read_varint(payload).ok_or("record header size is cut off")?;
+    let header_len = usize::try_from(header_len)
+        .ok()
+        .filter(|&n| n <= payload.len() && n >= at)
+        .ok_or_else(|| format!("record header size {header_len} exceeds the record"))?;
+    let mut body = header_len;
+    let mut values = Vec::new();
+    while at < header_len {
+        let (serial, n) = payload
+            .get(at..header_len)
+            .and_then(read_varint)
+            .ok_or("record header is cut off")?;
+        at += n;
+        let size = serial_type_size(serial)
+            .ok_or_else(|| format!("reserved serial type {serial} in a record"))?;
+        let bytes = usize::try_from(size)
+            .ok()
+            .and_then(|size| payload.get(body..body.checked_add(size)?))
+            .ok_or("a record value runs past the record")?;
+        body += bytes.len();
+        values.push(match serial {
+            0 => Value::Null,
+            1..=6 => Value::Int(read_be_int(bytes)),
+            7 => Value::Real,
+            8 => Value::Int(0),
+            9 => Value::Int(1),
+            n if n % 2 == 1 => Value::Text(bytes),
+            _ => Value::Blob,
+        });
+    }
+    Ok(values)
+}
+
+fn text(v: Option<&Value<'_>>) -> Option<String> {
+    match v {
+        Some(Value::Text(t)) => Some(String::from_utf8_lossy(t).into_owned()),
+        _ => None,
+    }
+}
+
+/// Reads every row of `sqlite_schema`.
+pub fn read_schema(file: &PageFile) -> Result<Vec<SchemaEntry>> {
+    let tree = walk_table(file, 1, LeafCheck::All)?;
+    let usable = file.header().usable_size();
+    let mut seen = PageSet::new(file.header().page_count);
+    for &p in tree.leaves.iter().chain(&tree.interior_pages) {
+        seen.insert(p);
+    }
+    let (mut page, mut scratch) = (file.page_buffer(), file.page_buffer());
+    let mut entries = Vec::new();
+    for &leaf in &tree.leaves {
+        file.read_page(leaf, &mut page)?;
+        let header = table_page_header(file, leaf, &page)?;
+        let offset = crate::btree::btree_header_offset(leaf);
+        for i in 0..usize::from(header.cell_count) {
+            let cell_at = header
+                .cell_offset(&page, offset, i, usable as usize)
+                .map_err(|what| file.corrupt(leaf, what))?;
+            let cell =
+                TableLeafCell::parse(&page, cell_at, usable).map_err(|w| file.corrupt(leaf, w))?;
+            let mut payload = cell.local(&page).to_vec();
+            follow_overflow_chain(
+                file,
+                leaf,
+                &cell,
+                &mut seen,
+                Some(&mut payload),
+                &mut scratch,
+            )?;
+            let values = decode_record(&payload)
+                .map_err(|w| file.corrupt(leaf, format!("schema row {}: {w}", cell.rowid)))?;
+            let root_page = match values.get(3) {
+                Some(Value::Int(n)) => u32::try_from(*n).ok(),
+                None | Some(Value::Null) => Some(0),
+                _ => None,
+            };
+            let name = text(values.get(1)).unwrap_or_default();
+            let root_page = root_page.ok_or_else(|| {
+                file.corrupt(
+                    leaf,
+                    format!("schema entry {name:?} has an invalid root page"),
+                )
+            })?;
+            entries.push(SchemaEntry {
+                kind: text(values.first()).unwrap_or_default(),
+                tbl_name: text(values.get(2)).unwrap_or_default(),
+                name,
+                root_page,
+                sql: text(values.get(4)),
+                page: leaf,
+            });
+        }
+    }
+    Ok(entries)
+}
+
+/// How many table names an error message lists before eliding the rest.
+const LISTED_TABLES: usize = 20;
+
+/// Finds table `name` (ASCII case-insensitive) among `entries` and parses its definition.
+pub fn find_table(file: &PageFile, entries: &[SchemaEntry], name: &str) -> Result<TableSchema> {
+    let matches = |e: &&SchemaEntry| e.name.eq_ignore_ascii_case(name);
+    let Some(entry) = entries.iter().filter(matches).find(|e| e.kind == "table") else {
+        if let Some(other) = entries.iter().find(matches) {
+            return Err(file.invalid(format!(
+                "{:?} is {} {}, not a table",
+                other.name,
+                if other.kind == "index" { "an" } else { "a" },
+                other.kind
+            )));
+        }
+        let tables: Vec<&str> = entries
+            .iter()
+            .filter(|e| e.kind == "table")
+            .map(|e| e.name.as_str())
+            .collect();
+        let listed = if tables.is_empty() {
+            "the database has no tables".to_string()
+        } else if tables.len() > LISTED_TABLES {
+            format!(
+                "tables: {}, and {} more",
+                tables[..LISTED_TABLES].join(", "),
+                tables.len() - LISTED_TABLES
+            )
+        } else {
+            format!("tables: {}", tables.join(", "))
+        };
+        return Err(file.invalid(format!("no table named {name:?} ({listed})")));
+    };
+    let table = &entry.name;
+    let sql = entry
+        .sql
+        .clone()
+        .ok_or_else(|| file.corrupt(entry.page, format!("table {table:?} has no CREATE TABLE")))?;
+    let is_virtual = sql
+        .split_whitespace()
+        .take(2)
+        .map(str::to_ascii_uppercase)
+        .eq(["CREATE", "VIRTUAL"]);
+    if is_virtual {
+        return Err(file.invalid(format!(
+            "table {table:?} is a virtual table; it has no b-tree to scan"
+        )));
+    }
+    if entry.root_page == 0 {
+        return Err(file.corrupt(
+            entry.page,
+            format!("table {table:?} has root page 0 but is not a virtual table"),
+        ));
+    }
+    let definition = parse_create_table(&sql).map_err(|w| {
+        file.invalid(format!(
+            "table {table:?}: cannot read its CREATE TABLE statement: {w}"
+        ))
+    })?;
+    if definition.without_rowid {
+        return Err(file.invalid(format!(
+            "table {table:?} is a WITHOUT ROWID table (stored as an index b-tree); only rowid \
+             tables can be scanned"
+        )));
+    }
+    if entry.root_page == 1 {
+        return Err(file.corrupt(
+            entry.page,
+            format!("table {table:?} claims root page 1, which is the schema's root"),
+        ));
+    }
+    Ok(TableSchema {
+        name: entry.name.clone(),
+        root_page: entry.root_page,
+        sql,
+        columns: definition.column_names(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_decode_each_serial_type() {
+        // header: size 6, types NULL, int8, 9 (=1), text(3), real; body: 0x2a "abc" 8 bytes.
+        let mut rec = vec![6, 0, 1, 9, 19, 7, 0x2a, b'a', b'b', b'c'];
+        rec.extend_from_slice(&1.5f64.to_be_bytes());
+        let v = decode_record(&rec).unwrap();
+        assert_eq!(
+            v,
+            [
+                Value::Null,
+                Value::Int(42),
+                Value::Int(1),
+                Value::Text(b"abc"),
+                Value::Real
+            ]
+        );
+    }
+
+    #[test]
+    fn broken_records_are_errors() {
+        assert!(decode_record(&[]).is_err());
+        assert!(decode_record(&[9, 1]).is_err()); // header longer than the record
+        assert!(decode_record(&[2, 19, b'a']).is_err()); // text runs past the end
+        assert!(decode_record(&[2, 10]).is_err()); // reserved serial type
+        assert!(decode_record(&[3, 0x81]).is_err()); // varint cut by the header end
+        assert!(decode_record(&[0]).is_err()); // header size smaller than itself
+    }
+}
