@@ -5,7 +5,7 @@
 //! bound the way the file stores them:
 //!
 //! - the ship-date bounds as `'YYYY-MM-DD'` text (`hi` is the date plus one year, computed on
-//!   the calendar, see [`Date::plus_years`]);
+//!   the calendar, see [`engine::q6::Date::plus_one_year`]);
 //! - the discount bounds computed exactly in hundredths (`0.06 ± 0.01` is `0.05..=0.07`), then
 //!   printed and parsed as f64, giving the nearest double, the same value a TPC-H file stores
 //!   for `0.07`;
@@ -20,118 +20,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::decimal_params::{format_hundredths, parse_hundredths};
-pub use crate::decimal_params::{format_revenue, Date, ParamError};
-
-/// The Q6 parameters, exact. The TPC-H validation values are the [`Default`]:
-/// `1994-01-01`, discount `0.06`, quantity `24`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Q6Params {
-    /// First ship date of the one-year window.
-    pub date: Date,
-    /// The discount in hundredths (`6` = 0.06); rows match within ±0.01 of it.
-    pub discount_hundredths: i64,
-    /// The quantity bound in hundredths (`2400` = 24): rows match below it.
-    pub quantity_hundredths: i64,
-}
-
-impl Default for Q6Params {
-    fn default() -> Self {
-        Q6Params {
-            date: Date::new(1994, 1, 1).expect("1994-01-01 is a date"),
-            discount_hundredths: 6,
-            quantity_hundredths: 2400,
-        }
-    }
-}
-
-impl Q6Params {
-    /// Parameters from parts, checked: the discount in 0..=100 hundredths (0.00 to 1.00), the
-    /// quantity > 0, and the date at least a year before 9999-12-31.
-    pub fn new(
-        date: Date,
-        discount_hundredths: i64,
-        quantity_hundredths: i64,
-    ) -> Result<Q6Params, ParamError> {
-        if !(0..=100).contains(&discount_hundredths) {
-            return Err(ParamError::Decimal {
-                what: "discount",
-                text: format_hundredths(discount_hundredths),
-                reason: "must be between 0.00 and 1.00",
-            });
-        }
-        if quantity_hundredths <= 0 || quantity_hundredths >= 1_000_000_000_000_000 {
-            return Err(ParamError::Decimal {
-                what: "quantity",
-                text: format_hundredths(quantity_hundredths),
-                reason: "must be greater than 0 (and below 10^15)",
-            });
-        }
-        if date.plus_years(1).is_none() {
-            return Err(ParamError::Date(date.to_string()));
-        }
-        Ok(Q6Params {
-            date,
-            discount_hundredths,
-            quantity_hundredths,
-        })
-    }
-
-    /// Parses the command-line forms: `--date YYYY-MM-DD`, `--discount D` (0.00..=1.00, at most
-    /// two decimals), `--quantity Q` (> 0, at most two decimals).
-    pub fn parse(date: &str, discount: &str, quantity: &str) -> Result<Q6Params, ParamError> {
-        let d: Date = date.parse()?;
-        let discount_h = parse_hundredths("discount", discount)?;
-        if discount_h > 100 {
-            return Err(ParamError::Decimal {
-                what: "discount",
-                text: discount.to_string(),
-                reason: "must be between 0.00 and 1.00",
-            });
-        }
-        let quantity_h = parse_hundredths("quantity", quantity)?;
-        if quantity_h == 0 {
-            return Err(ParamError::Decimal {
-                what: "quantity",
-                text: quantity.to_string(),
-                reason: "must be greater than 0",
-            });
-        }
-        Q6Params::new(d, discount_h, quantity_h)
-    }
-
-    /// The end of the ship-date window (exclusive): the date plus one year.
-    pub fn date_end(&self) -> Date {
-        // `new`/`parse` guarantee this exists; a hand-built far-future date saturates.
-        self.date.plus_years(1).unwrap_or(self.date)
-    }
-
-    /// The lowest matching discount in hundredths (`discount - 0.01`).
-    pub fn discount_low_hundredths(&self) -> i64 {
-        self.discount_hundredths - 1
-    }
-
-    /// The highest matching discount in hundredths (`discount + 0.01`).
-    pub fn discount_high_hundredths(&self) -> i64 {
-        self.discount_hundredths + 1
-    }
-}
-
-impl From<&engine::Q6Params> for Q6Params {
-    /// The same parameters as the engine's (its date through its `YYYY-MM-DD` text).
-    fn from(p: &engine::Q6Params) -> Self {
-        let text = p.date.text();
-        let date = std::str::from_utf8(&text)
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .expect("the engine's dates are valid YYYY-MM-DD dates");
-        Q6Params {
-            date,
-            discount_hundredths: p.discount_hundredths,
-            quantity_hundredths: p.quantity_hundredths,
-        }
-    }
-}
+use engine::q6::format_hundredths;
+pub use engine::q6::{format_ten_thousandths as format_revenue, Q6Params};
 
 /// The oracle's Q6 result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -209,8 +99,8 @@ pub fn q6_on(
         rusqlite::params![
             params.date.to_string(),
             params.date_end().to_string(),
-            as_real(params.discount_low_hundredths()),
-            as_real(params.discount_high_hundredths()),
+            as_real(params.discount_bounds().0),
+            as_real(params.discount_bounds().1),
             as_real(params.quantity_hundredths),
         ],
         |row| Ok((row.get(0)?, row.get(1)?)),
@@ -247,42 +137,6 @@ fn immutable_uri(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn params() {
-        let p = Q6Params::parse("1994-01-01", "0.06", "24").unwrap();
-        assert_eq!(p, Q6Params::default());
-        assert_eq!(p.date_end().to_string(), "1995-01-01");
-        assert_eq!(
-            (p.discount_low_hundredths(), p.discount_high_hundredths()),
-            (5, 7)
-        );
-        assert!(Q6Params::parse("1994-01-01", "1.00", "0.01").is_ok());
-        assert!(Q6Params::parse("1994-01-01", "0", "24").is_ok());
-        for (d, disc, q) in [
-            ("1994-02-30", "0.06", "24"),
-            ("1994-01-01", "1.01", "24"),
-            ("1994-01-01", "-0.01", "24"),
-            ("1994-01-01", "0.065", "24"),
-            ("1994-01-01", "0.06", "0"),
-            ("1994-01-01", "0.06", "0.00"),
-            ("1994-01-01", "0.06", "-3"),
-            ("9999-01-01", "0.06", "24"),
-        ] {
-            assert!(Q6Params::parse(d, disc, q).is_err(), "{d} {disc} {q}");
-        }
-    }
-
-    #[test]
-    fn from_engine_params() {
-        let e = engine::Q6Params::parse("1996-02-29", "0.02", "10.5").unwrap();
-        let p = Q6Params::from(&e);
-        assert_eq!(p, Q6Params::parse("1996-02-29", "0.02", "10.50").unwrap());
-        assert_eq!(
-            Q6Params::from(&engine::Q6Params::default()),
-            Q6Params::default()
-        );
-    }
 
     #[test]
     fn uri_and_quoting() {

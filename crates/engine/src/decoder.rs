@@ -13,8 +13,8 @@
 //! with at most two places (an integer, or the REAL nearest to such a decimal); anything else is
 //! an error rather than a rounded answer.
 
-use partitioner::format::{read_be_int, read_varint, serial_type_size, table_leaf_local_payload};
 use partitioner::format::{be_u32, BtreePageHeader};
+use partitioner::format::{read_be_int, read_varint, serial_type_size, table_leaf_local_payload};
 
 use crate::q6::{PartialAggregate, Q6Filter};
 
@@ -66,7 +66,6 @@ enum Stored<'a> {
 /// Decodes table-leaf pages and evaluates Q6 on every row.
 #[derive(Debug, Clone)]
 pub struct LeafDecoder {
-    cols: Q6Columns,
     filter: Q6Filter,
     usable: u32,
     /// The highest needed column index: the header walk stops there.
@@ -96,14 +95,18 @@ impl LeafDecoder {
             .max(cols.ship_date);
         let mut slot_of = vec![NOT_NEEDED; last_needed + 1];
         // The four columns have distinct names, so they occupy distinct positions.
-        for (slot, col) in [cols.ship_date, cols.discount, cols.quantity, cols.extended_price]
-            .into_iter()
-            .enumerate()
+        for (slot, col) in [
+            cols.ship_date,
+            cols.discount,
+            cols.quantity,
+            cols.extended_price,
+        ]
+        .into_iter()
+        .enumerate()
         {
             slot_of[col] = slot as u8;
         }
         LeafDecoder {
-            cols,
             filter,
             usable,
             last_needed,
@@ -205,8 +208,7 @@ impl LeafDecoder {
                 pos += 1;
                 u64::from(b)
             } else {
-                let Some((s, k)) = read_varint(&payload[pos..header_len.min(payload.len())])
-                else {
+                let Some((s, k)) = read_varint(&payload[pos..header_len.min(payload.len())]) else {
                     return need_more();
                 };
                 pos += k;

@@ -20,7 +20,8 @@
 //!
 //! Direct I/O keeps the scan from evicting the page cache and from copying every byte through
 //! it, but it only pays when reads are large or many are in flight: the defaults
-//! ([`DEFAULT_READAHEAD`] pages in flight, reads coalesced up to [`DEFAULT_COALESCE_KIB`] KiB) are
+//! ([`DEFAULT_READAHEAD_BYTES`] in flight per executor, reads coalesced up to
+//! [`DEFAULT_COALESCE_KIB`] KiB) are
 //! what measured fastest on the reference machine. Readahead 0 keeps one read in flight, the slow
 //! case that motivated this project, so it can be measured.
 #![deny(missing_docs)]
@@ -37,7 +38,7 @@ pub mod report;
 pub mod scan;
 
 pub use coordinator::{
-    run_q6, spread, ExecutorSpec, ScanSettings, DEFAULT_COALESCE_KIB, DEFAULT_READAHEAD,
+    run_q6, spread, ExecutorSpec, ScanSettings, DEFAULT_COALESCE_KIB, DEFAULT_READAHEAD_BYTES,
 };
 pub use decoder::{LeafDecoder, Q6Columns};
 pub use error::{Error, Result};

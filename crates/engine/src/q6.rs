@@ -18,13 +18,19 @@ use std::fmt;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ParamError {
     /// `--date` is not a real calendar date in `YYYY-MM-DD` form.
-    #[error("invalid date {0:?}: expected a calendar date YYYY-MM-DD between 0001-01-01 and 9998-12-31")]
+    #[error(
+        "invalid date {0:?}: expected a calendar date YYYY-MM-DD between 0001-01-01 and 9998-12-31"
+    )]
     Date(String),
-    /// `--discount` is not a decimal in 0.01..=0.99 with at most two places.
-    #[error("invalid discount {0:?}: expected a decimal between 0.01 and 0.99 with at most two places")]
+    /// `--discount` is not a decimal in 0.00..=1.00 with at most two places.
+    #[error(
+        "invalid discount {0:?}: expected a decimal between 0.00 and 1.00 with at most two places"
+    )]
     Discount(String),
-    /// `--quantity` is not a positive decimal with at most two places.
-    #[error("invalid quantity {0:?}: expected a positive decimal with at most two places")]
+    /// `--quantity` is not a positive decimal below 10^15 with at most two places.
+    #[error(
+        "invalid quantity {0:?}: expected a positive decimal below 10^15 with at most two places"
+    )]
     Quantity(String),
 }
 
@@ -83,6 +89,11 @@ impl Date {
         }
     }
 
+    /// Year, month and day.
+    pub fn ymd(self) -> (u16, u8, u8) {
+        (self.year, self.month, self.day)
+    }
+
     /// The date as the 10 bytes `YYYY-MM-DD`.
     pub fn text(self) -> [u8; 10] {
         let mut out = *b"0000-00-00";
@@ -110,7 +121,9 @@ fn days_in_month(year: u16, month: u8) -> u8 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
-        _ if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        _ if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => {
+            29
+        }
         _ => 28,
     }
 }
@@ -127,7 +140,11 @@ fn parse_hundredths(text: &str) -> Option<i64> {
         return None;
     }
     let whole: i64 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let mut cents: i64 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
+    let mut cents: i64 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().ok()?
+    };
     if frac.len() == 1 {
         cents *= 10;
     }
@@ -172,10 +189,10 @@ impl Q6Params {
     pub fn parse(date: &str, discount: &str, quantity: &str) -> Result<Self, ParamError> {
         let date = Date::parse(date)?;
         let discount_hundredths = parse_hundredths(discount)
-            .filter(|d| (1..=99).contains(d))
+            .filter(|d| (0..=100).contains(d))
             .ok_or_else(|| ParamError::Discount(discount.to_string()))?;
         let quantity_hundredths = parse_hundredths(quantity)
-            .filter(|q| *q > 0)
+            .filter(|q| *q > 0 && *q < 100_000_000_000_000_000)
             .ok_or_else(|| ParamError::Quantity(quantity.to_string()))?;
         Ok(Q6Params {
             date,
@@ -284,24 +301,54 @@ mod tests {
 
     #[test]
     fn rejects_bad_parameters() {
-        for d in ["1994-02-30", "1994-13-01", "94-01-01", "1994-1-01", "1994-01-0x"] {
+        for d in [
+            "1994-02-30",
+            "1994-13-01",
+            "94-01-01",
+            "1994-1-01",
+            "1994-01-0x",
+        ] {
             assert!(matches!(Date::parse(d), Err(ParamError::Date(_))), "{d}");
         }
-        for x in ["0", "1.00", "0.061", "-0.06", ".", "abc", ""] {
+        for x in ["1.01", "0.061", "-0.06", ".", "abc", ""] {
             assert!(Q6Params::parse("1994-01-01", x, "24").is_err(), "{x}");
         }
         for q in ["0", "-1", "24.001", "1e3"] {
             assert!(Q6Params::parse("1994-01-01", "0.06", q).is_err(), "{q}");
         }
-        assert_eq!(Q6Params::parse("1994-01-01", ".5", "24.5").unwrap().quantity_hundredths, 2450);
+        assert_eq!(
+            Q6Params::parse("1994-01-01", ".5", "24.5")
+                .unwrap()
+                .quantity_hundredths,
+            2450
+        );
+        assert_eq!(
+            Q6Params::parse("1994-01-01", "0", "24")
+                .unwrap()
+                .discount_bounds(),
+            (-1, 1)
+        );
+        assert!(Q6Params::parse("9998-12-31", "1.00", "0.01").is_ok());
     }
 
     #[test]
     fn leap_day_plus_one_year_matches_sqlite() {
         let d = Date::parse("1996-02-29").unwrap();
         assert_eq!(d.plus_one_year().to_string(), "1997-03-01");
-        assert_eq!(Date::parse("2000-02-29").unwrap().plus_one_year().to_string(), "2001-03-01");
-        assert_eq!(Date::parse("1995-07-31").unwrap().plus_one_year().to_string(), "1996-07-31");
+        assert_eq!(
+            Date::parse("2000-02-29")
+                .unwrap()
+                .plus_one_year()
+                .to_string(),
+            "2001-03-01"
+        );
+        assert_eq!(
+            Date::parse("1995-07-31")
+                .unwrap()
+                .plus_one_year()
+                .to_string(),
+            "1996-07-31"
+        );
     }
 
     #[test]

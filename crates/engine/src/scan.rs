@@ -128,21 +128,56 @@ pub(crate) async fn scan_dma(task: &ExecutorTask) -> Result<(PartialAggregate, E
     let mut ring = InFlight::with_capacity(window.max_reads());
     let mut spills: Vec<Spill> = Vec::new();
 
+    if task.readahead > 0 {
+        fill(
+            &mut plan,
+            &mut window,
+            &mut ring,
+            &read,
+            &mut report,
+            align,
+            page_bytes,
+        )
+        .await;
+    }
     loop {
-        fill(&mut plan, &mut window, &mut ring, &read, &mut report, align, page_bytes).await;
+        if task.readahead == 0 {
+            // One read at a time: the next read is issued only after the decoder is done.
+            fill(
+                &mut plan,
+                &mut window,
+                &mut ring,
+                &read,
+                &mut report,
+                align,
+                page_bytes,
+            )
+            .await;
+        }
         let Some((req, result)) = ring.pop().await else {
             break;
         };
         window.completed(req.pages);
-        if task.readahead > 0 {
-            // Put the next reads in flight before decoding this one, so the device works
-            // while the CPU decodes. With readahead 0 the next read waits for the decoder.
-            fill(&mut plan, &mut window, &mut ring, &read, &mut report, align, page_bytes).await;
+        if task.readahead > 0 && window.wants_refill() {
+            // Put the next batch in flight before decoding this read, so the device works
+            // while the CPU decodes.
+            let queued = fill(
+                &mut plan,
+                &mut window,
+                &mut ring,
+                &read,
+                &mut report,
+                align,
+                page_bytes,
+            )
+            .await;
+            if queued > 0 {
+                submit_now().await;
+            }
         }
         let last = req.first_page + req.pages - 1;
-        let buf = result.map_err(|e| {
-            task.io_error(format!("read pages {}..={last}", req.first_page), e)
-        })?;
+        let buf = result
+            .map_err(|e| task.io_error(format!("read pages {}..={last}", req.first_page), e))?;
         let want = req.pages as usize * task.page_size as usize;
         if buf.len() < want {
             return Err(task.corrupt(
@@ -153,7 +188,10 @@ pub(crate) async fn scan_dma(task: &ExecutorTask) -> Result<(PartialAggregate, E
                 ),
             ));
         }
-        for (k, page) in buf[..want].chunks_exact(task.page_size as usize).enumerate() {
+        for (k, page) in buf[..want]
+            .chunks_exact(task.page_size as usize)
+            .enumerate()
+        {
             let page_no = req.first_page + k as u32;
             task.decoder
                 .decode_page(page_no, page, &mut agg, &mut spills)
@@ -178,7 +216,16 @@ pub(crate) async fn scan_dma(task: &ExecutorTask) -> Result<(PartialAggregate, E
     Ok((agg, report))
 }
 
+/// Hands the reads queued so far to the kernel now. glommio submits only when its reactor runs,
+/// which happens when every task is waiting; while completed reads are waiting to be decoded
+/// the scan task never waits, so new reads would sit in the queue and the device would idle.
+/// A timer that expires at once makes the task wait for exactly one reactor pass.
+async fn submit_now() {
+    glommio::timer::sleep(std::time::Duration::from_nanos(1)).await;
+}
+
 /// Queues every read the window admits; they go to the kernel together when the task yields.
+/// Returns how many were queued.
 async fn fill<F: std::future::Future>(
     plan: &mut ReadPlan<'_>,
     window: &mut ReadaheadWindow,
@@ -187,7 +234,7 @@ async fn fill<F: std::future::Future>(
     report: &mut ExecutorReport,
     align: u64,
     page_bytes: u64,
-) {
+) -> u64 {
     let mut queued = 0;
     while ring.has_room() {
         match plan.peek() {
@@ -209,6 +256,7 @@ async fn fill<F: std::future::Future>(
         report.submit_batches += 1;
         report.max_in_flight_pages = report.max_in_flight_pages.max(window.in_flight_pages());
     }
+    queued
 }
 
 fn align_up(v: u64, align: u64) -> u64 {

@@ -7,11 +7,19 @@
 //! parenthesised type arguments (`DECIMAL(15,2)`), and column constraints whose expressions
 //! contain commas. Beyond names it records what changes a column's place in the record: a
 //! `VIRTUAL` generated column is not stored at all, and an `INTEGER PRIMARY KEY` column is an
-//! alias of the rowid, stored as NULL.
+//! alias of the rowid, stored as NULL. It also keeps each column's `DEFAULT` clause
+//! ([`DefaultClause`]), which is what SQLite reads from a record written before the column was
+//! added by `ALTER TABLE ... ADD COLUMN`.
 //!
 //! `CREATE TABLE ... AS SELECT` is refused: SQLite never stores that form (it writes the
 //! derived column list instead), so meeting it means another writer whose schema we cannot
 //! read without running the query.
+
+mod default_clause;
+mod token;
+
+pub use default_clause::{DefaultClause, Literal, Sign};
+use token::{tokenize, Token};
 
 /// A parsed `CREATE TABLE` statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +49,9 @@ pub struct ColumnDef {
     pub rowid_alias: bool,
     /// How the column is generated, if it is a generated column.
     pub generated: Option<Generated>,
+    /// The `DEFAULT` clause, if any: what SQLite reads for this column from a record written
+    /// before `ALTER TABLE ... ADD COLUMN` added it (see [`crate::TablePlan::column_default`]).
+    pub default: Option<DefaultClause>,
 }
 
 /// The storage of a generated column.
@@ -78,121 +89,6 @@ impl CreateTable {
     pub fn rowid_alias(&self) -> Option<usize> {
         self.columns.iter().position(|c| c.rowid_alias)
     }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Token {
-    /// A bare word (identifier, keyword or number).
-    Word(String),
-    /// An identifier in `"..."`, `[...]` or `` `...` ``.
-    Quoted(String),
-    /// A string literal `'...'` (SQLite also accepts it as an identifier).
-    Str(String),
-    /// Any single punctuation character.
-    Punct(char),
-}
-
-impl Token {
-    fn is_kw(&self, kw: &str) -> bool {
-        matches!(self, Token::Word(w) if w.eq_ignore_ascii_case(kw))
-    }
-
-    /// The identifier this token names, if it can name one.
-    fn ident(&self) -> Option<&str> {
-        match self {
-            Token::Word(s) | Token::Quoted(s) | Token::Str(s) => Some(s),
-            Token::Punct(_) => None,
-        }
-    }
-
-    fn text(&self) -> String {
-        match self {
-            Token::Word(s) => s.clone(),
-            Token::Quoted(s) => format!("\"{}\"", s.replace('"', "\"\"")),
-            Token::Str(s) => format!("'{}'", s.replace('\'', "''")),
-            Token::Punct(c) => c.to_string(),
-        }
-    }
-}
-
-fn tokenize(sql: &str) -> Result<Vec<Token>, String> {
-    let chars: Vec<char> = sql.chars().collect();
-    let mut tokens = Vec::new();
-    let mut i = 0;
-    while let Some(&c) = chars.get(i) {
-        let next = chars.get(i + 1).copied();
-        if c.is_whitespace() {
-            i += 1;
-        } else if c == '-' && next == Some('-') {
-            while chars.get(i).is_some_and(|&c| c != '\n') {
-                i += 1;
-            }
-        } else if c == '/' && next == Some('*') {
-            // SQLite lets an unterminated comment run to the end of the input.
-            i += 2;
-            while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
-                i += 1;
-            }
-            i += 2;
-        } else if let Some(close) = match c {
-            '"' => Some('"'),
-            '`' => Some('`'),
-            '[' => Some(']'),
-            '\'' => Some('\''),
-            _ => None,
-        } {
-            let mut text = String::new();
-            i += 1;
-            loop {
-                match chars.get(i) {
-                    None => return Err(format!("unterminated quote {c}")),
-                    Some(&d) if d == close => {
-                        // Doubling escapes the quote, except in [...], which has no escape.
-                        if close != ']' && chars.get(i + 1) == Some(&close) {
-                            text.push(close);
-                            i += 2;
-                        } else {
-                            i += 1;
-                            break;
-                        }
-                    }
-                    Some(&d) => {
-                        text.push(d);
-                        i += 1;
-                    }
-                }
-            }
-            tokens.push(if c == '\'' {
-                Token::Str(text)
-            } else {
-                Token::Quoted(text)
-            });
-        } else if c.is_alphanumeric() || c == '_' || c == '$' || !c.is_ascii() {
-            let start = i;
-            while chars
-                .get(i)
-                .is_some_and(|&c| c.is_alphanumeric() || c == '_' || c == '$' || !c.is_ascii())
-            {
-                i += 1;
-            }
-            // A decimal number such as 1.5 or 1e-3 stays one word.
-            if c.is_ascii_digit() {
-                while chars
-                    .get(i)
-                    .is_some_and(|&c| c == '.' || c.is_alphanumeric())
-                    || (matches!(chars.get(i), Some('+' | '-'))
-                        && matches!(chars.get(i - 1), Some('e' | 'E')))
-                {
-                    i += 1;
-                }
-            }
-            tokens.push(Token::Word(chars[start..i].iter().collect()));
-        } else {
-            tokens.push(Token::Punct(c));
-            i += 1;
-        }
-    }
-    Ok(tokens)
 }
 
 /// Splits `tokens` at commas that are not inside parentheses.
@@ -279,7 +175,10 @@ fn parse_column(item: &[Token]) -> Result<ColumnDef, String> {
             }
             Token::Punct(_) => return Err(format!("unexpected {} in column {name}", t.text())),
             _ => {
-                type_words.push(t.ident().unwrap_or_default().to_string());
+                let word = t
+                    .ident()
+                    .ok_or_else(|| format!("unexpected {} in column {name}", t.text()))?;
+                type_words.push(word.to_string());
                 i += 1;
             }
         }
@@ -289,6 +188,7 @@ fn parse_column(item: &[Token]) -> Result<ColumnDef, String> {
         declared_type: type_words.join(" "),
         rowid_alias: false,
         generated: None,
+        default: None,
     };
     let mut primary_key = false;
     while let Some(t) = item.get(i) {
@@ -297,6 +197,10 @@ fn parse_column(item: &[Token]) -> Result<ColumnDef, String> {
             // The documented quirk: `INTEGER PRIMARY KEY DESC` is not a rowid alias.
             column.rowid_alias = !item.get(i + 2).is_some_and(|t| t.is_kw("DESC"));
             i += 2;
+        } else if t.is_kw("DEFAULT") {
+            let (clause, end) = default_clause::parse_default(item, i + 1)?;
+            column.default = Some(clause);
+            i = end;
         } else if t.is_kw("AS") {
             // `[GENERATED ALWAYS] AS (expr) [STORED | VIRTUAL]`.
             let end = match item.get(i + 1) {

@@ -3,13 +3,17 @@
 //! `partitioner` reads a SQLite-format database file itself (never through SQLite) and decides
 //! which pages each executor scans:
 //!
-//! - [`pager::PageFile`] opens the file read-only, refuses a live `-wal` log, and reads pages
-//!   with bounds-checked `pread`;
+//! - [`pager::PageFile`] opens the file read-only, refuses a live `-wal` log and a hot
+//!   `-journal` (an interrupted write), and reads pages with bounds-checked `pread`;
 //! - [`header::DbHeader`] validates the 100-byte header (magic, page size, reserved bytes, page
 //!   count against the file size, UTF-8 text encoding) and knows which pages can never belong
 //!   to a b-tree (the lock-byte page, pointer-map pages);
 //! - [`schema`] reads `sqlite_schema` and finds a table's root page; [`create_table`] parses its
-//!   `CREATE TABLE` text into columns ([`schema::TableSchema`]);
+//!   `CREATE TABLE` text into columns ([`schema::TableSchema`]), with each column's `DEFAULT`
+//!   clause;
+//! - [`affinity::Affinity`] is a column's type affinity, and [`DefaultValue`] what SQLite reads
+//!   for a column a record does not reach (rows written before `ALTER TABLE ... ADD COLUMN`),
+//!   converted by that affinity with SQLite's own text-to-number rules (ported in `numeric_text.rs`);
 //! - [`btree`] walks the table's interior pages and lists every leaf page, refusing cycles,
 //!   out-of-range page numbers and wrong page types;
 //! - [`cell`] parses table-leaf cells and follows overflow chains with length and cycle checks;
@@ -23,17 +27,22 @@
 //! [`Error`] that names the file and, where one is at fault, the page.
 #![deny(missing_docs)]
 
+pub mod affinity;
 pub mod btree;
 pub mod cell;
 pub mod create_table;
+pub mod default_value;
 pub mod error;
 pub mod format;
 pub mod header;
+mod numeric_text;
 pub mod pager;
 pub mod partition;
 pub mod plan;
 pub mod schema;
 
+pub use affinity::Affinity;
+pub use default_value::DefaultValue;
 pub use error::{Error, Result};
 pub use header::DbHeader;
 pub use pager::PageFile;

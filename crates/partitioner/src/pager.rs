@@ -4,7 +4,11 @@
 //! anything, so it cannot disturb a database another process has open) and reads pages with
 //! positioned reads (`pread`), so one `PageFile` can serve any number of readers without a
 //! shared file offset. It refuses a database whose write-ahead log (`DB-wal`) is not empty:
-//! committed pages may live only in the log, and the file alone would show stale data.
+//! committed pages may live only in the log, and the file alone would show stale data. It
+//! also refuses a hot rollback journal (`DB-journal` starting with the journal magic): a write
+//! was interrupted (or is in progress) and the file may hold half of it until SQLite rolls
+//! the journal back. An empty journal (`journal_mode=TRUNCATE`) or one whose header is zeroed
+//! (`journal_mode=PERSIST` after a commit) is a finished transaction and fine.
 
 use std::fs::File;
 use std::io::ErrorKind;
@@ -46,6 +50,52 @@ pub fn check_no_wal(db: &Path) -> Result<()> {
     }
 }
 
+/// The path of the rollback journal SQLite keeps beside `db`: the file name plus `-journal`.
+pub fn journal_path(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_os_string();
+    name.push("-journal");
+    PathBuf::from(name)
+}
+
+/// The 8 bytes a rollback journal's header starts with while it holds a transaction
+/// (`aJournalMagic` in SQLite's `pager.c`).
+pub const JOURNAL_MAGIC: [u8; 8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7];
+
+/// Fails with [`Error::Invalid`] when a hot rollback journal sits beside `db`: a `-journal`
+/// file whose header starts with [`JOURNAL_MAGIC`], left by a write that was interrupted (or
+/// is still in progress). An absent or empty journal, or one whose header has been zeroed
+/// (`journal_mode=PERSIST` after a commit), is fine. The journal is opened read-only and only
+/// its first 8 bytes are read.
+pub fn check_no_hot_journal(db: &Path) -> Result<()> {
+    let journal = journal_path(db);
+    let io = |op: &str, source| Error::Io {
+        path: db.to_path_buf(),
+        op: format!("{op} {}", journal.display()),
+        source,
+    };
+    let file = match File::open(&journal) {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io("open", e)),
+    };
+    let mut magic = [0u8; JOURNAL_MAGIC.len()];
+    match file.read_exact_at(&mut magic, 0) {
+        Ok(()) if magic == JOURNAL_MAGIC => Err(Error::Invalid {
+            path: db.to_path_buf(),
+            what: format!(
+                "hot rollback journal {} beside the database: a write was interrupted (or is \
+                 still in progress); open the database once with sqlite3 to roll it back",
+                journal.display()
+            ),
+        }),
+        // A zeroed (or otherwise non-magic) header: SQLite finds nothing to roll back.
+        Ok(()) => Ok(()),
+        // Shorter than the magic (empty after journal_mode=TRUNCATE): nothing to roll back.
+        Err(e) if e.kind() == ErrorKind::UnexpectedEof => Ok(()),
+        Err(e) => Err(io("read", e)),
+    }
+}
+
 /// A database file opened read-only, with its validated header.
 #[derive(Debug)]
 pub struct PageFile {
@@ -55,7 +105,8 @@ pub struct PageFile {
 }
 
 impl PageFile {
-    /// Opens `path` read-only, refuses a live `-wal` file, and reads and validates the header.
+    /// Opens `path` read-only, refuses a live `-wal` file or a hot `-journal` (see
+    /// [`check_no_wal`] and [`check_no_hot_journal`]), and reads and validates the header.
     pub fn open(path: &Path) -> Result<Self> {
         let io = |op: &str, source| Error::Io {
             path: path.to_path_buf(),
@@ -72,6 +123,7 @@ impl PageFile {
             });
         }
         check_no_wal(path)?;
+        check_no_hot_journal(path)?;
         let file_size = meta.len();
         let mut bytes = [0u8; DB_HEADER_SIZE];
         let have = usize::try_from(file_size).map_or(DB_HEADER_SIZE, |n| n.min(DB_HEADER_SIZE));

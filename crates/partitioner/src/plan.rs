@@ -2,9 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::affinity::Affinity;
 use crate::btree::{table_page_header, walk_table, LeafCheck, PageSet};
 use crate::cell::{follow_overflow_chain, TableLeafCell};
-use crate::create_table::CreateTable;
+use crate::create_table::{CreateTable, Generated};
+use crate::default_value::DefaultValue;
 use crate::error::Result;
 use crate::header::DbHeader;
 use crate::pager::PageFile;
@@ -98,21 +100,26 @@ impl TablePlan {
         split_leaves(&self.leaves, weights)
     }
 
-    /// Where column `name` (ASCII case-insensitive) is found when a row is decoded.
-    pub fn column_source(&self, name: &str) -> Result<ColumnSource> {
-        let table = &self.table.name;
-        let missing = || {
-            self.invalid(format!(
-                "table {table:?} has no column {name:?} (columns: {})",
-                self.table.columns.join(", ")
-            ))
-        };
-        let index = self
-            .definition
+    /// The declaration index of column `name` (ASCII case-insensitive), or an
+    /// [`crate::Error::Invalid`] listing the table's columns.
+    fn column_index(&self, name: &str) -> Result<usize> {
+        self.definition
             .columns
             .iter()
             .position(|c| c.name.eq_ignore_ascii_case(name))
-            .ok_or_else(missing)?;
+            .ok_or_else(|| {
+                self.invalid(format!(
+                    "table {:?} has no column {name:?} (columns: {})",
+                    self.table.name,
+                    self.table.columns.join(", ")
+                ))
+            })
+    }
+
+    /// Where column `name` (ASCII case-insensitive) is found when a row is decoded.
+    pub fn column_source(&self, name: &str) -> Result<ColumnSource> {
+        let table = &self.table.name;
+        let index = self.column_index(name)?;
         if self
             .definition
             .columns
@@ -145,6 +152,31 @@ impl TablePlan {
                 self.table.name
             ))),
         }
+    }
+
+    /// The value SQLite reads for column `name` (ASCII case-insensitive) from a record that
+    /// ends before the column's field: rows written before `ALTER TABLE ... ADD COLUMN` added
+    /// it keep their shorter records. That is NULL when the column has no `DEFAULT`, else the
+    /// default literal converted by the column's [`Affinity`] (see [`DefaultValue`]): on a
+    /// `DECIMAL(15,2)` column `DEFAULT '0.06'` reads as the real 0.06 and `DEFAULT 901.0` as
+    /// the integer 901; on a `REAL` column `DEFAULT 5` reads as the real 5.0.
+    ///
+    /// Fails with [`crate::Error::Invalid`] naming the file, table and column when there is no
+    /// such column, when it is a `VIRTUAL` generated column (computed, never stored), and when
+    /// its `DEFAULT` is something only SQLite can evaluate (`CURRENT_TIMESTAMP`, a function
+    /// call, ...). SQLite refuses those in `ADD COLUMN` on a non-empty table, so a decoder can
+    /// hold on to the error and raise it only if a record actually lacks the column.
+    pub fn column_default(&self, name: &str) -> Result<DefaultValue> {
+        let column = &self.definition.columns[self.column_index(name)?];
+        let what = format!("column {:?} of table {:?}", column.name, self.table.name);
+        if column.generated == Some(Generated::Virtual) {
+            return Err(self.invalid(format!(
+                "{what} is a VIRTUAL generated column, computed on read; it has no default"
+            )));
+        }
+        let affinity = Affinity::of_column(column, self.definition.strict);
+        DefaultValue::of_clause(column.default.as_ref(), affinity)
+            .map_err(|w| self.invalid(format!("{what}: {w}")))
     }
 
     /// Reads every leaf page and follows every overflow chain, checking page types, cells and

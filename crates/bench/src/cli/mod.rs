@@ -8,6 +8,7 @@
 
 mod explain;
 mod gen;
+mod q6;
 
 use std::process::ExitCode;
 
@@ -27,6 +28,8 @@ enum Command {
     Gen(gen::GenArgs),
     /// Show how a table is laid out in a database file and how it would be split over CPUs.
     Explain(explain::ExplainArgs),
+    /// Run TPC-H Q6 with one pinned executor per CPU and report the answer and the I/O.
+    Q6(q6::Q6Args),
 }
 
 /// Parses the arguments, runs the subcommand and reports the outcome as the exit status.
@@ -49,6 +52,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Gen(args) => gen::run(args),
         Command::Explain(args) => explain::run(args),
+        Command::Q6(args) => q6::run(args),
     }
 }
 
@@ -86,11 +90,12 @@ fn install_panic_hook() {
     }));
 }
 
-/// Which CPUs to plan for: `--cores N` (CPUs 0..N) or `--cpus LIST`; by default every CPU
-/// available to this process.
+/// Which CPUs to plan for: `--cores N` (N executors spread over the available CPUs, round-robin
+/// when N exceeds them) or `--cpus LIST`; by default one executor per available CPU.
 #[derive(Debug, Clone, Args)]
 pub struct CpuArgs {
-    /// Use N executors on CPUs 0..N [default: the number of available CPUs].
+    /// Use N executors, spread over the available CPUs (more than the CPUs is allowed and
+    /// flagged) [default: one per available CPU].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096), conflicts_with = "cpus")]
     cores: Option<u32>,
     /// Use these CPUs, e.g. "0,2-3".
@@ -99,16 +104,22 @@ pub struct CpuArgs {
 }
 
 impl CpuArgs {
-    /// The chosen CPU ids, ascending and distinct.
-    pub fn cpus(&self) -> Vec<usize> {
+    /// One executor per chosen CPU, with equal weights.
+    pub fn executors(&self) -> Vec<engine::ExecutorSpec> {
         match (&self.cpus, self.cores) {
-            (Some(list), _) => list.0.clone(),
-            (None, Some(n)) => (0..n as usize).collect(),
-            (None, None) => {
-                let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-                (0..n).collect()
-            }
+            (Some(list), _) => list
+                .0
+                .iter()
+                .map(|&cpu| engine::ExecutorSpec { cpu, weight: 1 })
+                .collect(),
+            (None, Some(n)) => engine::spread(n as usize),
+            (None, None) => engine::spread(engine::coordinator::available_cpus().len().max(1)),
         }
+    }
+
+    /// The CPU of each executor, in plan order.
+    pub fn cpus(&self) -> Vec<usize> {
+        self.executors().iter().map(|e| e.cpu).collect()
     }
 }
 

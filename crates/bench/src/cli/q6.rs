@@ -23,12 +23,13 @@ pub struct Q6Args {
     /// The I/O backend.
     #[arg(long, value_enum, default_value_t = IoBackend::Dma)]
     io: IoBackend,
-    /// Pages kept in flight ahead of each executor's decoder (0 = one read at a time).
-    #[arg(long, value_name = "PAGES", default_value_t = engine::DEFAULT_READAHEAD)]
-    readahead: u32,
-    /// Merge adjacent pages into reads of up to K KiB (0 = one read per page).
-    #[arg(long, value_name = "K", default_value_t = engine::DEFAULT_COALESCE_KIB)]
-    coalesce_kib: u32,
+    /// Pages kept in flight ahead of each executor's decoder (0 = one read at a time)
+    /// [default: 4 MiB worth of pages, 1024 at 4 KiB].
+    #[arg(long, value_name = "PAGES")]
+    readahead: Option<u32>,
+    /// Merge adjacent pages into reads of up to K KiB (0 = one read per page) [default: 128].
+    #[arg(long, value_name = "K")]
+    coalesce_kib: Option<u32>,
     /// First day of the one-year shipping window.
     #[arg(long, value_name = "YYYY-MM-DD", default_value = "1994-01-01")]
     date: String,
@@ -55,9 +56,10 @@ pub fn run(args: Q6Args) -> anyhow::Result<()> {
     let params = Q6Params::parse(&args.date, &args.discount, &args.quantity)?;
     let plan = TablePlan::open(&args.db, &args.table)?;
     let executors = args.cpus.executors();
+    let defaults = ScanSettings::defaults(plan.header.page_size);
     let settings = ScanSettings {
-        readahead: args.readahead,
-        coalesce_kib: args.coalesce_kib,
+        readahead: args.readahead.unwrap_or(defaults.readahead),
+        coalesce_kib: args.coalesce_kib.unwrap_or(defaults.coalesce_kib),
     };
     let IoBackend::Dma = args.io;
     let report = run_q6(&plan, &executors, &params, &settings)?;
@@ -110,7 +112,11 @@ pub fn human(r: &ScanReport) -> String {
         s,
         "io          {}, {}, {}, readahead {} pages, reads up to {} pages (coalesce {} KiB)",
         io.backend,
-        if io.o_direct { "O_DIRECT" } else { "buffered (no O_DIRECT)" },
+        if io.o_direct {
+            "O_DIRECT"
+        } else {
+            "buffered (no O_DIRECT)"
+        },
         match io.sqpoll_cpu {
             Some(c) if io.sqpoll => format!("SQPOLL on CPU {c}"),
             _ if io.sqpoll => "SQPOLL".to_string(),

@@ -5,6 +5,8 @@
 //! - [`oracle`]: `bench::oracle::q6` against an independent Q6 computation in Rust, on a
 //!   generated database and on every `bench::layouts` layout;
 //! - [`explain`]: `corescan explain --json` against SQLite's own `dbstat` page accounting;
+//! - [`scan`]: the engine's Q6 answer against the oracle under every core count, readahead
+//!   window and coalescing size ([`scan::ScanTester`]), on every layout;
 //! - [`cli`]: the error contract (one `error:` line naming the file, exit status 1; usage
 //!   errors 2) and `--version`.
 //!
@@ -15,6 +17,7 @@ mod cli;
 mod explain;
 mod gen;
 mod oracle;
+mod scan;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -74,13 +74,22 @@ fn decoder() -> LeafDecoder {
 
 fn eval(rec: &[u8]) -> Result<PartialAggregate, String> {
     let mut agg = PartialAggregate::default();
-    assert_eq!(decoder().eval_record(rec, true, &mut agg)?, RecordOutcome::Done);
+    assert_eq!(
+        decoder().eval_record(rec, true, &mut agg)?,
+        RecordOutcome::Done
+    );
     Ok(agg)
 }
 
 #[test]
 fn matching_row_adds_exact_revenue() {
-    let agg = eval(&row(V::Int(10), V::Real(1234.56), V::Real(0.06), V::Text("1994-06-01"))).unwrap();
+    let agg = eval(&row(
+        V::Int(10),
+        V::Real(1234.56),
+        V::Real(0.06),
+        V::Text("1994-06-01"),
+    ))
+    .unwrap();
     assert_eq!(agg.rows_matched, 1);
     assert_eq!(agg.revenue, 123_456 * 6);
 }
@@ -88,7 +97,9 @@ fn matching_row_adds_exact_revenue() {
 #[test]
 fn boundaries_follow_sqlite() {
     let m = |q: V, d: V, s: &'static str| {
-        eval(&row(q, V::Int(100), d, V::Text(s))).unwrap().rows_matched
+        eval(&row(q, V::Int(100), d, V::Text(s)))
+            .unwrap()
+            .rows_matched
     };
     // Discount 0.07 and 0.05 are inside; the f64 sum 0.06 + 0.01 would have dropped 0.07.
     assert_eq!(m(V::Int(1), V::Real(0.07), "1994-01-01"), 1);
@@ -107,14 +118,26 @@ fn boundaries_follow_sqlite() {
 
 #[test]
 fn nulls_and_non_text_dates_never_match() {
-    let agg = eval(&row(V::Null, V::Int(1), V::Real(0.06), V::Text("1994-06-01"))).unwrap();
+    let agg = eval(&row(
+        V::Null,
+        V::Int(1),
+        V::Real(0.06),
+        V::Text("1994-06-01"),
+    ))
+    .unwrap();
     assert_eq!(agg.rows_matched, 0);
     let agg = eval(&row(V::Int(1), V::Int(1), V::Null, V::Text("1994-06-01"))).unwrap();
     assert_eq!(agg.rows_matched, 0);
     let agg = eval(&row(V::Int(1), V::Int(1), V::Real(0.06), V::Int(19940601))).unwrap();
     assert_eq!(agg.rows_matched, 0);
     // A NULL price still matches the predicate but adds nothing, like SQL's sum().
-    let agg = eval(&row(V::Int(1), V::Null, V::Real(0.06), V::Text("1994-06-01"))).unwrap();
+    let agg = eval(&row(
+        V::Int(1),
+        V::Null,
+        V::Real(0.06),
+        V::Text("1994-06-01"),
+    ))
+    .unwrap();
     assert_eq!((agg.rows_matched, agg.revenue), (1, 0));
 }
 
@@ -127,7 +150,12 @@ fn short_records_read_missing_columns_as_null() {
 
 #[test]
 fn prefixes_ask_for_more_and_full_records_decode() {
-    let rec = row(V::Int(10), V::Int(200), V::Real(0.06), V::Text("1994-06-01"));
+    let rec = row(
+        V::Int(10),
+        V::Int(200),
+        V::Real(0.06),
+        V::Text("1994-06-01"),
+    );
     let d = decoder();
     for cut in 0..rec.len() {
         let mut agg = PartialAggregate::default();
@@ -137,19 +165,34 @@ fn prefixes_ask_for_more_and_full_records_decode() {
         }
     }
     let mut agg = PartialAggregate::default();
-    assert_eq!(d.eval_record(&rec, false, &mut agg).unwrap(), RecordOutcome::Done);
+    assert_eq!(
+        d.eval_record(&rec, false, &mut agg).unwrap(),
+        RecordOutcome::Done
+    );
     assert_eq!(agg.revenue, 20_000 * 6);
     // Cut inside a needed value (the date) and claimed complete: an error, not a guess.
-    assert!(d.eval_record(&rec[..rec.len() - 80], true, &mut agg).is_err());
+    assert!(d
+        .eval_record(&rec[..rec.len() - 80], true, &mut agg)
+        .is_err());
 }
 
 #[test]
 fn inexact_money_is_an_error_not_a_rounding() {
-    let err = eval(&row(V::Int(1), V::Real(0.125), V::Real(0.06), V::Text("1994-06-01")))
-        .unwrap_err();
+    let err = eval(&row(
+        V::Int(1),
+        V::Real(0.125),
+        V::Real(0.06),
+        V::Text("1994-06-01"),
+    ))
+    .unwrap_err();
     assert!(err.contains("l_extendedprice"), "{err}");
-    let err = eval(&row(V::Int(1), V::Text("12"), V::Real(0.06), V::Text("1994-06-01")))
-        .unwrap_err();
+    let err = eval(&row(
+        V::Int(1),
+        V::Text("12"),
+        V::Real(0.06),
+        V::Text("1994-06-01"),
+    ))
+    .unwrap_err();
     assert!(err.contains("non-numeric"), "{err}");
 }
 
@@ -169,7 +212,10 @@ fn decode_page_rejects_non_leaf_pages_and_wild_cell_pointers() {
     let mut spills = Vec::new();
     let mut page = vec![0u8; 4096];
     page[0] = 0x05;
-    assert!(d.decode_page(2, &page, &mut agg, &mut spills).unwrap_err().contains("0x05"));
+    assert!(d
+        .decode_page(2, &page, &mut agg, &mut spills)
+        .unwrap_err()
+        .contains("0x05"));
     page[0] = 0x0d;
     page[3..5].copy_from_slice(&1u16.to_be_bytes());
     page[8..10].copy_from_slice(&5000u16.to_be_bytes());

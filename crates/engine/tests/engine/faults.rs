@@ -15,13 +15,22 @@ fn a_leaf_damaged_after_planning_names_cpu_and_page() {
     let plan = TablePlan::open(&path, "lineitem").unwrap();
     let victim = plan.leaves[plan.leaves.len() / 2];
     let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    f.seek(SeekFrom::Start(u64::from(victim - 1) * 4096)).unwrap();
+    f.seek(SeekFrom::Start(u64::from(victim - 1) * 4096))
+        .unwrap();
     f.write_all(&[0x42]).unwrap();
     drop(f);
-    let err = run_q6(&plan, &spread(2), &Q6Params::default(), &ScanSettings::default())
-        .unwrap_err();
+    let err = run_q6(
+        &plan,
+        &spread(2),
+        &Q6Params::default(),
+        &ScanSettings::defaults(4096),
+    )
+    .unwrap_err();
     let text = err.to_string();
-    assert!(matches!(err, Error::Corrupt { page, .. } if page == victim), "{text}");
+    assert!(
+        matches!(err, Error::Corrupt { page, .. } if page == victim),
+        "{text}"
+    );
     assert!(text.starts_with("CPU "), "{text}");
     assert!(text.contains(&format!("page {victim}")), "{text}");
     assert!(text.contains("li.db"), "{text}");
@@ -57,12 +66,23 @@ fn unknown_cpus_and_absurd_settings_are_refused() {
         cpu: 4096,
         weight: 1,
     }];
-    let err = run_q6(&plan, &bad_cpu, &Q6Params::default(), &ScanSettings::default());
+    let err = run_q6(
+        &plan,
+        &bad_cpu,
+        &Q6Params::default(),
+        &ScanSettings::defaults(4096),
+    );
     assert!(matches!(err, Err(Error::Config(_))), "{err:?}");
     let huge = ScanSettings {
         readahead: 1 << 30,
         coalesce_kib: 128,
     };
     assert!(run_q6(&plan, &spread(1), &Q6Params::default(), &huge).is_err());
-    assert!(run_q6(&plan, &[], &Q6Params::default(), &ScanSettings::default()).is_err());
+    assert!(run_q6(
+        &plan,
+        &[],
+        &Q6Params::default(),
+        &ScanSettings::defaults(4096)
+    )
+    .is_err());
 }

@@ -32,7 +32,13 @@ pub fn make_lineitem(path: &Path, rows: u32, page_size: u32) {
             .prepare("INSERT INTO LINEITEM VALUES (?1,1,1,1,?2,?3,?4,0.02,'N','O',?5,?5,?5,'NONE','AIR',?6)")
             .unwrap();
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let dates = ["1993-12-31", "1994-01-01", "1994-07-15", "1994-12-31", "1995-01-01"];
+        let dates = [
+            "1993-12-31",
+            "1994-01-01",
+            "1994-07-15",
+            "1994-12-31",
+            "1995-01-01",
+        ];
         for i in 0..rows {
             x ^= x << 13;
             x ^= x >> 7;

@@ -24,14 +24,21 @@ fn every_setting_gives_sqlites_answer() {
                     let what = format!("{page_size} B pages, {cores} cores, {settings:?}");
                     let r = run_q6(&plan, &spread(cores), &Q6Params::default(), &settings)
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
-                    assert_eq!(r.revenue, engine::q6::format_ten_thousandths(revenue), "{what}");
+                    assert_eq!(
+                        r.revenue,
+                        engine::q6::format_ten_thousandths(revenue),
+                        "{what}"
+                    );
                     assert_eq!(r.rows_matched, matched, "{what}");
                     assert_eq!(r.rows_scanned, 20_000, "{what}");
                     assert_eq!(r.pages_read, plan.leaves.len() as u64, "{what}");
                     assert_eq!(r.executors.len(), cores, "{what}");
                     let in_flight = r.executors.iter().map(|e| e.max_in_flight_pages).max();
                     if readahead > 0 {
-                        assert!(in_flight.unwrap() <= readahead.max(1), "{what}: {in_flight:?}");
+                        assert!(
+                            in_flight.unwrap() <= readahead.max(1),
+                            "{what}: {in_flight:?}"
+                        );
                     }
                     // A read never exceeds a non-zero window, so a 1-page window reads pages.
                     if coalesce_kib == 0 || readahead == 1 {
@@ -51,7 +58,13 @@ fn reports_say_which_path_ran() {
     let path = dir.join("li.db");
     make_lineitem(&path, 5_000, 4096);
     let plan = TablePlan::open(&path, "LINEITEM").unwrap();
-    let r = run_q6(&plan, &spread(3), &Q6Params::default(), &ScanSettings::default()).unwrap();
+    let r = run_q6(
+        &plan,
+        &spread(3),
+        &Q6Params::default(),
+        &ScanSettings::defaults(4096),
+    )
+    .unwrap();
     assert_eq!(r.io.backend, "dma");
     // The target directory is on a disk here; O_DIRECT must really have been used.
     assert!(r.io.o_direct, "{:?}", r.io);
@@ -60,8 +73,17 @@ fn reports_say_which_path_ran() {
     assert!(r.device.is_some() || r.device_note.is_some());
     let json = serde_json::to_value(&r).unwrap();
     for field in [
-        "revenue", "rows_scanned", "rows_matched", "wall_s", "pages_read", "bytes_read",
-        "reads_submitted", "io", "executors", "device", "cpu_time",
+        "revenue",
+        "rows_scanned",
+        "rows_matched",
+        "wall_s",
+        "pages_read",
+        "bytes_read",
+        "reads_submitted",
+        "io",
+        "executors",
+        "device",
+        "cpu_time",
     ] {
         assert!(json.get(field).is_some(), "missing {field}");
     }

@@ -216,3 +216,157 @@ fn tpch_lineitem_as_generated() {
     assert_eq!(cols[4], "L_QUANTITY");
     assert_eq!(cols[10], "L_SHIPDATE");
 }
+
+/// The DEFAULT clause of the only column of `CREATE TABLE t(c {decl})`.
+fn default_of(decl: &str) -> Option<DefaultClause> {
+    let sql = format!("CREATE TABLE t(c {decl})");
+    let t = parse_create_table(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    t.columns[0].default.clone()
+}
+
+fn constant(signs: &[Sign], literal: Literal) -> Option<DefaultClause> {
+    Some(DefaultClause::Constant {
+        signs: signs.to_vec(),
+        literal,
+    })
+}
+
+#[test]
+fn default_literal_forms() {
+    use Literal::*;
+    use Sign::{Minus, Plus};
+    let int = |s: &str| Integer(s.to_string());
+    let float = |s: &str| Float(s.to_string());
+    let text = |s: &str| Text(s.to_string());
+    for (decl, expected) in [
+        ("INT", None),
+        ("INT DEFAULT 5", constant(&[], int("5"))),
+        ("INT DEFAULT +5", constant(&[], int("5"))),
+        ("INT DEFAULT -5", constant(&[Minus], int("5"))),
+        ("REAL DEFAULT -0.06", constant(&[Minus], float("0.06"))),
+        ("REAL DEFAULT - 0.06", constant(&[Minus], float("0.06"))),
+        ("REAL DEFAULT 1e3", constant(&[], float("1e3"))),
+        ("REAL DEFAULT 1E+3", constant(&[], float("1E+3"))),
+        ("REAL DEFAULT 2.5e-3", constant(&[], float("2.5e-3"))),
+        ("REAL DEFAULT .5", constant(&[], float(".5"))),
+        ("REAL DEFAULT 5.", constant(&[], float("5."))),
+        ("INT DEFAULT 0x1F", constant(&[], int("0x1F"))),
+        ("INT DEFAULT -0X1f", constant(&[Minus], int("0X1f"))),
+        ("INT DEFAULT 1_000_000", constant(&[], int("1000000"))),
+        ("REAL DEFAULT 1_0.2_5e1_0", constant(&[], float("10.25e10"))),
+        ("TEXT DEFAULT 'a''b'", constant(&[], text("a'b"))),
+        ("TEXT DEFAULT ''", constant(&[], text(""))),
+        ("TEXT DEFAULT 'x, (y'", constant(&[], text("x, (y"))),
+        ("BLOB DEFAULT X'00ff'", constant(&[], Blob(vec![0, 0xff]))),
+        ("BLOB DEFAULT x''", constant(&[], Blob(vec![]))),
+        ("INT DEFAULT NULL", constant(&[], Null)),
+        ("INT DEFAULT null NOT NULL", constant(&[], Null)),
+        ("BOOLEAN DEFAULT TRUE", constant(&[], Bool(true))),
+        ("BOOLEAN DEFAULT false", constant(&[], Bool(false))),
+        // A bare or quoted identifier is a string; quoted TRUE is the text "true".
+        ("TEXT DEFAULT abc", constant(&[], text("abc"))),
+        ("TEXT DEFAULT \"true\"", constant(&[], text("true"))),
+        ("TEXT DEFAULT [x y]", constant(&[], text("x y"))),
+        // Parenthesised literals, with signs inside and out.
+        ("REAL DEFAULT (0.06)", constant(&[], float("0.06"))),
+        ("INT DEFAULT (-1)", constant(&[Minus], int("1"))),
+        ("INT DEFAULT ((-(1)))", constant(&[Minus], int("1"))),
+        ("INT DEFAULT (-(+1))", constant(&[Minus, Plus], int("1"))),
+        ("INT DEFAULT (- -1)", constant(&[Minus, Minus], int("1"))),
+        ("TEXT DEFAULT ('x')", constant(&[], text("x"))),
+        ("INT DEFAULT (true)", constant(&[], Bool(true))),
+        ("INT DEFAULT (NULL)", constant(&[], Null)),
+        ("BLOB DEFAULT (X'AB')", constant(&[], Blob(vec![0xab]))),
+        // What only SQLite can evaluate.
+        (
+            "TEXT DEFAULT CURRENT_TIMESTAMP",
+            Some(DefaultClause::CurrentTime("CURRENT_TIMESTAMP".into())),
+        ),
+        (
+            "TEXT DEFAULT current_date",
+            Some(DefaultClause::CurrentTime("CURRENT_DATE".into())),
+        ),
+        (
+            "TEXT DEFAULT (CURRENT_TIME)",
+            Some(DefaultClause::CurrentTime("CURRENT_TIME".into())),
+        ),
+        (
+            "REAL DEFAULT (round(1.5, 2))",
+            Some(DefaultClause::Expression("(round(1.5,2))".into())),
+        ),
+        (
+            "INT DEFAULT (1 + 2)",
+            Some(DefaultClause::Expression("(1+2)".into())),
+        ),
+        // Inside parentheses an identifier is a column reference, not a string.
+        (
+            "TEXT DEFAULT (abc)",
+            Some(DefaultClause::Expression("(abc)".into())),
+        ),
+        (
+            "TEXT DEFAULT (\"abc\")",
+            Some(DefaultClause::Expression("(\"abc\")".into())),
+        ),
+    ] {
+        assert_eq!(default_of(decl), expected, "{decl}");
+    }
+}
+
+#[test]
+fn defaults_do_not_disturb_the_rest_of_the_column() {
+    let t = parse_create_table(
+        "CREATE TABLE t(
+            id INTEGER DEFAULT 7 PRIMARY KEY,
+            a DECIMAL(15,2) NOT NULL DEFAULT -0.06 CHECK (a < 1),
+            b TEXT DEFAULT 'PRIMARY KEY' COLLATE nocase,
+            c DEFAULT (1, 2),
+            d
+        )",
+    )
+    .unwrap();
+    assert_eq!(t.column_names(), ["id", "a", "b", "c", "d"]);
+    assert_eq!(t.rowid_alias(), Some(0));
+    assert_eq!(t.columns[1].declared_type, "DECIMAL(15,2)");
+    assert_eq!(
+        t.columns[1].default,
+        constant(&[Sign::Minus], Literal::Float("0.06".into()))
+    );
+    assert!(!t.columns[2].rowid_alias);
+    assert_eq!(
+        t.columns[3].default,
+        Some(DefaultClause::Expression("(1,2)".into()))
+    );
+    assert_eq!(t.columns[4].default, None);
+}
+
+#[test]
+fn malformed_defaults_are_errors_or_expressions_never_panics() {
+    for decl in [
+        "INT DEFAULT",
+        "INT DEFAULT -",
+        "INT DEFAULT ,",
+        "BLOB DEFAULT X'0'",
+    ] {
+        let sql = format!("CREATE TABLE t(c {decl})");
+        assert!(parse_create_table(&sql).is_err(), "{sql}");
+    }
+    for (decl, text) in [
+        ("INT DEFAULT 1abc", "1abc"),
+        ("INT DEFAULT 1__0", "1__0"),
+        ("INT DEFAULT 1_", "1_"),
+        ("INT DEFAULT 0x_1", "0x_1"),
+        ("REAL DEFAULT 1e", "1e"),
+    ] {
+        assert_eq!(
+            default_of(decl),
+            Some(DefaultClause::Expression(text.into())),
+            "{decl}"
+        );
+    }
+    let sql = "CREATE TABLE t(a INT DEFAULT -(0x1F), b BLOB DEFAULT X'0aF1', c DEFAULT ((-.5e1)))";
+    for end in 0..=sql.len() {
+        if let Some(prefix) = sql.get(..end) {
+            let _ = parse_create_table(prefix);
+        }
+    }
+}

@@ -5,6 +5,7 @@
 mod columns;
 mod corrupt;
 mod dbstat;
+mod defaults;
 mod ranges;
 mod readonly;
 mod schema;
