@@ -20,8 +20,7 @@
 //! | `short_records` | rows written before `ALTER TABLE ADD COLUMN L_SHIPDATE`: records shorter than the schema |
 //!
 //! [`all`] builds every layout above into a directory (replacing earlier files); each has its
-//! own function too. [`short_records_with_default`] is kept out of [`all`]: its added column
-//! has a `DEFAULT`, which short records must read as that value rather than NULL.
+//! own function too.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -85,7 +84,7 @@ pub enum LayoutError {
 
 type Result<T, E = LayoutError> = std::result::Result<T, E>;
 
-/// Builds every layout (except [`short_records_with_default`]) in `dir`, which must exist.
+/// Builds every layout in `dir`, which must exist.
 pub fn all(dir: &Path) -> Result<Vec<Layout>> {
     Ok(vec![
         page_size(dir, 512)?,
@@ -101,6 +100,7 @@ pub fn all(dir: &Path) -> Result<Vec<Layout>> {
         typed_integer_real(dir)?,
         nulls(dir)?,
         short_records(dir)?,
+        short_records_with_default(dir)?,
     ])
 }
 
@@ -318,7 +318,7 @@ pub fn short_records(dir: &Path) -> Result<Layout> {
 }
 
 /// Like [`short_records`] but the column is added with `DEFAULT '1994-06-01'`: the short
-/// records must read that default (and mostly match Q6's default window). Not in [`all`].
+/// records must read that default (and mostly match Q6's default window).
 pub fn short_records_with_default(dir: &Path) -> Result<Layout> {
     short_records_impl(dir, "short_records_with_default", " DEFAULT '1994-06-01'")
 }

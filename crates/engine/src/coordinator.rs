@@ -14,10 +14,10 @@ use std::time::Instant;
 use crossbeam_channel::unbounded;
 use futures_lite::FutureExt;
 use glommio::{LocalExecutorBuilder, Placement};
-use partitioner::TablePlan;
+use partitioner::{DefaultValue, TablePlan};
 
 use crate::cputime::{peak_rss_mib, CpuTime};
-use crate::decoder::{LeafDecoder, Q6Columns};
+use crate::decoder::{LeafDecoder, MissingValue, Q6Columns};
 use crate::device::BlockDevice;
 use crate::error::{Error, Result};
 use crate::q6::{PartialAggregate, Q6Filter, Q6Params};
@@ -89,14 +89,31 @@ pub fn spread(n: usize) -> Vec<ExecutorSpec> {
         .collect()
 }
 
+/// The four columns Q6 reads, in the order quantity, extended price, discount, ship date.
+pub const Q6_COLUMNS: [&str; 4] = ["l_quantity", "l_extendedprice", "l_discount", "l_shipdate"];
+
 /// Finds the four Q6 columns of the plan's table by name.
 pub fn q6_columns(plan: &TablePlan) -> Result<Q6Columns> {
+    let [quantity, extended_price, discount, ship_date] = Q6_COLUMNS;
     Ok(Q6Columns {
-        quantity: plan.column("l_quantity")?,
-        extended_price: plan.column("l_extendedprice")?,
-        discount: plan.column("l_discount")?,
-        ship_date: plan.column("l_shipdate")?,
+        quantity: plan.column(quantity)?,
+        extended_price: plan.column(extended_price)?,
+        discount: plan.column(discount)?,
+        ship_date: plan.column(ship_date)?,
     })
+}
+
+/// What a record written before `ALTER TABLE ADD COLUMN` holds for column `name`.
+fn missing_value(plan: &TablePlan, name: &str) -> MissingValue {
+    match plan.column_default(name) {
+        Ok(DefaultValue::Null) => MissingValue::Null,
+        Ok(DefaultValue::Integer(i)) => MissingValue::Integer(i),
+        Ok(DefaultValue::Real(x)) => MissingValue::Real(x),
+        Ok(DefaultValue::Text(t)) => MissingValue::Text(t.into_bytes()),
+        Ok(DefaultValue::Blob(_)) => MissingValue::Blob,
+        // Only an error if some record really lacks the column.
+        Err(e) => MissingValue::Unavailable(e.to_string()),
+    }
 }
 
 /// Runs TPC-H Q6 over `plan`'s table with one executor per entry of `executors`.
@@ -137,7 +154,8 @@ pub fn run_q6(
 
     let columns = q6_columns(plan)?;
     let header = &plan.header;
-    let decoder = LeafDecoder::new(columns, Q6Filter::from(params), header.usable_size());
+    let decoder = LeafDecoder::new(columns, Q6Filter::from(params), header.usable_size())
+        .with_defaults(Q6_COLUMNS.map(|name| missing_value(plan, name)));
     let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
     let ranges = plan.split(&weights);
     let max_read = max_read_pages(settings.coalesce_kib, header.page_size, settings.readahead);

@@ -31,6 +31,37 @@ pub struct Q6Columns {
     pub ship_date: usize,
 }
 
+/// What a record that ends before a needed column holds for it: the column's DEFAULT (with its
+/// affinity applied), as SQLite reads it for rows written before `ALTER TABLE ... ADD COLUMN`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MissingValue {
+    /// No DEFAULT clause (or `DEFAULT NULL`).
+    Null,
+    /// An integer default.
+    Integer(i64),
+    /// A real default.
+    Real(f64),
+    /// A text default.
+    Text(Vec<u8>),
+    /// A blob default.
+    Blob,
+    /// A default that cannot be evaluated without SQLite; the scan fails with this message if a
+    /// record actually lacks the column.
+    Unavailable(String),
+}
+
+impl MissingValue {
+    fn stored(&self) -> Stored<'_> {
+        match self {
+            MissingValue::Null | MissingValue::Unavailable(_) => Stored::Null,
+            MissingValue::Integer(i) => Stored::Int(*i),
+            MissingValue::Real(x) => Stored::Real(*x),
+            MissingValue::Text(t) => Stored::Text(t),
+            MissingValue::Blob => Stored::Blob,
+        }
+    }
+}
+
 /// A cell whose needed columns continue on overflow pages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spill {
@@ -73,6 +104,8 @@ pub struct LeafDecoder {
     /// For each column up to `last_needed`, which slot (0 = ship date, 1 = discount,
     /// 2 = quantity, 3 = price) it fills, or `NOT_NEEDED`.
     slot_of: Vec<u8>,
+    /// What each slot holds when a record ends before its column.
+    missing: [MissingValue; 4],
 }
 
 const NOT_NEEDED: u8 = u8::MAX;
@@ -86,7 +119,8 @@ struct Slot {
 }
 
 impl LeafDecoder {
-    /// A decoder for pages with `usable` usable bytes (page size minus reserved bytes).
+    /// A decoder for pages with `usable` usable bytes (page size minus reserved bytes). Records
+    /// shorter than the schema read the missing columns as NULL; see [`Self::with_defaults`].
     pub fn new(cols: Q6Columns, filter: Q6Filter, usable: u32) -> Self {
         let last_needed = cols
             .quantity
@@ -111,7 +145,20 @@ impl LeafDecoder {
             usable,
             last_needed,
             slot_of,
+            missing: [
+                MissingValue::Null,
+                MissingValue::Null,
+                MissingValue::Null,
+                MissingValue::Null,
+            ],
         }
+    }
+
+    /// Sets what records shorter than the schema hold for each Q6 column, in the order
+    /// quantity, extended price, discount, ship date.
+    pub fn with_defaults(mut self, [quantity, price, discount, ship]: [MissingValue; 4]) -> Self {
+        self.missing = [ship, discount, quantity, price];
+        self
     }
 
     /// Decodes every cell of table-leaf page `page_no` (`page` is the whole page), adding matched
@@ -233,24 +280,28 @@ impl LeafDecoder {
             return Err("record header's last serial type runs past the header".to_string());
         }
         // Every needed value must be available before the row is judged.
-        for s in &slots {
+        for (s, missing) in slots.iter().zip(&self.missing) {
             if s.present {
                 let size = serial_type_size(s.serial).unwrap_or(0) as usize;
                 if s.offset + size > payload.len() {
                     return need_more();
                 }
+            } else if let MissingValue::Unavailable(why) = missing {
+                return Err(why.clone());
             }
         }
         let [ship, disc, qty, price] = slots;
+        let [ship_d, disc_d, qty_d, price_d] = &self.missing;
+        let value = |slot: Slot, missing| value(payload, slot, missing);
         let f = &self.filter;
 
         // l_shipdate >= lo AND l_shipdate < hi: only text can match (SQLite orders
         // numbers < text < blobs, and compares text bytewise under the BINARY collation).
-        match value(payload, ship) {
+        match value(ship, ship_d) {
             Stored::Text(t) if t >= &f.date_lo[..] && t < &f.date_hi[..] => {}
             _ => return Ok(RecordOutcome::Done),
         }
-        let discount_ok = match value(payload, disc) {
+        let discount_ok = match value(disc, disc_d) {
             Stored::Int(v) => {
                 let h = i128::from(v) * 100;
                 h >= i128::from(f.discount_lo) && h <= i128::from(f.discount_hi)
@@ -261,7 +312,7 @@ impl LeafDecoder {
         if !discount_ok {
             return Ok(RecordOutcome::Done);
         }
-        let quantity_ok = match value(payload, qty) {
+        let quantity_ok = match value(qty, qty_d) {
             Stored::Int(v) => i128::from(v) * 100 < i128::from(f.quantity),
             Stored::Real(x) => x < f.quantity_f64,
             _ => false,
@@ -270,21 +321,22 @@ impl LeafDecoder {
             return Ok(RecordOutcome::Done);
         }
         agg.rows_matched += 1;
-        let discount = hundredths(value(payload, disc), "l_discount")?
+        let discount = hundredths(value(disc, disc_d), "l_discount")?
             .ok_or_else(|| "l_discount matched but holds no number".to_string())?;
         // A NULL price makes the product NULL, which sum() skips.
-        if let Some(price) = hundredths(value(payload, price), "l_extendedprice")? {
+        if let Some(price) = hundredths(value(price, price_d), "l_extendedprice")? {
             agg.revenue += i128::from(price) * i128::from(discount);
         }
         Ok(RecordOutcome::Done)
     }
 }
 
-/// Reads the value in `slot` of a record whose payload is `payload` (bounds already checked).
+/// Reads the value in `slot` of a record whose payload is `payload` (bounds already checked),
+/// or the column's default when the record ends before it.
 #[inline]
-fn value(payload: &[u8], slot: Slot) -> Stored<'_> {
+fn value<'a>(payload: &'a [u8], slot: Slot, missing: &'a MissingValue) -> Stored<'a> {
     if !slot.present {
-        return Stored::Null;
+        return missing.stored();
     }
     let at = slot.offset;
     match slot.serial {

@@ -79,8 +79,8 @@ fn evaluate(signs: &[Sign], literal: &Literal, affinity: Affinity) -> Result<Def
     let plus = signs.iter().take_while(|&&s| s == Sign::Plus).count();
     match &signs[plus..] {
         [] => literal_value(literal, false, affinity),
-        // A minus directly on a number folds into it, except on a hexadecimal literal too
-        // large for 32 bits (so that -0x8000000000000000 negates the integer, not the text).
+        // A minus directly on a number folds into its text (so -9223372036854775808 is an
+        // integer), except on a hexadecimal literal too large for 32 bits.
         [Sign::Minus] if folds_minus(literal) => literal_value(literal, true, affinity),
         [_, inner @ ..] => {
             let operand = numerify(evaluate(inner, literal, affinity)?)?;
@@ -249,7 +249,15 @@ mod tests {
         );
         assert_eq!(
             default_of("INT DEFAULT (-(+9223372036854775808))"),
-            Ok(Real(-9.223372036854775808e18))
+            Ok(Integer(i64::MIN))
+        );
+        assert_eq!(
+            default_of("INT DEFAULT (+(-9223372036854775808))"),
+            Ok(Integer(i64::MIN))
+        );
+        assert_eq!(
+            default_of("INT DEFAULT (-(-9223372036854775808))"),
+            Ok(Real(2f64.powi(63)))
         );
         assert_eq!(
             default_of("DEFAULT 0x1FFFFFFFFFFFFFFFFF"),

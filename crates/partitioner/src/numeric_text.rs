@@ -327,7 +327,7 @@ mod tests {
         assert_eq!(real_as_integer(901.0), Some(901));
         assert_eq!(real_as_integer(0.5), None);
         assert_eq!(real_as_integer(-0.0), Some(0));
-        assert_eq!(real_as_integer(9.223372036854775807e18), None);
+        assert_eq!(real_as_integer(i64::MAX as f64), None);
         assert_eq!(real_as_integer(f64::INFINITY), None);
         assert!(real_same_as_int(-0.0, 0));
         assert!(!real_same_as_int(2f64.powi(52), 1 << 52));

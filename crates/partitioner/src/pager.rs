@@ -64,8 +64,8 @@ pub const JOURNAL_MAGIC: [u8; 8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0x
 /// Fails with [`Error::Invalid`] when a hot rollback journal sits beside `db`: a `-journal`
 /// file whose header starts with [`JOURNAL_MAGIC`], left by a write that was interrupted (or
 /// is still in progress). An absent or empty journal, or one whose header has been zeroed
-/// (`journal_mode=PERSIST` after a commit), is fine. The journal is opened read-only and only
-/// its first 8 bytes are read.
+/// (`journal_mode=PERSIST` after a commit), is fine; one that is not a regular file is refused.
+/// The journal is opened read-only and only its first 8 bytes are read.
 pub fn check_no_hot_journal(db: &Path) -> Result<()> {
     let journal = journal_path(db);
     let io = |op: &str, source| Error::Io {
@@ -73,11 +73,24 @@ pub fn check_no_hot_journal(db: &Path) -> Result<()> {
         op: format!("{op} {}", journal.display()),
         source,
     };
-    let file = match File::open(&journal) {
-        Ok(file) => file,
+    match std::fs::metadata(&journal) {
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io("open", e)),
-    };
+        Err(e) => return Err(io("stat", e)),
+        // Opening a FIFO would block; SQLite could not use such a journal either.
+        Ok(meta) if !meta.is_file() => {
+            return Err(Error::Invalid {
+                path: db.to_path_buf(),
+                what: format!(
+                    "{} beside the database is not a regular file",
+                    journal.display()
+                ),
+            })
+        }
+        // Empty (journal_mode=TRUNCATE) or too short to hold a header: nothing to roll back.
+        Ok(meta) if meta.len() < JOURNAL_MAGIC.len() as u64 => return Ok(()),
+        Ok(_) => {}
+    }
+    let file = File::open(&journal).map_err(|e| io("open", e))?;
     let mut magic = [0u8; JOURNAL_MAGIC.len()];
     match file.read_exact_at(&mut magic, 0) {
         Ok(()) if magic == JOURNAL_MAGIC => Err(Error::Invalid {
@@ -90,7 +103,7 @@ pub fn check_no_hot_journal(db: &Path) -> Result<()> {
         }),
         // A zeroed (or otherwise non-magic) header: SQLite finds nothing to roll back.
         Ok(()) => Ok(()),
-        // Shorter than the magic (empty after journal_mode=TRUNCATE): nothing to roll back.
+        // Truncated since the stat (a writer finished): nothing to roll back.
         Err(e) if e.kind() == ErrorKind::UnexpectedEof => Ok(()),
         Err(e) => Err(io("read", e)),
     }

@@ -159,7 +159,8 @@ impl TablePlan {
     /// it keep their shorter records. That is NULL when the column has no `DEFAULT`, else the
     /// default literal converted by the column's [`Affinity`] (see [`DefaultValue`]): on a
     /// `DECIMAL(15,2)` column `DEFAULT '0.06'` reads as the real 0.06 and `DEFAULT 901.0` as
-    /// the integer 901; on a `REAL` column `DEFAULT 5` reads as the real 5.0.
+    /// the integer 901; on a `REAL` column `DEFAULT 5` reads as the real 5.0. (A rowid alias
+    /// reads the rowid, never its default; see [`TablePlan::column_source`].)
     ///
     /// Fails with [`crate::Error::Invalid`] naming the file, table and column when there is no
     /// such column, when it is a `VIRTUAL` generated column (computed, never stored), and when

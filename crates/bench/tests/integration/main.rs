@@ -122,9 +122,7 @@ pub fn layouts() -> &'static [Layout] {
     static LAYOUTS: OnceLock<Vec<Layout>> = OnceLock::new();
     LAYOUTS.get_or_init(|| {
         let dir = scratch_dir("layouts");
-        let mut all = bench::layouts::all(&dir).expect("build the layouts");
-        all.push(bench::layouts::short_records_with_default(&dir).expect("build the layout"));
-        all
+        bench::layouts::all(&dir).expect("build the layouts")
     })
 }
 

@@ -226,3 +226,31 @@ fn decode_page_rejects_non_leaf_pages_and_wild_cell_pointers() {
     page[4091] = 1;
     assert!(d.decode_page(2, &page, &mut agg, &mut spills).is_err());
 }
+
+#[test]
+fn short_records_read_column_defaults() {
+    // Only the first five columns are stored; price, discount and date come from defaults.
+    let rec = record(&[V::Int(1), V::Int(2), V::Int(3), V::Int(4), V::Int(5)]);
+    let d = decoder().with_defaults([
+        MissingValue::Null,
+        MissingValue::Integer(200),
+        MissingValue::Real(0.06),
+        MissingValue::Text(b"1994-06-01".to_vec()),
+    ]);
+    let mut agg = PartialAggregate::default();
+    d.eval_record(&rec, true, &mut agg).unwrap();
+    assert_eq!((agg.rows_matched, agg.revenue), (1, 20_000 * 6));
+    // A default that cannot be evaluated is an error only when a record needs it.
+    let d = decoder().with_defaults([
+        MissingValue::Null,
+        MissingValue::Null,
+        MissingValue::Null,
+        MissingValue::Unavailable("default is an expression".into()),
+    ]);
+    let full = row(V::Int(1), V::Int(1), V::Real(0.06), V::Text("1994-06-01"));
+    assert!(d.eval_record(&full, true, &mut agg).is_ok());
+    assert!(d
+        .eval_record(&rec, true, &mut agg)
+        .unwrap_err()
+        .contains("expression"));
+}

@@ -12,9 +12,10 @@ use super::token::Token;
 /// A column's `DEFAULT` clause.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DefaultClause {
-    /// A literal under zero or more unary signs, outermost first. Parentheses leave no trace,
-    /// as in SQLite's parser: `-0.06` and `(-(0.06))` are both `[Minus]` over `0.06`, while
-    /// `(-(+1))` is `[Minus, Plus]` over `1`.
+    /// A literal under zero or more unary signs, outermost first, as SQLite's parse tree has
+    /// them: parentheses leave no trace, and a sign applied to a `+` replaces it. So `-0.06`,
+    /// `(-(0.06))` and `(-(+0.06))` are all `[Minus]` over `0.06`, while `(- -1)` is
+    /// `[Minus, Minus]` over `1`.
     Constant {
         /// The unary signs, outermost first.
         signs: Vec<Sign>,
@@ -31,8 +32,7 @@ pub enum DefaultClause {
 /// A unary sign in front of a `DEFAULT` literal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sign {
-    /// `+`: no effect on the value, but it stops SQLite from folding a following `-` into the
-    /// number (which matters for `-9223372036854775808`).
+    /// `+`: no effect on the value (after folding, it only survives outside every `-`).
     Plus,
     /// `-`.
     Minus,
@@ -113,12 +113,13 @@ pub(crate) fn number_literal(word: &str) -> Option<Literal> {
             return None;
         }
     }
-    (i == b.len()).then(|| {
-        if float {
-            Literal::Float(clean)
-        } else {
-            Literal::Integer(clean)
-        }
+    if i != b.len() {
+        return None;
+    }
+    Some(if float {
+        Literal::Float(clean)
+    } else {
+        Literal::Integer(clean)
     })
 }
 
@@ -187,6 +188,20 @@ fn signed_literal(tokens: &[Token], mut signs: Vec<Sign>) -> Option<(Vec<Sign>, 
     }
 }
 
+/// Applies SQLite's parser rule for `expr ::= PLUS|MINUS expr`: a sign applied to a `+` node
+/// takes that node's place, so `-(+x)` is `-x` and `+(+x)` is `+x`.
+fn fold_plus(signs: Vec<Sign>) -> Vec<Sign> {
+    let mut tree: Vec<Sign> = Vec::new(); // innermost first
+    for &sign in signs.iter().rev() {
+        match tree.last_mut() {
+            Some(top) if *top == Sign::Plus => *top = sign,
+            _ => tree.push(sign),
+        }
+    }
+    tree.reverse();
+    tree
+}
+
 /// Parses the `DEFAULT` clause whose value starts at `item[at]` (just after the keyword);
 /// returns it and the index of the first token after it.
 pub(super) fn parse_default(item: &[Token], at: usize) -> Result<(DefaultClause, usize), String> {
@@ -197,7 +212,10 @@ pub(super) fn parse_default(item: &[Token], at: usize) -> Result<(DefaultClause,
             let group = &item[at..end];
             let inner = &group[1..group.len() - 1];
             let clause = if let Some((signs, literal)) = signed_literal(group, Vec::new()) {
-                DefaultClause::Constant { signs, literal }
+                DefaultClause::Constant {
+                    signs: fold_plus(signs),
+                    literal,
+                }
             } else if let Some(kw) = inner
                 .first()
                 .and_then(current_time)
@@ -212,7 +230,8 @@ pub(super) fn parse_default(item: &[Token], at: usize) -> Result<(DefaultClause,
         Token::Punct(c @ ('+' | '-')) => {
             let sign = if *c == '-' { Sign::Minus } else { Sign::Plus };
             let term = item.get(at + 1).ok_or_else(missing)?;
-            let clause = match literal(term, false) {
+            // SQLite's `term` here is a literal, never an identifier.
+            let clause = match literal(term, true) {
                 // `DEFAULT +x` has no sign node in SQLite's parse tree.
                 Some(literal) => DefaultClause::Constant {
                     signs: if sign == Sign::Minus {
