@@ -16,6 +16,11 @@ use futures_lite::FutureExt;
 use glommio::{LocalExecutorBuilder, Placement};
 use partitioner::{DefaultValue, TablePlan};
 
+use crate::backend::mmap::MmapBackend;
+use crate::backend::pread::PreadBackend;
+use crate::backend::residency;
+use crate::backend::uring::UringBackend;
+use crate::backend::{IoBackend, SqpollMode};
 use crate::cputime::{peak_rss_mib, CpuTime};
 use crate::decoder::{LeafDecoder, MissingValue, Q6Columns};
 use crate::device::BlockDevice;
@@ -23,7 +28,16 @@ use crate::error::{Error, Result};
 use crate::q6::{PartialAggregate, Q6Filter, Q6Params};
 use crate::readahead::max_read_pages;
 use crate::report::{IoReport, ScanReport};
-use crate::scan::{scan_dma, ExecutorReport, ExecutorTask};
+use crate::scan::{self, ExecutorReport, ExecutorTask};
+
+/// Which backend to use, or `Auto` to decide from the page cache (see [`backend::residency`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IoChoice {
+    /// Always this backend.
+    Fixed(IoBackend),
+    /// `dma` when the table's pages are not in the page cache, `mmap` when they are.
+    Auto,
+}
 
 /// How each executor reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +47,10 @@ pub struct ScanSettings {
     /// Adjacent pages of an extent are merged into reads of up to this many KiB; 0 = one read
     /// per page (the block layer may still merge concurrent reads).
     pub coalesce_kib: u32,
+    /// The I/O backend.
+    pub io: IoChoice,
+    /// Whether the `uring` backend uses a kernel SQ poll thread.
+    pub sqpoll: SqpollMode,
 }
 
 impl ScanSettings {
@@ -43,6 +61,8 @@ impl ScanSettings {
         ScanSettings {
             readahead: (DEFAULT_READAHEAD_BYTES / u64::from(page_size.max(512))).max(16) as u32,
             coalesce_kib: DEFAULT_COALESCE_KIB,
+            io: DEFAULT_IO,
+            sqpoll: SqpollMode::Off,
         }
     }
 }
@@ -50,6 +70,10 @@ impl ScanSettings {
 /// Default readahead window per executor, in bytes (1024 pages of 4 KiB). Smaller windows
 /// leave the virtio disk idle between completions; larger ones measured no faster.
 pub const DEFAULT_READAHEAD_BYTES: u64 = 4 << 20;
+/// Default backend.
+pub const DEFAULT_IO: IoChoice = IoChoice::Auto;
+/// Resident fraction of the sampled table pages above which `auto` reads through the page cache.
+pub const AUTO_CACHED_FRACTION: f64 = 0.9;
 /// Default coalescing limit, in KiB.
 pub const DEFAULT_COALESCE_KIB: u32 = 128;
 /// Largest accepted readahead window, in pages.
@@ -64,6 +88,9 @@ pub struct ExecutorSpec {
     pub cpu: usize,
     /// Relative share of the leaf pages (equal weights give equal page counts).
     pub weight: u32,
+    /// The CPU for the executor's SQ poll thread, when a topology file names one; otherwise
+    /// the coordinator applies [`ScanSettings::sqpoll`].
+    pub sqpoll_cpu: Option<usize>,
 }
 
 /// The CPUs this process may run on, in ascending order.
@@ -85,6 +112,7 @@ pub fn spread(n: usize) -> Vec<ExecutorSpec> {
         .map(|i| ExecutorSpec {
             cpu: cpus[i % cpus.len()],
             weight: 1,
+            sqpoll_cpu: None,
         })
         .collect()
 }
@@ -160,6 +188,12 @@ pub fn run_q6(
     let ranges = plan.split(&weights);
     let max_read = max_read_pages(settings.coalesce_kib, header.page_size, settings.readahead);
     let cancel = Arc::new(AtomicBool::new(false));
+    let (backend, mut notice) = choose_backend(plan, settings)?;
+    let sqpoll_cpus = sqpoll_placement(executors, &available, backend, settings.sqpoll)?;
+    // Reads in flight per executor for the synchronous backends: enough for a full window of
+    // the largest reads, with room for smaller ones at extent ends.
+    let window = settings.readahead.max(1);
+    let sync_capacity = ((window / max_read) * 2 + 2).min(window) as usize;
 
     // Device counters are read right before the executors start and right after they finish.
     let device = BlockDevice::for_file(&plan.path).and_then(|d| {
@@ -172,7 +206,11 @@ pub fn run_q6(
     // Enough registered I/O memory for a full window of the largest reads plus overflow pages.
     let window_bytes = (u64::from(settings.readahead.max(1)) + u64::from(max_read) + 2)
         * u64::from(header.page_size);
-    let io_memory = (window_bytes * 2).clamp(1 << 20, 1 << 30) as usize;
+    let io_memory = if backend == IoBackend::Dma {
+        (window_bytes * 2).clamp(1 << 20, 1 << 30) as usize
+    } else {
+        1 << 20
+    };
     let ring_depth = (settings.readahead.max(1) as usize + 8)
         .next_power_of_two()
         .clamp(128, 4096);
@@ -190,6 +228,8 @@ pub fn run_q6(
             decoder: decoder.clone(),
             readahead: settings.readahead,
             max_read_pages: max_read,
+            backend,
+            sqpoll_cpu: sqpoll_cpus[index],
             cancel: cancel.clone(),
         };
         let (exec_tx, exec_cancel) = (tx.clone(), cancel.clone());
@@ -199,7 +239,9 @@ pub fn run_q6(
             .ring_depth(ring_depth)
             .spawn(move || async move {
                 let cpu = task.cpu;
-                let outcome = AssertUnwindSafe(scan_dma(&task)).catch_unwind().await;
+                let outcome = AssertUnwindSafe(run_executor(&task, sync_capacity))
+                    .catch_unwind()
+                    .await;
                 let result = outcome.unwrap_or_else(|payload| {
                     Err(Error::Panicked {
                         cpu,
@@ -285,6 +327,15 @@ pub fn run_q6(
     let leaf_pages = sum(|r| r.pages);
     let overflow = sum(|r| r.overflow_pages);
     let o_direct = reports.iter().all(|r| r.o_direct);
+    if !o_direct && matches!(backend, IoBackend::Dma | IoBackend::Uring) {
+        notice.get_or_insert_with(|| {
+            format!(
+                "O_DIRECT is not available for this file (tmpfs?): {backend} read it through the page cache"
+            )
+        });
+    }
+    let enters: Option<u64> = reports.iter().map(|r| r.io_uring_enters).sum();
+    let sqpoll_cpu = reports.iter().find_map(|r| r.sqpoll_cpu);
     Ok(ScanReport {
         path: plan.path.display().to_string(),
         table: plan.table.name.clone(),
@@ -299,19 +350,21 @@ pub fn run_q6(
         bytes_read,
         reads_submitted: sum(|r| r.reads_submitted),
         submit_batches: sum(|r| r.submit_batches),
-        io_uring_enters: None,
+        io_uring_enters: enters,
         wasted_pages: sum(|r| r.wasted_bytes).div_ceil(u64::from(header.page_size)),
         io: IoReport {
-            backend: "dma".into(),
+            backend: backend.name().into(),
             o_direct,
-            sqpoll: false,
-            sqpoll_cpu: None,
+            sqpoll: sqpoll_cpu.is_some(),
+            sqpoll_cpu,
+            sqpoll_cpu_s: reports
+                .iter()
+                .filter_map(|r| r.sqpoll_cpu_s)
+                .reduce(|a, b| a + b),
             readahead: settings.readahead,
             coalesce_kib: settings.coalesce_kib,
             max_read_pages: max_read,
-            notice: (!o_direct).then(|| {
-                "O_DIRECT is not available for this file (tmpfs?): glommio read it through the page cache".to_string()
-            }),
+            notice,
         },
         executors: reports,
         device,
@@ -353,6 +406,117 @@ fn check_unchanged(plan: &TablePlan) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Runs one executor's scan with its backend on the current (pinned, glommio) thread.
+async fn run_executor(
+    task: &ExecutorTask,
+    sync_capacity: usize,
+) -> Result<(PartialAggregate, ExecutorReport)> {
+    let open_error = |e: std::io::Error| task.io_error(format!("open for {}", task.backend), e);
+    match task.backend {
+        IoBackend::Dma => scan::dma::scan(task).await,
+        IoBackend::Uring => {
+            let b = UringBackend::open(task, sync_capacity).map_err(|e| {
+                task.io_error(
+                    format!(
+                        "set up io_uring{}",
+                        if task.sqpoll_cpu.is_some() {
+                            " with SQPOLL"
+                        } else {
+                            ""
+                        }
+                    ),
+                    e,
+                )
+            })?;
+            scan::pipeline::scan(task, b)
+        }
+        IoBackend::Pread => scan::pipeline::scan(
+            task,
+            PreadBackend::open(task, sync_capacity).map_err(open_error)?,
+        ),
+        IoBackend::Mmap => scan::pipeline::scan(
+            task,
+            MmapBackend::open(task, sync_capacity).map_err(open_error)?,
+        ),
+    }
+}
+
+/// Resolves `auto` by asking the kernel whether the table's pages are cached; returns the
+/// backend and, for `auto`, a notice saying why it was chosen.
+fn choose_backend(
+    plan: &TablePlan,
+    settings: &ScanSettings,
+) -> Result<(IoBackend, Option<String>)> {
+    match settings.io {
+        IoChoice::Fixed(b) => Ok((b, None)),
+        IoChoice::Auto => {
+            match residency::sample(&plan.path, plan.header.page_size, &plan.leaves, 1024) {
+                Ok(r) => {
+                    let cached = r.fraction() >= AUTO_CACHED_FRACTION;
+                    let backend = if cached {
+                        IoBackend::Mmap
+                    } else {
+                        IoBackend::Dma
+                    };
+                    Ok((
+                        backend,
+                        Some(format!(
+                            "auto: {:.0}% of {} sampled table pages are in the page cache, so {backend}",
+                            100.0 * r.fraction(),
+                            r.sampled
+                        )),
+                    ))
+                }
+                Err(e) => Ok((
+                    IoBackend::Dma,
+                    Some(format!("auto: page-cache residency unknown ({e}), so dma")),
+                )),
+            }
+        }
+    }
+}
+
+/// The SQ poll CPU of each executor: from its spec when a topology names one, else by policy.
+/// `auto` gives an executor a CPU that runs no executor (each such CPU hosts one poll thread);
+/// `on` refuses to run when some executor cannot get one.
+fn sqpoll_placement(
+    executors: &[ExecutorSpec],
+    available: &[usize],
+    backend: IoBackend,
+    mode: SqpollMode,
+) -> Result<Vec<Option<usize>>> {
+    let named = executors.iter().any(|e| e.sqpoll_cpu.is_some());
+    if mode == SqpollMode::Off && !named {
+        return Ok(vec![None; executors.len()]);
+    }
+    if backend != IoBackend::Uring {
+        return Err(Error::Config(format!(
+            "SQPOLL needs --io uring (the {backend} backend has no SQ poll thread)"
+        )));
+    }
+    if named {
+        return Ok(executors.iter().map(|e| e.sqpoll_cpu).collect());
+    }
+    let busy: std::collections::HashSet<usize> = executors.iter().map(|e| e.cpu).collect();
+    let mut idle = available.iter().copied().filter(|c| !busy.contains(c));
+    let placement: Vec<Option<usize>> = executors.iter().map(|_| idle.next()).collect();
+    if mode == SqpollMode::On && placement.iter().any(Option::is_none) {
+        let idle: Vec<usize> = available
+            .iter()
+            .copied()
+            .filter(|c| !busy.contains(c))
+            .collect();
+        return Err(Error::Config(format!(
+            "--sqpoll on needs an idle CPU for each of the {} executors' poll threads, but only {} \
+             CPU(s) run no executor ({}); use fewer executors or --sqpoll auto",
+            executors.len(),
+            idle.len(),
+            if idle.is_empty() { "none".to_string() } else { list_cpus(&idle) }
+        )));
+    }
+    Ok(placement)
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {

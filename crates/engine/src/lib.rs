@@ -10,7 +10,8 @@
 //!   and builds the [`ScanReport`]; the first failure stops the run with an error naming the CPU
 //!   and page;
 //! - [`scan`] is one executor's loop: reads from a [`readahead::ReadPlan`], admitted by a
-//!   [`readahead::ReadaheadWindow`], kept in an [`inflight::InFlight`] ring, decoded in order;
+//!   [`readahead::ReadaheadWindow`], decoded in order; [`backend`] holds the I/O paths it can
+//!   take (glommio DMA, a private io_uring with optional SQPOLL, `pread`, `mmap`, and `auto`);
 //! - [`decoder`] ([`LeafDecoder`]) turns table-leaf cells into the four Q6 columns, following
 //!   overflow chains only when a needed column lies beyond the local payload;
 //! - [`q6`] holds the parameters ([`Q6Params`]) and the exact decimal arithmetic;
@@ -26,6 +27,7 @@
 //! case that motivated this project, so it can be measured.
 #![deny(missing_docs)]
 
+pub mod backend;
 pub mod coordinator;
 pub mod cputime;
 pub mod decoder;
@@ -37,8 +39,10 @@ pub mod readahead;
 pub mod report;
 pub mod scan;
 
+pub use backend::{IoBackend, SqpollMode};
 pub use coordinator::{
-    run_q6, spread, ExecutorSpec, ScanSettings, DEFAULT_COALESCE_KIB, DEFAULT_READAHEAD_BYTES,
+    run_q6, spread, ExecutorSpec, IoChoice, ScanSettings, DEFAULT_COALESCE_KIB, DEFAULT_IO,
+    DEFAULT_READAHEAD_BYTES,
 };
 pub use decoder::{LeafDecoder, Q6Columns};
 pub use error::{Error, Result};

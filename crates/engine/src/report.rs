@@ -9,14 +9,17 @@ use crate::scan::ExecutorReport;
 /// Which I/O path actually ran, as opposed to what was asked for.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IoReport {
-    /// The backend: `dma` (glommio, `O_DIRECT`).
+    /// The backend that ran: `dma`, `uring`, `pread` or `mmap`.
     pub backend: String,
     /// Whether every executor's file descriptor really had `O_DIRECT` set.
     pub o_direct: bool,
     /// Whether a kernel SQ poll thread submitted the reads.
     pub sqpoll: bool,
-    /// The CPU hosting the poll thread, when there is one.
+    /// The CPU hosting the (first) poll thread, when there is one; each executor's is in
+    /// `executors`.
     pub sqpoll_cpu: Option<usize>,
+    /// CPU time used by all SQ poll threads, in seconds, when SQPOLL ran and it could be read.
+    pub sqpoll_cpu_s: Option<f64>,
     /// Pages kept in flight ahead of the decoder (0 = one read at a time).
     pub readahead: u32,
     /// The coalescing limit in KiB (0 = one read per page).
@@ -56,7 +59,9 @@ pub struct ScanReport {
     pub reads_submitted: u64,
     /// Reactor passes that submitted reads; each costs at most one `io_uring_enter`.
     pub submit_batches: u64,
-    /// `io_uring_enter` calls, when the backend can count them (glommio cannot: null).
+    /// `io_uring_enter` calls, when the backend can count them (`uring`; glommio's `dma`
+    /// cannot: null). With SQPOLL, submissions that need no wakeup are not system calls and
+    /// are not counted.
     pub io_uring_enters: Option<u64>,
     /// Pages read that the scan did not need (alignment padding), rounded up.
     pub wasted_pages: u64,

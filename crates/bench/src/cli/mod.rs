@@ -9,6 +9,7 @@
 mod explain;
 mod gen;
 mod q6;
+mod topology;
 
 use std::process::ExitCode;
 
@@ -30,6 +31,8 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// Run TPC-H Q6 with one pinned executor per CPU and report the answer and the I/O.
     Q6(q6::Q6Args),
+    /// Plan executor placement for a machine (hwloc) and write or check topology.toml.
+    Topology(topology::TopologyArgs),
 }
 
 /// Parses the arguments, runs the subcommand and reports the outcome as the exit status.
@@ -53,6 +56,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gen(args) => gen::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Q6(args) => q6::run(args),
+        Command::Topology(args) => topology::run(args),
     }
 }
 
@@ -110,7 +114,11 @@ impl CpuArgs {
             (Some(list), _) => list
                 .0
                 .iter()
-                .map(|&cpu| engine::ExecutorSpec { cpu, weight: 1 })
+                .map(|&cpu| engine::ExecutorSpec {
+                    cpu,
+                    weight: 1,
+                    sqpoll_cpu: None,
+                })
                 .collect(),
             (None, Some(n)) => engine::spread(n as usize),
             (None, None) => engine::spread(engine::coordinator::available_cpus().len().max(1)),

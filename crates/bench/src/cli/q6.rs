@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use engine::{run_q6, Q6Params, ScanReport, ScanSettings};
+use engine::{run_q6, IoBackend, IoChoice, Q6Params, ScanReport, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
 
 use super::CpuArgs;
@@ -20,9 +20,13 @@ pub struct Q6Args {
     table: String,
     #[command(flatten)]
     cpus: CpuArgs,
-    /// The I/O backend.
-    #[arg(long, value_enum, default_value_t = IoBackend::Dma)]
-    io: IoBackend,
+    /// The I/O backend: auto reads through the page cache (mmap) when the table is cached and
+    /// with O_DIRECT (dma) when it is not.
+    #[arg(long, value_enum, default_value_t = IoArg::Auto)]
+    io: IoArg,
+    /// Kernel SQ poll thread for --io uring: auto uses one only where an idle CPU can host it.
+    #[arg(long, value_enum, default_value_t = SqpollArg::Off)]
+    sqpoll: SqpollArg,
     /// Pages kept in flight ahead of each executor's decoder (0 = one read at a time)
     /// [default: 4 MiB worth of pages, 1024 at 4 KiB].
     #[arg(long, value_name = "PAGES")]
@@ -46,9 +50,50 @@ pub struct Q6Args {
 
 /// The I/O paths `q6` can take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum IoBackend {
-    /// glommio DmaFile: O_DIRECT reads on the executor's own io_uring.
+pub enum IoArg {
+    /// glommio DmaFile: O_DIRECT reads on the executor's own glommio io_uring.
     Dma,
+    /// A private io_uring per executor (io-uring crate), registered buffers, O_DIRECT.
+    Uring,
+    /// Buffered pread through the page cache (the kernel reads ahead).
+    Pread,
+    /// memmap2 with sequential access advice.
+    Mmap,
+    /// dma when the table is not in the page cache, mmap when it is.
+    Auto,
+}
+
+impl From<IoArg> for IoChoice {
+    fn from(a: IoArg) -> Self {
+        match a {
+            IoArg::Dma => IoChoice::Fixed(IoBackend::Dma),
+            IoArg::Uring => IoChoice::Fixed(IoBackend::Uring),
+            IoArg::Pread => IoChoice::Fixed(IoBackend::Pread),
+            IoArg::Mmap => IoChoice::Fixed(IoBackend::Mmap),
+            IoArg::Auto => IoChoice::Auto,
+        }
+    }
+}
+
+/// SQPOLL policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SqpollArg {
+    /// No SQ poll thread.
+    Off,
+    /// A poll thread for each executor that can have an idle CPU to itself.
+    Auto,
+    /// A poll thread for every executor, or refuse to run.
+    On,
+}
+
+impl From<SqpollArg> for SqpollMode {
+    fn from(a: SqpollArg) -> Self {
+        match a {
+            SqpollArg::Off => SqpollMode::Off,
+            SqpollArg::Auto => SqpollMode::Auto,
+            SqpollArg::On => SqpollMode::On,
+        }
+    }
 }
 
 /// Runs `corescan q6`.
@@ -60,8 +105,9 @@ pub fn run(args: Q6Args) -> anyhow::Result<()> {
     let settings = ScanSettings {
         readahead: args.readahead.unwrap_or(defaults.readahead),
         coalesce_kib: args.coalesce_kib.unwrap_or(defaults.coalesce_kib),
+        io: args.io.into(),
+        sqpoll: args.sqpoll.into(),
     };
-    let IoBackend::Dma = args.io;
     let report = run_q6(&plan, &executors, &params, &settings)?;
     if args.json {
         println!(
@@ -117,8 +163,9 @@ pub fn human(r: &ScanReport) -> String {
         } else {
             "buffered (no O_DIRECT)"
         },
-        match io.sqpoll_cpu {
-            Some(c) if io.sqpoll => format!("SQPOLL on CPU {c}"),
+        match (io.sqpoll_cpu, io.sqpoll_cpu_s) {
+            (Some(c), Some(t)) if io.sqpoll => format!("SQPOLL on CPU {c} ({t:.3} s CPU)"),
+            (Some(c), None) if io.sqpoll => format!("SQPOLL on CPU {c}"),
             _ if io.sqpoll => "SQPOLL".to_string(),
             _ => "no SQPOLL".to_string(),
         },
@@ -134,7 +181,13 @@ pub fn human(r: &ScanReport) -> String {
         "reads       {} submitted in {} batches (io_uring_enter: {}); {} pages, {:.1} MiB; {} overflow, {} wasted",
         r.reads_submitted,
         r.submit_batches,
-        r.io_uring_enters.map_or("not counted by glommio".to_string(), |n| n.to_string()),
+        r.io_uring_enters.map_or_else(
+            || match io.backend.as_str() {
+                "dma" => "not counted by glommio".to_string(),
+                _ => "none".to_string(),
+            },
+            |n| n.to_string()
+        ),
         r.pages_read,
         mib(r.bytes_read),
         r.overflow_pages_read,
@@ -168,8 +221,20 @@ pub fn human(r: &ScanReport) -> String {
     for e in &r.executors {
         let _ = writeln!(
             s,
-            "  CPU {:<3} {} pages, {} rows, {} matched, {} reads, {:.3} s wall, user {:.3} s, sys {:.3} s",
-            e.cpu, e.pages, e.rows, e.rows_matched, e.reads_submitted, e.wall_s, e.user_s, e.sys_s
+            "  CPU {:<3} {} pages, {} rows, {} matched, {} reads, {:.3} s wall, user {:.3} s, sys {:.3} s{}",
+            e.cpu,
+            e.pages,
+            e.rows,
+            e.rows_matched,
+            e.reads_submitted,
+            e.wall_s,
+            e.user_s,
+            e.sys_s,
+            match (e.sqpoll_cpu, e.sqpoll_cpu_s) {
+                (Some(c), Some(t)) => format!(", SQ poll thread on CPU {c}: {t:.3} s"),
+                (Some(c), None) => format!(", SQ poll thread on CPU {c}"),
+                _ => String::new(),
+            }
         );
     }
     s

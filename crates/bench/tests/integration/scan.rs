@@ -1,19 +1,20 @@
 //! The engine's answer equals SQLite's under every scan setting, on every layout.
 //!
 //! [`ScanTester`] holds one expectation (the oracle's answer) and checks it under the cross
-//! product of core counts, readahead windows and coalescing sizes, like ripgrep's
-//! `SearcherTester` checks a search under every searcher configuration.
+//! product of I/O backends, core counts, readahead windows and coalescing sizes, like
+//! ripgrep's `SearcherTester` checks a search under every searcher configuration.
 
 use std::path::Path;
 
 use bench::oracle;
-use engine::{run_q6, spread, Q6Params, ScanSettings};
+use engine::{run_q6, spread, IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
 
 use crate::layouts;
 
 /// Runs Q6 under every combination of its settings and compares with SQLite's answer.
 pub struct ScanTester {
+    io: Vec<IoBackend>,
     cores: Vec<usize>,
     readahead: Vec<u32>,
     coalesce_kib: Vec<u32>,
@@ -23,6 +24,12 @@ pub struct ScanTester {
 impl Default for ScanTester {
     fn default() -> Self {
         ScanTester {
+            io: vec![
+                IoBackend::Dma,
+                IoBackend::Uring,
+                IoBackend::Pread,
+                IoBackend::Mmap,
+            ],
             cores: vec![1, 2, 3],
             readahead: vec![0, 1, 4, 32, 256],
             coalesce_kib: vec![0, 128],
@@ -46,12 +53,18 @@ impl ScanTester {
         let mut runs = 0;
         for params in &self.params {
             let want = oracle::q6(path, table, params).unwrap();
-            for &cores in &self.cores {
+            for (&io, &cores) in self
+                .io
+                .iter()
+                .flat_map(|io| self.cores.iter().map(move |c| (io, c)))
+            {
                 for &readahead in &self.readahead {
                     for &coalesce_kib in &self.coalesce_kib {
                         let settings = ScanSettings {
                             readahead,
                             coalesce_kib,
+                            io: IoChoice::Fixed(io),
+                            sqpoll: SqpollMode::Off,
                         };
                         let what = format!(
                             "{} ({table}), {params:?}, {cores} cores, {settings:?}",
@@ -59,6 +72,7 @@ impl ScanTester {
                         );
                         let got = run_q6(&plan, &spread(cores), params, &settings)
                             .unwrap_or_else(|e| panic!("{what}: {e}"));
+                        assert_eq!(got.io.backend, io.name(), "{what}");
                         assert_eq!(got.revenue, want.revenue(), "{what}");
                         assert_eq!(got.rows_matched, want.rows_matched, "{what}");
                         assert_eq!(got.rows_scanned, want.rows_scanned, "{what}");
@@ -99,7 +113,7 @@ fn every_layout_every_setting_matches_sqlite() {
     for layout in layouts() {
         runs += tester.check(&layout.path, &layout.table);
     }
-    assert_eq!(runs, layouts().len() * 30);
+    assert_eq!(runs, layouts().len() * 4 * 30);
 }
 
 #[test]
@@ -111,6 +125,7 @@ fn every_parameter_set_matches_sqlite() {
         .params(param_sets())
         .check(&plain.path, &plain.table);
     let one = ScanTester {
+        io: vec![IoBackend::Uring],
         cores: vec![2],
         readahead: vec![32],
         coalesce_kib: vec![128],
@@ -126,5 +141,5 @@ fn the_generated_tpch_database_matches_sqlite() {
     let n = ScanTester::default()
         .params(param_sets())
         .check(crate::tiny_db(), "lineitem");
-    assert_eq!(n, 30 * param_sets().len());
+    assert_eq!(n, 4 * 30 * param_sets().len());
 }

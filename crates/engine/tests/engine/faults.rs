@@ -50,6 +50,7 @@ fn a_file_truncated_after_planning_is_an_error_not_a_short_answer() {
         let settings = ScanSettings {
             readahead,
             coalesce_kib: 128,
+            ..ScanSettings::defaults(4096)
         };
         let err = run_q6(&plan, &spread(1), &Q6Params::default(), &settings).unwrap_err();
         assert!(err.to_string().contains(&format!("page {last}")), "{err}");
@@ -65,6 +66,7 @@ fn unknown_cpus_and_absurd_settings_are_refused() {
     let bad_cpu = [engine::ExecutorSpec {
         cpu: 4096,
         weight: 1,
+        sqpoll_cpu: None,
     }];
     let err = run_q6(
         &plan,
@@ -75,7 +77,7 @@ fn unknown_cpus_and_absurd_settings_are_refused() {
     assert!(matches!(err, Err(Error::Config(_))), "{err:?}");
     let huge = ScanSettings {
         readahead: 1 << 30,
-        coalesce_kib: 128,
+        ..ScanSettings::defaults(4096)
     };
     assert!(run_q6(&plan, &spread(1), &Q6Params::default(), &huge).is_err());
     assert!(run_q6(

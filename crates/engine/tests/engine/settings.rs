@@ -1,6 +1,13 @@
 //! The same answer for every core count, readahead window and coalescing size.
 
-use engine::{run_q6, spread, Q6Params, ScanSettings};
+use engine::{run_q6, spread, IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode};
+
+const BACKENDS: [IoBackend; 4] = [
+    IoBackend::Dma,
+    IoBackend::Uring,
+    IoBackend::Pread,
+    IoBackend::Mmap,
+];
 use partitioner::TablePlan;
 
 use crate::fixture::{make_lineitem, sqlite_q6, test_dir};
@@ -14,14 +21,17 @@ fn every_setting_gives_sqlites_answer() {
         let (revenue, matched) = sqlite_q6(&path);
         assert!(matched > 100, "the fixture must exercise the filter");
         let plan = TablePlan::open(&path, "lineitem").unwrap();
-        for cores in [1, 2, 3] {
+        for (io, cores) in BACKENDS.iter().flat_map(|&io| [1, 2, 3].map(|c| (io, c))) {
             for readahead in [0, 1, 4, 32, 256] {
                 for coalesce_kib in [0, 128] {
                     let settings = ScanSettings {
                         readahead,
                         coalesce_kib,
+                        io: IoChoice::Fixed(io),
+                        sqpoll: SqpollMode::Off,
                     };
                     let what = format!("{page_size} B pages, {cores} cores, {settings:?}");
+                    let direct = matches!(io, IoBackend::Dma | IoBackend::Uring);
                     let r = run_q6(&plan, &spread(cores), &Q6Params::default(), &settings)
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
                     assert_eq!(
@@ -33,6 +43,13 @@ fn every_setting_gives_sqlites_answer() {
                     assert_eq!(r.rows_scanned, 20_000, "{what}");
                     assert_eq!(r.pages_read, plan.leaves.len() as u64, "{what}");
                     assert_eq!(r.executors.len(), cores, "{what}");
+                    assert_eq!(r.io.backend, io.name(), "{what}");
+                    assert_eq!(r.io.o_direct, direct, "{what}: disk-backed target dir");
+                    assert_eq!(
+                        r.io_uring_enters.is_some(),
+                        io == IoBackend::Uring,
+                        "{what}"
+                    );
                     let in_flight = r.executors.iter().map(|e| e.max_in_flight_pages).max();
                     if readahead > 0 {
                         assert!(
@@ -58,13 +75,11 @@ fn reports_say_which_path_ran() {
     let path = dir.join("li.db");
     make_lineitem(&path, 5_000, 4096);
     let plan = TablePlan::open(&path, "LINEITEM").unwrap();
-    let r = run_q6(
-        &plan,
-        &spread(3),
-        &Q6Params::default(),
-        &ScanSettings::defaults(4096),
-    )
-    .unwrap();
+    let dma = ScanSettings {
+        io: IoChoice::Fixed(IoBackend::Dma),
+        ..ScanSettings::defaults(4096)
+    };
+    let r = run_q6(&plan, &spread(3), &Q6Params::default(), &dma).unwrap();
     assert_eq!(r.io.backend, "dma");
     // The target directory is on a disk here; O_DIRECT must really have been used.
     assert!(r.io.o_direct, "{:?}", r.io);
@@ -86,5 +101,85 @@ fn reports_say_which_path_ran() {
         "cpu_time",
     ] {
         assert!(json.get(field).is_some(), "missing {field}");
+    }
+}
+
+/// Drops the file's pages from the page cache (they are clean: the fixture was synced).
+fn evict(path: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: advice only.
+    let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0);
+}
+
+#[test]
+fn auto_reads_cached_tables_through_the_cache_and_cold_ones_directly() {
+    let dir = test_dir("auto");
+    let path = dir.join("li.db");
+    make_lineitem(&path, 20_000, 4096);
+    let plan = TablePlan::open(&path, "lineitem").unwrap();
+    let auto = ScanSettings::defaults(4096);
+    assert_eq!(auto.io, IoChoice::Auto);
+    // Warm: the file was just written, then read once buffered.
+    let _ = std::fs::read(&path).unwrap();
+    let warm = run_q6(&plan, &spread(2), &Q6Params::default(), &auto).unwrap();
+    assert_eq!(warm.io.backend, "mmap", "{:?}", warm.io.notice);
+    assert!(warm.io.notice.as_deref().unwrap().starts_with("auto: "));
+    // Cold: evicted, so the DMA path runs.
+    evict(&path);
+    let cold = run_q6(&plan, &spread(2), &Q6Params::default(), &auto).unwrap();
+    assert_eq!(cold.io.backend, "dma", "{:?}", cold.io.notice);
+    assert_eq!(cold.revenue, warm.revenue);
+}
+
+#[test]
+fn sqpoll_runs_only_where_an_idle_cpu_can_host_it() {
+    let dir = test_dir("sqpoll");
+    let path = dir.join("li.db");
+    make_lineitem(&path, 5_000, 4096);
+    let plan = TablePlan::open(&path, "lineitem").unwrap();
+    let cpus = engine::coordinator::available_cpus();
+    let uring = |sqpoll| ScanSettings {
+        io: IoChoice::Fixed(IoBackend::Uring),
+        sqpoll,
+        ..ScanSettings::defaults(4096)
+    };
+    let all = spread(cpus.len());
+    // Every CPU runs an executor: auto leaves SQPOLL off and on is refused.
+    let r = run_q6(&plan, &all, &Q6Params::default(), &uring(SqpollMode::Auto)).unwrap();
+    assert!(!r.io.sqpoll && r.io.sqpoll_cpu.is_none(), "{:?}", r.io);
+    let err = run_q6(&plan, &all, &Q6Params::default(), &uring(SqpollMode::On)).unwrap_err();
+    assert!(err.to_string().contains("idle CPU"), "{err}");
+    // SQPOLL on another backend is a usage error, not silently ignored.
+    let dma_sqpoll = ScanSettings {
+        io: IoChoice::Fixed(IoBackend::Dma),
+        sqpoll: SqpollMode::On,
+        ..ScanSettings::defaults(4096)
+    };
+    assert!(run_q6(&plan, &all, &Q6Params::default(), &dma_sqpoll).is_err());
+    if cpus.len() < 2 {
+        println!("skip: one CPU, no idle CPU can host an SQ poll thread");
+        return;
+    }
+    // One executor leaves a CPU idle: auto gives it the poll thread.
+    let one = spread(1);
+    match run_q6(&plan, &one, &Q6Params::default(), &uring(SqpollMode::Auto)) {
+        Ok(r) => {
+            assert!(r.io.sqpoll, "{:?}", r.io);
+            let poll_cpu = r.io.sqpoll_cpu.unwrap();
+            assert_ne!(poll_cpu, one[0].cpu, "never on the executor's own CPU");
+            assert!(
+                r.executors[0].sqpoll_cpu_s.is_some(),
+                "poll thread CPU time measured"
+            );
+            let expected = run_q6(&plan, &one, &Q6Params::default(), &uring(SqpollMode::Off));
+            assert_eq!(r.revenue, expected.unwrap().revenue);
+        }
+        Err(e) if e.to_string().contains("SQPOLL") => {
+            println!("skip: the kernel refused SQPOLL here: {e}");
+        }
+        Err(e) => panic!("{e}"),
     }
 }

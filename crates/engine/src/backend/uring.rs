@@ -1,0 +1,292 @@
+//! The `uring` backend: a private io_uring per executor, built with the io-uring crate, with
+//! registered buffers and `O_DIRECT`, and an optional kernel SQ poll thread (SQPOLL), which
+//! glommio does not offer.
+//!
+//! SQPOLL moves submission into a kernel thread that spins on the submission queue, so the
+//! executor submits without system calls; the price is a CPU kept busy for as long as the ring
+//! is active (plus `sq_thread_idle` after it). That pays only when the poll thread runs on a
+//! CPU that would otherwise be idle, which is why the coordinator pins it (`IORING_SETUP_SQ_AFF`)
+//! to an idle CPU and never to one running an executor. SQPOLL needs kernel 5.11+ for
+//! unprivileged use (CAP_SYS_NICE before 5.13 in some configurations).
+//!
+//! Buffers: one slot per read that can be in flight plus one for the read being decoded, each
+//! as large as the largest read, allocated once, aligned for `O_DIRECT` and registered with the
+//! ring (`IORING_REGISTER_BUFFERS`), so the kernel pins them once instead of on every read.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+
+use io_uring::{opcode, types, IoUring};
+
+use crate::backend::SyncBackend;
+use crate::readahead::ReadRequest;
+use crate::scan::{ExecutorReport, ExecutorTask};
+
+/// Alignment of the buffers: enough for any logical block size `O_DIRECT` may require.
+const BUFFER_ALIGN: usize = 4096;
+/// How long the SQ poll thread spins without work before it sleeps, in milliseconds.
+const SQ_THREAD_IDLE_MS: u32 = 50;
+
+/// One executor's ring and its registered buffers.
+pub(crate) struct UringBackend {
+    ring: IoUring,
+    file: File,
+    o_direct: bool,
+    buffers: AlignedBuffers,
+    /// Completion results by slot: `None` while the read is in flight.
+    results: Vec<Option<i32>>,
+    /// Sequence number of the next read to start; its slot is `seq % slots`.
+    next_seq: u64,
+    /// Sequence number of the oldest read not yet released.
+    oldest_seq: u64,
+    enters: u64,
+    sqpoll_cpu: Option<usize>,
+    /// CPU time of this ring's poll thread when the scan started, if it could be found.
+    poll_thread: Option<(i32, f64)>,
+}
+
+impl UringBackend {
+    /// Builds the ring for `task`: `capacity` reads in flight, SQPOLL on `task.sqpoll_cpu`.
+    pub(crate) fn open(task: &ExecutorTask, capacity: usize) -> io::Result<Self> {
+        let capacity = capacity.max(1);
+        let slots = capacity + 1;
+        let slot_len = task.max_read_pages as usize * task.page_size as usize;
+        let file = open_direct(&task.path)?;
+        let o_direct = super::has_o_direct(file.as_raw_fd());
+        let entries = (slots as u32).next_power_of_two().max(8);
+        let mut builder = IoUring::builder();
+        if let Some(cpu) = task.sqpoll_cpu {
+            builder.setup_sqpoll(SQ_THREAD_IDLE_MS);
+            builder.setup_sqpoll_cpu(cpu as u32);
+        }
+        let ring = builder.build(entries)?;
+        let buffers = AlignedBuffers::new(slots, slot_len)?;
+        let iovecs: Vec<libc::iovec> = (0..slots)
+            .map(|i| libc::iovec {
+                iov_base: buffers.slot_ptr(i).cast(),
+                iov_len: slot_len,
+            })
+            .collect();
+        // SAFETY: the buffers live as long as the ring (both are fields of self; the ring is
+        // dropped first, see Drop order below) and are not moved.
+        unsafe { ring.submitter().register_buffers(&iovecs)? };
+        let poll_thread = task.sqpoll_cpu.and_then(|_| find_poll_thread());
+        Ok(UringBackend {
+            ring,
+            file,
+            o_direct,
+            buffers,
+            results: vec![None; slots],
+            next_seq: 0,
+            oldest_seq: 0,
+            enters: 0,
+            sqpoll_cpu: task.sqpoll_cpu,
+            poll_thread,
+        })
+    }
+
+    fn slot(&self, seq: u64) -> usize {
+        (seq % self.results.len() as u64) as usize
+    }
+
+    fn reap(&mut self) {
+        let slots = self.results.len() as u64;
+        for cqe in self.ring.completion() {
+            let slot = (cqe.user_data() % slots) as usize;
+            self.results[slot] = Some(cqe.result());
+        }
+    }
+}
+
+impl SyncBackend for UringBackend {
+    fn capacity(&self) -> usize {
+        self.results.len() - 1
+    }
+
+    fn start(&mut self, task: &ExecutorTask, req: ReadRequest) -> io::Result<()> {
+        let seq = self.next_seq;
+        let slot = self.slot(seq);
+        let len = req.pages * task.page_size;
+        let entry = opcode::ReadFixed::new(
+            types::Fd(self.file.as_raw_fd()),
+            self.buffers.slot_ptr(slot),
+            len,
+            slot as u16,
+        )
+        .offset(task.offset(req.first_page))
+        .build()
+        .user_data(seq);
+        self.results[slot] = None;
+        // SAFETY: the entry points into a registered slot that no other read uses until this
+        // one is released.
+        unsafe {
+            if self.ring.submission().push(&entry).is_err() {
+                self.flush()?;
+                self.ring
+                    .submission()
+                    .push(&entry)
+                    .map_err(|_| io::Error::other("submission queue full"))?;
+            }
+        }
+        self.next_seq += 1;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.ring.submit()?;
+        // With SQPOLL, submit() enters the kernel only to wake a sleeping poll thread.
+        if self.sqpoll_cpu.is_none() {
+            self.enters += 1;
+        }
+        Ok(())
+    }
+
+    fn wait(&mut self, task: &ExecutorTask, req: ReadRequest) -> io::Result<()> {
+        let slot = self.slot(self.oldest_seq);
+        loop {
+            self.reap();
+            if self.results[slot].is_some() {
+                break;
+            }
+            self.ring.submit_and_wait(1)?;
+            self.enters += 1;
+        }
+        let res = self.results[slot].unwrap_or(0);
+        if res < 0 {
+            return Err(io::Error::from_raw_os_error(-res));
+        }
+        let want = req.pages as usize * task.page_size as usize;
+        let got = res as usize;
+        if got < want && !got.is_multiple_of(task.page_size as usize) {
+            return Err(io::Error::other(format!(
+                "short read of {got} bytes, expected {want}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn bytes(&self, _req: ReadRequest) -> &[u8] {
+        let slot = self.slot(self.oldest_seq);
+        let len = self.results[slot].unwrap_or(0).max(0) as usize;
+        &self.buffers.slot(slot)[..len]
+    }
+
+    fn release(&mut self, _req: ReadRequest) {
+        self.oldest_seq += 1;
+    }
+
+    fn o_direct(&self) -> bool {
+        self.o_direct
+    }
+
+    fn sqpoll_cpu(&self) -> Option<usize> {
+        self.sqpoll_cpu
+    }
+
+    fn finish(&mut self, report: &mut ExecutorReport) {
+        report.io_uring_enters = Some(self.enters);
+        if let Some((tid, before)) = self.poll_thread {
+            report.sqpoll_cpu_s = thread_cpu_s(tid).map(|now| (now - before).max(0.0));
+        }
+    }
+}
+
+impl Drop for UringBackend {
+    fn drop(&mut self) {
+        // Reads still in flight (after an error) must finish before their buffers are freed.
+        let in_flight = self.next_seq - self.oldest_seq;
+        for _ in 0..in_flight {
+            if self.ring.submit_and_wait(1).is_err() {
+                break;
+            }
+            self.reap();
+        }
+    }
+}
+
+/// Opens the file with `O_DIRECT`, falling back to buffered reads where the filesystem refuses
+/// it (tmpfs); the report says which ran.
+fn open_direct(path: &std::path::Path) -> io::Result<File> {
+    match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+    {
+        Ok(f) => Ok(f),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => File::open(path),
+        Err(e) => Err(e),
+    }
+}
+
+/// Buffers allocated once, aligned for `O_DIRECT`.
+struct AlignedBuffers {
+    ptr: *mut u8,
+    layout: Layout,
+    slot_len: usize,
+}
+
+impl AlignedBuffers {
+    fn new(slots: usize, slot_len: usize) -> io::Result<Self> {
+        let slot_len = slot_len.div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN;
+        let layout = Layout::from_size_align(slots * slot_len, BUFFER_ALIGN)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        // SAFETY: the layout has a non-zero size (slots >= 2, slot_len >= 4096).
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(io::Error::from(io::ErrorKind::OutOfMemory));
+        }
+        Ok(AlignedBuffers {
+            ptr,
+            layout,
+            slot_len,
+        })
+    }
+
+    fn slot_ptr(&self, i: usize) -> *mut u8 {
+        // SAFETY: callers pass i < slots, so the offset stays inside the allocation.
+        unsafe { self.ptr.add(i * self.slot_len) }
+    }
+
+    fn slot(&self, i: usize) -> &[u8] {
+        // SAFETY: the slot lies inside the allocation; the kernel has finished writing it
+        // (the caller saw its completion).
+        unsafe { std::slice::from_raw_parts(self.slot_ptr(i), self.slot_len) }
+    }
+}
+
+impl Drop for AlignedBuffers {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.ptr, self.layout) };
+    }
+}
+
+/// The newest SQ poll thread of this process (`iou-sqp-*` in `/proc/self/task`) and its CPU
+/// time so far. Called right after the ring is built, so the newest is this ring's.
+fn find_poll_thread() -> Option<(i32, f64)> {
+    let mut best: Option<i32> = None;
+    for entry in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let tid: i32 = entry.file_name().to_str()?.parse().ok()?;
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        if comm.starts_with("iou-sqp") && best.is_none_or(|b| tid > b) {
+            best = Some(tid);
+        }
+    }
+    best.and_then(|tid| thread_cpu_s(tid).map(|s| (tid, s)))
+}
+
+/// User plus system CPU time of thread `tid` of this process, in seconds.
+fn thread_cpu_s(tid: i32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // SAFETY: sysconf has no side effects.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some((utime + stime) / ticks.max(1.0))
+}

@@ -1,0 +1,138 @@
+//! The `dma` loop: glommio's `DmaFile` (`O_DIRECT`) on the executor's own glommio io_uring,
+//! reading into DMA buffers from glommio's registered I/O memory.
+//!
+//! Reads come from a [`ReadPlan`] over the executor's extents; a [`ReadaheadWindow`] keeps up to
+//! `readahead` pages in flight while the decoder works. The window is refilled in batches that
+//! are handed to the kernel at once, so one `io_uring_enter` carries several reads.
+
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+use std::time::Instant;
+
+use glommio::io::DmaFile;
+
+use crate::cputime::CpuTime;
+use crate::error::Result;
+use crate::inflight::InFlight;
+use crate::q6::PartialAggregate;
+use crate::readahead::{ReadPlan, ReadRequest, ReadaheadWindow};
+use crate::scan::{finish_report, ExecutorReport, ExecutorTask, PageDecoder};
+
+/// Runs the scan of `task` on the current glommio executor.
+pub(crate) async fn scan(task: &ExecutorTask) -> Result<(PartialAggregate, ExecutorReport)> {
+    let started = Instant::now();
+    let cpu_before = CpuTime::thread();
+    let mut report = ExecutorReport {
+        cpu: task.cpu,
+        ..Default::default()
+    };
+    let file = Rc::new(
+        DmaFile::open(&task.path)
+            .await
+            .map_err(|e| task.io_error("open for direct I/O".into(), e))?,
+    );
+    report.o_direct = crate::backend::has_o_direct(file.as_raw_fd());
+    let align = file.alignment();
+    let page_bytes = u64::from(task.page_size);
+
+    let read = |req: ReadRequest| {
+        let file = file.clone();
+        let pos = task.offset(req.first_page);
+        let len = u64::from(req.pages) * page_bytes;
+        async move { (req, file.read_at(pos, len as usize).await) }
+    };
+    let mut plan = ReadPlan::new(&task.extents, task.max_read_pages);
+    let mut window = ReadaheadWindow::new(task.readahead);
+    let mut ring = InFlight::with_capacity(window.max_reads());
+    let mut decoder = PageDecoder::new(task);
+    let mut refill = Refill {
+        report: &mut report,
+        align,
+        page_bytes,
+    };
+
+    if task.readahead > 0 {
+        refill.fill(&mut plan, &mut window, &mut ring, &read).await;
+    }
+    loop {
+        if task.readahead == 0 {
+            // One read at a time: the next read is issued only after the decoder is done.
+            refill.fill(&mut plan, &mut window, &mut ring, &read).await;
+        }
+        let Some((req, result)) = ring.pop().await else {
+            break;
+        };
+        window.completed(req.pages);
+        if task.readahead > 0
+            && window.wants_refill()
+            && refill.fill(&mut plan, &mut window, &mut ring, &read).await > 0
+        {
+            // Put the next batch in flight before decoding this read, so the device works
+            // while the CPU decodes.
+            submit_now().await;
+        }
+        let last = req.first_page + req.pages - 1;
+        let buf = result
+            .map_err(|e| task.io_error(format!("read pages {}..={last}", req.first_page), e))?;
+        decoder.decode(req.first_page, req.pages, &buf, refill.report)?;
+        drop(buf);
+        task.check_cancelled()?;
+    }
+    let agg = decoder.agg;
+    finish_report(&mut report, &agg, started, cpu_before);
+    Ok((agg, report))
+}
+
+/// Hands the reads queued so far to the kernel now. glommio submits only when its reactor runs,
+/// which happens when every task is waiting; while completed reads are waiting to be decoded
+/// the scan task never waits, so new reads would sit in the queue and the device would idle.
+/// A timer that expires at once makes the task wait for exactly one reactor pass.
+async fn submit_now() {
+    glommio::timer::sleep(std::time::Duration::from_nanos(1)).await;
+}
+
+/// Issues reads into the ring and accounts for them.
+struct Refill<'r> {
+    report: &'r mut ExecutorReport,
+    align: u64,
+    page_bytes: u64,
+}
+
+impl Refill<'_> {
+    /// Queues every read the window admits; they go to the kernel together when the task
+    /// yields. Returns how many were queued.
+    async fn fill<F: std::future::Future>(
+        &mut self,
+        plan: &mut ReadPlan<'_>,
+        window: &mut ReadaheadWindow,
+        ring: &mut InFlight<F>,
+        read: &impl Fn(ReadRequest) -> F,
+    ) -> u64 {
+        let mut queued = 0;
+        while ring.has_room() {
+            match plan.peek() {
+                Some(req) if window.admits(req.pages) => {
+                    plan.next();
+                    window.issued(req.pages);
+                    ring.push(read(req)).await;
+                    queued += 1;
+                    let pos = u64::from(req.first_page - 1) * self.page_bytes;
+                    let len = u64::from(req.pages) * self.page_bytes;
+                    self.report.bytes_read += len;
+                    let aligned_end = (pos + len).div_ceil(self.align) * self.align;
+                    self.report.wasted_bytes += aligned_end - (pos - pos % self.align) - len;
+                }
+                _ => break,
+            }
+        }
+        if queued > 0 {
+            self.report.reads_submitted += queued;
+            self.report.submit_batches += 1;
+            self.report.max_in_flight_pages = self
+                .report
+                .max_in_flight_pages
+                .max(window.in_flight_pages());
+        }
+        queued
+    }
+}
