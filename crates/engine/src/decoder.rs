@@ -14,7 +14,9 @@
 //! an error rather than a rounded answer.
 
 use partitioner::format::{be_u32, BtreePageHeader};
-use partitioner::format::{read_be_int, read_varint, serial_type_size, table_leaf_local_payload};
+use partitioner::format::{
+    read_be_int, read_varint, serial_type_size, table_leaf_local_payload, varint_len,
+};
 
 use crate::q6::{PartialAggregate, Q6Filter};
 
@@ -110,6 +112,30 @@ pub struct LeafDecoder {
 
 const NOT_NEEDED: u8 = u8::MAX;
 
+/// Marks the reserved serial types 10 and 11 in [`ONE_BYTE_SIZES`].
+const RESERVED: u8 = u8::MAX;
+
+/// Body sizes of the serial types that fit in one header byte (0..=127).
+const ONE_BYTE_SIZES: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut s = 0;
+    while s < 128 {
+        t[s] = match s {
+            0 | 8 | 9 => 0,
+            1 => 1,
+            2 => 2,
+            3 => 3,
+            4 => 4,
+            5 => 6,
+            6 | 7 => 8,
+            10 | 11 => RESERVED,
+            n => ((n - 12) / 2) as u8,
+        };
+        s += 1;
+    }
+    t
+};
+
 /// Where a needed column's value lies in a record: its serial type and body offset.
 #[derive(Debug, Clone, Copy, Default)]
 struct Slot {
@@ -187,7 +213,7 @@ impl LeafDecoder {
             let off = hdr.cell_offset(page, 0, i, usable)?;
             let (payload_len, a) = read_varint(&page[off..])
                 .ok_or_else(|| format!("cell {i}: payload size runs past the page"))?;
-            let (_rowid, b) = read_varint(&page[off + a..])
+            let b = varint_len(&page[off + a..])
                 .ok_or_else(|| format!("cell {i}: rowid runs past the page"))?;
             let start = off + a + b;
             let local = table_leaf_local_payload(self.usable, payload_len) as usize;
@@ -245,8 +271,29 @@ impl LeafDecoder {
         let mut pos = n;
         let mut body = header_len;
         let mut col = 0usize;
-        // Walk the serial types up to the last needed column; columns past the header's end are
-        // NULL (added by ALTER TABLE after the row was written).
+        // Fast path: the serial types up to the last needed column are single bytes (true of
+        // nearly every TPC-H row), so sizes come from a table and no varint is decoded.
+        if let Some(head) = payload.get(n..header_len.min(payload.len())) {
+            for (&b, &slot) in head.iter().zip(&self.slot_of) {
+                let size = ONE_BYTE_SIZES[usize::from(b & 0x7f)];
+                if b >= 0x80 || size == RESERVED {
+                    break;
+                }
+                if slot != NOT_NEEDED {
+                    slots[usize::from(slot)] = Slot {
+                        serial: u64::from(b),
+                        offset: body,
+                        present: true,
+                    };
+                }
+                body += usize::from(size);
+                col += 1;
+            }
+            pos += col;
+        }
+        // General path (multi-byte serial types, reserved types, truncated prefixes): walk the
+        // rest of the serial types up to the last needed column; columns past the header's end
+        // are NULL or their DEFAULT (added by ALTER TABLE after the row was written).
         while col <= self.last_needed && pos < header_len {
             let Some(&b) = payload.get(pos) else {
                 return need_more();
@@ -298,7 +345,7 @@ impl LeafDecoder {
         // l_shipdate >= lo AND l_shipdate < hi: only text can match (SQLite orders
         // numbers < text < blobs, and compares text bytewise under the BINARY collation).
         match value(ship, ship_d) {
-            Stored::Text(t) if t >= &f.date_lo[..] && t < &f.date_hi[..] => {}
+            Stored::Text(t) if f.date_in_window(t) => {}
             _ => return Ok(RecordOutcome::Done),
         }
         let discount_ok = match value(disc, disc_d) {

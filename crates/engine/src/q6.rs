@@ -233,6 +233,29 @@ pub struct Q6Filter {
     pub quantity_f64: f64,
 }
 
+impl Q6Filter {
+    /// Whether a ship date stored as text lies in `[date_lo, date_hi)`, comparing bytes as
+    /// SQLite's BINARY collation does. Ten-byte dates compare as two big-endian integers.
+    #[inline]
+    pub fn date_in_window(&self, text: &[u8]) -> bool {
+        if let Ok(t) = <&[u8; 10]>::try_from(text) {
+            let key = date_key(t);
+            key >= date_key(&self.date_lo) && key < date_key(&self.date_hi)
+        } else {
+            text >= &self.date_lo[..] && text < &self.date_hi[..]
+        }
+    }
+}
+
+/// Ten bytes as one integer whose order is their lexicographic order.
+#[inline(always)]
+fn date_key(t: &[u8; 10]) -> u128 {
+    let (hi, lo) = t.split_at(8);
+    let hi = u64::from_be_bytes(hi.try_into().unwrap_or([0; 8]));
+    let lo = u16::from_be_bytes(lo.try_into().unwrap_or([0; 2]));
+    (u128::from(hi) << 16) | u128::from(lo)
+}
+
 impl From<&Q6Params> for Q6Filter {
     fn from(p: &Q6Params) -> Self {
         let (lo, hi) = p.discount_bounds();
@@ -329,6 +352,25 @@ mod tests {
             (-1, 1)
         );
         assert!(Q6Params::parse("9998-12-31", "1.00", "0.01").is_ok());
+    }
+
+    #[test]
+    fn date_window_compares_like_binary_collation() {
+        let f = Q6Filter::from(&Q6Params::default());
+        for (t, inside) in [
+            ("1994-01-01", true),
+            ("1994-12-31", true),
+            ("1995-01-01", false),
+            ("1993-12-31", false),
+            ("1994-06-01x", true),
+            ("1994", false),
+            ("1995", true),
+            ("", false),
+        ] {
+            let slice = t.as_bytes() >= &f.date_lo[..] && t.as_bytes() < &f.date_hi[..];
+            assert_eq!(f.date_in_window(t.as_bytes()), slice, "{t}");
+            assert_eq!(slice, inside, "{t}");
+        }
     }
 
     #[test]

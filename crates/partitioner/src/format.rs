@@ -21,13 +21,18 @@ pub const DB_HEADER_SIZE: usize = 100;
 /// contributes all 8 bits) from the start of `buf`.
 ///
 /// Returns the value and the number of bytes it occupied, or `None` when `buf` ends first.
-#[inline]
+#[inline(always)]
 pub fn read_varint(buf: &[u8]) -> Option<(u64, usize)> {
     // Fast path: one byte (record header serial types and small sizes).
     let b0 = *buf.first()?;
     if b0 < 0x80 {
         return Some((u64::from(b0), 1));
     }
+    read_long_varint(buf)
+}
+
+#[inline]
+fn read_long_varint(buf: &[u8]) -> Option<(u64, usize)> {
     let mut value: u64 = 0;
     for i in 0..8 {
         let b = *buf.get(i)?;
@@ -38,6 +43,18 @@ pub fn read_varint(buf: &[u8]) -> Option<(u64, usize)> {
     }
     let b = *buf.get(8)?;
     Some(((value << 8) | u64::from(b), 9))
+}
+
+/// The length in bytes of the varint at the start of `buf` (for skipping one whose value is not
+/// needed, such as a rowid), or `None` when `buf` ends first.
+#[inline(always)]
+pub fn varint_len(buf: &[u8]) -> Option<usize> {
+    for (i, &b) in buf.iter().take(8).enumerate() {
+        if b < 0x80 {
+            return Some(i + 1);
+        }
+    }
+    (buf.len() >= 9).then_some(9)
 }
 
 /// The number of bytes a value of serial type `serial` occupies in a record body, or `None` for
@@ -213,6 +230,10 @@ mod tests {
         assert_eq!(read_varint(&[0xff; 9]), Some((u64::MAX, 9)));
         assert_eq!(read_varint(&[0x81]), None);
         assert_eq!(read_varint(&[]), None);
+        assert_eq!(varint_len(&[0x81, 0x80, 0x01]), Some(3));
+        assert_eq!(varint_len(&[0xff; 9]), Some(9));
+        assert_eq!(varint_len(&[0xff; 8]), None);
+        assert_eq!(varint_len(&[0x05]), Some(1));
     }
 
     #[test]
