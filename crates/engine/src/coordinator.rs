@@ -25,6 +25,7 @@ use crate::cputime::{peak_rss_mib, CpuTime};
 use crate::decoder::{LeafDecoder, MissingValue, Q6Columns};
 use crate::device::BlockDevice;
 use crate::error::{Error, Result};
+use crate::faults::Faults;
 use crate::q6::{PartialAggregate, Q6Filter, Q6Params};
 use crate::readahead::max_read_pages;
 use crate::report::{IoReport, ScanReport};
@@ -188,8 +189,21 @@ pub fn run_q6(
     let ranges = plan.split(&weights);
     let max_read = max_read_pages(settings.coalesce_kib, header.page_size, settings.readahead);
     let cancel = Arc::new(AtomicBool::new(false));
-    let (backend, mut notice) = choose_backend(plan, settings)?;
+    let faults = Faults::from_env().map_err(Error::Config)?;
+    let (mut backend, mut notice) = choose_backend(plan, settings)?;
     let sqpoll_cpus = sqpoll_placement(executors, &available, backend, settings.sqpoll)?;
+    // Without io_uring (kernel.io_uring_disabled, seccomp in containers) neither glommio nor
+    // the uring backend can run: plain pinned threads read with pread instead.
+    let mut runtime = Runtime::Glommio;
+    if let Err(why) = io_uring_available(&faults) {
+        runtime = Runtime::Threads;
+        if matches!(backend, IoBackend::Dma | IoBackend::Uring) {
+            notice = Some(format!(
+                "io_uring is unavailable ({why}): pread instead of {backend}"
+            ));
+            backend = IoBackend::Pread;
+        }
+    }
     // Reads in flight per executor for the synchronous backends: enough for a full window of
     // the largest reads, with room for smaller ones at extent ends.
     let window = settings.readahead.max(1);
@@ -206,10 +220,19 @@ pub fn run_q6(
     // Enough registered I/O memory for a full window of the largest reads plus overflow pages.
     let window_bytes = (u64::from(settings.readahead.max(1)) + u64::from(max_read) + 2)
         * u64::from(header.page_size);
-    let io_memory = if backend == IoBackend::Dma {
+    let wanted_io_memory = if backend == IoBackend::Dma {
         (window_bytes * 2).clamp(1 << 20, 1 << 30) as usize
     } else {
-        1 << 20
+        MIN_IO_MEMORY
+    };
+    let io_memory = if runtime == Runtime::Glommio {
+        let (bytes, memlock_notice) = io_memory_budget(wanted_io_memory, executors.len(), &faults)?;
+        if memlock_notice.is_some() {
+            notice = memlock_notice;
+        }
+        bytes
+    } else {
+        0
     };
     let ring_depth = (settings.readahead.max(1) as usize + 8)
         .next_power_of_two()
@@ -230,29 +253,55 @@ pub fn run_q6(
             max_read_pages: max_read,
             backend,
             sqpoll_cpu: sqpoll_cpus[index],
+            faults,
             cancel: cancel.clone(),
         };
         let (exec_tx, exec_cancel) = (tx.clone(), cancel.clone());
-        let spawned = LocalExecutorBuilder::new(Placement::Fixed(spec.cpu))
-            .name(&format!("corescan-cpu{}", spec.cpu))
-            .io_memory(io_memory)
-            .ring_depth(ring_depth)
-            .spawn(move || async move {
-                let cpu = task.cpu;
-                let outcome = AssertUnwindSafe(run_executor(&task, sync_capacity))
-                    .catch_unwind()
-                    .await;
-                let result = outcome.unwrap_or_else(|payload| {
-                    Err(Error::Panicked {
-                        cpu,
-                        message: panic_message(payload.as_ref()),
-                    })
-                });
-                if result.is_err() {
-                    exec_cancel.store(true, Ordering::Relaxed);
-                }
-                let _ = exec_tx.send((index, result));
+        let report = move |result: std::thread::Result<Result<_>>, cpu: usize| {
+            let result = result.unwrap_or_else(|payload| {
+                Err(Error::Panicked {
+                    cpu,
+                    message: panic_message(payload.as_ref()),
+                })
             });
+            if result.is_err() {
+                exec_cancel.store(true, Ordering::Relaxed);
+            }
+            let _ = exec_tx.send((index, result));
+        };
+        let name = format!("corescan-cpu{}", spec.cpu);
+        let spawned = match runtime {
+            Runtime::Glommio => LocalExecutorBuilder::new(Placement::Fixed(spec.cpu))
+                .name(&name)
+                .io_memory(io_memory)
+                .ring_depth(ring_depth)
+                .spawn(move || async move {
+                    let outcome = AssertUnwindSafe(run_executor(&task, sync_capacity))
+                        .catch_unwind()
+                        .await;
+                    report(outcome, task.cpu);
+                })
+                .map(Worker::Glommio)
+                .map_err(|e| e.to_string()),
+            Runtime::Threads => std::thread::Builder::new()
+                .name(name)
+                .spawn(move || {
+                    let pinned =
+                        core_affinity::set_for_current(core_affinity::CoreId { id: task.cpu });
+                    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        if !pinned {
+                            return Err(Error::Start {
+                                cpu: task.cpu,
+                                cause: "cannot pin the thread to this CPU".into(),
+                            });
+                        }
+                        run_executor_without_uring(&task, sync_capacity)
+                    }));
+                    report(outcome, task.cpu);
+                })
+                .map(Worker::Thread)
+                .map_err(|e| e.to_string()),
+        };
         match spawned {
             Ok(h) => handles.push((spec.cpu, h)),
             Err(e) => {
@@ -261,7 +310,7 @@ pub fn run_q6(
                     index,
                     Err(Error::Start {
                         cpu: spec.cpu,
-                        cause: e.to_string(),
+                        cause: e,
                     }),
                 ));
             }
@@ -294,11 +343,8 @@ pub fn run_q6(
     }
     let wall = started.elapsed().as_secs_f64();
     for (cpu, h) in handles {
-        if let Err(e) = h.join() {
-            first_error.get_or_insert(Error::Start {
-                cpu,
-                cause: e.to_string(),
-            });
+        if let Err(cause) = h.join() {
+            first_error.get_or_insert(Error::Start { cpu, cause });
         }
     }
     if let Some(e) = first_error {
@@ -327,13 +373,16 @@ pub fn run_q6(
     let leaf_pages = sum(|r| r.pages);
     let overflow = sum(|r| r.overflow_pages);
     let o_direct = reports.iter().all(|r| r.o_direct);
-    if !o_direct && matches!(backend, IoBackend::Dma | IoBackend::Uring) {
-        notice.get_or_insert_with(|| {
-            format!(
-                "O_DIRECT is not available for this file (tmpfs?): {backend} read it through the page cache"
-            )
+    // A fallback inside an executor (O_DIRECT or SQPOLL refused) changes what ran.
+    if let Some(n) = reports.iter().find_map(|r| r.notice.clone()) {
+        notice = Some(match notice {
+            Some(first) => format!("{first}; {n}"),
+            None => n,
         });
     }
+    let ran = reports
+        .first()
+        .map_or(backend.name().to_string(), |r| r.backend.clone());
     let enters: Option<u64> = reports.iter().map(|r| r.io_uring_enters).sum();
     let sqpoll_cpu = reports.iter().find_map(|r| r.sqpoll_cpu);
     Ok(ScanReport {
@@ -353,7 +402,7 @@ pub fn run_q6(
         io_uring_enters: enters,
         wasted_pages: sum(|r| r.wasted_bytes).div_ceil(u64::from(header.page_size)),
         io: IoReport {
-            backend: backend.name().into(),
+            backend: ran,
             o_direct,
             sqpoll: sqpoll_cpu.is_some(),
             sqpoll_cpu,
@@ -408,6 +457,122 @@ fn check_unchanged(plan: &TablePlan) -> Result<()> {
     Ok(())
 }
 
+/// Where executors run: glommio executors, or plain pinned threads when io_uring is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runtime {
+    Glommio,
+    Threads,
+}
+
+/// A running executor thread.
+enum Worker {
+    Glommio(glommio::ExecutorJoinHandle<()>),
+    Thread(std::thread::JoinHandle<()>),
+}
+
+impl Worker {
+    fn join(self) -> std::result::Result<(), String> {
+        match self {
+            Worker::Glommio(h) => h.join().map_err(|e| e.to_string()),
+            Worker::Thread(h) => h.join().map_err(|p| panic_message(p.as_ref())),
+        }
+    }
+}
+
+/// glommio's smallest useful I/O memory, and what the non-DMA backends get.
+const MIN_IO_MEMORY: usize = 64 << 10;
+
+/// Whether io_uring can be used here: a ring is set up and torn down once.
+fn io_uring_available(faults: &Faults) -> std::result::Result<(), String> {
+    if faults.io_uring {
+        return Err("disabled by fault injection".into());
+    }
+    io_uring::IoUring::new(8)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// glommio registers (locks) its I/O memory. Without CAP_IPC_LOCK that memory, for all
+/// executors together, must fit under RLIMIT_MEMLOCK: shrink it to fit (reads beyond it then
+/// use ordinary memory), or fail naming the limit when not even glommio's minimum fits.
+fn io_memory_budget(
+    wanted: usize,
+    executors: usize,
+    faults: &Faults,
+) -> Result<(usize, Option<String>)> {
+    let (limit, privileged) = if faults.memlock {
+        (Some(64u64 << 10), false)
+    } else {
+        (memlock_limit(), has_ipc_lock())
+    };
+    let Some(limit) = limit.filter(|_| !privileged) else {
+        return Ok((wanted, None));
+    };
+    let share = (limit / executors.max(1) as u64) as usize;
+    if share >= wanted {
+        return Ok((wanted, None));
+    }
+    if share < MIN_IO_MEMORY {
+        return Err(Error::Config(format!(
+            "RLIMIT_MEMLOCK is {} KiB, too low for {executors} executors' DMA memory (at least {} KiB): \
+             raise it (ulimit -l {}) or use --io pread",
+            limit >> 10,
+            (MIN_IO_MEMORY * executors) >> 10,
+            (wanted * executors) >> 10
+        )));
+    }
+    Ok((
+        share,
+        Some(format!(
+            "RLIMIT_MEMLOCK is {} KiB: DMA memory cut to {} KiB per executor (reads beyond it use ordinary memory)",
+            limit >> 10,
+            share >> 10
+        )),
+    ))
+}
+
+/// The soft RLIMIT_MEMLOCK in bytes, or `None` when unlimited.
+fn memlock_limit() -> Option<u64> {
+    // SAFETY: getrlimit only writes the struct we pass.
+    let mut r: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } != 0
+        || r.rlim_cur == libc::RLIM_INFINITY
+    {
+        return None;
+    }
+    Some(r.rlim_cur)
+}
+
+/// Whether the process has CAP_IPC_LOCK (bit 14 of CapEff), which lifts RLIMIT_MEMLOCK.
+fn has_ipc_lock() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << 14) != 0)
+}
+
+/// Runs an executor's scan on a plain thread (no io_uring): only `pread` and `mmap` can.
+fn run_executor_without_uring(
+    task: &ExecutorTask,
+    sync_capacity: usize,
+) -> Result<(PartialAggregate, ExecutorReport)> {
+    let open_error = |e: std::io::Error| task.io_error(format!("open for {}", task.backend), e);
+    match task.backend {
+        IoBackend::Mmap => scan::pipeline::scan(
+            task,
+            MmapBackend::open(task, sync_capacity).map_err(open_error)?,
+        ),
+        _ => scan::pipeline::scan(
+            task,
+            PreadBackend::open(task, sync_capacity, None).map_err(open_error)?,
+        ),
+    }
+}
+
 /// Runs one executor's scan with its backend on the current (pinned, glommio) thread.
 async fn run_executor(
     task: &ExecutorTask,
@@ -415,7 +580,28 @@ async fn run_executor(
 ) -> Result<(PartialAggregate, ExecutorReport)> {
     let open_error = |e: std::io::Error| task.io_error(format!("open for {}", task.backend), e);
     match task.backend {
-        IoBackend::Dma => scan::dma::scan(task).await,
+        IoBackend::Dma => {
+            // A filesystem without O_DIRECT (some FUSE and network filesystems) makes glommio's
+            // open fail with EINVAL; read it through the page cache instead.
+            let refused = if task.faults.odirect {
+                Some("injected".to_string())
+            } else {
+                match scan::dma::scan(task).await {
+                    Err(Error::Io {
+                        ref cause, ref op, ..
+                    }) if op.starts_with("open") && cause.contains("Invalid argument") => {
+                        Some(cause.clone())
+                    }
+                    other => return other,
+                }
+            };
+            let notice = refused
+                .map(|why| format!("O_DIRECT refused for this file ({why}): pread instead of dma"));
+            scan::pipeline::scan(
+                task,
+                PreadBackend::open(task, sync_capacity, notice).map_err(open_error)?,
+            )
+        }
         IoBackend::Uring => {
             let b = UringBackend::open(task, sync_capacity).map_err(|e| {
                 task.io_error(
@@ -434,7 +620,7 @@ async fn run_executor(
         }
         IoBackend::Pread => scan::pipeline::scan(
             task,
-            PreadBackend::open(task, sync_capacity).map_err(open_error)?,
+            PreadBackend::open(task, sync_capacity, None).map_err(open_error)?,
         ),
         IoBackend::Mmap => scan::pipeline::scan(
             task,

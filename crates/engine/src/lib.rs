@@ -33,6 +33,7 @@ pub mod cputime;
 pub mod decoder;
 pub mod device;
 pub mod error;
+pub mod faults;
 pub mod inflight;
 pub mod q6;
 pub mod readahead;

@@ -7,6 +7,7 @@
 //! - [`explain`]: `corescan explain --json` against SQLite's own `dbstat` page accounting;
 //! - [`scan`]: the engine's Q6 answer against the oracle under every core count, readahead
 //!   window and coalescing size ([`scan::ScanTester`]), on every layout;
+//! - [`faults`]: each I/O fallback forced through `CORESCAN_FAULTS`;
 //! - [`cli`]: the error contract (one `error:` line naming the file, exit status 1; usage
 //!   errors 2) and `--version`.
 //!
@@ -15,6 +16,7 @@
 
 mod cli;
 mod explain;
+mod faults;
 mod gen;
 mod oracle;
 mod scan;

@@ -76,4 +76,8 @@ impl SyncBackend for MmapBackend {
     fn o_direct(&self) -> bool {
         false
     }
+
+    fn name(&self) -> &'static str {
+        "mmap"
+    }
 }

@@ -84,6 +84,12 @@ pub(crate) trait SyncBackend {
     fn release(&mut self, req: ReadRequest);
     /// Whether reads bypass the page cache.
     fn o_direct(&self) -> bool;
+    /// The backend's name, as reported.
+    fn name(&self) -> &'static str;
+    /// Why the backend runs differently from what was asked (a fallback), if it does.
+    fn notice(&self) -> Option<String> {
+        None
+    }
     /// The CPU of the kernel SQ poll thread, if there is one.
     fn sqpoll_cpu(&self) -> Option<usize> {
         None

@@ -15,19 +15,26 @@ use crate::scan::ExecutorTask;
 /// Buffered `pread` into one reusable buffer.
 pub(crate) struct PreadBackend {
     file: File,
+    notice: Option<String>,
     buf: Vec<u8>,
     len: usize,
     capacity: usize,
 }
 
 impl PreadBackend {
-    /// Opens the task's file and sizes the buffer for its largest read.
-    pub(crate) fn open(task: &ExecutorTask, capacity: usize) -> io::Result<Self> {
+    /// Opens the task's file and sizes the buffer for its largest read; `notice` says why this
+    /// backend runs when another was asked for.
+    pub(crate) fn open(
+        task: &ExecutorTask,
+        capacity: usize,
+        notice: Option<String>,
+    ) -> io::Result<Self> {
         let file = File::open(&task.path)?;
         // SAFETY: advice only; the descriptor is ours.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
         Ok(PreadBackend {
             file,
+            notice,
             buf: vec![0; task.max_read_pages as usize * task.page_size as usize],
             len: 0,
             capacity: capacity.max(1),
@@ -85,5 +92,13 @@ impl SyncBackend for PreadBackend {
 
     fn o_direct(&self) -> bool {
         false
+    }
+
+    fn name(&self) -> &'static str {
+        "pread"
+    }
+
+    fn notice(&self) -> Option<String> {
+        self.notice.clone()
     }
 }

@@ -44,6 +44,9 @@ pub(crate) struct UringBackend {
     oldest_seq: u64,
     enters: u64,
     sqpoll_cpu: Option<usize>,
+    /// Whether the buffers are registered (`READ_FIXED`); plain `READ` when the kernel refused.
+    registered: bool,
+    notice: Option<String>,
     /// CPU time of this ring's poll thread when the scan started, if it could be found.
     poll_thread: Option<(i32, f64)>,
 }
@@ -54,15 +57,34 @@ impl UringBackend {
         let capacity = capacity.max(1);
         let slots = capacity + 1;
         let slot_len = task.max_read_pages as usize * task.page_size as usize;
-        let file = open_direct(&task.path)?;
-        let o_direct = super::has_o_direct(file.as_raw_fd());
-        let entries = (slots as u32).next_power_of_two().max(8);
-        let mut builder = IoUring::builder();
-        if let Some(cpu) = task.sqpoll_cpu {
-            builder.setup_sqpoll(SQ_THREAD_IDLE_MS);
-            builder.setup_sqpoll_cpu(cpu as u32);
+        let mut notices = Vec::new();
+        let (file, o_direct) = open_direct(&task.path, task.faults.odirect)?;
+        if !o_direct {
+            notices.push("O_DIRECT refused for this file: uring reads through the page cache");
         }
-        let ring = builder.build(entries)?;
+        let entries = (slots as u32).next_power_of_two().max(8);
+        let mut sqpoll_cpu = task.sqpoll_cpu;
+        let ring = match sqpoll_cpu {
+            Some(cpu) => {
+                let built = if task.faults.sqpoll {
+                    Err(io::Error::from_raw_os_error(libc::EPERM))
+                } else {
+                    IoUring::builder()
+                        .setup_sqpoll(SQ_THREAD_IDLE_MS)
+                        .setup_sqpoll_cpu(cpu as u32)
+                        .build(entries)
+                };
+                match built {
+                    Ok(ring) => ring,
+                    Err(_) => {
+                        notices.push("the kernel refused SQPOLL: plain io_uring ring");
+                        sqpoll_cpu = None;
+                        IoUring::new(entries)?
+                    }
+                }
+            }
+            None => IoUring::new(entries)?,
+        };
         let buffers = AlignedBuffers::new(slots, slot_len)?;
         let iovecs: Vec<libc::iovec> = (0..slots)
             .map(|i| libc::iovec {
@@ -70,10 +92,14 @@ impl UringBackend {
                 iov_len: slot_len,
             })
             .collect();
-        // SAFETY: the buffers live as long as the ring (both are fields of self; the ring is
-        // dropped first, see Drop order below) and are not moved.
-        unsafe { ring.submitter().register_buffers(&iovecs)? };
-        let poll_thread = task.sqpoll_cpu.and_then(|_| find_poll_thread());
+        // SAFETY: the buffers live as long as the ring (both are fields of self; Drop waits
+        // for reads in flight before either is released) and are never moved.
+        let registered =
+            !task.faults.memlock && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        if !registered {
+            notices.push("buffer registration refused (RLIMIT_MEMLOCK?): unregistered reads");
+        }
+        let poll_thread = sqpoll_cpu.and_then(|_| find_poll_thread());
         Ok(UringBackend {
             ring,
             file,
@@ -83,7 +109,9 @@ impl UringBackend {
             next_seq: 0,
             oldest_seq: 0,
             enters: 0,
-            sqpoll_cpu: task.sqpoll_cpu,
+            sqpoll_cpu,
+            registered,
+            notice: (!notices.is_empty()).then(|| notices.join("; ")),
             poll_thread,
         })
     }
@@ -110,14 +138,16 @@ impl SyncBackend for UringBackend {
         let seq = self.next_seq;
         let slot = self.slot(seq);
         let len = req.pages * task.page_size;
-        let entry = opcode::ReadFixed::new(
-            types::Fd(self.file.as_raw_fd()),
-            self.buffers.slot_ptr(slot),
-            len,
-            slot as u16,
-        )
-        .offset(task.offset(req.first_page))
-        .build()
+        let fd = types::Fd(self.file.as_raw_fd());
+        let buf = self.buffers.slot_ptr(slot);
+        let offset = task.offset(req.first_page);
+        let entry = if self.registered {
+            opcode::ReadFixed::new(fd, buf, len, slot as u16)
+                .offset(offset)
+                .build()
+        } else {
+            opcode::Read::new(fd, buf, len).offset(offset).build()
+        }
         .user_data(seq);
         self.results[slot] = None;
         // SAFETY: the entry points into a registered slot that no other read uses until this
@@ -182,6 +212,14 @@ impl SyncBackend for UringBackend {
         self.o_direct
     }
 
+    fn name(&self) -> &'static str {
+        "uring"
+    }
+
+    fn notice(&self) -> Option<String> {
+        self.notice.clone()
+    }
+
     fn sqpoll_cpu(&self) -> Option<usize> {
         self.sqpoll_cpu
     }
@@ -208,15 +246,23 @@ impl Drop for UringBackend {
 }
 
 /// Opens the file with `O_DIRECT`, falling back to buffered reads where the filesystem refuses
-/// it (tmpfs); the report says which ran.
-fn open_direct(path: &std::path::Path) -> io::Result<File> {
-    match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-    {
-        Ok(f) => Ok(f),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => File::open(path),
+/// it (tmpfs, some FUSE and network filesystems) or the `odirect` fault is injected. Returns
+/// the file and whether `O_DIRECT` is really set.
+fn open_direct(path: &std::path::Path, refuse: bool) -> io::Result<(File, bool)> {
+    let direct = if refuse {
+        Err(io::Error::from_raw_os_error(libc::EINVAL))
+    } else {
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+    };
+    match direct {
+        Ok(f) => {
+            let on = super::has_o_direct(f.as_raw_fd());
+            Ok((f, on))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok((File::open(path)?, false)),
         Err(e) => Err(e),
     }
 }

@@ -24,6 +24,7 @@ pub(crate) async fn scan(task: &ExecutorTask) -> Result<(PartialAggregate, Execu
     let cpu_before = CpuTime::thread();
     let mut report = ExecutorReport {
         cpu: task.cpu,
+        backend: "dma".into(),
         ..Default::default()
     };
     let file = Rc::new(

@@ -25,6 +25,7 @@ use serde::Serialize;
 use crate::backend::IoBackend;
 use crate::decoder::{LeafDecoder, RecordOutcome, Spill};
 use crate::error::{Error, Result};
+use crate::faults::Faults;
 use crate::q6::PartialAggregate;
 
 /// What one executor is asked to do.
@@ -42,6 +43,7 @@ pub(crate) struct ExecutorTask {
     pub backend: IoBackend,
     /// The CPU for this executor's kernel SQ poll thread (uring backend only).
     pub sqpoll_cpu: Option<usize>,
+    pub faults: Faults,
     pub cancel: Arc<AtomicBool>,
 }
 
@@ -50,6 +52,10 @@ pub(crate) struct ExecutorTask {
 pub struct ExecutorReport {
     /// The CPU the executor was pinned to.
     pub cpu: usize,
+    /// The backend that actually ran on this executor (after any fallback).
+    pub backend: String,
+    /// Why this executor fell back to another I/O path than the one asked for.
+    pub notice: Option<String>,
     /// Leaf pages decoded.
     pub pages: u64,
     /// Overflow pages read to reach columns stored beyond a cell's local payload.

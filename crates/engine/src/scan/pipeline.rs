@@ -20,6 +20,8 @@ pub(crate) fn scan<B: SyncBackend>(
     let cpu_before = CpuTime::thread();
     let mut report = ExecutorReport {
         cpu: task.cpu,
+        backend: backend.name().to_string(),
+        notice: backend.notice(),
         o_direct: backend.o_direct(),
         sqpoll_cpu: backend.sqpoll_cpu(),
         ..Default::default()
