@@ -40,6 +40,12 @@ pub enum IoChoice {
     Auto,
 }
 
+impl From<partitioner::topology::IoMode> for IoChoice {
+    fn from(mode: partitioner::topology::IoMode) -> Self {
+        IoBackend::from_mode(mode).map_or(IoChoice::Auto, IoChoice::Fixed)
+    }
+}
+
 /// How each executor reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScanSettings {
@@ -77,10 +83,7 @@ pub const DEFAULT_IO: IoChoice = IoChoice::Auto;
 pub const AUTO_CACHED_FRACTION: f64 = 0.9;
 /// Default coalescing limit, in KiB.
 pub const DEFAULT_COALESCE_KIB: u32 = 128;
-/// Largest accepted readahead window, in pages.
-pub const MAX_READAHEAD: u32 = 16_384;
-/// Largest accepted coalescing limit, in KiB.
-pub const MAX_COALESCE_KIB: u32 = 16_384;
+pub use partitioner::topology::{MAX_COALESCE_KIB, MAX_READAHEAD};
 
 /// One executor of a plan: the CPU it is pinned to and its share of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -75,24 +75,38 @@ impl DefaultValue {
 }
 
 /// `valueFromExpr` on `signs` (outermost first) over `literal`.
+///
+/// SQLite recurses once per sign; this walks the signs in a loop and then applies the
+/// negations innermost first, so a hostile schema with a DEFAULT nested thousands of levels
+/// deep cannot overflow the stack.
 fn evaluate(signs: &[Sign], literal: &Literal, affinity: Affinity) -> Result<DefaultValue, String> {
-    let plus = signs.iter().take_while(|&&s| s == Sign::Plus).count();
-    match &signs[plus..] {
-        [] => literal_value(literal, false, affinity),
-        // A minus directly on a number folds into its text (so -9223372036854775808 is an
-        // integer), except on a hexadecimal literal too large for 32 bits.
-        [Sign::Minus] if folds_minus(literal) => literal_value(literal, true, affinity),
-        [_, inner @ ..] => {
-            let operand = numerify(evaluate(inner, literal, affinity)?)?;
-            let negated = match operand {
-                Real(r) => Real(-r),
-                Integer(i64::MIN) => Real(-(i64::MIN as f64)),
-                Integer(i) => Integer(-i),
-                other => other,
-            };
-            apply_affinity(negated, affinity)
+    let mut negations = 0usize;
+    let mut rest = signs;
+    let innermost = loop {
+        let plus = rest.iter().take_while(|&&s| s == Sign::Plus).count();
+        rest = &rest[plus..];
+        match rest {
+            [] => break literal_value(literal, false, affinity)?,
+            // A minus directly on a number folds into its text (so -9223372036854775808 is an
+            // integer), except on a hexadecimal literal too large for 32 bits.
+            [Sign::Minus] if folds_minus(literal) => break literal_value(literal, true, affinity)?,
+            [_, inner @ ..] => {
+                negations += 1;
+                rest = inner;
+            }
         }
+    };
+    let mut value = innermost;
+    for _ in 0..negations {
+        let negated = match numerify(value)? {
+            Real(r) => Real(-r),
+            Integer(i64::MIN) => Real(-(i64::MIN as f64)),
+            Integer(i) => Integer(-i),
+            other => other,
+        };
+        value = apply_affinity(negated, affinity)?;
     }
+    Ok(value)
 }
 
 fn folds_minus(literal: &Literal) -> bool {

@@ -127,6 +127,20 @@ impl DbHeader {
     /// Parses and validates the header of the file at `path` (`bytes` are its first 100 bytes,
     /// `file_size` its length).
     pub fn parse(path: &Path, bytes: &[u8], file_size: u64) -> Result<Self> {
+        Self::parse_with_wal(path, bytes, file_size, None)
+    }
+
+    /// Like [`DbHeader::parse`] for a database whose write-ahead log holds committed frames:
+    /// `bytes` are the first 100 bytes of the latest committed copy of page 1 (from the log
+    /// when it has page 1), and `wal_pages` is the database size the log's last commit frame
+    /// records. That size replaces the file size in the page-count rule, as in SQLite: the
+    /// in-header count is used when valid and not larger, else `wal_pages`.
+    pub fn parse_with_wal(
+        path: &Path,
+        bytes: &[u8],
+        file_size: u64,
+        wal_pages: Option<u32>,
+    ) -> Result<Self> {
         let invalid = |what: String| Error::Invalid {
             path: path.to_path_buf(),
             what,
@@ -136,7 +150,9 @@ impl DbHeader {
                 "the file is empty (an empty SQLite database has no tables)".to_string(),
             ));
         }
-        if file_size < DB_HEADER_SIZE as u64 || bytes.len() < DB_HEADER_SIZE {
+        if (wal_pages.is_none() && file_size < DB_HEADER_SIZE as u64)
+            || bytes.len() < DB_HEADER_SIZE
+        {
             return Err(invalid(format!(
                 "the file is {file_size} bytes long, too short for a SQLite database header \
                  (100 bytes)"
@@ -216,7 +232,18 @@ impl DbHeader {
 
         let page_bytes = u64::from(page_size);
         let page_count_from_header = header_pages != 0 && version_valid_for == change_counter;
-        let page_count = if page_count_from_header {
+        let page_count = if let Some(wal_pages) = wal_pages {
+            match page_count_from_header {
+                true if header_pages > wal_pages => {
+                    return Err(invalid(format!(
+                        "the header counts {header_pages} pages but the write-ahead log's last \
+                         commit leaves the database {wal_pages} pages long"
+                    )))
+                }
+                true => header_pages,
+                false => wal_pages,
+            }
+        } else if page_count_from_header {
             let needed = u64::from(header_pages) * page_bytes;
             if needed > file_size {
                 return Err(invalid(format!(

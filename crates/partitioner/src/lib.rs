@@ -3,8 +3,11 @@
 //! `partitioner` reads a SQLite-format database file itself (never through SQLite) and decides
 //! which pages each executor scans:
 //!
-//! - [`pager::PageFile`] opens the file read-only, refuses a live `-wal` log and a hot
-//!   `-journal` (an interrupted write), and reads pages with bounds-checked `pread`;
+//! - [`pager::PageFile`] opens the file read-only, refuses a hot `-journal` (an interrupted
+//!   write), and reads pages with bounds-checked `pread`, each from its latest committed copy:
+//!   the `-wal` log's frame when [`wal::WalIndex`] (the log's frame map, built as SQLite's
+//!   recovery does: valid salts and cumulative checksums, frames up to the last commit) has
+//!   one, else the file;
 //! - [`header::DbHeader`] validates the 100-byte header (magic, page size, reserved bytes, page
 //!   count against the file size, UTF-8 text encoding) and knows which pages can never belong
 //!   to a b-tree (the lock-byte page, pointer-map pages);
@@ -40,12 +43,15 @@ pub mod pager;
 pub mod partition;
 pub mod plan;
 pub mod schema;
+pub mod topology;
+pub mod wal;
 
 pub use affinity::Affinity;
 pub use default_value::DefaultValue;
 pub use error::{Error, Result};
 pub use header::DbHeader;
-pub use pager::PageFile;
+pub use pager::{FileSnapshot, PageFile};
 pub use partition::{Extent, LeafRange};
 pub use plan::{ColumnSource, PageCensus, TablePlan};
 pub use schema::TableSchema;
+pub use wal::{PageLocation, WalIndex};

@@ -3,9 +3,10 @@
 //! [`PageFile`] opens the file read-only (`O_RDONLY`; it never writes, locks or creates
 //! anything, so it cannot disturb a database another process has open) and reads pages with
 //! positioned reads (`pread`), so one `PageFile` can serve any number of readers without a
-//! shared file offset. It refuses a database whose write-ahead log (`DB-wal`) is not empty:
-//! committed pages may live only in the log, and the file alone would show stale data. It
-//! also refuses a hot rollback journal (`DB-journal` starting with the journal magic): a write
+//! shared file offset. When a write-ahead log (`DB-wal`) holds committed frames, every page
+//! is read from its latest committed copy: the log's frame when it has one, else the file (see
+//! [`crate::wal`]); the header then comes from the latest page 1 and the page count from the
+//! log's last commit. It refuses a hot rollback journal (`DB-journal` starting with the journal magic): a write
 //! was interrupted (or is in progress) and the file may hold half of it until SQLite rolls
 //! the journal back. An empty journal (`journal_mode=TRUNCATE`) or one whose header is zeroed
 //! (`journal_mode=PERSIST` after a commit) is a finished transaction and fine.
@@ -16,39 +17,11 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::format::DB_HEADER_SIZE;
+use crate::format::{be_u32, DB_HEADER_SIZE};
 use crate::header::DbHeader;
+use crate::wal::{self, PageLocation, WalFingerprint, WalIndex, WalState};
 
-/// The path of the write-ahead log SQLite keeps beside `db`: the file name plus `-wal`.
-pub fn wal_path(db: &Path) -> PathBuf {
-    let mut name = db.as_os_str().to_os_string();
-    name.push("-wal");
-    PathBuf::from(name)
-}
-
-/// Fails with [`Error::Invalid`] when a non-empty `-wal` file sits beside `db`; an absent or
-/// empty log (what a clean close or a `wal_checkpoint(TRUNCATE)` leaves) is fine.
-pub fn check_no_wal(db: &Path) -> Result<()> {
-    let wal = wal_path(db);
-    match std::fs::metadata(&wal) {
-        Ok(meta) if meta.len() > 0 => Err(Error::Invalid {
-            path: db.to_path_buf(),
-            what: format!(
-                "a non-empty write-ahead log {} ({} bytes) exists beside the database; reading a \
-                 WAL is not supported yet (checkpoint it first: PRAGMA wal_checkpoint(TRUNCATE))",
-                wal.display(),
-                meta.len()
-            ),
-        }),
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(Error::Io {
-            path: db.to_path_buf(),
-            op: format!("stat {}", wal.display()),
-            source,
-        }),
-    }
-}
+pub use crate::wal::wal_path;
 
 /// The path of the rollback journal SQLite keeps beside `db`: the file name plus `-journal`.
 pub fn journal_path(db: &Path) -> PathBuf {
@@ -109,17 +82,67 @@ pub fn check_no_hot_journal(db: &Path) -> Result<()> {
     }
 }
 
-/// A database file opened read-only, with its validated header.
+/// What the database file and its log looked like when opened, to detect a change (a
+/// transaction committed, a checkpoint ran) between planning a scan and its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileSnapshot {
+    /// The database file's size in bytes.
+    pub db_size: u64,
+    /// The change counter in the database *file's* own header (bytes 24..28 on disk; the
+    /// validated header's counter comes from the log's copy of page 1 when it has one).
+    pub db_change_counter: u32,
+    /// The log's committed state; `None` when no committed frame counts (no log, an empty
+    /// one, or one SQLite ignores).
+    pub wal: Option<WalFingerprint>,
+}
+
+impl FileSnapshot {
+    /// How `now` differs from `self` (taken earlier), or `None` when they are equal.
+    pub fn difference(&self, now: &FileSnapshot) -> Option<String> {
+        if self.db_size != now.db_size {
+            return Some(format!(
+                "the file size {} became {}",
+                self.db_size, now.db_size
+            ));
+        }
+        if self.db_change_counter != now.db_change_counter {
+            return Some(format!(
+                "the change counter {} became {}",
+                self.db_change_counter, now.db_change_counter
+            ));
+        }
+        match (self.wal, now.wal) {
+            (None, None) => None,
+            (Some(a), Some(b)) if a == b => None,
+            (None, Some(_)) => Some("a transaction committed to the write-ahead log".into()),
+            (Some(_), None) => Some("the write-ahead log was checkpointed or removed".into()),
+            (Some(a), Some(b)) if a.salts != b.salts => {
+                Some("the write-ahead log was reset by a checkpoint".into())
+            }
+            (Some(a), Some(b)) => Some(format!(
+                "the write-ahead log's last commit moved from frame {} to frame {}",
+                a.last_commit_frame, b.last_commit_frame
+            )),
+        }
+    }
+}
+
+/// A database file opened read-only, with its validated header and, when its write-ahead log
+/// holds committed frames, that log's frame map.
 #[derive(Debug)]
 pub struct PageFile {
     path: PathBuf,
     file: File,
     header: DbHeader,
+    wal: Option<(WalIndex, File)>,
+    wal_ignored: Option<String>,
+    snapshot: FileSnapshot,
 }
 
 impl PageFile {
-    /// Opens `path` read-only, refuses a live `-wal` file or a hot `-journal` (see
-    /// [`check_no_wal`] and [`check_no_hot_journal`]), and reads and validates the header.
+    /// Opens `path` read-only, refuses a hot `-journal` (see [`check_no_hot_journal`]), reads
+    /// the `-wal` log beside it (see [`crate::wal`]), and reads and validates the header (from
+    /// the log's copy of page 1 when it has one).
     pub fn open(path: &Path) -> Result<Self> {
         let io = |op: &str, source| Error::Io {
             path: path.to_path_buf(),
@@ -135,18 +158,60 @@ impl PageFile {
                 what: "not a regular file".to_string(),
             });
         }
-        check_no_wal(path)?;
         check_no_hot_journal(path)?;
         let file_size = meta.len();
-        let mut bytes = [0u8; DB_HEADER_SIZE];
+        let mut main_head = [0u8; DB_HEADER_SIZE];
         let have = usize::try_from(file_size).map_or(DB_HEADER_SIZE, |n| n.min(DB_HEADER_SIZE));
-        file.read_exact_at(&mut bytes[..have], 0)
+        file.read_exact_at(&mut main_head[..have], 0)
             .map_err(|e| io("read header", e))?;
-        let header = DbHeader::parse(path, &bytes[..have], file_size)?;
+        // SQLite deletes the log of an empty database file; reading, we ignore it.
+        let state = if file_size == 0 {
+            WalState::Absent
+        } else {
+            wal::open(path)?
+        };
+        let (wal, wal_ignored) = match state {
+            WalState::Absent => (None, None),
+            WalState::Ignored(reason) => (None, Some(reason)),
+            WalState::Active(index, log) => (Some((index, log)), None),
+        };
+        let header = match &wal {
+            None => DbHeader::parse(path, &main_head[..have], file_size)?,
+            Some((index, log)) => {
+                let mut head = [0u8; DB_HEADER_SIZE];
+                let have = match index.frame_offset(1) {
+                    Some(at) => {
+                        log.read_exact_at(&mut head, at).map_err(|e| {
+                            io(&format!("read page 1 from {}", index.path.display()), e)
+                        })?;
+                        DB_HEADER_SIZE
+                    }
+                    None => {
+                        head = main_head;
+                        have
+                    }
+                };
+                if have == DB_HEADER_SIZE && head.starts_with(crate::header::MAGIC) {
+                    index.check_page_size(path, &head)?;
+                }
+                let header =
+                    DbHeader::parse_with_wal(path, &head[..have], file_size, Some(index.db_pages))?;
+                index.check_against(path, &header)?;
+                header
+            }
+        };
+        let snapshot = FileSnapshot {
+            db_size: file_size,
+            db_change_counter: be_u32(&main_head[..have], 24).unwrap_or(0),
+            wal: wal.as_ref().map(|(index, _)| index.fingerprint),
+        };
         Ok(Self {
             path: path.to_path_buf(),
             file,
             header,
+            wal,
+            wal_ignored,
+            snapshot,
         })
     }
 
@@ -155,9 +220,33 @@ impl PageFile {
         &self.path
     }
 
-    /// The validated header.
+    /// The validated header (of the latest committed page 1).
     pub fn header(&self) -> &DbHeader {
         &self.header
+    }
+
+    /// The write-ahead log's frame map, when the log holds committed frames.
+    pub fn wal(&self) -> Option<&WalIndex> {
+        self.wal.as_ref().map(|(index, _)| index)
+    }
+
+    /// Why a non-empty write-ahead log beside the file was ignored (SQLite finds no committed
+    /// frame in it), if one was.
+    pub fn wal_ignored(&self) -> Option<&str> {
+        self.wal_ignored.as_deref()
+    }
+
+    /// The state of the file and its log when opened.
+    pub fn snapshot(&self) -> FileSnapshot {
+        self.snapshot
+    }
+
+    /// Where the latest committed copy of `page` lies (not checked against the page count).
+    pub fn location(&self, page: u32) -> PageLocation {
+        match self.wal() {
+            Some(index) => index.location(page),
+            None => PageLocation::Main(self.header.page_offset(page)),
+        }
     }
 
     /// The page size in bytes, as a buffer length.
@@ -184,7 +273,8 @@ impl PageFile {
         Ok(())
     }
 
-    /// Reads page `page` (1-based) into `buf`, which must be exactly one page long.
+    /// Reads the latest committed copy of page `page` (1-based) into `buf`, which must be
+    /// exactly one page long.
     pub fn read_page(&self, page: u32, buf: &mut [u8]) -> Result<()> {
         if buf.len() != self.page_size() {
             return Err(Error::Invalid {
@@ -199,8 +289,9 @@ impl PageFile {
         self.read_in_page(page, 0, buf)
     }
 
-    /// Reads `buf.len()` bytes starting `offset` bytes into page `page` (for example the
-    /// 4-byte next-page pointer of an overflow page), without reading the whole page.
+    /// Reads `buf.len()` bytes starting `offset` bytes into the latest committed copy of page
+    /// `page` (for example the 4-byte next-page pointer of an overflow page), without reading
+    /// the whole page.
     pub fn read_in_page(&self, page: u32, offset: usize, buf: &mut [u8]) -> Result<()> {
         self.check_page_number(page)?;
         if offset.saturating_add(buf.len()) > self.page_size() {
@@ -212,22 +303,37 @@ impl PageFile {
                 ),
             ));
         }
-        let at = self.header.page_offset(page) + offset as u64;
-        self.file.read_exact_at(buf, at).map_err(|e| {
-            if e.kind() == ErrorKind::UnexpectedEof {
-                // The header check passed at open, so the file shrank while we held it.
-                self.corrupt(
+        let (source, at, from) = match (self.location(page), &self.wal) {
+            (PageLocation::Wal(at), Some((index, log))) => (log, at, Some(&index.path)),
+            (PageLocation::Wal(at) | PageLocation::Main(at), _) => (&self.file, at, None),
+        };
+        source
+            .read_exact_at(buf, at + offset as u64)
+            .map_err(|e| match (e.kind(), from) {
+                // Both files were checked at open, so one shrank while we held it.
+                (ErrorKind::UnexpectedEof, None) => self.corrupt(
                     page,
                     "the file ended inside this page (truncated while open?)",
-                )
-            } else {
-                Error::Io {
+                ),
+                (ErrorKind::UnexpectedEof, Some(log)) => self.corrupt(
+                    page,
+                    format!(
+                        "the write-ahead log {} ended inside this page's frame (truncated \
+                         while open?)",
+                        log.display()
+                    ),
+                ),
+                (_, None) => Error::Io {
                     path: self.path.clone(),
                     op: format!("read page {page}"),
                     source: e,
-                }
-            }
-        })
+                },
+                (_, Some(log)) => Error::Io {
+                    path: self.path.clone(),
+                    op: format!("read page {page} from {}", log.display()),
+                    source: e,
+                },
+            })
     }
 
     /// An [`Error::Corrupt`] for this file.

@@ -9,9 +9,10 @@ use crate::create_table::{CreateTable, Generated};
 use crate::default_value::DefaultValue;
 use crate::error::Result;
 use crate::header::DbHeader;
-use crate::pager::PageFile;
+use crate::pager::{FileSnapshot, PageFile};
 use crate::partition::{extents_of, split_leaves, Extent, LeafRange};
 use crate::schema::{find_table, read_schema, TableSchema};
+use crate::wal::{PageLocation, WalIndex};
 
 /// A table's layout in a database file: header facts, schema, and leaf pages in file order.
 #[derive(Debug, Clone)]
@@ -32,6 +33,15 @@ pub struct TablePlan {
     pub definition: CreateTable,
     /// Levels in the table's b-tree (1 when the root is a leaf).
     pub depth: u32,
+    /// The write-ahead log's frame map when the log holds committed frames: pages it has are
+    /// read from the log (see [`TablePlan::location`]), and [`DbHeader::page_count`] is the
+    /// size its last commit records.
+    pub wal: Option<WalIndex>,
+    /// Why a non-empty write-ahead log beside the file was ignored, if one was (SQLite finds
+    /// no committed frame in it: a bad header, or no commit frame).
+    pub wal_ignored: Option<String>,
+    /// The file and log as planned; [`TablePlan::check_unchanged`] compares against it.
+    pub snapshot: FileSnapshot,
 }
 
 /// Where a column's value comes from when a row is decoded.
@@ -87,7 +97,43 @@ impl TablePlan {
             interior_pages,
             definition,
             depth: tree.depth,
+            wal: file.wal().cloned(),
+            wal_ignored: file.wal_ignored().map(str::to_string),
+            snapshot: file.snapshot(),
         })
+    }
+
+    /// Where the latest committed copy of `page` lies: its frame in the write-ahead log when
+    /// the log has one, else its place in the database file. Pages of [`TablePlan::extents`]
+    /// are consecutive in the file, not necessarily in the log: a reader substitutes the log's
+    /// copies page by page.
+    pub fn location(&self, page: u32) -> PageLocation {
+        match &self.wal {
+            Some(wal) => wal.location(page),
+            None => PageLocation::Main(self.header.page_offset(page)),
+        }
+    }
+
+    /// Fails with [`crate::Error::Invalid`] naming the file when it or its write-ahead log
+    /// changed since planning (a transaction committed, a checkpoint ran, the file was
+    /// replaced): pages read before and after such a change may belong to different versions.
+    /// Reopens both files and rereads the log.
+    pub fn check_unchanged(&self) -> Result<()> {
+        let now = PageFile::open(&self.path)?;
+        self.check_same_as(&now)
+    }
+
+    fn check_same_as(&self, now: &PageFile) -> Result<()> {
+        match self.snapshot.difference(&now.snapshot()) {
+            Some(what) => Err(self.invalid(format!(
+                "the file changed since the table was planned: {what}"
+            ))),
+            None if now.header() != &self.header => {
+                Err(self
+                    .invalid("the file changed since the table was planned: its header differs"))
+            }
+            None => Ok(()),
+        }
     }
 
     /// Cuts the leaves into `weights.len()` contiguous ranges whose page counts are proportional
@@ -184,11 +230,7 @@ impl TablePlan {
     /// chain lengths; the file is opened again and must not have changed since planning.
     pub fn census(&self) -> Result<PageCensus> {
         let file = PageFile::open(&self.path)?;
-        if file.header().change_counter != self.header.change_counter
-            || file.header().page_count != self.header.page_count
-        {
-            return Err(self.invalid("the file changed since the table was planned"));
-        }
+        self.check_same_as(&file)?;
         let usable = file.header().usable_size();
         let mut seen = PageSet::new(file.header().page_count);
         for &p in self.leaves.iter().chain(&self.interior_pages) {

@@ -59,6 +59,8 @@ struct Report {
 #[derive(Debug, Serialize)]
 struct RangeReport {
     cpu: usize,
+    /// The executor's share weight (100 = a whole physical core to itself).
+    weight: u32,
     /// The first leaf page (null when the range is empty).
     first_page: Option<u32>,
     /// The last leaf page (null when the range is empty).
@@ -72,8 +74,10 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
     // Partitioner errors already name the file (and the page at fault).
     let plan = TablePlan::open(&args.db, &args.table)?;
     let census = plan.census()?;
-    let cpus = args.cpus.cpus();
-    let ranges = plan.split(&vec![1; cpus.len()]);
+    let executors = args.cpus.executors()?;
+    let cpus: Vec<usize> = executors.iter().map(|e| e.cpu).collect();
+    let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
+    let ranges = plan.split(&weights);
     let h = &plan.header;
     let extents = plan.extents.len() as u64;
     let report = Report {
@@ -104,6 +108,7 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
             .iter()
             .map(|r| RangeReport {
                 cpu: cpus[r.index],
+                weight: weights[r.index],
                 first_page: r.first_page(),
                 last_page: r.last_page(),
                 pages: r.pages(),

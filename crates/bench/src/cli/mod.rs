@@ -13,7 +13,8 @@ mod topology;
 
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use partitioner::topology::{plan_executors, IoMode, Machine, SqpollPolicy};
 
 /// Thread-per-core table scans of SQLite-format files, answering TPC-H Q6.
 #[derive(Debug, Parser)]
@@ -94,6 +95,55 @@ fn install_panic_hook() {
     }));
 }
 
+/// `--io` values, shared by `q6` and `topology detect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IoArg {
+    /// glommio DmaFile: O_DIRECT reads on the executor's own glommio io_uring.
+    Dma,
+    /// A private io_uring per executor (io-uring crate), registered buffers, O_DIRECT; the only
+    /// path with SQPOLL.
+    Uring,
+    /// Buffered pread through the page cache (the kernel reads ahead).
+    Pread,
+    /// memmap2 with sequential access advice.
+    Mmap,
+    /// dma when the table is not in the page cache, mmap when it is.
+    Auto,
+}
+
+impl From<IoArg> for IoMode {
+    fn from(a: IoArg) -> Self {
+        match a {
+            IoArg::Dma => IoMode::Dma,
+            IoArg::Uring => IoMode::Uring,
+            IoArg::Pread => IoMode::Pread,
+            IoArg::Mmap => IoMode::Mmap,
+            IoArg::Auto => IoMode::Auto,
+        }
+    }
+}
+
+/// `--sqpoll` values, shared by `q6` and `topology detect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SqpollArg {
+    /// No SQ poll threads.
+    Off,
+    /// A poll thread for each executor that can have an idle CPU to itself.
+    Auto,
+    /// A poll thread for every executor, or refuse to run.
+    On,
+}
+
+impl From<SqpollArg> for SqpollPolicy {
+    fn from(a: SqpollArg) -> Self {
+        match a {
+            SqpollArg::Off => SqpollPolicy::Off,
+            SqpollArg::Auto => SqpollPolicy::Auto,
+            SqpollArg::On => SqpollPolicy::On,
+        }
+    }
+}
+
 /// Which CPUs to plan for: `--cores N` (N executors spread over the available CPUs, round-robin
 /// when N exceeds them) or `--cpus LIST`; by default one executor per available CPU.
 #[derive(Debug, Clone, Args)]
@@ -108,26 +158,50 @@ pub struct CpuArgs {
 }
 
 impl CpuArgs {
-    /// One executor per chosen CPU, with equal weights.
-    pub fn executors(&self) -> Vec<engine::ExecutorSpec> {
-        match (&self.cpus, self.cores) {
-            (Some(list), _) => list
-                .0
-                .iter()
-                .map(|&cpu| engine::ExecutorSpec {
-                    cpu,
-                    weight: 1,
-                    sqpoll_cpu: None,
-                })
-                .collect(),
-            (None, Some(n)) => engine::spread(n as usize),
-            (None, None) => engine::spread(engine::coordinator::available_cpus().len().max(1)),
-        }
+    /// The executors, placed by the topology planner (hwloc): NUMA nodes and packages first,
+    /// one executor per physical core before any SMT sibling, an SQ poll CPU per executor as
+    /// `sqpoll` allows. When hwloc cannot describe the machine, executors go round-robin over
+    /// the available CPUs and SQPOLL is left to the engine's simpler policy.
+    pub fn placement(&self, sqpoll: SqpollPolicy) -> anyhow::Result<Vec<engine::ExecutorSpec>> {
+        let available = engine::coordinator::available_cpus();
+        let allowed = match &self.cpus {
+            Some(list) => list.0.clone(),
+            None => available.clone(),
+        };
+        let n = match (&self.cpus, self.cores) {
+            (Some(list), _) => list.0.len(),
+            (None, Some(n)) => n as usize,
+            (None, None) => available.len().max(1),
+        };
+        let Ok(machine) = Machine::detect() else {
+            return Ok(match &self.cpus {
+                Some(list) => list
+                    .0
+                    .iter()
+                    .map(|&cpu| engine::ExecutorSpec {
+                        cpu,
+                        weight: 1,
+                        sqpoll_cpu: None,
+                    })
+                    .collect(),
+                None => engine::spread(n),
+            });
+        };
+        let plan = plan_executors(&machine, n, Some(&allowed), sqpoll)?;
+        Ok(plan
+            .executors
+            .iter()
+            .map(|e| engine::ExecutorSpec {
+                cpu: e.cpu,
+                weight: e.weight,
+                sqpoll_cpu: e.sqpoll_cpu,
+            })
+            .collect())
     }
 
-    /// The CPU of each executor, in plan order.
-    pub fn cpus(&self) -> Vec<usize> {
-        self.executors().iter().map(|e| e.cpu).collect()
+    /// The executors without SQPOLL (see [`Self::placement`]).
+    pub fn executors(&self) -> anyhow::Result<Vec<engine::ExecutorSpec>> {
+        self.placement(SqpollPolicy::Off)
     }
 }
 

@@ -4,11 +4,12 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, ValueEnum};
-use engine::{run_q6, IoBackend, IoChoice, Q6Params, ScanReport, ScanSettings, SqpollMode};
+use clap::Args;
+use engine::{run_q6, ExecutorSpec, Q6Params, ScanReport, ScanSettings, SqpollMode};
+use partitioner::topology::{IoMode, Machine, Topology};
 use partitioner::TablePlan;
 
-use super::CpuArgs;
+use super::{CpuArgs, IoArg, SqpollArg};
 
 /// Arguments of `corescan q6`.
 #[derive(Debug, Args)]
@@ -20,13 +21,18 @@ pub struct Q6Args {
     table: String,
     #[command(flatten)]
     cpus: CpuArgs,
-    /// The I/O backend: auto reads through the page cache (mmap) when the table is cached and
-    /// with O_DIRECT (dma) when it is not.
-    #[arg(long, value_enum, default_value_t = IoArg::Auto)]
-    io: IoArg,
-    /// Kernel SQ poll thread for --io uring: auto uses one only where an idle CPU can host it.
-    #[arg(long, value_enum, default_value_t = SqpollArg::Off)]
-    sqpoll: SqpollArg,
+    /// Run with the executors and scan settings of this topology file (from `corescan
+    /// topology detect`); --io, --sqpoll, --readahead and --coalesce-kib override its [scan].
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["cores", "cpus"])]
+    topology: Option<PathBuf>,
+    /// The I/O backend [default: auto: mmap when the table is in the page cache, dma (O_DIRECT)
+    /// when it is not].
+    #[arg(long, value_enum)]
+    io: Option<IoArg>,
+    /// Kernel SQ poll thread for --io uring: auto uses one only where an idle CPU can host it
+    /// [default: off].
+    #[arg(long, value_enum)]
+    sqpoll: Option<SqpollArg>,
     /// Pages kept in flight ahead of each executor's decoder (0 = one read at a time)
     /// [default: 4 MiB worth of pages, 1024 at 4 KiB].
     #[arg(long, value_name = "PAGES")]
@@ -48,65 +54,46 @@ pub struct Q6Args {
     json: bool,
 }
 
-/// The I/O paths `q6` can take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum IoArg {
-    /// glommio DmaFile: O_DIRECT reads on the executor's own glommio io_uring.
-    Dma,
-    /// A private io_uring per executor (io-uring crate), registered buffers, O_DIRECT.
-    Uring,
-    /// Buffered pread through the page cache (the kernel reads ahead).
-    Pread,
-    /// memmap2 with sequential access advice.
-    Mmap,
-    /// dma when the table is not in the page cache, mmap when it is.
-    Auto,
-}
-
-impl From<IoArg> for IoChoice {
-    fn from(a: IoArg) -> Self {
-        match a {
-            IoArg::Dma => IoChoice::Fixed(IoBackend::Dma),
-            IoArg::Uring => IoChoice::Fixed(IoBackend::Uring),
-            IoArg::Pread => IoChoice::Fixed(IoBackend::Pread),
-            IoArg::Mmap => IoChoice::Fixed(IoBackend::Mmap),
-            IoArg::Auto => IoChoice::Auto,
-        }
-    }
-}
-
-/// SQPOLL policies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SqpollArg {
-    /// No SQ poll thread.
-    Off,
-    /// A poll thread for each executor that can have an idle CPU to itself.
-    Auto,
-    /// A poll thread for every executor, or refuse to run.
-    On,
-}
-
-impl From<SqpollArg> for SqpollMode {
-    fn from(a: SqpollArg) -> Self {
-        match a {
-            SqpollArg::Off => SqpollMode::Off,
-            SqpollArg::Auto => SqpollMode::Auto,
-            SqpollArg::On => SqpollMode::On,
-        }
-    }
-}
-
 /// Runs `corescan q6`.
 pub fn run(args: Q6Args) -> anyhow::Result<()> {
     let params = Q6Params::parse(&args.date, &args.discount, &args.quantity)?;
     let plan = TablePlan::open(&args.db, &args.table)?;
-    let executors = args.cpus.executors();
     let defaults = ScanSettings::defaults(plan.header.page_size);
+    let sqpoll: Option<SqpollMode> = args.sqpoll.map(Into::into);
+    let io: Option<IoMode> = args.io.map(Into::into);
+    let (executors, base) = match &args.topology {
+        Some(path) => {
+            let machine = Machine::detect()?;
+            let topo = Topology::load_checked(path, Some(&machine))?;
+            let executors = topo
+                .executors
+                .iter()
+                .map(|e| ExecutorSpec {
+                    cpu: e.cpu,
+                    weight: e.weight,
+                    // An explicit --sqpoll replans the poll threads; otherwise the file's stand.
+                    sqpoll_cpu: if sqpoll.is_some() { None } else { e.sqpoll_cpu },
+                })
+                .collect();
+            let scan = &topo.scan;
+            let base = ScanSettings {
+                readahead: scan.readahead,
+                coalesce_kib: scan.coalesce_kib,
+                io: scan.io.into(),
+                sqpoll: scan.sqpoll,
+            };
+            (executors, base)
+        }
+        None => (
+            args.cpus.placement(sqpoll.unwrap_or(defaults.sqpoll))?,
+            defaults,
+        ),
+    };
     let settings = ScanSettings {
-        readahead: args.readahead.unwrap_or(defaults.readahead),
-        coalesce_kib: args.coalesce_kib.unwrap_or(defaults.coalesce_kib),
-        io: args.io.into(),
-        sqpoll: args.sqpoll.into(),
+        readahead: args.readahead.unwrap_or(base.readahead),
+        coalesce_kib: args.coalesce_kib.unwrap_or(base.coalesce_kib),
+        io: io.map_or(base.io, Into::into),
+        sqpoll: sqpoll.unwrap_or(base.sqpoll),
     };
     let report = run_q6(&plan, &executors, &params, &settings)?;
     if args.json {

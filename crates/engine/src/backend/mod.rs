@@ -49,23 +49,31 @@ impl IoBackend {
     }
 }
 
+impl IoBackend {
+    /// The concrete backend of a topology file's `io` setting, or `None` for `auto`.
+    pub fn from_mode(mode: partitioner::topology::IoMode) -> Option<Self> {
+        use partitioner::topology::IoMode;
+        match mode {
+            IoMode::Dma => Some(IoBackend::Dma),
+            IoMode::Uring => Some(IoBackend::Uring),
+            IoMode::Pread => Some(IoBackend::Pread),
+            IoMode::Mmap => Some(IoBackend::Mmap),
+            IoMode::Auto => None,
+        }
+    }
+}
+
 impl fmt::Display for IoBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-/// Whether to use a kernel SQ poll thread (uring backend).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum SqpollMode {
-    /// Never (the default): SQPOLL burns a CPU spinning, which only pays when that CPU is idle.
-    #[default]
-    Off,
-    /// For each executor that can be given an idle CPU (one running no executor).
-    Auto,
-    /// For every executor; refused when some executor cannot get an idle CPU.
-    On,
-}
+/// Whether the `uring` backend uses a kernel SQ poll thread: `Off` (the default; SQPOLL burns a
+/// CPU spinning, which only pays when that CPU is idle), `Auto` (for each executor that can be
+/// given a CPU running no executor) or `On` (for every executor, or refuse to run). The same
+/// policy the topology planner applies.
+pub type SqpollMode = partitioner::topology::SqpollPolicy;
 
 /// A backend driven synchronously from the executor thread. Reads are started in file order
 /// and completed in the same order; a read's bytes stay valid until it is released.

@@ -171,20 +171,23 @@ fn render(tokens: &[Token]) -> String {
     out
 }
 
-/// Parses `tokens` as `sign* (literal | '(' inner ')')` in SQLite's expression grammar.
-fn signed_literal(tokens: &[Token], mut signs: Vec<Sign>) -> Option<(Vec<Sign>, Literal)> {
-    match tokens {
-        [Token::Punct('+'), rest @ ..] => {
-            signs.push(Sign::Plus);
-            signed_literal(rest, signs)
+/// Parses `tokens` as `sign* (literal | '(' inner ')')` in SQLite's expression grammar (in a
+/// loop: a hostile schema may nest a DEFAULT far deeper than SQLite's own parser allows).
+fn signed_literal(mut tokens: &[Token], mut signs: Vec<Sign>) -> Option<(Vec<Sign>, Literal)> {
+    loop {
+        match tokens {
+            [Token::Punct('+'), rest @ ..] => {
+                signs.push(Sign::Plus);
+                tokens = rest;
+            }
+            [Token::Punct('-'), rest @ ..] => {
+                signs.push(Sign::Minus);
+                tokens = rest;
+            }
+            [Token::Punct('('), inner @ .., Token::Punct(')')] => tokens = inner,
+            [one] => return literal(one, true).map(|l| (signs, l)),
+            _ => return None,
         }
-        [Token::Punct('-'), rest @ ..] => {
-            signs.push(Sign::Minus);
-            signed_literal(rest, signs)
-        }
-        [Token::Punct('('), inner @ .., Token::Punct(')')] => signed_literal(inner, signs),
-        [one] => literal(one, true).map(|l| (signs, l)),
-        _ => None,
     }
 }
 

@@ -6,9 +6,12 @@ mod columns;
 mod corrupt;
 mod dbstat;
 mod defaults;
+mod fuzz;
 mod ranges;
 mod readonly;
 mod schema;
+mod topology;
+mod wal;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,445 @@
+//! `corescan bench compare`: the same Q6 in the same run, cold and warm, in corescan and its
+//! peers, every answer checked against the exact one.
+//!
+//! | engine | reads | answer |
+//! |---|---|---|
+//! | corescan | the SQLite file, defaults (`--io auto`, one executor per CPU) | exact |
+//! | SQLite (rusqlite) | the same file, in-process, the oracle's integer-sum SQL | exact |
+//! | `sqlite3` CLI | the same file, read-only, standard Q6 ([`peers::q6_sql`]) | float |
+//! | DuckDB (`duckdb`) | its own `.duckdb` copy of the table, `DECIMAL(15,2)` columns | exact decimal |
+//! | Turso (`pyturso`) | a private copy of the file (Turso writes to what it opens) | float |
+//!
+//! Engines that are not installed are skipped with the reason. Times run from opening the
+//! database to the answer; the Python engines exclude the interpreter's start and imports, the
+//! `sqlite3` shell includes its (about a millisecond). Each peer run is a fresh process, so
+//! "warm" means the operating system's page cache, read once right before the run; "cold"
+//! empties it first ([`super::drop_page_cache`]). Rounds interleave every engine, cold then warm.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use engine::{run_q6, spread, Q6Params, ScanSettings};
+use partitioner::TablePlan;
+use serde::Serialize;
+
+use super::machine::Machine;
+use super::peers::{self, Answer, PeerRun, FLOAT_RULE};
+use super::summary::{cache_words, thousands, Table};
+use super::{
+    check_answer, create_out_dir, prepare_cache, progress_bar, write_file, write_json, CacheMode,
+    CachePrep, ExperimentError, Result, Spread,
+};
+use crate::oracle::{self, quote_identifier, OracleAnswer};
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareOptions {
+    /// The database file.
+    pub db: PathBuf,
+    /// The table.
+    pub table: String,
+    /// Rounds; each runs every engine cold, then every engine warm.
+    pub repeat: usize,
+    /// The output directory (copies for the peers are cached beside it).
+    pub out: PathBuf,
+    /// Show a progress bar on stderr (hidden anyway when stderr is not a terminal).
+    pub progress: bool,
+}
+
+/// The engines, in run order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Engine {
+    /// corescan with its defaults, in-process.
+    Corescan,
+    /// SQLite through rusqlite, in-process.
+    Sqlite,
+    /// The `sqlite3` shell.
+    Sqlite3Cli,
+    /// DuckDB through Python.
+    Duckdb,
+    /// Turso through Python.
+    Turso,
+}
+
+impl Engine {
+    /// Every engine.
+    pub const ALL: [Engine; 5] = [Engine::Corescan, Engine::Sqlite, Engine::Sqlite3Cli, Engine::Duckdb, Engine::Turso];
+
+    /// The name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Corescan => "corescan",
+            Engine::Sqlite => "sqlite (rusqlite)",
+            Engine::Sqlite3Cli => "sqlite3 CLI",
+            Engine::Duckdb => "duckdb (python)",
+            Engine::Turso => "turso (python pyturso)",
+        }
+    }
+}
+
+/// One engine as the comparison used it.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineInfo {
+    /// Which engine.
+    pub engine: Engine,
+    /// Its version, when known.
+    pub version: Option<String>,
+    /// Why it was skipped, when it was.
+    pub skipped: Option<String>,
+    /// The files it reads (dropped or warmed before each run).
+    pub files: Vec<String>,
+    /// How it reads the data.
+    pub reads: String,
+    /// How its answer is checked: `exact` or `float`.
+    pub check: &'static str,
+}
+
+/// One timed run.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareRun {
+    /// The engine.
+    pub engine: Engine,
+    /// Cold or warm.
+    pub mode: CacheMode,
+    /// The round, 0-based.
+    pub repeat: usize,
+    /// How the page cache was prepared.
+    pub cache: CachePrep,
+    /// Seconds from opening the database to the answer.
+    pub wall_s: f64,
+    /// The answer as printed by the engine.
+    pub printed: String,
+    /// The parsed answer.
+    pub answer: Answer,
+    /// For corescan: the I/O path that ran.
+    pub detail: Option<String>,
+}
+
+/// The medians of one engine in one cache mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareResult {
+    /// The engine.
+    pub engine: Engine,
+    /// Cold or warm.
+    pub mode: CacheMode,
+    /// Wall time, seconds.
+    pub wall_s: Spread,
+    /// This engine's median over corescan's in the same mode (above 1: corescan is faster).
+    pub vs_corescan: Option<f64>,
+}
+
+/// Everything the comparison measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareReport {
+    /// The database file.
+    pub db: String,
+    /// The table.
+    pub table: String,
+    /// The machine.
+    pub machine: Machine,
+    /// The exact revenue.
+    pub revenue: String,
+    /// Rows matched.
+    pub rows_matched: u64,
+    /// Rows in the table.
+    pub rows_scanned: u64,
+    /// The SQL the peers ran.
+    pub sql: String,
+    /// How float answers were compared.
+    pub float_rule: &'static str,
+    /// Every engine, run or skipped.
+    pub engines: Vec<EngineInfo>,
+    /// Every run.
+    pub runs: Vec<CompareRun>,
+    /// Medians per engine and mode.
+    pub results: Vec<CompareResult>,
+    /// What was prepared (copies made or reused).
+    pub notes: Vec<String>,
+}
+
+/// Runs the comparison and writes `compare.md` and `compare.json`.
+pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
+    if opts.repeat == 0 {
+        return Err(ExperimentError::Invalid("--repeat must be at least 1".into()));
+    }
+    let params = Q6Params::default();
+    let machine = Machine::probe(&opts.db);
+    let plan = TablePlan::open(&opts.db, &opts.table)?;
+    let table = plan.table.name.clone();
+    let expected = oracle::q6(&opts.db, &table, &params)?;
+    let sql = peers::q6_sql(&table, &params);
+    let cache = peers::cache_dir(&opts.out, &opts.db)?;
+    let db = opts.db.display().to_string();
+    let mut notes = Vec::new();
+
+    let mut engines: Vec<EngineInfo> = Vec::new();
+    for engine in Engine::ALL {
+        let mut info = EngineInfo { engine, version: None, skipped: None, files: vec![db.clone()], reads: String::new(), check: "exact" };
+        match engine {
+            Engine::Corescan => {
+                info.version = Some(env!("CARGO_PKG_VERSION").into());
+                info.reads = "the SQLite file; defaults: --io auto, one executor per CPU, default window and coalescing".into();
+            }
+            Engine::Sqlite => {
+                info.version = Some(rusqlite::version().into());
+                info.reads = "the SQLite file, read-only, in-process; integer sum of cents (the oracle's SQL)".into();
+            }
+            Engine::Sqlite3Cli => {
+                info.check = "float";
+                info.reads = "the SQLite file, `sqlite3 -readonly`, standard Q6".into();
+                match peers::probe_sqlite3() {
+                    Ok(v) => info.version = Some(v),
+                    Err(why) => info.skipped = Some(why),
+                }
+            }
+            Engine::Duckdb => {
+                info.reads = "its own .duckdb copy of the table (DECIMAL(15,2), DATE columns), read-only".into();
+                match peers::probe_python_module("duckdb", "duckdb") {
+                    Ok(v) => match peers::duckdb_copy(&opts.db, &table, &cache) {
+                        Ok((path, made)) => {
+                            notes.push(format!("DuckDB copy {} {}", path.display(), if made { "made now (CSV export, then read_csv into DuckDB)" } else { "reused" }));
+                            info.version = Some(v);
+                            info.files = vec![path.display().to_string()];
+                        }
+                        Err(e) => return Err(e),
+                    },
+                    Err(why) => info.skipped = Some(why),
+                }
+            }
+            Engine::Turso => {
+                info.check = "float";
+                info.reads = "a private copy of the SQLite file (Turso opens read-write and switches it to WAL)".into();
+                match peers::probe_python_module("turso", "pyturso") {
+                    Ok(v) => {
+                        let (path, made) = peers::turso_copy(&opts.db, &cache)?;
+                        notes.push(format!("Turso copy {} {}", path.display(), if made { "made now" } else { "reused" }));
+                        info.version = Some(v);
+                        info.files = vec![path.display().to_string()];
+                    }
+                    Err(why) => info.skipped = Some(why),
+                }
+            }
+        }
+        engines.push(info);
+    }
+
+    let active: Vec<&EngineInfo> = engines.iter().filter(|e| e.skipped.is_none()).collect();
+    let bar = progress_bar(opts.progress, (opts.repeat * 2 * active.len()) as u64);
+    let mut runs = Vec::new();
+    for round in 0..opts.repeat {
+        for mode in [CacheMode::Cold, CacheMode::Warm] {
+            for info in &active {
+                bar.set_message(format!("round {}/{}: {} {}", round + 1, opts.repeat, info.engine.name(), mode.name()));
+                let files: Vec<PathBuf> = info.files.iter().map(PathBuf::from).collect();
+                let file_refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+                let prep = prepare_cache(mode, &file_refs)?;
+                let (run, detail) = run_engine(info.engine, &files[0], &table, &params, &sql, &expected)?;
+                if !run.answer.agrees_with(expected.revenue_ten_thousandths) {
+                    return Err(ExperimentError::WrongAnswer {
+                        what: format!("{} ({}, round {})", info.engine.name(), mode.name(), round + 1),
+                        got: run.printed,
+                        want: format!("revenue {} ({})", expected.revenue(), if info.check == "float" { FLOAT_RULE } else { "exactly" }),
+                    });
+                }
+                runs.push(CompareRun { engine: info.engine, mode, repeat: round, cache: prep, wall_s: run.seconds, printed: run.printed, answer: run.answer, detail });
+                bar.inc(1);
+            }
+        }
+    }
+    bar.finish_and_clear();
+
+    let mut results = Vec::new();
+    for mode in [CacheMode::Cold, CacheMode::Warm] {
+        let spread_of = |engine: Engine| {
+            let v: Vec<f64> = runs.iter().filter(|r| r.engine == engine && r.mode == mode).map(|r| r.wall_s).collect();
+            Spread::of(&v)
+        };
+        let base = spread_of(Engine::Corescan).map(|s| s.median);
+        for info in &active {
+            if let Some(wall_s) = spread_of(info.engine) {
+                let vs_corescan = base.filter(|b| *b > 0.0).map(|b| wall_s.median / b);
+                results.push(CompareResult { engine: info.engine, mode, wall_s, vs_corescan });
+            }
+        }
+    }
+    let report = CompareReport {
+        db,
+        table,
+        machine,
+        revenue: expected.revenue(),
+        rows_matched: expected.rows_matched,
+        rows_scanned: expected.rows_scanned,
+        sql,
+        float_rule: FLOAT_RULE,
+        engines,
+        runs,
+        results,
+        notes,
+    };
+    create_out_dir(&opts.out)?;
+    write_json(&opts.out.join("compare.json"), &report)?;
+    write_file(&opts.out.join("compare.md"), markdown(&report, opts.repeat))?;
+    Ok(report)
+}
+
+/// Runs Q6 once in `engine` over `file`; for corescan and SQLite the row counts are checked too.
+fn run_engine(
+    engine: Engine,
+    file: &Path,
+    table: &str,
+    params: &Q6Params,
+    sql: &str,
+    expected: &OracleAnswer,
+) -> Result<(PeerRun, Option<String>)> {
+    match engine {
+        Engine::Corescan => {
+            let started = Instant::now();
+            let plan = TablePlan::open(file, table)?;
+            let executors = spread(engine::coordinator::available_cpus().len().max(1));
+            let report = run_q6(&plan, &executors, params, &ScanSettings::defaults(plan.header.page_size))
+                .map_err(|source| ExperimentError::Scan { what: "corescan (defaults)".into(), source })?;
+            let seconds = started.elapsed().as_secs_f64();
+            check_answer("corescan (defaults)", &report, expected)?;
+            let detail = format!(
+                "{}, {}, {} executors, window {}, reads up to {} pages{}",
+                report.io.backend,
+                if report.io.o_direct { "O_DIRECT" } else { "buffered" },
+                report.executors.len(),
+                report.io.readahead,
+                report.io.max_read_pages,
+                if report.oversubscribed { ", OVERSUBSCRIBED" } else { "" }
+            );
+            let answer = Answer::parse_decimal(&report.revenue).unwrap_or(Answer::Float(f64::NAN));
+            Ok((PeerRun { seconds, printed: report.revenue, answer }, Some(detail)))
+        }
+        Engine::Sqlite => {
+            let started = Instant::now();
+            let (matched, revenue) = sqlite_q6(file, table, params)?;
+            let seconds = started.elapsed().as_secs_f64();
+            let printed = oracle::format_revenue(revenue);
+            if matched != expected.rows_matched {
+                return Err(ExperimentError::WrongAnswer {
+                    what: "sqlite (rusqlite)".into(),
+                    got: format!("{matched} rows matched"),
+                    want: format!("{} rows matched", expected.rows_matched),
+                });
+            }
+            Ok((PeerRun { seconds, printed, answer: Answer::Exact(revenue) }, None))
+        }
+        Engine::Sqlite3Cli => Ok((peers::run_sqlite3(file, sql)?, None)),
+        Engine::Duckdb => {
+            // DuckDB's copy names the table in lower case.
+            let duck_sql = peers::q6_sql(&table.to_ascii_lowercase(), params);
+            Ok((peers::run_python("duckdb", "duckdb-q6", file, &duck_sql)?.0, None))
+        }
+        Engine::Turso => Ok((peers::run_python("turso", "turso-q6", file, sql)?.0, None)),
+    }
+}
+
+/// The oracle's Q6 (integer sum of cents, parameters bound as the file stores them) without
+/// its second pass counting every row, so that SQLite is timed on the query alone.
+fn sqlite_q6(db: &Path, table: &str, params: &Q6Params) -> Result<(u64, i128)> {
+    let fail = |source| ExperimentError::Sqlite { path: db.to_path_buf(), what: "Q6".into(), source };
+    let conn = oracle::open_read_only(db)?;
+    let sql = format!(
+        "SELECT count(*), coalesce(sum(CAST(round(L_EXTENDEDPRICE * 100) AS INTEGER)
+                                      * CAST(round(L_DISCOUNT * 100) AS INTEGER)), 0)
+         FROM {}
+         WHERE L_SHIPDATE >= ?1 AND L_SHIPDATE < ?2
+           AND L_DISCOUNT BETWEEN ?3 AND ?4
+           AND L_QUANTITY < ?5",
+        quote_identifier(table)
+    );
+    let real = |h: i64| engine::q6::format_hundredths(h).parse::<f64>().unwrap_or(f64::NAN);
+    let (lo, hi) = params.discount_bounds();
+    let (matched, revenue): (i64, i64) = conn
+        .query_row(
+            &sql,
+            rusqlite::params![params.date.to_string(), params.date_end().to_string(), real(lo), real(hi), real(params.quantity_hundredths)],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .map_err(fail)?;
+    Ok((matched as u64, i128::from(revenue)))
+}
+
+fn markdown(r: &CompareReport, repeat: usize) -> String {
+    let mut s = String::new();
+    let preps: Vec<CachePrep> = r.runs.iter().filter(|x| x.mode == CacheMode::Cold).map(|x| x.cache).collect();
+    let _ = writeln!(
+        s,
+        "# TPC-H Q6: corescan and its peers, cold and warm\n\n- database: `{}`, table {}\n- \
+         exact answer: revenue {}, {} of {} rows matched\n- rounds: {repeat}, each running every \
+         engine cold, then every engine warm\n- {}\n- warm: each engine's files read once right \
+         before its warm run\n\n## Machine\n\n{}",
+        r.db,
+        r.table,
+        r.revenue,
+        thousands(r.rows_matched),
+        thousands(r.rows_scanned),
+        cache_words(CacheMode::Cold, &preps),
+        r.machine.markdown()
+    );
+    let _ = writeln!(s, "## Results\n");
+    let mut t = Table::new(&["engine", "version", "cold: wall s, median (min–max)", "cold: × corescan", "warm: wall s, median (min–max)", "warm: × corescan", "answer", "check"]);
+    for e in r.engines.iter().filter(|e| e.skipped.is_none()) {
+        let cell = |mode: CacheMode| {
+            r.results.iter().find(|x| x.engine == e.engine && x.mode == mode).map_or(("–".to_string(), "–".to_string()), |x| {
+                (
+                    format!("{:.3} ({:.3}–{:.3})", x.wall_s.median, x.wall_s.min, x.wall_s.max),
+                    x.vs_corescan.map_or("–".into(), |v| format!("{v:.2}")),
+                )
+            })
+        };
+        let (cold, cold_ratio) = cell(CacheMode::Cold);
+        let (warm, warm_ratio) = cell(CacheMode::Warm);
+        let printed = r.runs.iter().find(|x| x.engine == e.engine).map_or(String::new(), |x| x.printed.clone());
+        t.row(vec![
+            e.engine.name().into(),
+            e.version.clone().unwrap_or_default(),
+            cold,
+            cold_ratio,
+            warm,
+            warm_ratio,
+            printed,
+            if e.check == "float" { "agrees (float rule)".into() } else { "equal (exact)".into() },
+        ]);
+    }
+    s.push_str(&t.render());
+    let _ = writeln!(
+        s,
+        "\n× corescan = the engine's median wall time over corescan's in the same cache mode \
+         (above 1: corescan is faster). Times run from opening the database to the answer.\n"
+    );
+    let corescan_paths: Vec<String> = r.runs.iter().filter(|x| x.engine == Engine::Corescan).filter_map(|x| x.detail.clone().map(|d| format!("{}: {d}", x.mode.name()))).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    if !corescan_paths.is_empty() {
+        let _ = writeln!(s, "corescan's I/O path: {}.\n", corescan_paths.join("; "));
+    }
+    let skipped: Vec<&EngineInfo> = r.engines.iter().filter(|e| e.skipped.is_some()).collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(s, "## Skipped engines\n");
+        for e in skipped {
+            let _ = writeln!(s, "- {}: {}", e.engine.name(), e.skipped.as_deref().unwrap_or(""));
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(s, "## What each engine reads\n");
+    for e in r.engines.iter().filter(|e| e.skipped.is_none()) {
+        let _ = writeln!(s, "- {}: {} (`{}`)", e.engine.name(), e.reads, e.files.join("`, `"));
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "- {n}");
+    }
+    let _ = writeln!(
+        s,
+        "\n## How answers were checked\n\n- corescan and SQLite (rusqlite) must return the exact \
+         revenue and row count; DuckDB's copy has DECIMAL(15,2) columns, so its sum is exact and \
+         must be equal.\n- The sqlite3 CLI and Turso sum binary floating-point numbers: {FLOAT_RULE}.\n\
+         - The peers ran this SQL (the discount bounds are computed decimals: `0.06 + 0.01` in \
+         floating point is 0.06999999999999999 and would drop every row with discount 0.07):\n\n\
+         ```sql\n{}\n```\n",
+        r.sql
+    );
+    s
+}
