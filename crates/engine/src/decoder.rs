@@ -106,9 +106,14 @@ pub struct LeafDecoder {
     /// For each column up to `last_needed`, which slot (0 = ship date, 1 = discount,
     /// 2 = quantity, 3 = price) it fills, or `NOT_NEEDED`.
     slot_of: Vec<u8>,
+    /// The column of each slot (ship date, discount, quantity, price).
+    slot_columns: [usize; 4],
     /// What each slot holds when a record ends before its column.
     missing: [MissingValue; 4],
 }
+
+/// Records whose needed columns all lie among the first this many take the fast path.
+const MAX_FAST_COLUMNS: usize = 64;
 
 const NOT_NEEDED: u8 = u8::MAX;
 
@@ -171,6 +176,7 @@ impl LeafDecoder {
             usable,
             last_needed,
             slot_of,
+            slot_columns: [cols.ship_date, cols.discount, cols.quantity, cols.extended_price],
             missing: [
                 MissingValue::Null,
                 MissingValue::Null,
@@ -272,24 +278,32 @@ impl LeafDecoder {
         let mut body = header_len;
         let mut col = 0usize;
         // Fast path: the serial types up to the last needed column are single bytes (true of
-        // nearly every TPC-H row), so sizes come from a table and no varint is decoded.
-        if let Some(head) = payload.get(n..header_len.min(payload.len())) {
-            for (&b, &slot) in head.iter().zip(&self.slot_of) {
+        // nearly every TPC-H row). Sizes come from a table and the offsets are a branch-free
+        // prefix sum; any multi-byte or reserved serial type sends the row to the general path.
+        let fast_end = n + self.last_needed + 1;
+        if self.last_needed < MAX_FAST_COLUMNS && fast_end <= header_len.min(payload.len()) {
+            let head = &payload[n..fast_end];
+            let mut offsets = [0usize; MAX_FAST_COLUMNS];
+            let mut acc = header_len;
+            let mut bad = 0u8;
+            for (slot_offset, &b) in offsets.iter_mut().zip(head) {
+                *slot_offset = acc;
                 let size = ONE_BYTE_SIZES[usize::from(b & 0x7f)];
-                if b >= 0x80 || size == RESERVED {
-                    break;
-                }
-                if slot != NOT_NEEDED {
-                    slots[usize::from(slot)] = Slot {
-                        serial: u64::from(b),
-                        offset: body,
+                bad |= (b & 0x80) | u8::from(size == RESERVED);
+                acc += usize::from(size);
+            }
+            if bad == 0 {
+                for (slot, &c) in slots.iter_mut().zip(&self.slot_columns) {
+                    *slot = Slot {
+                        serial: u64::from(head[c]),
+                        offset: offsets[c],
                         present: true,
                     };
                 }
-                body += usize::from(size);
-                col += 1;
+                col = self.last_needed + 1;
+                pos = fast_end;
+                body = acc;
             }
-            pos += col;
         }
         // General path (multi-byte serial types, reserved types, truncated prefixes): walk the
         // rest of the serial types up to the last needed column; columns past the header's end
