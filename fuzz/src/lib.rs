@@ -42,9 +42,9 @@ fn assert_names(err: &Error, path: &Path) {
 /// `DbHeader::parse` on the first 100 bytes, with the file size from the next 8.
 pub fn header(data: &[u8]) {
     let (bytes, rest) = data.split_at(data.len().min(100));
-    let size = rest
-        .get(..8)
-        .map_or(data.len() as u64, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+    let size = rest.get(..8).map_or(data.len() as u64, |b| {
+        u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))
+    });
     let path = Path::new("fuzz-header.db");
     match DbHeader::parse(path, bytes, size) {
         Err(e) => assert_names(&e, path),
@@ -67,7 +67,10 @@ fn plan_and_census(db: &Path) {
         Err(e) => return assert_names(&e, db),
     };
     let h = &plan.header;
-    assert!(plan.leaves.windows(2).all(|w| w[0] < w[1]), "unsorted leaves");
+    assert!(
+        plan.leaves.windows(2).all(|w| w[0] < w[1]),
+        "unsorted leaves"
+    );
     assert!(plan.leaves.iter().all(|p| (2..=h.page_count).contains(p)));
     let pages: u64 = plan.extents.iter().map(|e| u64::from(e.pages)).sum();
     assert_eq!(pages, plan.leaves.len() as u64);
@@ -160,7 +163,10 @@ pub fn record(data: &[u8]) {
     image.resize(page_size as usize, 0);
     let mut agg = PartialAggregate::default();
     let mut spills = Vec::new();
-    if decoder.decode_page(2, &image, &mut agg, &mut spills).is_ok() {
+    if decoder
+        .decode_page(2, &image, &mut agg, &mut spills)
+        .is_ok()
+    {
         for spill in &spills {
             assert!(spill.local.len() as u64 <= spill.payload_len);
             let _ = decoder.eval_record(&spill.local, false, &mut agg);

@@ -9,6 +9,9 @@
 //!   `'YYYY-MM-DD'` text;
 //! - [`oracle`] answers TPC-H Q6 exactly through SQLite ([`oracle::q6`]), the reference every
 //!   engine answer is compared with;
+//! - [`experiments`] runs the measurements behind `corescan bench` (core-count scaling,
+//!   readahead sweeps, the seed report, the comparison with SQLite, DuckDB and Turso) and
+//!   writes their CSV, JSON, markdown and SVG results;
 //! - [`layouts`] builds small databases in the shapes real files take (page sizes, interleaved
 //!   tables, freelist pages, overflow chains, auto-vacuum, reserved bytes, renamed and reordered
 //!   columns, NULLs, records shorter than the schema) for the engine's correctness tests.
@@ -19,6 +22,7 @@
 //! messages and exit codes.
 #![deny(missing_docs)]
 
+pub mod experiments;
 pub mod gen;
 pub mod layouts;
 pub mod oracle;

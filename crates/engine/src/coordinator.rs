@@ -14,7 +14,8 @@ use std::time::Instant;
 use crossbeam_channel::unbounded;
 use futures_lite::FutureExt;
 use glommio::{LocalExecutorBuilder, Placement};
-use partitioner::{DefaultValue, TablePlan};
+use partitioner::wal::WalIndex;
+use partitioner::{DefaultValue, Extent, TablePlan};
 
 use crate::backend::mmap::MmapBackend;
 use crate::backend::pread::PreadBackend;
@@ -243,14 +244,18 @@ pub fn run_q6(
 
     let (tx, rx) = unbounded::<(usize, Result<(PartialAggregate, ExecutorReport)>)>();
     let mut handles = Vec::with_capacity(executors.len());
+    let wal = plan.wal.clone().map(Arc::new);
     for (index, (spec, range)) in executors.iter().zip(ranges).enumerate() {
+        let (extents, wal_pages) = split_by_location(&range.extents, wal.as_deref());
         let task = ExecutorTask {
             cpu: spec.cpu,
             path: plan.path.clone(),
             page_size: header.page_size,
             page_count: header.page_count,
             usable: header.usable_size(),
-            extents: range.extents,
+            extents,
+            wal_pages,
+            wal: wal.clone(),
             decoder: decoder.clone(),
             readahead: settings.readahead,
             max_read_pages: max_read,
@@ -359,7 +364,8 @@ pub fn run_q6(
         Ok(report) => (Some(report), None),
         Err(reason) => (None, Some(reason)),
     };
-    check_unchanged(plan)?;
+    // Pages read before and after a commit or checkpoint could mix two versions of the table.
+    plan.check_unchanged()?;
 
     let mut total = PartialAggregate::default();
     let mut reports = Vec::with_capacity(executors.len());
@@ -399,6 +405,7 @@ pub fn run_q6(
         rows_per_s: total.rows_scanned as f64 / wall.max(1e-9),
         pages_read: leaf_pages + overflow,
         overflow_pages_read: overflow,
+        wal_pages_read: sum(|r| r.wal_pages),
         bytes_read,
         reads_submitted: sum(|r| r.reads_submitted),
         submit_batches: sum(|r| r.submit_batches),
@@ -428,36 +435,36 @@ pub fn run_q6(
     })
 }
 
-/// Fails when the file's size or change counter moved during the scan: a writer was active and
-/// the pages read may come from different versions.
-fn check_unchanged(plan: &TablePlan) -> Result<()> {
-    use std::io::Read;
-    let changed = |what: String| Error::Changed {
-        path: plan.path.clone(),
-        what,
+/// Splits extents into the runs of pages read from the database file and the pages whose
+/// latest committed copy is in the write-ahead log (with that copy's offset in the log).
+fn split_by_location(extents: &[Extent], wal: Option<&WalIndex>) -> (Vec<Extent>, Vec<(u32, u64)>) {
+    let Some(wal) = wal.filter(|w| !w.frames.is_empty()) else {
+        return (extents.to_vec(), Vec::new());
     };
-    let mut f = std::fs::File::open(&plan.path).map_err(|e| changed(format!("reopen: {e}")))?;
-    let size = f
-        .metadata()
-        .map_err(|e| changed(format!("stat: {e}")))?
-        .len();
-    if size != plan.header.file_size {
-        return Err(changed(format!(
-            "size {} became {size}",
-            plan.header.file_size
-        )));
+    let mut main = Vec::with_capacity(extents.len());
+    let mut logged = Vec::new();
+    for e in extents {
+        let mut run: Option<Extent> = None;
+        for page in e.first_page..=e.last_page() {
+            match wal.frame_offset(page) {
+                Some(offset) => {
+                    logged.push((page, offset));
+                    main.extend(run.take());
+                }
+                None => match &mut run {
+                    Some(r) => r.pages += 1,
+                    None => {
+                        run = Some(Extent {
+                            first_page: page,
+                            pages: 1,
+                        })
+                    }
+                },
+            }
+        }
+        main.extend(run);
     }
-    let mut head = [0u8; 28];
-    f.read_exact(&mut head)
-        .map_err(|e| changed(format!("re-read header: {e}")))?;
-    let counter = u32::from_be_bytes([head[24], head[25], head[26], head[27]]);
-    if counter != plan.header.change_counter {
-        return Err(changed(format!(
-            "change counter {} became {counter}",
-            plan.header.change_counter
-        )));
-    }
-    Ok(())
+    (main, logged)
 }
 
 /// Where executors run: glommio executors, or plain pinned threads when io_uring is missing.

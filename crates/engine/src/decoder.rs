@@ -176,7 +176,12 @@ impl LeafDecoder {
             usable,
             last_needed,
             slot_of,
-            slot_columns: [cols.ship_date, cols.discount, cols.quantity, cols.extended_price],
+            slot_columns: [
+                cols.ship_date,
+                cols.discount,
+                cols.quantity,
+                cols.extended_price,
+            ],
             missing: [
                 MissingValue::Null,
                 MissingValue::Null,

@@ -56,14 +56,6 @@ pub enum Error {
         /// The executor's CPU.
         cpu: usize,
     },
-    /// The file changed while it was being scanned, so the answer could mix two versions.
-    #[error("{}: the file changed during the scan ({what}); run the query again", path.display())]
-    Changed {
-        /// The database file.
-        path: PathBuf,
-        /// What differed between the start and the end of the scan.
-        what: String,
-    },
     /// The scan settings are unusable.
     #[error("invalid scan settings: {0}")]
     Config(String),

@@ -53,6 +53,9 @@ pub struct ScanReport {
     pub pages_read: u64,
     /// Overflow pages read.
     pub overflow_pages_read: u64,
+    /// Pages read from the write-ahead log (their latest committed copies) instead of the
+    /// database file.
+    pub wal_pages_read: u64,
     /// Bytes read (pages x page size).
     pub bytes_read: u64,
     /// Read requests handed to the rings.

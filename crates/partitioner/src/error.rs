@@ -30,7 +30,7 @@ pub enum Error {
         what: String,
     },
     /// The file as a whole is invalid or not something we can read (bad header, unknown table,
-    /// WITHOUT ROWID table, a live `-wal` file, ...).
+    /// WITHOUT ROWID table, a hot `-journal`, a `-wal` log that does not fit the file, ...).
     #[error("{}: {what}", path.display())]
     Invalid {
         /// The file.

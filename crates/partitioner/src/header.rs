@@ -30,7 +30,8 @@ pub struct DbHeader {
     /// Bytes reserved at the end of every page (for extensions such as checksums).
     pub reserved_bytes: u8,
     /// Number of pages in the database: the in-header count when it is valid (its
-    /// version-valid-for number equals the change counter), else derived from the file size.
+    /// version-valid-for number equals the change counter), else derived from the file size
+    /// (with a write-ahead log holding committed frames: the size its last commit records).
     pub page_count: u32,
     /// The file change counter (offset 24); a scan compares it before and after.
     pub change_counter: u32,

@@ -68,7 +68,8 @@ fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
                 }
             }
             2 => {
-                let v: u32 = [0, 1, 0x7fff_ffff, 0xffff_ffff, 0x8000, 0xffff, 100, 4096][rng.below(8)];
+                let v: u32 =
+                    [0, 1, 0x7fff_ffff, 0xffff_ffff, 0x8000, 0xffff, 100, 4096][rng.below(8)];
                 let width = [2, 4][rng.below(2)];
                 for (k, b) in v.to_be_bytes()[4 - width..].iter().enumerate() {
                     if let Some(slot) = input.get_mut(at + k) {
@@ -81,7 +82,11 @@ fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
                 let n = 1 + rng.below(9);
                 for k in 0..n {
                     if let Some(b) = input.get_mut(at + k) {
-                        *b = if k + 1 < n { 0x80 | rng.next() as u8 } else { rng.next() as u8 };
+                        *b = if k + 1 < n {
+                            0x80 | rng.next() as u8
+                        } else {
+                            rng.next() as u8
+                        };
                     }
                 }
             }
@@ -93,7 +98,10 @@ fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
             5 => {
                 let from = rng.below(len);
                 let n = rng.below(64).min(input.len().saturating_sub(from.max(at)));
-                let chunk: Vec<u8> = input.get(from..from + n).map(<[u8]>::to_vec).unwrap_or_default();
+                let chunk: Vec<u8> = input
+                    .get(from..from + n)
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_default();
                 if let Some(dst) = input.get_mut(at..at + chunk.len()) {
                     dst.copy_from_slice(&chunk);
                 }
@@ -141,7 +149,8 @@ fn fuzz(root: &Path, name: &'static str, target: Target, secs: f64, base: u64) -
     let started = Arc::new(AtomicU64::new(0));
     let current: Arc<std::sync::Mutex<Vec<u8>>> = Arc::default();
     // The watchdog saves the running input and exits when one case hangs.
-    let (watch_started, watch_input, watch_root) = (started.clone(), current.clone(), root.to_path_buf());
+    let (watch_started, watch_input, watch_root) =
+        (started.clone(), current.clone(), root.to_path_buf());
     std::thread::spawn(move || loop {
         std::thread::sleep(Duration::from_secs(1));
         let since = watch_started.load(Ordering::Relaxed);
@@ -149,7 +158,10 @@ fn fuzz(root: &Path, name: &'static str, target: Target, secs: f64, base: u64) -
         if since != 0 && now.saturating_sub(since) > HANG.as_millis() as u64 {
             let input = watch_input.lock().map(|g| g.clone()).unwrap_or_default();
             let path = save(&watch_root, name, "timeout", now, &input);
-            eprintln!("{name}: an input ran longer than {HANG:?}: {}", path.display());
+            eprintln!(
+                "{name}: an input ran longer than {HANG:?}: {}",
+                path.display()
+            );
             std::process::exit(1);
         }
     });

@@ -6,6 +6,7 @@
 //! is reported the same way (one `error: internal error: ...` line, status 1), never as
 //! Rust's multi-line panic message.
 
+mod bench;
 mod explain;
 mod gen;
 mod q6;
@@ -34,6 +35,9 @@ enum Command {
     Q6(q6::Q6Args),
     /// Plan executor placement for a machine (hwloc) and write or check topology.toml.
     Topology(topology::TopologyArgs),
+    /// Run an experiment: core-count scaling, readahead sweeps, the seed report, or a
+    /// comparison with SQLite, DuckDB and Turso.
+    Bench(bench::BenchArgs),
 }
 
 /// Parses the arguments, runs the subcommand and reports the outcome as the exit status.
@@ -58,6 +62,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Explain(args) => explain::run(args),
         Command::Q6(args) => q6::run(args),
         Command::Topology(args) => topology::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }
 

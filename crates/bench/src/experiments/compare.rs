@@ -15,17 +15,16 @@
 //! "warm" means the operating system's page cache, read once right before the run; "cold"
 //! empties it first ([`super::drop_page_cache`]). Rounds interleave every engine, cold then warm.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use engine::{run_q6, spread, Q6Params, ScanSettings};
+use engine::{run_q6, Q6Params, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
 use serde::Serialize;
 
 use super::machine::Machine;
 use super::peers::{self, Answer, PeerRun, FLOAT_RULE};
-use super::summary::{cache_words, thousands, Table};
+use super::runner::place;
 use super::{
     check_answer, create_out_dir, prepare_cache, progress_bar, write_file, write_json, CacheMode,
     CachePrep, ExperimentError, Result, Spread,
@@ -65,7 +64,13 @@ pub enum Engine {
 
 impl Engine {
     /// Every engine.
-    pub const ALL: [Engine; 5] = [Engine::Corescan, Engine::Sqlite, Engine::Sqlite3Cli, Engine::Duckdb, Engine::Turso];
+    pub const ALL: [Engine; 5] = [
+        Engine::Corescan,
+        Engine::Sqlite,
+        Engine::Sqlite3Cli,
+        Engine::Duckdb,
+        Engine::Turso,
+    ];
 
     /// The name in reports.
     pub fn name(self) -> &'static str {
@@ -92,6 +97,9 @@ pub struct EngineInfo {
     pub files: Vec<String>,
     /// How it reads the data.
     pub reads: String,
+    /// The total size of `files`, in bytes (DuckDB's columnar copy is much smaller than the
+    /// SQLite file: it reads different bytes, not just fewer).
+    pub bytes: u64,
     /// How its answer is checked: `exact` or `float`.
     pub check: &'static str,
 }
@@ -162,11 +170,14 @@ pub struct CompareReport {
 /// Runs the comparison and writes `compare.md` and `compare.json`.
 pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
     if opts.repeat == 0 {
-        return Err(ExperimentError::Invalid("--repeat must be at least 1".into()));
+        return Err(ExperimentError::Invalid(
+            "--repeat must be at least 1".into(),
+        ));
     }
     let params = Q6Params::default();
     let machine = Machine::probe(&opts.db);
     let plan = TablePlan::open(&opts.db, &opts.table)?;
+    let topology = partitioner::topology::Machine::detect().ok();
     let table = plan.table.name.clone();
     let expected = oracle::q6(&opts.db, &table, &params)?;
     let sql = peers::q6_sql(&table, &params);
@@ -176,7 +187,15 @@ pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
 
     let mut engines: Vec<EngineInfo> = Vec::new();
     for engine in Engine::ALL {
-        let mut info = EngineInfo { engine, version: None, skipped: None, files: vec![db.clone()], reads: String::new(), check: "exact" };
+        let mut info = EngineInfo {
+            engine,
+            version: None,
+            skipped: None,
+            files: vec![db.clone()],
+            reads: String::new(),
+            check: "exact",
+            bytes: 0,
+        };
         match engine {
             Engine::Corescan => {
                 info.version = Some(env!("CARGO_PKG_VERSION").into());
@@ -195,11 +214,21 @@ pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
                 }
             }
             Engine::Duckdb => {
-                info.reads = "its own .duckdb copy of the table (DECIMAL(15,2), DATE columns), read-only".into();
+                info.reads =
+                    "its own .duckdb copy of the table (DECIMAL(15,2), DATE columns), read-only"
+                        .into();
                 match peers::probe_python_module("duckdb", "duckdb") {
                     Ok(v) => match peers::duckdb_copy(&opts.db, &table, &cache) {
                         Ok((path, made)) => {
-                            notes.push(format!("DuckDB copy {} {}", path.display(), if made { "made now (CSV export, then read_csv into DuckDB)" } else { "reused" }));
+                            notes.push(format!(
+                                "DuckDB copy {} {}",
+                                path.display(),
+                                if made {
+                                    "made now (CSV export, then read_csv into DuckDB)"
+                                } else {
+                                    "reused"
+                                }
+                            ));
                             info.version = Some(v);
                             info.files = vec![path.display().to_string()];
                         }
@@ -214,7 +243,11 @@ pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
                 match peers::probe_python_module("turso", "pyturso") {
                     Ok(v) => {
                         let (path, made) = peers::turso_copy(&opts.db, &cache)?;
-                        notes.push(format!("Turso copy {} {}", path.display(), if made { "made now" } else { "reused" }));
+                        notes.push(format!(
+                            "Turso copy {} {}",
+                            path.display(),
+                            if made { "made now" } else { "reused" }
+                        ));
                         info.version = Some(v);
                         info.files = vec![path.display().to_string()];
                     }
@@ -222,6 +255,12 @@ pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
                 }
             }
         }
+        info.bytes = info
+            .files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum();
         engines.push(info);
     }
 
@@ -231,19 +270,55 @@ pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
     for round in 0..opts.repeat {
         for mode in [CacheMode::Cold, CacheMode::Warm] {
             for info in &active {
-                bar.set_message(format!("round {}/{}: {} {}", round + 1, opts.repeat, info.engine.name(), mode.name()));
+                bar.set_message(format!(
+                    "round {}/{}: {} {}",
+                    round + 1,
+                    opts.repeat,
+                    info.engine.name(),
+                    mode.name()
+                ));
                 let files: Vec<PathBuf> = info.files.iter().map(PathBuf::from).collect();
                 let file_refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
                 let prep = prepare_cache(mode, &file_refs)?;
-                let (run, detail) = run_engine(info.engine, &files[0], &table, &params, &sql, &expected)?;
+                let (run, detail) = run_engine(
+                    info.engine,
+                    topology.as_ref(),
+                    &files[0],
+                    &table,
+                    &params,
+                    &sql,
+                    &expected,
+                )?;
                 if !run.answer.agrees_with(expected.revenue_ten_thousandths) {
                     return Err(ExperimentError::WrongAnswer {
-                        what: format!("{} ({}, round {})", info.engine.name(), mode.name(), round + 1),
+                        what: format!(
+                            "{} ({}, round {})",
+                            info.engine.name(),
+                            mode.name(),
+                            round + 1
+                        ),
                         got: run.printed,
-                        want: format!("revenue {} ({})", expected.revenue(), if info.check == "float" { FLOAT_RULE } else { "exactly" }),
+                        want: format!(
+                            "revenue {} ({})",
+                            expected.revenue(),
+                            if info.check == "float" {
+                                FLOAT_RULE
+                            } else {
+                                "exactly"
+                            }
+                        ),
                     });
                 }
-                runs.push(CompareRun { engine: info.engine, mode, repeat: round, cache: prep, wall_s: run.seconds, printed: run.printed, answer: run.answer, detail });
+                runs.push(CompareRun {
+                    engine: info.engine,
+                    mode,
+                    repeat: round,
+                    cache: prep,
+                    wall_s: run.seconds,
+                    printed: run.printed,
+                    answer: run.answer,
+                    detail,
+                });
                 bar.inc(1);
             }
         }
@@ -253,14 +328,23 @@ pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
     let mut results = Vec::new();
     for mode in [CacheMode::Cold, CacheMode::Warm] {
         let spread_of = |engine: Engine| {
-            let v: Vec<f64> = runs.iter().filter(|r| r.engine == engine && r.mode == mode).map(|r| r.wall_s).collect();
+            let v: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.engine == engine && r.mode == mode)
+                .map(|r| r.wall_s)
+                .collect();
             Spread::of(&v)
         };
         let base = spread_of(Engine::Corescan).map(|s| s.median);
         for info in &active {
             if let Some(wall_s) = spread_of(info.engine) {
                 let vs_corescan = base.filter(|b| *b > 0.0).map(|b| wall_s.median / b);
-                results.push(CompareResult { engine: info.engine, mode, wall_s, vs_corescan });
+                results.push(CompareResult {
+                    engine: info.engine,
+                    mode,
+                    wall_s,
+                    vs_corescan,
+                });
             }
         }
     }
@@ -280,13 +364,18 @@ pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
     };
     create_out_dir(&opts.out)?;
     write_json(&opts.out.join("compare.json"), &report)?;
-    write_file(&opts.out.join("compare.md"), markdown(&report, opts.repeat))?;
+    write_file(
+        &opts.out.join("compare.md"),
+        super::summary::compare_markdown(&report, opts.repeat),
+    )?;
     Ok(report)
 }
 
 /// Runs Q6 once in `engine` over `file`; for corescan and SQLite the row counts are checked too.
+#[allow(clippy::too_many_arguments)]
 fn run_engine(
     engine: Engine,
+    topology: Option<&partitioner::topology::Machine>,
     file: &Path,
     table: &str,
     params: &Q6Params,
@@ -297,22 +386,47 @@ fn run_engine(
         Engine::Corescan => {
             let started = Instant::now();
             let plan = TablePlan::open(file, table)?;
-            let executors = spread(engine::coordinator::available_cpus().len().max(1));
-            let report = run_q6(&plan, &executors, params, &ScanSettings::defaults(plan.header.page_size))
-                .map_err(|source| ExperimentError::Scan { what: "corescan (defaults)".into(), source })?;
+            let n = engine::coordinator::available_cpus().len().max(1);
+            let executors = place(topology, n, SqpollMode::Off)
+                .map_err(|e| ExperimentError::Invalid(format!("placing {n} executors: {e}")))?;
+            let report = run_q6(
+                &plan,
+                &executors,
+                params,
+                &ScanSettings::defaults(plan.header.page_size),
+            )
+            .map_err(|source| ExperimentError::Scan {
+                what: "corescan (defaults)".into(),
+                source,
+            })?;
             let seconds = started.elapsed().as_secs_f64();
             check_answer("corescan (defaults)", &report, expected)?;
             let detail = format!(
                 "{}, {}, {} executors, window {}, reads up to {} pages{}",
                 report.io.backend,
-                if report.io.o_direct { "O_DIRECT" } else { "buffered" },
+                if report.io.o_direct {
+                    "O_DIRECT"
+                } else {
+                    "buffered"
+                },
                 report.executors.len(),
                 report.io.readahead,
                 report.io.max_read_pages,
-                if report.oversubscribed { ", OVERSUBSCRIBED" } else { "" }
+                if report.oversubscribed {
+                    ", OVERSUBSCRIBED"
+                } else {
+                    ""
+                }
             );
             let answer = Answer::parse_decimal(&report.revenue).unwrap_or(Answer::Float(f64::NAN));
-            Ok((PeerRun { seconds, printed: report.revenue, answer }, Some(detail)))
+            Ok((
+                PeerRun {
+                    seconds,
+                    printed: report.revenue,
+                    answer,
+                },
+                Some(detail),
+            ))
         }
         Engine::Sqlite => {
             let started = Instant::now();
@@ -326,13 +440,23 @@ fn run_engine(
                     want: format!("{} rows matched", expected.rows_matched),
                 });
             }
-            Ok((PeerRun { seconds, printed, answer: Answer::Exact(revenue) }, None))
+            Ok((
+                PeerRun {
+                    seconds,
+                    printed,
+                    answer: Answer::Exact(revenue),
+                },
+                None,
+            ))
         }
         Engine::Sqlite3Cli => Ok((peers::run_sqlite3(file, sql)?, None)),
         Engine::Duckdb => {
             // DuckDB's copy names the table in lower case.
             let duck_sql = peers::q6_sql(&table.to_ascii_lowercase(), params);
-            Ok((peers::run_python("duckdb", "duckdb-q6", file, &duck_sql)?.0, None))
+            Ok((
+                peers::run_python("duckdb", "duckdb-q6", file, &duck_sql)?.0,
+                None,
+            ))
         }
         Engine::Turso => Ok((peers::run_python("turso", "turso-q6", file, sql)?.0, None)),
     }
@@ -341,7 +465,11 @@ fn run_engine(
 /// The oracle's Q6 (integer sum of cents, parameters bound as the file stores them) without
 /// its second pass counting every row, so that SQLite is timed on the query alone.
 fn sqlite_q6(db: &Path, table: &str, params: &Q6Params) -> Result<(u64, i128)> {
-    let fail = |source| ExperimentError::Sqlite { path: db.to_path_buf(), what: "Q6".into(), source };
+    let fail = |source| ExperimentError::Sqlite {
+        path: db.to_path_buf(),
+        what: "Q6".into(),
+        source,
+    };
     let conn = oracle::open_read_only(db)?;
     let sql = format!(
         "SELECT count(*), coalesce(sum(CAST(round(L_EXTENDEDPRICE * 100) AS INTEGER)
@@ -352,94 +480,24 @@ fn sqlite_q6(db: &Path, table: &str, params: &Q6Params) -> Result<(u64, i128)> {
            AND L_QUANTITY < ?5",
         quote_identifier(table)
     );
-    let real = |h: i64| engine::q6::format_hundredths(h).parse::<f64>().unwrap_or(f64::NAN);
+    let real = |h: i64| {
+        engine::q6::format_hundredths(h)
+            .parse::<f64>()
+            .unwrap_or(f64::NAN)
+    };
     let (lo, hi) = params.discount_bounds();
     let (matched, revenue): (i64, i64) = conn
         .query_row(
             &sql,
-            rusqlite::params![params.date.to_string(), params.date_end().to_string(), real(lo), real(hi), real(params.quantity_hundredths)],
+            rusqlite::params![
+                params.date.to_string(),
+                params.date_end().to_string(),
+                real(lo),
+                real(hi),
+                real(params.quantity_hundredths)
+            ],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .map_err(fail)?;
     Ok((matched as u64, i128::from(revenue)))
-}
-
-fn markdown(r: &CompareReport, repeat: usize) -> String {
-    let mut s = String::new();
-    let preps: Vec<CachePrep> = r.runs.iter().filter(|x| x.mode == CacheMode::Cold).map(|x| x.cache).collect();
-    let _ = writeln!(
-        s,
-        "# TPC-H Q6: corescan and its peers, cold and warm\n\n- database: `{}`, table {}\n- \
-         exact answer: revenue {}, {} of {} rows matched\n- rounds: {repeat}, each running every \
-         engine cold, then every engine warm\n- {}\n- warm: each engine's files read once right \
-         before its warm run\n\n## Machine\n\n{}",
-        r.db,
-        r.table,
-        r.revenue,
-        thousands(r.rows_matched),
-        thousands(r.rows_scanned),
-        cache_words(CacheMode::Cold, &preps),
-        r.machine.markdown()
-    );
-    let _ = writeln!(s, "## Results\n");
-    let mut t = Table::new(&["engine", "version", "cold: wall s, median (min–max)", "cold: × corescan", "warm: wall s, median (min–max)", "warm: × corescan", "answer", "check"]);
-    for e in r.engines.iter().filter(|e| e.skipped.is_none()) {
-        let cell = |mode: CacheMode| {
-            r.results.iter().find(|x| x.engine == e.engine && x.mode == mode).map_or(("–".to_string(), "–".to_string()), |x| {
-                (
-                    format!("{:.3} ({:.3}–{:.3})", x.wall_s.median, x.wall_s.min, x.wall_s.max),
-                    x.vs_corescan.map_or("–".into(), |v| format!("{v:.2}")),
-                )
-            })
-        };
-        let (cold, cold_ratio) = cell(CacheMode::Cold);
-        let (warm, warm_ratio) = cell(CacheMode::Warm);
-        let printed = r.runs.iter().find(|x| x.engine == e.engine).map_or(String::new(), |x| x.printed.clone());
-        t.row(vec![
-            e.engine.name().into(),
-            e.version.clone().unwrap_or_default(),
-            cold,
-            cold_ratio,
-            warm,
-            warm_ratio,
-            printed,
-            if e.check == "float" { "agrees (float rule)".into() } else { "equal (exact)".into() },
-        ]);
-    }
-    s.push_str(&t.render());
-    let _ = writeln!(
-        s,
-        "\n× corescan = the engine's median wall time over corescan's in the same cache mode \
-         (above 1: corescan is faster). Times run from opening the database to the answer.\n"
-    );
-    let corescan_paths: Vec<String> = r.runs.iter().filter(|x| x.engine == Engine::Corescan).filter_map(|x| x.detail.clone().map(|d| format!("{}: {d}", x.mode.name()))).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-    if !corescan_paths.is_empty() {
-        let _ = writeln!(s, "corescan's I/O path: {}.\n", corescan_paths.join("; "));
-    }
-    let skipped: Vec<&EngineInfo> = r.engines.iter().filter(|e| e.skipped.is_some()).collect();
-    if !skipped.is_empty() {
-        let _ = writeln!(s, "## Skipped engines\n");
-        for e in skipped {
-            let _ = writeln!(s, "- {}: {}", e.engine.name(), e.skipped.as_deref().unwrap_or(""));
-        }
-        s.push('\n');
-    }
-    let _ = writeln!(s, "## What each engine reads\n");
-    for e in r.engines.iter().filter(|e| e.skipped.is_none()) {
-        let _ = writeln!(s, "- {}: {} (`{}`)", e.engine.name(), e.reads, e.files.join("`, `"));
-    }
-    for n in &r.notes {
-        let _ = writeln!(s, "- {n}");
-    }
-    let _ = writeln!(
-        s,
-        "\n## How answers were checked\n\n- corescan and SQLite (rusqlite) must return the exact \
-         revenue and row count; DuckDB's copy has DECIMAL(15,2) columns, so its sum is exact and \
-         must be equal.\n- The sqlite3 CLI and Turso sum binary floating-point numbers: {FLOAT_RULE}.\n\
-         - The peers ran this SQL (the discount bounds are computed decimals: `0.06 + 0.01` in \
-         floating point is 0.06999999999999999 and would drop every row with discount 0.07):\n\n\
-         ```sql\n{}\n```\n",
-        r.sql
-    );
-    s
 }

@@ -208,8 +208,7 @@ pub fn drop_page_cache(files: &[&Path]) -> Result<CachePrep> {
     for path in files {
         let file = File::open(path).map_err(|e| ExperimentError::io(path, "open", e))?;
         // SAFETY: advice on a file descriptor we own; offset 0, length 0 = the whole file.
-        let rc =
-            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         if rc != 0 {
             return Err(ExperimentError::io(
                 path,

@@ -179,7 +179,10 @@ pub fn probe_python_module(module: &str, dist: &str) -> std::result::Result<Stri
     struct Probe {
         version: String,
     }
-    match Command::new("python3").args(["-c", PYTHON_HELPER, "probe", module, dist]).output() {
+    match Command::new("python3")
+        .args(["-c", PYTHON_HELPER, "probe", module, dist])
+        .output()
+    {
         Ok(o) if o.status.success() => serde_json::from_slice::<Probe>(&o.stdout)
             .map(|p| p.version)
             .map_err(|e| format!("unexpected probe output: {e}")),
@@ -205,7 +208,10 @@ pub struct PeerRun {
 /// Runs `sql` in the `sqlite3` shell, read-only; the time is the whole process's (its start
 /// costs about a millisecond).
 pub fn run_sqlite3(db: &Path, sql: &str) -> Result<PeerRun> {
-    let fail = |message: String| ExperimentError::Peer { engine: "sqlite3".into(), message };
+    let fail = |message: String| ExperimentError::Peer {
+        engine: "sqlite3".into(),
+        message,
+    };
     let started = Instant::now();
     let out = Command::new("sqlite3")
         .arg("-readonly")
@@ -222,9 +228,14 @@ pub fn run_sqlite3(db: &Path, sql: &str) -> Result<PeerRun> {
     let answer = if printed.is_empty() {
         Answer::Null
     } else {
-        Answer::parse(Some(&printed), "float").ok_or_else(|| fail(format!("cannot parse the answer {printed:?}")))?
+        Answer::parse(Some(&printed), "float")
+            .ok_or_else(|| fail(format!("cannot parse the answer {printed:?}")))?
     };
-    Ok(PeerRun { seconds, printed, answer })
+    Ok(PeerRun {
+        seconds,
+        printed,
+        answer,
+    })
 }
 
 /// Runs Q6 in DuckDB (`action` `duckdb-q6`) or Turso (`turso-q6`) over `db` via the Python
@@ -237,7 +248,10 @@ pub fn run_python(engine: &str, action: &str, db: &Path, sql: &str) -> Result<(P
         seconds: f64,
         version: String,
     }
-    let fail = |message: String| ExperimentError::Peer { engine: engine.into(), message };
+    let fail = |message: String| ExperimentError::Peer {
+        engine: engine.into(),
+        message,
+    };
     let out = Command::new("python3")
         .args(["-c", PYTHON_HELPER, action])
         .arg(db)
@@ -247,12 +261,27 @@ pub fn run_python(engine: &str, action: &str, db: &Path, sql: &str) -> Result<(P
     if !out.status.success() {
         return Err(fail(last_line(&out.stderr)));
     }
-    let o: Out = serde_json::from_slice(&out.stdout)
-        .map_err(|e| fail(format!("unexpected output {:?}: {e}", one_line(&out.stdout))))?;
-    let answer = Answer::parse(o.answer.as_deref(), &o.kind)
-        .ok_or_else(|| fail(format!("cannot parse the answer {:?} ({})", o.answer, o.kind)))?;
+    let o: Out = serde_json::from_slice(&out.stdout).map_err(|e| {
+        fail(format!(
+            "unexpected output {:?}: {e}",
+            one_line(&out.stdout)
+        ))
+    })?;
+    let answer = Answer::parse(o.answer.as_deref(), &o.kind).ok_or_else(|| {
+        fail(format!(
+            "cannot parse the answer {:?} ({})",
+            o.answer, o.kind
+        ))
+    })?;
     let printed = o.answer.unwrap_or_else(|| "NULL".into());
-    Ok((PeerRun { seconds: o.seconds, printed, answer }, o.version))
+    Ok((
+        PeerRun {
+            seconds: o.seconds,
+            printed,
+            answer,
+        },
+        o.version,
+    ))
 }
 
 /// The cache directory for copies of `db`: `corescan-cache/<stem>-<size>-<mtime>` beside the
@@ -264,9 +293,16 @@ pub fn cache_dir(out: &Path, db: &Path) -> Result<PathBuf> {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_secs());
-    let stem = db.file_stem().map_or("db".into(), |s| s.to_string_lossy().into_owned());
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    Ok(parent.join("corescan-cache").join(format!("{stem}-{}-{mtime}", meta.len())))
+    let stem = db
+        .file_stem()
+        .map_or("db".into(), |s| s.to_string_lossy().into_owned());
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Ok(parent
+        .join("corescan-cache")
+        .join(format!("{stem}-{}-{mtime}", meta.len())))
 }
 
 /// A DuckDB copy of `table` in `cache`, made once: the table exported to CSV through
@@ -277,7 +313,8 @@ pub fn duckdb_copy(db: &Path, table: &str, cache: &Path) -> Result<(PathBuf, boo
     if target.exists() {
         return Ok((target, false));
     }
-    std::fs::create_dir_all(cache).map_err(|e| ExperimentError::io(cache, "create directory", e))?;
+    std::fs::create_dir_all(cache)
+        .map_err(|e| ExperimentError::io(cache, "create directory", e))?;
     let csv_path = cache.join(format!("{}.csv", table.to_ascii_lowercase()));
     let columns = export_csv(db, table, &csv_path)?;
     let partial = cache.join("partial.duckdb");
@@ -292,13 +329,22 @@ pub fn duckdb_copy(db: &Path, table: &str, cache: &Path) -> Result<(PathBuf, boo
         .arg(table.to_ascii_lowercase())
         .output();
     let _ = std::fs::remove_file(&csv_path);
-    let fail = |message: String| ExperimentError::Peer { engine: "duckdb".into(), message };
+    let fail = |message: String| ExperimentError::Peer {
+        engine: "duckdb".into(),
+        message,
+    };
     match out {
         Ok(o) if o.status.success() => {}
-        Ok(o) => return Err(fail(format!("loading the CSV copy: {}", last_line(&o.stderr)))),
+        Ok(o) => {
+            return Err(fail(format!(
+                "loading the CSV copy: {}",
+                last_line(&o.stderr)
+            )))
+        }
         Err(e) => return Err(fail(format!("run python3: {e}"))),
     }
-    std::fs::rename(&partial, &target).map_err(|e| ExperimentError::io(&target, "rename the finished copy into place", e))?;
+    std::fs::rename(&partial, &target)
+        .map_err(|e| ExperimentError::io(&target, "rename the finished copy into place", e))?;
     Ok((target, true))
 }
 
@@ -306,39 +352,56 @@ pub fn duckdb_copy(db: &Path, table: &str, cache: &Path) -> Result<(PathBuf, boo
 fn export_csv(db: &Path, table: &str, csv_path: &Path) -> Result<Vec<(String, String)>> {
     let sql_fail = |what: &str| {
         let what = what.to_string();
-        move |source| ExperimentError::Sqlite { path: db.to_path_buf(), what: what.clone(), source }
+        move |source| ExperimentError::Sqlite {
+            path: db.to_path_buf(),
+            what: what.clone(),
+            source,
+        }
     };
     let conn = oracle::open_read_only(db)?;
     let t = quote_identifier(table);
-    let mut info = conn.prepare(&format!("PRAGMA table_info({t})")).map_err(sql_fail("read the columns"))?;
+    let mut info = conn
+        .prepare(&format!("PRAGMA table_info({t})"))
+        .map_err(sql_fail("read the columns"))?;
     let columns: Vec<(String, String)> = info
         .query_map([], |r| Ok((r.get::<_, String>(1)?, r.get::<_, String>(2)?)))
         .map_err(sql_fail("read the columns"))?
         .collect::<std::result::Result<_, _>>()
         .map_err(sql_fail("read the columns"))?;
-    let typed: Vec<(String, String)> = columns.iter().map(|(n, d)| (n.clone(), duckdb_type(n, d).to_string())).collect();
+    let typed: Vec<(String, String)> = columns
+        .iter()
+        .map(|(n, d)| (n.clone(), duckdb_type(n, d).to_string()))
+        .collect();
     let fail = |e: csv::Error| ExperimentError::output(csv_path, format!("write CSV: {e}"));
     let mut w = csv::Writer::from_path(csv_path).map_err(fail)?;
-    w.write_record(columns.iter().map(|(n, _)| n)).map_err(fail)?;
-    let mut stmt = conn.prepare(&format!("SELECT * FROM {t}")).map_err(sql_fail("export the table"))?;
+    w.write_record(columns.iter().map(|(n, _)| n))
+        .map_err(fail)?;
+    let mut stmt = conn
+        .prepare(&format!("SELECT * FROM {t}"))
+        .map_err(sql_fail("export the table"))?;
     let mut rows = stmt.query([]).map_err(sql_fail("export the table"))?;
     let mut record: Vec<String> = Vec::with_capacity(columns.len());
     while let Some(row) = rows.next().map_err(sql_fail("export the table"))? {
         record.clear();
         for i in 0..columns.len() {
             use rusqlite::types::ValueRef;
-            record.push(match row.get_ref(i).map_err(sql_fail("export the table"))? {
-                ValueRef::Null => String::new(),
-                ValueRef::Integer(v) => v.to_string(),
-                // Rust prints the shortest text that reads back as the same double, never in
-                // exponent form: 0.07 stays "0.07", which DuckDB parses exactly as a DECIMAL.
-                ValueRef::Real(v) => v.to_string(),
-                ValueRef::Text(b) | ValueRef::Blob(b) => String::from_utf8_lossy(b).into_owned(),
-            });
+            record.push(
+                match row.get_ref(i).map_err(sql_fail("export the table"))? {
+                    ValueRef::Null => String::new(),
+                    ValueRef::Integer(v) => v.to_string(),
+                    // Rust prints the shortest text that reads back as the same double, never in
+                    // exponent form: 0.07 stays "0.07", which DuckDB parses exactly as a DECIMAL.
+                    ValueRef::Real(v) => v.to_string(),
+                    ValueRef::Text(b) | ValueRef::Blob(b) => {
+                        String::from_utf8_lossy(b).into_owned()
+                    }
+                },
+            );
         }
         w.write_record(&record).map_err(fail)?;
     }
-    w.flush().map_err(|e| ExperimentError::io(csv_path, "write", e))?;
+    w.flush()
+        .map_err(|e| ExperimentError::io(csv_path, "write", e))?;
     Ok(typed)
 }
 
@@ -369,19 +432,29 @@ pub fn turso_copy(db: &Path, cache: &Path) -> Result<(PathBuf, bool)> {
     if target.exists() {
         return Ok((target, false));
     }
-    std::fs::create_dir_all(cache).map_err(|e| ExperimentError::io(cache, "create directory", e))?;
+    std::fs::create_dir_all(cache)
+        .map_err(|e| ExperimentError::io(cache, "create directory", e))?;
     let partial = cache.join("turso-copy.db.partial");
-    std::fs::copy(db, &partial).map_err(|e| ExperimentError::io(&partial, "copy the database for Turso", e))?;
-    std::fs::rename(&partial, &target).map_err(|e| ExperimentError::io(&target, "rename the finished copy into place", e))?;
+    std::fs::copy(db, &partial)
+        .map_err(|e| ExperimentError::io(&partial, "copy the database for Turso", e))?;
+    std::fs::rename(&partial, &target)
+        .map_err(|e| ExperimentError::io(&target, "rename the finished copy into place", e))?;
     Ok((target, true))
 }
 
 fn one_line(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).trim().replace(['\n', '\r'], " ")
+    String::from_utf8_lossy(bytes)
+        .trim()
+        .replace(['\n', '\r'], " ")
 }
 
 fn last_line(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).trim().lines().last().unwrap_or("no message").to_string()
+    String::from_utf8_lossy(bytes)
+        .trim()
+        .lines()
+        .last()
+        .unwrap_or("no message")
+        .to_string()
 }
 
 #[cfg(test)]
@@ -390,11 +463,17 @@ mod tests {
 
     #[test]
     fn decimals_parse_exactly() {
-        assert_eq!(Answer::parse_decimal("123141078.2283"), Some(Answer::Exact(1_231_410_782_283)));
+        assert_eq!(
+            Answer::parse_decimal("123141078.2283"),
+            Some(Answer::Exact(1_231_410_782_283))
+        );
         assert_eq!(Answer::parse_decimal("7.5"), Some(Answer::Exact(75_000)));
         assert_eq!(Answer::parse_decimal("-0.0001"), Some(Answer::Exact(-1)));
         assert_eq!(Answer::parse_decimal("12"), Some(Answer::Exact(120_000)));
-        assert_eq!(Answer::parse_decimal("1.000000"), Some(Answer::Exact(10_000)));
+        assert_eq!(
+            Answer::parse_decimal("1.000000"),
+            Some(Answer::Exact(10_000))
+        );
         for bad in ["", ".", "1.00001", "1e5", "x", "1.2.3"] {
             assert_eq!(Answer::parse_decimal(bad), None, "{bad}");
         }
@@ -417,8 +496,14 @@ mod tests {
     fn sql_uses_computed_bounds() {
         let sql = q6_sql("LINEITEM", &Q6Params::default());
         assert!(sql.contains("BETWEEN 0.05 AND 0.07"), "{sql}");
-        assert!(sql.contains("'1994-01-01'") && sql.contains("'1995-01-01'"), "{sql}");
-        assert!(sql.contains("l_quantity < 24.00") && sql.contains("\"LINEITEM\""), "{sql}");
+        assert!(
+            sql.contains("'1994-01-01'") && sql.contains("'1995-01-01'"),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("l_quantity < 24.00") && sql.contains("\"LINEITEM\""),
+            "{sql}"
+        );
     }
 
     #[test]

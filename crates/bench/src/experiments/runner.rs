@@ -10,7 +10,11 @@
 use std::path::{Path, PathBuf};
 
 use engine::backend::residency;
-use engine::{run_q6, spread, IoBackend, IoChoice, Q6Params, ScanReport, ScanSettings, SqpollMode};
+use engine::{
+    run_q6, spread, ExecutorSpec, IoBackend, IoChoice, Q6Params, ScanReport, ScanSettings,
+    SqpollMode,
+};
+use partitioner::topology::{self, plan_executors};
 use partitioner::TablePlan;
 use serde::{Serialize, Serializer};
 
@@ -21,7 +25,7 @@ use super::{
 use crate::oracle::{self, OracleAnswer};
 
 /// The settings of one configuration of an experiment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ScanConfig {
     /// Executors, spread over the available CPUs (round-robin beyond them: oversubscribed).
     pub cores: usize,
@@ -144,7 +148,36 @@ pub struct Runner {
     pub cache: CacheMode,
     /// CPUs this process may run on.
     pub available_cpus: usize,
+    /// The machine as hwloc sees it, for placing executors; `None` when hwloc cannot tell
+    /// (executors then go round-robin over the available CPUs).
+    pub topology: Option<topology::Machine>,
     db: PathBuf,
+}
+
+/// Places `n` executors the way `corescan q6` does: with the topology planner (physical cores
+/// before SMT siblings, SQ poll threads on idle CPUs as `sqpoll` allows) when hwloc describes
+/// the machine, else round-robin over the available CPUs, leaving SQPOLL to the engine. An
+/// error is the planner's refusal (e.g. `--sqpoll on` without an idle CPU), one line.
+pub fn place(
+    machine: Option<&topology::Machine>,
+    n: usize,
+    sqpoll: SqpollMode,
+) -> std::result::Result<Vec<ExecutorSpec>, String> {
+    let Some(machine) = machine else {
+        return Ok(spread(n));
+    };
+    let available = engine::coordinator::available_cpus();
+    let allowed = (!available.is_empty()).then_some(available.as_slice());
+    let plan = plan_executors(machine, n, allowed, sqpoll).map_err(|e| e.to_string())?;
+    Ok(plan
+        .executors
+        .iter()
+        .map(|e| ExecutorSpec {
+            cpu: e.cpu,
+            weight: e.weight,
+            sqpoll_cpu: e.sqpoll_cpu,
+        })
+        .collect())
 }
 
 impl Runner {
@@ -161,6 +194,7 @@ impl Runner {
             expected,
             cache,
             available_cpus: engine::coordinator::available_cpus().len().max(1),
+            topology: topology::Machine::detect().ok(),
             db: db.to_path_buf(),
         })
     }
@@ -185,25 +219,48 @@ impl Runner {
 
     /// Prepares the cache and runs `config` once; `config_index` and `repeat` only label the
     /// record.
-    pub fn run(&self, config: &ScanConfig, config_index: usize, repeat: usize) -> Result<RunOutcome> {
+    pub fn run(
+        &self,
+        config: &ScanConfig,
+        config_index: usize,
+        repeat: usize,
+    ) -> Result<RunOutcome> {
         let cache = match self.cache {
-            CacheMode::Cold => prepare_cache(CacheMode::Cold, &[&self.db])?,
+            CacheMode::Cold => {
+                // A write-ahead log beside the file holds pages the scan reads too.
+                let mut wal = self.db.clone().into_os_string();
+                wal.push("-wal");
+                let wal = PathBuf::from(wal);
+                let mut files: Vec<&Path> = vec![&self.db];
+                if wal.exists() {
+                    files.push(&wal);
+                }
+                prepare_cache(CacheMode::Cold, &files)?
+            }
             // The file was read once when the runner was made; reading it again before every
             // run would only add noise.
             CacheMode::Warm => CachePrep::Warm,
         };
+        let executors = match place(self.topology.as_ref(), config.cores, config.sqpoll) {
+            Ok(e) => e,
+            Err(reason) => return Ok(RunOutcome::CouldNotRun(reason)),
+        };
         let cached_fraction_before = self.cached_fraction();
-        let executors = spread(config.cores);
         match run_q6(&self.plan, &executors, &self.params, &config.settings()) {
             Ok(report) => {
-                check_answer(&format!("corescan ({})", config.label()), &report, &self.expected)?;
+                check_answer(
+                    &format!("corescan ({})", config.label()),
+                    &report,
+                    &self.expected,
+                )?;
                 Ok(RunOutcome::Ran(Box::new(RunRecord {
                     config: *config,
                     config_index,
                     repeat,
                     cache,
                     cached_fraction_before,
-                    oversubscribed: report.oversubscribed || config.oversubscribed(self.available_cpus),
+                    oversubscribed: report.oversubscribed
+                        || config.oversubscribed(self.available_cpus),
                     report,
                 })))
             }

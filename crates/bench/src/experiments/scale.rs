@@ -14,14 +14,12 @@
 //! Speedup and parallel efficiency compare a configuration with the 1-core run of the same
 //! other settings (median against median); they are empty when `--cores` has no 1.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use engine::{IoChoice, Q6Params, SqpollMode};
 use serde::Serialize;
 
 use super::machine::Machine;
-use super::plots::{LineChart, Point, Series, XAxis};
 use super::runner::{RunOutcome, RunRecord, Runner, ScanConfig};
 use super::{
     create_out_dir, io_name, progress_bar, sqpoll_name, write_json, CacheMode, ExperimentError,
@@ -66,17 +64,34 @@ impl ScaleOptions {
     pub fn configs(&self, page_size: u32, available: usize) -> Vec<ScanConfig> {
         let d = engine::ScanSettings::defaults(page_size);
         let or = |v: &Vec<u32>, x: u32| if v.is_empty() { vec![x] } else { v.clone() };
-        let cores: Vec<usize> =
-            if self.cores.is_empty() { (1..=available.max(1)).collect() } else { self.cores.clone() };
-        let io = if self.io.is_empty() { vec![IoChoice::Fixed(engine::IoBackend::Dma)] } else { self.io.clone() };
-        let sqpoll = if self.sqpoll.is_empty() { vec![SqpollMode::Off] } else { self.sqpoll.clone() };
+        let cores: Vec<usize> = if self.cores.is_empty() {
+            (1..=available.max(1)).collect()
+        } else {
+            self.cores.clone()
+        };
+        let io = if self.io.is_empty() {
+            vec![IoChoice::Fixed(engine::IoBackend::Dma)]
+        } else {
+            self.io.clone()
+        };
+        let sqpoll = if self.sqpoll.is_empty() {
+            vec![SqpollMode::Off]
+        } else {
+            self.sqpoll.clone()
+        };
         let mut out = Vec::new();
         for &io in &io {
             for &sqpoll in &sqpoll {
                 for coalesce_kib in or(&self.coalesce_kib, d.coalesce_kib) {
                     for readahead in or(&self.readahead, d.readahead) {
                         for &cores in &cores {
-                            let c = ScanConfig { cores, readahead, coalesce_kib, io, sqpoll };
+                            let c = ScanConfig {
+                                cores,
+                                readahead,
+                                coalesce_kib,
+                                io,
+                                sqpoll,
+                            };
                             if !out.contains(&c) {
                                 out.push(c);
                             }
@@ -130,6 +145,9 @@ pub struct ConfigSummary {
     pub oversubscribed: bool,
     /// Notices from the engine (fallbacks, `auto`'s choice), deduplicated.
     pub notices: Vec<String>,
+    /// How the page cache was prepared before its runs (`drop_caches`, `fadvise_dontneed`,
+    /// `warm`; `+`-joined if runs differed), empty when it did not run.
+    pub cache_prep: String,
 }
 
 /// Everything an experiment measured.
@@ -162,25 +180,51 @@ pub struct ScaleOutcome {
 }
 
 /// The columns of `results.csv`.
-pub const CSV_HEADER: [&str; 25] = [
-    "config", "io", "sqpoll", "cores", "readahead", "coalesce_kib", "runs", "wall_median_s",
-    "wall_min_s", "wall_max_s", "gb_per_s", "rows_per_s", "speedup", "efficiency",
-    "device_merged_pct", "device_mean_request_kib", "user_s", "sys_s", "sqpoll_cpu_s",
-    "backend_ran", "o_direct", "sqpoll_ran", "oversubscribed", "cache", "skipped",
+pub const CSV_HEADER: [&str; 26] = [
+    "config",
+    "io",
+    "sqpoll",
+    "cores",
+    "readahead",
+    "coalesce_kib",
+    "runs",
+    "wall_median_s",
+    "wall_min_s",
+    "wall_max_s",
+    "gb_per_s",
+    "rows_per_s",
+    "speedup",
+    "efficiency",
+    "device_merged_pct",
+    "device_mean_request_kib",
+    "user_s",
+    "sys_s",
+    "sqpoll_cpu_s",
+    "backend_ran",
+    "o_direct",
+    "sqpoll_ran",
+    "oversubscribed",
+    "cache",
+    "cache_prep",
+    "skipped",
 ];
 
 /// Runs the experiment and writes its files into `opts.out`; returns what it measured.
 pub fn run_scale(opts: &ScaleOptions) -> Result<ScaleOutcome> {
     if opts.repeat == 0 {
-        return Err(ExperimentError::Invalid("--repeat must be at least 1".into()));
+        return Err(ExperimentError::Invalid(
+            "--repeat must be at least 1".into(),
+        ));
     }
     let machine = Machine::probe(&opts.db);
     let runner = Runner::new(&opts.db, &opts.table, opts.params, opts.cache)?;
     let configs = opts.configs(runner.plan.header.page_size, runner.available_cpus);
     create_out_dir(&opts.out)?;
 
-    let mut skipped: Vec<Option<String>> =
-        configs.iter().map(|c| c.skip_reason(runner.available_cpus)).collect();
+    let mut skipped: Vec<Option<String>> = configs
+        .iter()
+        .map(|c| c.skip_reason(runner.available_cpus))
+        .collect();
     let bar = progress_bar(opts.progress, (opts.repeat * configs.len()) as u64);
     let mut runs = Vec::new();
     for round in 0..opts.repeat {
@@ -189,7 +233,12 @@ pub fn run_scale(opts: &ScaleOptions) -> Result<ScaleOutcome> {
             if skipped[i].is_some() {
                 continue;
             }
-            bar.set_message(format!("round {}/{}: {}", round + 1, opts.repeat, config.label()));
+            bar.set_message(format!(
+                "round {}/{}: {}",
+                round + 1,
+                opts.repeat,
+                config.label()
+            ));
             match runner.run(config, i, round)? {
                 RunOutcome::Ran(record) => runs.push(*record),
                 // A configuration that ran before and now cannot is not an invalid
@@ -209,7 +258,12 @@ pub fn run_scale(opts: &ScaleOptions) -> Result<ScaleOutcome> {
     if runs.is_empty() {
         return Err(ExperimentError::Invalid(format!(
             "no configuration could run: {}",
-            skipped.iter().flatten().cloned().collect::<Vec<_>>().join("; ")
+            skipped
+                .iter()
+                .flatten()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ")
         )));
     }
 
@@ -249,7 +303,12 @@ pub fn summarize(
         let base = configs.iter().position(|b| {
             b.cores == 1
                 && (b.io, b.sqpoll, b.readahead, b.coalesce_kib)
-                    == (s.config.io, s.config.sqpoll, s.config.readahead, s.config.coalesce_kib)
+                    == (
+                        s.config.io,
+                        s.config.sqpoll,
+                        s.config.readahead,
+                        s.config.coalesce_kib,
+                    )
         });
         let speedup = match (base, medians[s.index]) {
             // The 1-core configuration is its own baseline: exactly 1.
@@ -271,7 +330,9 @@ fn summarize_one(
     available_cpus: usize,
 ) -> ConfigSummary {
     let mine: Vec<&RunRecord> = runs.iter().filter(|r| r.config_index == index).collect();
-    let collect = |f: &dyn Fn(&RunRecord) -> Option<f64>| -> Vec<f64> { mine.iter().filter_map(|r| f(r)).collect() };
+    let collect = |f: &dyn Fn(&RunRecord) -> Option<f64>| -> Vec<f64> {
+        mine.iter().filter_map(|r| f(r)).collect()
+    };
     let median = |v: Vec<f64>| Spread::of(&v).map(|s| s.median);
     let wall_s = Spread::of(&collect(&|r| Some(r.report.wall_s)));
     let first = mine.first().map(|r| &r.report);
@@ -281,7 +342,11 @@ fn summarize_one(
     };
     let mut backends: Vec<String> = Vec::new();
     let mut notices: Vec<String> = Vec::new();
+    let mut preps: Vec<&str> = Vec::new();
     for r in &mine {
+        if !preps.contains(&r.cache.name()) {
+            preps.push(r.cache.name());
+        }
         if !backends.contains(&r.report.io.backend) {
             backends.push(r.report.io.backend.clone());
         }
@@ -305,7 +370,11 @@ fn summarize_one(
         efficiency: None,
         device_merged_pct: median(collect(&|r| r.report.device.as_ref().map(|d| d.merged_pct))),
         device_mean_request_kib: median(collect(&|r| {
-            r.report.device.as_ref().filter(|d| d.requests > 0).map(|d| d.mean_request_kib)
+            r.report
+                .device
+                .as_ref()
+                .filter(|d| d.requests > 0)
+                .map(|d| d.mean_request_kib)
         })),
         user_s: median(collect(&|r| Some(r.report.cpu_time.user_s))),
         sys_s: median(collect(&|r| Some(r.report.cpu_time.sys_s))),
@@ -313,16 +382,21 @@ fn summarize_one(
         backend_ran: backends.join("+"),
         o_direct: first.map(|_| mine.iter().all(|r| r.report.io.o_direct)),
         sqpoll_ran: first.map(|_| mine.iter().all(|r| r.report.io.sqpoll)),
-        oversubscribed: config.oversubscribed(available_cpus) || mine.iter().any(|r| r.oversubscribed),
+        oversubscribed: config.oversubscribed(available_cpus)
+            || mine.iter().any(|r| r.oversubscribed),
         notices,
+        cache_prep: preps.join("+"),
     }
 }
 
 fn write_outputs(outcome: &ScaleOutcome, dir: &Path) -> Result<()> {
     write_csv(&outcome.configs, outcome.cache, &dir.join("results.csv"))?;
     write_json(&dir.join("runs.json"), outcome)?;
-    super::write_file(&dir.join("summary.md"), super::summary::scale_markdown(outcome))?;
-    for (name, chart) in charts(outcome) {
+    super::write_file(
+        &dir.join("summary.md"),
+        super::summary::scale_markdown(outcome),
+    )?;
+    for (name, chart) in super::plots::scale_charts(outcome) {
         chart.draw_svg(&dir.join(name))?;
     }
     Ok(())
@@ -333,7 +407,8 @@ pub fn write_csv(configs: &[ConfigSummary], cache: CacheMode, path: &Path) -> Re
     let fail = |e: csv::Error| ExperimentError::output(path, format!("write CSV: {e}"));
     let mut w = csv::Writer::from_path(path).map_err(fail)?;
     w.write_record(CSV_HEADER).map_err(fail)?;
-    let num = |x: Option<f64>, decimals: usize| x.map_or_else(String::new, |v| format!("{v:.decimals$}"));
+    let num =
+        |x: Option<f64>, decimals: usize| x.map_or_else(String::new, |v| format!("{v:.decimals$}"));
     let flag = |b: Option<bool>| b.map_or_else(String::new, |b| b.to_string());
     for s in configs {
         let c = &s.config;
@@ -362,135 +437,10 @@ pub fn write_csv(configs: &[ConfigSummary], cache: CacheMode, path: &Path) -> Re
             flag(s.sqpoll_ran),
             s.oversubscribed.to_string(),
             cache.name().to_string(),
+            s.cache_prep.clone(),
             s.skipped.clone().unwrap_or_default(),
         ])
         .map_err(fail)?;
     }
     w.flush().map_err(|e| ExperimentError::io(path, "write", e))
-}
-
-/// The settings other than `except` that take more than one value among the configurations
-/// that ran, for naming a series by what distinguishes it.
-fn series_label(c: &ScanConfig, ran: &[&ConfigSummary], except: &str) -> String {
-    let varies = |f: &dyn Fn(&ScanConfig) -> String| {
-        ran.iter().map(|s| f(&s.config)).collect::<BTreeSet<_>>().len() > 1
-    };
-    let mut parts = vec![io_name(c.io).to_string()];
-    if varies(&|c| sqpoll_name(c.sqpoll).into()) {
-        parts.push(format!("sqpoll {}", sqpoll_name(c.sqpoll)));
-    }
-    if except != "readahead" && varies(&|c| c.readahead.to_string()) {
-        parts.push(format!("ra {}", c.readahead));
-    }
-    if varies(&|c| c.coalesce_kib.to_string()) {
-        parts.push(format!("coalesce {} KiB", c.coalesce_kib));
-    }
-    if except != "cores" && varies(&|c| c.cores.to_string()) {
-        parts.push(format!("{} cores", c.cores));
-    }
-    parts.join(", ")
-}
-
-/// The three charts of an experiment, with their file names.
-pub fn charts(o: &ScaleOutcome) -> Vec<(&'static str, LineChart)> {
-    let ran: Vec<&ConfigSummary> = o.configs.iter().filter(|s| s.wall_s.is_some()).collect();
-    let cpus = o.machine.cpus;
-    // Throughput at the median, slowest and fastest runs (the bytes are the same in each).
-    let gbs = |s: &ConfigSummary, x: i32| {
-        let (w, g) = (s.wall_s.unwrap_or(Spread { median: 1.0, min: 1.0, max: 1.0 }), s.gb_per_s.unwrap_or(0.0));
-        Point { x, median: g, min: g * w.median / w.max, max: g * w.median / w.min.max(1e-12) }
-    };
-    // Group configurations into series by a key, keeping first-seen order.
-    let group = |key: &dyn Fn(&ScanConfig) -> String| {
-        let mut groups: Vec<(String, Vec<&ConfigSummary>)> = Vec::new();
-        for s in &ran {
-            let k = key(&s.config);
-            match groups.iter_mut().find(|(g, _)| *g == k) {
-                Some((_, v)) => v.push(s),
-                None => groups.push((k, vec![s])),
-            }
-        }
-        groups
-    };
-    let oversub: Vec<i32> = ran.iter().filter(|s| s.oversubscribed).map(|s| s.config.cores as i32).collect();
-    let mode = o.cache.name();
-    let cores_series = group(&|c| series_label(c, &ran, "cores"))
-        .into_iter()
-        .map(|(label, mut v)| {
-            v.sort_by_key(|s| s.config.cores);
-            Series { label, points: v.iter().map(|s| gbs(s, s.config.cores as i32)).collect() }
-        })
-        .collect();
-    let windows: Vec<u32> = ran.iter().map(|s| s.config.readahead).collect::<BTreeSet<_>>().into_iter().collect();
-    let at = |ra: u32| windows.iter().position(|&w| w == ra).unwrap_or(0) as i32;
-    let ra_groups = group(&|c| series_label(c, &ran, "readahead"));
-    let ra_series = ra_groups
-        .iter()
-        .map(|(label, v)| Series {
-            label: label.clone(),
-            points: v.iter().map(|s| gbs(s, at(s.config.readahead))).collect(),
-        })
-        .collect();
-    let request_series = ra_groups
-        .iter()
-        .map(|(label, v)| Series {
-            label: label.clone(),
-            points: v
-                .iter()
-                .filter_map(|s| {
-                    let kib: Vec<f64> = o
-                        .runs
-                        .iter()
-                        .filter(|r| r.config_index == s.index)
-                        .filter_map(|r| r.report.device.as_ref().filter(|d| d.requests > 0).map(|d| d.mean_request_kib))
-                        .collect();
-                    Spread::of(&kib).map(|k| Point { x: at(s.config.readahead), median: k.median, min: k.min, max: k.max })
-                })
-                .collect(),
-        })
-        .collect();
-    let window_labels = XAxis::Categories(windows.iter().map(u32::to_string).collect());
-    let whiskers = "line through medians; whiskers span min to max";
-    vec![
-        (
-            "throughput-vs-cores.svg",
-            LineChart {
-                title: format!("Q6 throughput vs executors ({mode}, {cpus} CPUs)"),
-                x_desc: "executors (cores)".into(),
-                y_desc: "GB/s".into(),
-                x_axis: XAxis::Numeric { marked: oversub.clone() },
-                series: cores_series,
-                note: Some(if oversub.is_empty() {
-                    whiskers.to_string()
-                } else {
-                    format!("{whiskers}; * more executors than CPUs (time-sharing, not scaling)")
-                }),
-            },
-        ),
-        (
-            "throughput-vs-readahead.svg",
-            LineChart {
-                title: format!("Q6 throughput vs readahead window ({mode})"),
-                x_desc: "readahead window (pages in flight per executor)".into(),
-                y_desc: "GB/s".into(),
-                x_axis: window_labels.clone(),
-                series: ra_series,
-                note: Some(whiskers.into()),
-            },
-        ),
-        (
-            "request-size-vs-readahead.svg",
-            LineChart {
-                title: format!("Mean device request size vs readahead window ({mode})"),
-                x_desc: "readahead window (pages in flight per executor)".into(),
-                y_desc: "mean request at the device (KiB)".into(),
-                x_axis: window_labels,
-                series: request_series,
-                note: Some(format!(
-                    "{whiskers}; from /sys/block/<disk>/stat, device-wide{}",
-                    if o.cache == CacheMode::Warm { "; warm runs barely reach the device" } else { "" }
-                )),
-            },
-        ),
-    ]
 }

@@ -26,7 +26,9 @@ use serde::Serialize;
 use super::machine::Machine;
 use super::runner::{RunOutcome, RunRecord, Runner, ScanConfig};
 use super::summary::{cache_words, num, thousands, Table};
-use super::{create_out_dir, write_file, write_json, CacheMode, CachePrep, ExperimentError, Result, Spread};
+use super::{
+    create_out_dir, write_file, write_json, CacheMode, CachePrep, ExperimentError, Result, Spread,
+};
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,11 +120,26 @@ pub fn seed_configs(page_size: u32) -> Vec<(&'static str, ScanConfig)> {
         sqpoll: SqpollMode::Off,
     };
     vec![
-        ("readahead-off", one_per_page(IoBackend::Dma, 0, SqpollMode::Off)),
-        ("window-32", one_per_page(IoBackend::Dma, 32, SqpollMode::Off)),
-        ("uring-plain", one_per_page(IoBackend::Uring, 32, SqpollMode::Off)),
-        ("uring-sqpoll", one_per_page(IoBackend::Uring, 32, SqpollMode::On)),
-        ("pread-window-32", one_per_page(IoBackend::Pread, 32, SqpollMode::Off)),
+        (
+            "readahead-off",
+            one_per_page(IoBackend::Dma, 0, SqpollMode::Off),
+        ),
+        (
+            "window-32",
+            one_per_page(IoBackend::Dma, 32, SqpollMode::Off),
+        ),
+        (
+            "uring-plain",
+            one_per_page(IoBackend::Uring, 32, SqpollMode::Off),
+        ),
+        (
+            "uring-sqpoll",
+            one_per_page(IoBackend::Uring, 32, SqpollMode::On),
+        ),
+        (
+            "pread-window-32",
+            one_per_page(IoBackend::Pread, 32, SqpollMode::Off),
+        ),
         ("dma-defaults", defaults(IoBackend::Dma)),
         ("pread-defaults", defaults(IoBackend::Pread)),
     ]
@@ -131,13 +148,17 @@ pub fn seed_configs(page_size: u32) -> Vec<(&'static str, ScanConfig)> {
 /// Runs the seed's experiments cold and writes `seed-report.md` and `seed-report.json`.
 pub fn run_seed_report(opts: &SeedReportOptions) -> Result<SeedReport> {
     if opts.repeat == 0 {
-        return Err(ExperimentError::Invalid("--repeat must be at least 1".into()));
+        return Err(ExperimentError::Invalid(
+            "--repeat must be at least 1".into(),
+        ));
     }
     let machine = Machine::probe(&opts.db);
     let runner = Runner::new(&opts.db, &opts.table, Q6Params::default(), CacheMode::Cold)?;
     let configs = seed_configs(runner.plan.header.page_size);
-    let mut skipped: Vec<Option<String>> =
-        configs.iter().map(|(_, c)| c.skip_reason(runner.available_cpus)).collect();
+    let mut skipped: Vec<Option<String>> = configs
+        .iter()
+        .map(|(_, c)| c.skip_reason(runner.available_cpus))
+        .collect();
     let mut runs = Vec::new();
     for round in 0..opts.repeat {
         for (i, (label, config)) in configs.iter().enumerate() {
@@ -163,7 +184,10 @@ pub fn run_seed_report(opts: &SeedReportOptions) -> Result<SeedReport> {
     };
     create_out_dir(&opts.out)?;
     write_json(&opts.out.join("seed-report.json"), &report)?;
-    write_file(&opts.out.join("seed-report.md"), markdown(&report, opts.repeat))?;
+    write_file(
+        &opts.out.join("seed-report.md"),
+        markdown(&report, opts.repeat),
+    )?;
     Ok(report)
 }
 
@@ -191,13 +215,21 @@ fn seed_run(label: &'static str, r: &RunRecord) -> SeedRun {
 impl SeedReport {
     /// The median of `f` over the runs labelled `label`.
     pub fn median(&self, label: &str, f: impl Fn(&SeedRun) -> Option<f64>) -> Option<f64> {
-        let v: Vec<f64> = self.runs.iter().filter(|r| r.label == label).filter_map(f).collect();
+        let v: Vec<f64> = self
+            .runs
+            .iter()
+            .filter(|r| r.label == label)
+            .filter_map(f)
+            .collect();
         Spread::of(&v).map(|s| s.median)
     }
 
     /// Why `label` did not run, if it did not.
     pub fn skip_reason(&self, label: &str) -> Option<&str> {
-        self.skipped.iter().find(|s| s.label == label).map(|s| s.reason.as_str())
+        self.skipped
+            .iter()
+            .find(|s| s.label == label)
+            .map(|s| s.reason.as_str())
     }
 }
 
@@ -215,12 +247,16 @@ fn markdown(r: &SeedReport, repeat: usize) -> String {
         r.machine.markdown()
     );
     let m = |label: &str, f: &dyn Fn(&SeedRun) -> Option<f64>| r.median(label, f);
-    let ours = |label: &str, f: &dyn Fn(&SeedRun) -> Option<f64>, d: usize| match r.skip_reason(label) {
-        Some(_) => "did not run".to_string(),
-        None => num(m(label, f), d),
+    let ours =
+        |label: &str, f: &dyn Fn(&SeedRun) -> Option<f64>, d: usize| match r.skip_reason(label) {
+            Some(_) => "did not run".to_string(),
+            None => num(m(label, f), d),
+        };
+    let count = |label: &str, f: &dyn Fn(&SeedRun) -> Option<f64>| {
+        m(label, f).map_or("–".into(), |x| thousands(x.round() as u64))
     };
-    let count = |label: &str, f: &dyn Fn(&SeedRun) -> Option<f64>| m(label, f).map_or("–".into(), |x| thousands(x.round() as u64));
-    let device = |f: fn(&engine::device::DeviceReport) -> f64| move |x: &SeedRun| x.device.as_ref().map(f);
+    let device =
+        |f: fn(&engine::device::DeviceReport) -> f64| move |x: &SeedRun| x.device.as_ref().map(f);
 
     let _ = writeln!(
         s,
@@ -228,17 +264,53 @@ fn markdown(r: &SeedReport, repeat: usize) -> String {
          flight at a time and the block layer has nothing to merge; with 32 reads in flight it \
          merges neighbours into larger device requests.\n"
     );
-    let mut t = Table::new(&["figure", "seed: readahead off", "ours: readahead off", "seed: 32-page window", "ours: 32-page window"]);
-    t.row(vec!["reads submitted".into(), "195,207".into(), count("readahead-off", &|x| Some(x.reads_submitted as f64)), "218,212".into(), count("window-32", &|x| Some(x.reads_submitted as f64))]);
-    t.row(vec!["requests reaching the device".into(), "~196,000".into(), count("readahead-off", &device(|d| d.requests as f64)), "~16,300".into(), count("window-32", &device(|d| d.requests as f64))]);
-    t.row(vec!["mean request size (KiB)".into(), "4.37".into(), ours("readahead-off", &device(|d| d.mean_request_kib), 2), "56.53".into(), ours("window-32", &device(|d| d.mean_request_kib), 2)]);
-    t.row(vec!["requests merged (%)".into(), "~0".into(), ours("readahead-off", &device(|d| d.merged_pct), 1), "91-93".into(), ours("window-32", &device(|d| d.merged_pct), 1)]);
-    t.row(vec!["wall (s)".into(), "".into(), ours("readahead-off", &|x| Some(x.wall_s), 3), "".into(), ours("window-32", &|x| Some(x.wall_s), 3)]);
+    let mut t = Table::new(&[
+        "figure",
+        "seed: readahead off",
+        "ours: readahead off",
+        "seed: 32-page window",
+        "ours: 32-page window",
+    ]);
+    t.row(vec![
+        "reads submitted".into(),
+        "195,207".into(),
+        count("readahead-off", &|x| Some(x.reads_submitted as f64)),
+        "218,212".into(),
+        count("window-32", &|x| Some(x.reads_submitted as f64)),
+    ]);
+    t.row(vec![
+        "requests reaching the device".into(),
+        "~196,000".into(),
+        count("readahead-off", &device(|d| d.requests as f64)),
+        "~16,300".into(),
+        count("window-32", &device(|d| d.requests as f64)),
+    ]);
+    t.row(vec![
+        "mean request size (KiB)".into(),
+        "4.37".into(),
+        ours("readahead-off", &device(|d| d.mean_request_kib), 2),
+        "56.53".into(),
+        ours("window-32", &device(|d| d.mean_request_kib), 2),
+    ]);
+    t.row(vec![
+        "requests merged (%)".into(),
+        "~0".into(),
+        ours("readahead-off", &device(|d| d.merged_pct), 1),
+        "91-93".into(),
+        ours("window-32", &device(|d| d.merged_pct), 1),
+    ]);
+    t.row(vec![
+        "wall (s)".into(),
+        "".into(),
+        ours("readahead-off", &|x| Some(x.wall_s), 3),
+        "".into(),
+        ours("window-32", &|x| Some(x.wall_s), 3),
+    ]);
     s.push_str(&t.render());
     if let Some(note) = r.runs.iter().find_map(|x| x.device_note.clone()) {
         let _ = writeln!(s, "\nDevice counters unavailable: {note}");
     }
-    let _ = writeln!(s, "\nThe seed's read counts differ from ours by the file's layout: ours counts the table's leaf and overflow pages only.\n");
+    let _ = writeln!(s, "\nOne read is submitted per leaf or overflow page here; the seed's counts are for its SF 1 file, ours for this file. Device figures are device-wide: other reads on the disk during a run are counted too.\n");
 
     let _ = writeln!(
         s,
@@ -246,19 +318,57 @@ fn markdown(r: &SeedReport, repeat: usize) -> String {
          thread polls the submission queue on an idle CPU, saving `io_uring_enter` calls but \
          spinning while it waits; its CPU time shows up as system time.\n"
     );
-    let mut t = Table::new(&["figure", "seed: SQPOLL", "ours: SQPOLL", "seed: plain ring", "ours: plain ring"]);
+    let mut t = Table::new(&[
+        "figure",
+        "seed: SQPOLL",
+        "ours: SQPOLL",
+        "seed: plain ring",
+        "ours: plain ring",
+    ]);
     let sq = "uring-sqpoll";
-    t.row(vec!["wall (s)".into(), "8.22".into(), ours(sq, &|x| Some(x.wall_s), 3), "8.62".into(), ours("uring-plain", &|x| Some(x.wall_s), 3)]);
-    t.row(vec!["user (s)".into(), "".into(), ours(sq, &|x| Some(x.user_s), 3), "".into(), ours("uring-plain", &|x| Some(x.user_s), 3)]);
-    t.row(vec!["system (s)".into(), "8.46".into(), ours(sq, &|x| Some(x.sys_s), 3), "1.27".into(), ours("uring-plain", &|x| Some(x.sys_s), 3)]);
-    t.row(vec!["poll thread CPU (s)".into(), "".into(), ours(sq, &|x| x.sqpoll_cpu_s, 3), "–".into(), "–".into()]);
+    t.row(vec![
+        "wall (s)".into(),
+        "8.22".into(),
+        ours(sq, &|x| Some(x.wall_s), 3),
+        "8.62".into(),
+        ours("uring-plain", &|x| Some(x.wall_s), 3),
+    ]);
+    t.row(vec![
+        "user (s)".into(),
+        "".into(),
+        ours(sq, &|x| Some(x.user_s), 3),
+        "".into(),
+        ours("uring-plain", &|x| Some(x.user_s), 3),
+    ]);
+    t.row(vec![
+        "system (s)".into(),
+        "8.46".into(),
+        ours(sq, &|x| Some(x.sys_s), 3),
+        "1.27".into(),
+        ours("uring-plain", &|x| Some(x.sys_s), 3),
+    ]);
+    t.row(vec![
+        "poll thread CPU (s)".into(),
+        "".into(),
+        ours(sq, &|x| x.sqpoll_cpu_s, 3),
+        "–".into(),
+        "–".into(),
+    ]);
     s.push_str(&t.render());
     match r.skip_reason(sq) {
         Some(reason) => {
             let _ = writeln!(s, "\nSQPOLL could not run here: {reason}\n");
         }
         None => {
-            let _ = writeln!(s, "\nSQPOLL ran with its poll thread on CPU {}.\n", r.runs.iter().find(|x| x.label == sq).and_then(|x| x.io.sqpoll_cpu).map_or("?".into(), |c| c.to_string()));
+            let _ = writeln!(
+                s,
+                "\nSQPOLL ran with its poll thread on CPU {}.\n",
+                r.runs
+                    .iter()
+                    .find(|x| x.label == sq)
+                    .and_then(|x| x.io.sqpoll_cpu)
+                    .map_or("?".into(), |c| c.to_string())
+            );
         }
     }
 
@@ -268,16 +378,46 @@ fn markdown(r: &SeedReport, repeat: usize) -> String {
          the kernel's readahead fed pread while O_DIRECT read one small page at a time; with a \
          window and coalesced reads (corescan's defaults) the direct path should win.\n"
     );
-    let mut t = Table::new(&["configuration", "wall (s)", "user (s)", "system (s)", "reads submitted"]);
-    t.row(vec!["seed: io_uring + O_DIRECT".into(), "8.55".into(), "".into(), "".into(), "".into()]);
-    t.row(vec!["seed: pread".into(), "3.02".into(), "".into(), "".into(), "".into()]);
+    let mut t = Table::new(&[
+        "configuration",
+        "wall (s)",
+        "user (s)",
+        "system (s)",
+        "reads submitted",
+    ]);
+    t.row(vec![
+        "seed: io_uring + O_DIRECT".into(),
+        "8.55".into(),
+        "".into(),
+        "".into(),
+        "".into(),
+    ]);
+    t.row(vec![
+        "seed: pread".into(),
+        "3.02".into(),
+        "".into(),
+        "".into(),
+        "".into(),
+    ]);
     for (label, what) in [
         ("window-32", "ours: dma, 32-page window, one read per page"),
-        ("pread-window-32", "ours: pread, 32-page window, one read per page"),
+        (
+            "pread-window-32",
+            "ours: pread, 32-page window, one read per page",
+        ),
         ("dma-defaults", "ours: dma, corescan defaults"),
         ("pread-defaults", "ours: pread, corescan defaults"),
     ] {
-        let detail = r.runs.iter().find(|x| x.label == label).map_or(String::new(), |x| format!(" (window {}, reads up to {} pages)", x.readahead, x.io.max_read_pages));
+        let detail = r
+            .runs
+            .iter()
+            .find(|x| x.label == label)
+            .map_or(String::new(), |x| {
+                format!(
+                    " (window {}, reads up to {} pages)",
+                    x.readahead, x.io.max_read_pages
+                )
+            });
         t.row(vec![
             format!("{what}{detail}"),
             ours(label, &|x| Some(x.wall_s), 3),
@@ -295,7 +435,10 @@ fn markdown(r: &SeedReport, repeat: usize) -> String {
          `seed-report.json`."
     );
     if r.runs.iter().any(|x| x.oversubscribed) {
-        let _ = writeln!(s, "\nSome runs were OVERSUBSCRIBED (more executors than CPUs).");
+        let _ = writeln!(
+            s,
+            "\nSome runs were OVERSUBSCRIBED (more executors than CPUs)."
+        );
     }
     s
 }

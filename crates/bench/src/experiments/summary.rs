@@ -1,8 +1,11 @@
 //! Markdown for the experiments' reports: a small [`Table`] builder, number formatting, and
-//! `summary.md` of `bench scale` / `bench sweep` ([`scale_markdown`]).
+//! `summary.md` of `bench scale` / `bench sweep` ([`scale_markdown`]) and `compare.md` of
+//! `bench compare` ([`compare_markdown`]).
 
 use std::fmt::Write as _;
 
+use super::compare::{CompareReport, Engine, EngineInfo};
+use super::peers::FLOAT_RULE;
 use super::scale::{ConfigSummary, ScaleOutcome};
 use super::{io_name, sqpoll_name, CacheMode, CachePrep};
 
@@ -36,7 +39,11 @@ impl Table {
     pub fn render(&self) -> String {
         let line = |cells: &[String]| {
             let cells: Vec<String> = (0..self.header.len())
-                .map(|i| cells.get(i).map_or(String::new(), |c| c.replace('|', "\\|")))
+                .map(|i| {
+                    cells
+                        .get(i)
+                        .map_or(String::new(), |c| c.replace('|', "\\|"))
+                })
                 .collect();
             format!("| {} |\n", cells.join(" | "))
         };
@@ -59,7 +66,7 @@ pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -114,9 +121,23 @@ pub fn scale_markdown(o: &ScaleOutcome) -> String {
 
     let _ = writeln!(s, "## Results\n");
     let mut t = Table::new(&[
-        "#", "io", "sqpoll", "cores", "readahead", "coalesce KiB", "wall s: median (min–max)", "GB/s",
-        "M rows/s", "speedup", "efficiency", "merged %", "mean request KiB", "user s", "sys s",
-        "I/O path that ran", "notes",
+        "#",
+        "io",
+        "sqpoll",
+        "cores",
+        "readahead",
+        "coalesce KiB",
+        "wall s: median (min–max)",
+        "GB/s",
+        "M rows/s",
+        "speedup",
+        "efficiency",
+        "merged %",
+        "mean request KiB",
+        "user s",
+        "sys s",
+        "I/O path that ran",
+        "notes",
     ]);
     for c in o.configs.iter().filter(|c| c.skipped.is_none()) {
         t.row(config_row(c, o.machine.cpus));
@@ -131,10 +152,18 @@ pub fn scale_markdown(o: &ScaleOutcome) -> String {
          are the whole process's CPU time, medians.\n"
     );
 
-    let oversub: Vec<&ConfigSummary> = o.configs.iter().filter(|c| c.oversubscribed).collect();
+    let oversub: Vec<&ConfigSummary> = o
+        .configs
+        .iter()
+        .filter(|c| c.oversubscribed && c.skipped.is_none())
+        .collect();
     let _ = writeln!(s, "## Oversubscribed runs\n");
     if oversub.is_empty() {
-        let _ = writeln!(s, "None: no configuration had more executors than the {} CPUs.\n", o.machine.cpus);
+        let _ = writeln!(
+            s,
+            "None: no configuration had more executors than the {} CPUs.\n",
+            o.machine.cpus
+        );
     } else {
         let _ = writeln!(
             s,
@@ -152,12 +181,22 @@ pub fn scale_markdown(o: &ScaleOutcome) -> String {
     if !skipped.is_empty() {
         let _ = writeln!(s, "## Skipped configurations\n");
         for c in skipped {
-            let _ = writeln!(s, "- #{}: {}: {}", c.index, c.config.label(), c.skipped.as_deref().unwrap_or(""));
+            let _ = writeln!(
+                s,
+                "- #{}: {}: {}",
+                c.index,
+                c.config.label(),
+                c.skipped.as_deref().unwrap_or("")
+            );
         }
         s.push('\n');
     }
 
-    let notices: Vec<String> = o.configs.iter().flat_map(|c| c.notices.iter().map(move |n| format!("#{}: {n}", c.index))).collect();
+    let notices: Vec<String> = o
+        .configs
+        .iter()
+        .flat_map(|c| c.notices.iter().map(move |n| format!("#{}: {n}", c.index)))
+        .collect();
     if !notices.is_empty() {
         let _ = writeln!(s, "## Engine notices\n");
         for n in notices {
@@ -189,11 +228,17 @@ fn config_row(c: &ConfigSummary, cpus: usize) -> Vec<String> {
         None => "",
     });
     if c.sqpoll_ran == Some(true) {
-        path.push_str(&format!(", SQPOLL (poll threads {} s CPU)", num(c.sqpoll_cpu_s, 3)));
+        path.push_str(&format!(
+            ", SQPOLL (poll threads {} s CPU)",
+            num(c.sqpoll_cpu_s, 3)
+        ));
     }
     let mut notes = Vec::new();
     if c.oversubscribed {
-        notes.push(format!("OVERSUBSCRIBED ({} executors on {cpus} CPUs)", k.cores));
+        notes.push(format!(
+            "OVERSUBSCRIBED ({} executors on {cpus} CPUs)",
+            k.cores
+        ));
     }
     if c.runs > 0 && c.device_merged_pct.is_none() {
         notes.push("no device counters".to_string());
@@ -219,6 +264,134 @@ fn config_row(c: &ConfigSummary, cpus: usize) -> Vec<String> {
     ]
 }
 
+/// `compare.md` of a comparison.
+pub fn compare_markdown(r: &CompareReport, repeat: usize) -> String {
+    let mut s = String::new();
+    let preps: Vec<CachePrep> = r
+        .runs
+        .iter()
+        .filter(|x| x.mode == CacheMode::Cold)
+        .map(|x| x.cache)
+        .collect();
+    let _ = writeln!(
+        s,
+        "# TPC-H Q6: corescan and its peers, cold and warm\n\n- database: `{}`, table {}\n- \
+         exact answer: revenue {}, {} of {} rows matched\n- rounds: {repeat}, each running every \
+         engine cold, then every engine warm\n- {}\n- warm: each engine's files read once right \
+         before its warm run\n\n## Machine\n\n{}",
+        r.db,
+        r.table,
+        r.revenue,
+        thousands(r.rows_matched),
+        thousands(r.rows_scanned),
+        cache_words(CacheMode::Cold, &preps),
+        r.machine.markdown()
+    );
+    let _ = writeln!(s, "## Results\n");
+    let mut t = Table::new(&[
+        "engine",
+        "version",
+        "cold: wall s, median (min–max)",
+        "cold: × corescan",
+        "warm: wall s, median (min–max)",
+        "warm: × corescan",
+        "answer",
+        "check",
+    ]);
+    for e in r.engines.iter().filter(|e| e.skipped.is_none()) {
+        let cell = |mode: CacheMode| {
+            r.results
+                .iter()
+                .find(|x| x.engine == e.engine && x.mode == mode)
+                .map_or(("–".to_string(), "–".to_string()), |x| {
+                    (
+                        format!(
+                            "{:.3} ({:.3}–{:.3})",
+                            x.wall_s.median, x.wall_s.min, x.wall_s.max
+                        ),
+                        x.vs_corescan.map_or("–".into(), |v| format!("{v:.2}")),
+                    )
+                })
+        };
+        let (cold, cold_ratio) = cell(CacheMode::Cold);
+        let (warm, warm_ratio) = cell(CacheMode::Warm);
+        let printed = r
+            .runs
+            .iter()
+            .find(|x| x.engine == e.engine)
+            .map_or(String::new(), |x| x.printed.clone());
+        t.row(vec![
+            e.engine.name().into(),
+            e.version.clone().unwrap_or_default(),
+            cold,
+            cold_ratio,
+            warm,
+            warm_ratio,
+            printed,
+            if e.check == "float" {
+                "agrees (float rule)".into()
+            } else {
+                "equal (exact)".into()
+            },
+        ]);
+    }
+    s.push_str(&t.render());
+    let _ = writeln!(
+        s,
+        "\n× corescan = the engine's median wall time over corescan's in the same cache mode \
+         (above 1: corescan is faster). Times run from opening the database to the answer.\n"
+    );
+    let corescan_paths: Vec<String> = r
+        .runs
+        .iter()
+        .filter(|x| x.engine == Engine::Corescan)
+        .filter_map(|x| x.detail.clone().map(|d| format!("{}: {d}", x.mode.name())))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !corescan_paths.is_empty() {
+        let _ = writeln!(s, "corescan's I/O path: {}.\n", corescan_paths.join("; "));
+    }
+    let skipped: Vec<&EngineInfo> = r.engines.iter().filter(|e| e.skipped.is_some()).collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(s, "## Skipped engines\n");
+        for e in skipped {
+            let _ = writeln!(
+                s,
+                "- {}: {}",
+                e.engine.name(),
+                e.skipped.as_deref().unwrap_or("")
+            );
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(s, "## What each engine reads\n");
+    for e in r.engines.iter().filter(|e| e.skipped.is_none()) {
+        let _ = writeln!(
+            s,
+            "- {}: {} (`{}`, {:.1} MiB)",
+            e.engine.name(),
+            e.reads,
+            e.files.join("`, `"),
+            e.bytes as f64 / (1u64 << 20) as f64
+        );
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "- {n}");
+    }
+    let _ = writeln!(
+        s,
+        "\n## How answers were checked\n\n- corescan and SQLite (rusqlite) must return the exact \
+         revenue and row count; DuckDB's copy has DECIMAL(15,2) columns, so its sum is exact and \
+         must be equal.\n- The sqlite3 CLI and Turso sum binary floating-point numbers: {FLOAT_RULE}.\n\
+         - The peers ran this SQL (the discount bounds are computed decimals: `0.06 + 0.01` in \
+         floating point is 0.06999999999999999 and would drop every row with discount 0.07):\n\n\
+         ```sql\n{}\n```\n",
+        r.sql
+    );
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,7 +401,10 @@ mod tests {
         let mut t = Table::new(&["a", "b"]);
         t.row(vec!["1".into(), "x|y".into()]);
         t.row(vec!["2".into()]);
-        assert_eq!(t.render(), "| a | b |\n|---|---|\n| 1 | x\\|y |\n| 2 |  |\n");
+        assert_eq!(
+            t.render(),
+            "| a | b |\n|---|---|\n| 1 | x\\|y |\n| 2 |  |\n"
+        );
         assert_eq!(thousands(195_207), "195,207");
         assert_eq!(thousands(7), "7");
         assert_eq!(thousands(1_000_000), "1,000,000");

@@ -7,6 +7,7 @@
 //! - [`explain`]: `corescan explain --json` against SQLite's own `dbstat` page accounting;
 //! - [`scan`]: the engine's Q6 answer against the oracle under every core count, readahead
 //!   window and coalescing size ([`scan::ScanTester`]), on every layout;
+//! - [`wal`]: live WAL databases (committed, torn and uncommitted log tails) against SQLite;
 //! - [`faults`]: each I/O fallback forced through `CORESCAN_FAULTS`;
 //! - [`cli`]: the error contract (one `error:` line naming the file, exit status 1; usage
 //!   errors 2) and `--version`.
@@ -15,11 +16,13 @@
 //! `CARGO_TARGET_TMPDIR`.
 
 mod cli;
+mod experiments;
 mod explain;
 mod faults;
 mod gen;
 mod oracle;
 mod scan;
+mod wal;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

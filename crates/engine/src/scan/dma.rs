@@ -79,6 +79,7 @@ pub(crate) async fn scan(task: &ExecutorTask) -> Result<(PartialAggregate, Execu
         drop(buf);
         task.check_cancelled()?;
     }
+    decoder.decode_wal_pages(&mut report)?;
     let agg = decoder.agg;
     finish_report(&mut report, &agg, started, cpu_before);
     Ok((agg, report))

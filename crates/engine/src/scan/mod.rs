@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use partitioner::format::be_u32;
+use partitioner::wal::{PageLocation, WalIndex};
 use partitioner::Extent;
 use serde::Serialize;
 
@@ -36,7 +37,13 @@ pub(crate) struct ExecutorTask {
     pub page_size: u32,
     pub page_count: u32,
     pub usable: u32,
+    /// The range's pages whose latest committed copy is in the database file.
     pub extents: Vec<Extent>,
+    /// The range's pages whose latest committed copy is in the write-ahead log, with the
+    /// offset of that copy in the log.
+    pub wal_pages: Vec<(u32, u64)>,
+    /// The log's frame map, for overflow pages.
+    pub wal: Option<Arc<WalIndex>>,
     pub decoder: LeafDecoder,
     pub readahead: u32,
     pub max_read_pages: u32,
@@ -64,6 +71,8 @@ pub struct ExecutorReport {
     pub rows: u64,
     /// Rows that matched Q6.
     pub rows_matched: u64,
+    /// Pages read from the write-ahead log instead of the database file.
+    pub wal_pages: u64,
     /// Read requests handed to the ring (or, for `pread` and `mmap`, reads performed).
     pub reads_submitted: u64,
     /// Groups of reads handed to the kernel together.
@@ -131,6 +140,7 @@ pub(crate) struct PageDecoder<'t> {
     task: &'t ExecutorTask,
     spills: Vec<Spill>,
     overflow_file: Option<File>,
+    wal_file: Option<File>,
     overflow_page: Vec<u8>,
     pub agg: PartialAggregate,
 }
@@ -141,6 +151,7 @@ impl<'t> PageDecoder<'t> {
             task,
             spills: Vec::new(),
             overflow_file: None,
+            wal_file: None,
             overflow_page: Vec::new(),
             agg: PartialAggregate::default(),
         }
@@ -205,15 +216,7 @@ impl<'t> PageDecoder<'t> {
                     format!("overflow chain reaches invalid page {next} after {pages_read} pages"),
                 ));
             }
-            if self.overflow_file.is_none() {
-                let f = File::open(&task.path)
-                    .map_err(|e| task.io_error("open for overflow pages".into(), e))?;
-                self.overflow_file = Some(f);
-                self.overflow_page = vec![0; task.page_size as usize];
-            }
-            let file = self.overflow_file.as_ref().expect("opened above");
-            file.read_exact_at(&mut self.overflow_page, task.offset(next))
-                .map_err(|e| task.io_error(format!("read overflow page {next}"), e))?;
+            self.read_page(next, "overflow page")?;
             let take = (total - payload.len() as u64).min(capacity) as usize;
             payload.extend_from_slice(&self.overflow_page[4..4 + take]);
             next = be_u32(&self.overflow_page, 0).unwrap_or(0);
@@ -221,6 +224,51 @@ impl<'t> PageDecoder<'t> {
             report.overflow_pages += 1;
             report.bytes_read += u64::from(task.page_size);
         }
+    }
+}
+
+impl PageDecoder<'_> {
+    /// Reads the latest committed copy of `page` into `self.overflow_page`, from the
+    /// write-ahead log when it has one, else from the database file.
+    fn read_page(&mut self, page: u32, what: &str) -> Result<()> {
+        let task = self.task;
+        let location = match &task.wal {
+            Some(wal) => wal.location(page),
+            None => PageLocation::Main(task.offset(page)),
+        };
+        self.overflow_page.resize(task.page_size as usize, 0);
+        let (slot, path, offset) = match location {
+            PageLocation::Main(offset) => (&mut self.overflow_file, &task.path, offset),
+            PageLocation::Wal(offset) => {
+                let wal = task.wal.as_ref().expect("a WAL location comes from a WAL");
+                (&mut self.wal_file, &wal.path, offset)
+            }
+        };
+        if slot.is_none() {
+            let f = File::open(path)
+                .map_err(|e| task.io_error(format!("open {}", path.display()), e))?;
+            *slot = Some(f);
+        }
+        let file = slot.as_ref().expect("opened above");
+        file.read_exact_at(&mut self.overflow_page, offset)
+            .map_err(|e| task.io_error(format!("read {what} {page}"), e))
+    }
+
+    /// Decodes the range's pages whose latest copy is in the write-ahead log. A live log holds
+    /// few pages (it is checkpointed every 1000 by default), so they are read one by one.
+    pub(crate) fn decode_wal_pages(&mut self, report: &mut ExecutorReport) -> Result<()> {
+        let task = self.task;
+        for &(page, _) in &task.wal_pages {
+            self.read_page(page, "page")?;
+            let bytes = std::mem::take(&mut self.overflow_page);
+            let decoded = self.decode(page, 1, &bytes, report);
+            self.overflow_page = bytes;
+            decoded?;
+            report.reads_submitted += 1;
+            report.bytes_read += u64::from(task.page_size);
+            report.wal_pages += 1;
+        }
+        Ok(())
     }
 }
 

@@ -105,6 +105,7 @@ pub(crate) fn scan<B: SyncBackend>(
         task.check_cancelled()?;
     }
     backend.finish(&mut report);
+    decoder.decode_wal_pages(&mut report)?;
     let agg = decoder.agg;
     finish_report(&mut report, &agg, started, cpu_before);
     Ok((agg, report))
