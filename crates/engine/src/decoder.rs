@@ -112,13 +112,31 @@ pub struct LeafDecoder {
     missing: [MissingValue; 4],
 }
 
-/// Records whose needed columns all lie among the first this many take the fast path.
-const MAX_FAST_COLUMNS: usize = 64;
+/// Records whose needed columns all lie among the first this many take the fast path (the
+/// offsets array is initialised for every row, so it is kept small).
+const MAX_FAST_COLUMNS: usize = 16;
 
 const NOT_NEEDED: u8 = u8::MAX;
 
 /// Marks the reserved serial types 10 and 11 in [`ONE_BYTE_SIZES`].
 const RESERVED: u8 = u8::MAX;
+
+/// Marks, in [`FAST_SIZES`], a header byte the fast path cannot take: the first byte of a
+/// multi-byte varint (>= 0x80) or a reserved serial type (10, 11). Real sizes stay below it.
+const NOT_FAST: u8 = 0x80;
+
+/// Body sizes by header byte for the fast path, or [`NOT_FAST`].
+const FAST_SIZES: [u8; 256] = {
+    let mut t = [NOT_FAST; 256];
+    let mut b = 0;
+    while b < 128 {
+        if ONE_BYTE_SIZES[b] != RESERVED {
+            t[b] = ONE_BYTE_SIZES[b];
+        }
+        b += 1;
+    }
+    t
+};
 
 /// Body sizes of the serial types that fit in one header byte (0..=127).
 const ONE_BYTE_SIZES: [u8; 128] = {
@@ -285,23 +303,27 @@ impl LeafDecoder {
         // Fast path: the serial types up to the last needed column are single bytes (true of
         // nearly every TPC-H row). Sizes come from a table and the offsets are a branch-free
         // prefix sum; any multi-byte or reserved serial type sends the row to the general path.
+        // (`header_len <= payload.len()` also bounds every offset, whatever the header claims.)
         let fast_end = n + self.last_needed + 1;
-        if self.last_needed < MAX_FAST_COLUMNS && fast_end <= header_len.min(payload.len()) {
+        if self.last_needed < MAX_FAST_COLUMNS
+            && header_len <= payload.len()
+            && fast_end <= header_len
+        {
             let head = &payload[n..fast_end];
-            let mut offsets = [0usize; MAX_FAST_COLUMNS];
+            let mut offsets = [0u32; MAX_FAST_COLUMNS];
             let mut acc = header_len;
             let mut bad = 0u8;
             for (slot_offset, &b) in offsets.iter_mut().zip(head) {
-                *slot_offset = acc;
-                let size = ONE_BYTE_SIZES[usize::from(b & 0x7f)];
-                bad |= (b & 0x80) | u8::from(size == RESERVED);
+                *slot_offset = acc as u32;
+                let size = FAST_SIZES[usize::from(b)];
+                bad |= size;
                 acc += usize::from(size);
             }
-            if bad == 0 {
+            if bad & NOT_FAST == 0 {
                 for (slot, &c) in slots.iter_mut().zip(&self.slot_columns) {
                     *slot = Slot {
                         serial: u64::from(head[c]),
-                        offset: offsets[c],
+                        offset: offsets[c] as usize,
                         present: true,
                     };
                 }
@@ -349,7 +371,10 @@ impl LeafDecoder {
         for (s, missing) in slots.iter().zip(&self.missing) {
             if s.present {
                 let size = serial_type_size(s.serial).unwrap_or(0) as usize;
-                if s.offset + size > payload.len() {
+                if s.offset
+                    .checked_add(size)
+                    .is_none_or(|end| end > payload.len())
+                {
                     return need_more();
                 }
             } else if let MissingValue::Unavailable(why) = missing {

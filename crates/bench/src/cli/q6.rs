@@ -165,7 +165,7 @@ pub fn human(r: &ScanReport) -> String {
     }
     let _ = writeln!(
         s,
-        "reads       {} submitted in {} batches (io_uring_enter: {}); {} pages, {:.1} MiB; {} overflow, {} wasted",
+        "reads       {} submitted in {} batches (io_uring_enter: {}); {} pages, {:.1} MiB; {} overflow, {} from the WAL, {} wasted",
         r.reads_submitted,
         r.submit_batches,
         r.io_uring_enters.map_or_else(
@@ -178,6 +178,7 @@ pub fn human(r: &ScanReport) -> String {
         r.pages_read,
         mib(r.bytes_read),
         r.overflow_pages_read,
+        r.wal_pages_read,
         r.wasted_pages
     );
     match (&r.device, &r.device_note) {

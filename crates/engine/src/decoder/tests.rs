@@ -254,3 +254,22 @@ fn short_records_read_column_defaults() {
         .unwrap_err()
         .contains("expression"));
 }
+
+#[test]
+fn absurd_header_sizes_in_a_prefix_are_not_arithmetic_overflows() {
+    // Found by the record fuzzer: a 9-byte header-size varint of 2^64-1 in a cell that spills.
+    let mut rec = vec![0xff; 13];
+    rec.extend_from_slice(&[0, 0]);
+    let d = decoder();
+    let mut agg = PartialAggregate::default();
+    for complete in [false, true] {
+        let _ = d.eval_record(&rec, complete, &mut agg);
+    }
+    // Serial type 6 (8-byte integers) makes the offsets grow past the absurd header size.
+    let mut prefix = vec![0xff; 9];
+    prefix.extend_from_slice(&[6; 20]);
+    for complete in [false, true] {
+        let _ = d.eval_record(&prefix, complete, &mut agg);
+    }
+    assert_eq!(agg, PartialAggregate::default());
+}

@@ -3,4 +3,5 @@
 
 mod faults;
 mod fixture;
+mod fuzz;
 mod settings;
