@@ -191,7 +191,7 @@ pub fn run_q6(
         .with_defaults(Q6_COLUMNS.map(|name| missing_value(plan, name)));
     let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
     let ranges = plan.split(&weights);
-    let max_read = max_read_pages(settings.coalesce_kib, header.page_size, settings.readahead);
+    let max_read = max_read_pages(settings.coalesce_kib, header.page_size);
     let cancel = Arc::new(AtomicBool::new(false));
     let faults = Faults::from_env().map_err(Error::Config)?;
     let (mut backend, mut notice) = choose_backend(plan, settings)?;
@@ -211,7 +211,7 @@ pub fn run_q6(
     // Reads in flight per executor for the synchronous backends: enough for a full window of
     // the largest reads, with room for smaller ones at extent ends.
     let window = settings.readahead.max(1);
-    let sync_capacity = ((window / max_read) * 2 + 2).min(window) as usize;
+    let sync_capacity = ((window / max_read) * 2 + 2).min(window + 1) as usize;
 
     // Device counters are read right before the executors start and right after they finish.
     let device = BlockDevice::for_file(&plan.path).and_then(|d| {

@@ -7,11 +7,13 @@
 //! - [`ReadPlan`] turns a range's extents (runs of consecutive pages) into reads, each at most
 //!   `coalesce` pages long and never crossing an extent boundary, so no page is read that the
 //!   scan does not need;
-//! - [`ReadaheadWindow`] admits a read while the pages in flight stay within the window. A window
-//!   of 0 means one read at a time: submit, wait, decode, submit the next (the seed's slow case).
-//!   A read is never larger than a non-zero window. The window is refilled in batches, once an
-//!   eighth of it is free, so that one `io_uring_enter` carries several reads instead of one
-//!   syscall per completed read, while the device queue stays nearly full.
+//! - [`ReadaheadWindow`] admits another read while fewer pages than the window are in flight, so
+//!   the last read admitted may cross the window's edge: reads keep their coalesced size
+//!   whatever the window (a window smaller than one read still overlaps the next read with the
+//!   decoding of this one). A window of 0 means one read at a time: submit, wait, decode,
+//!   submit the next (the seed's slow case). The window is refilled in batches, once an eighth
+//!   of it is free, so that one `io_uring_enter` carries several reads instead of one syscall
+//!   per completed read, while the device queue stays nearly full.
 //!
 //! Both are plain state machines with no I/O, shared by every backend.
 
@@ -72,15 +74,10 @@ impl Iterator for ReadPlan<'_> {
     }
 }
 
-/// The largest read, in pages, for a coalescing limit of `coalesce_kib` KiB and a readahead window
-/// of `window` pages: one page when coalescing is off, never more than the window when it is on.
-pub fn max_read_pages(coalesce_kib: u32, page_size: u32, window: u32) -> u32 {
-    let coalesce = (u64::from(coalesce_kib) * 1024 / u64::from(page_size)).max(1) as u32;
-    if window == 0 {
-        coalesce
-    } else {
-        coalesce.min(window)
-    }
+/// The largest read, in pages, for a coalescing limit of `coalesce_kib` KiB: one page when
+/// coalescing is off (or the limit is smaller than a page).
+pub fn max_read_pages(coalesce_kib: u32, page_size: u32) -> u32 {
+    (u64::from(coalesce_kib) * 1024 / u64::from(page_size)).max(1) as u32
 }
 
 /// Counts the pages in flight and decides whether another read may be issued.
@@ -101,16 +98,17 @@ impl ReadaheadWindow {
         }
     }
 
-    /// Whether a read of `pages` pages may be issued now. With nothing in flight a read is
-    /// always admitted, so the scan makes progress whatever the sizes.
-    pub fn admits(&self, pages: u32) -> bool {
-        self.in_flight_reads == 0 || self.in_flight_pages + pages <= self.window
+    /// Whether another read may be issued now: always with nothing in flight (so the scan makes
+    /// progress whatever the sizes), else while fewer pages than the window are in flight.
+    pub fn admits(&self, _pages: u32) -> bool {
+        self.in_flight_reads == 0 || self.in_flight_pages < self.window
     }
 
     /// Whether enough of the window is free to be worth a batch of reads: nothing is in flight,
     /// or at least an eighth of the window is free.
     pub fn wants_refill(&self) -> bool {
-        self.in_flight_reads == 0 || self.window - self.in_flight_pages >= (self.window / 8).max(1)
+        self.in_flight_reads == 0
+            || self.window.saturating_sub(self.in_flight_pages) >= (self.window / 8).max(1)
     }
 
     /// Records that a read of `pages` pages was issued.
@@ -137,7 +135,7 @@ impl ReadaheadWindow {
 
     /// The most reads that can be in flight at once for reads of at least one page.
     pub fn max_reads(&self) -> usize {
-        self.window.max(1) as usize
+        self.window as usize + 1
     }
 }
 
@@ -162,13 +160,11 @@ mod tests {
     }
 
     #[test]
-    fn read_size_respects_coalescing_and_window() {
-        assert_eq!(max_read_pages(0, 4096, 32), 1);
-        assert_eq!(max_read_pages(128, 4096, 256), 32);
-        assert_eq!(max_read_pages(128, 4096, 4), 4);
-        assert_eq!(max_read_pages(128, 4096, 0), 32);
-        assert_eq!(max_read_pages(128, 65536, 32), 2);
-        assert_eq!(max_read_pages(1, 65536, 32), 1);
+    fn read_size_follows_coalescing() {
+        assert_eq!(max_read_pages(0, 4096), 1);
+        assert_eq!(max_read_pages(128, 4096), 32);
+        assert_eq!(max_read_pages(128, 65536), 2);
+        assert_eq!(max_read_pages(1, 65536), 1);
     }
 
     #[test]
@@ -181,6 +177,13 @@ mod tests {
         assert!(!w.admits(1));
         w.completed(4);
         assert!(w.admits(4));
+        // A read larger than the free space still goes when the window is not full: reads
+        // keep their coalesced size.
+        let mut small = ReadaheadWindow::new(4);
+        small.issued(32);
+        assert!(!small.admits(32));
+        small.completed(32);
+        assert!(small.admits(32));
         assert!(w.wants_refill());
         w.issued(4);
         assert!(
