@@ -138,22 +138,14 @@ const FAST_SIZES: [u8; 256] = {
     t
 };
 
-/// Body sizes of the serial types that fit in one header byte (0..=127).
+/// Body sizes of the serial types that fit in one header byte (0..=127), or [`RESERVED`].
 const ONE_BYTE_SIZES: [u8; 128] = {
-    let mut t = [0u8; 128];
+    let mut t = [RESERVED; 128];
     let mut s = 0;
     while s < 128 {
-        t[s] = match s {
-            0 | 8 | 9 => 0,
-            1 => 1,
-            2 => 2,
-            3 => 3,
-            4 => 4,
-            5 => 6,
-            6 | 7 => 8,
-            10 | 11 => RESERVED,
-            n => ((n - 12) / 2) as u8,
-        };
+        if let Some(size) = serial_type_size(s as u64) {
+            t[s] = size as u8;
+        }
         s += 1;
     }
     t

@@ -60,7 +60,7 @@ pub fn varint_len(buf: &[u8]) -> Option<usize> {
 /// The number of bytes a value of serial type `serial` occupies in a record body, or `None` for
 /// the reserved serial types 10 and 11.
 #[inline]
-pub fn serial_type_size(serial: u64) -> Option<u64> {
+pub const fn serial_type_size(serial: u64) -> Option<u64> {
     Some(match serial {
         0 | 8 | 9 => 0,
         1 => 1,

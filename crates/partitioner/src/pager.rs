@@ -34,6 +34,28 @@ pub fn journal_path(db: &Path) -> PathBuf {
 /// (`aJournalMagic` in SQLite's `pager.c`).
 pub const JOURNAL_MAGIC: [u8; 8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7];
 
+/// The metadata of `sidecar`, a file SQLite keeps beside `db` (`-journal`, `-wal`): `None` when
+/// it does not exist, an error naming `db` when it cannot be examined or is not a regular file
+/// (opening a FIFO would block, and SQLite could not use such a file either).
+pub(crate) fn sidecar_metadata(db: &Path, sidecar: &Path) -> Result<Option<std::fs::Metadata>> {
+    match std::fs::metadata(sidecar) {
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(Error::Io {
+            path: db.to_path_buf(),
+            op: format!("stat {}", sidecar.display()),
+            source,
+        }),
+        Ok(meta) if !meta.is_file() => Err(Error::Invalid {
+            path: db.to_path_buf(),
+            what: format!(
+                "{} beside the database is not a regular file",
+                sidecar.display()
+            ),
+        }),
+        Ok(meta) => Ok(Some(meta)),
+    }
+}
+
 /// Fails with [`Error::Invalid`] when a hot rollback journal sits beside `db`: a `-journal`
 /// file whose header starts with [`JOURNAL_MAGIC`], left by a write that was interrupted (or
 /// is still in progress). An absent or empty journal, or one whose header has been zeroed
@@ -46,22 +68,11 @@ pub fn check_no_hot_journal(db: &Path) -> Result<()> {
         op: format!("{op} {}", journal.display()),
         source,
     };
-    match std::fs::metadata(&journal) {
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io("stat", e)),
-        // Opening a FIFO would block; SQLite could not use such a journal either.
-        Ok(meta) if !meta.is_file() => {
-            return Err(Error::Invalid {
-                path: db.to_path_buf(),
-                what: format!(
-                    "{} beside the database is not a regular file",
-                    journal.display()
-                ),
-            })
-        }
+    match sidecar_metadata(db, &journal)? {
+        None => return Ok(()),
         // Empty (journal_mode=TRUNCATE) or too short to hold a header: nothing to roll back.
-        Ok(meta) if meta.len() < JOURNAL_MAGIC.len() as u64 => return Ok(()),
-        Ok(_) => {}
+        Some(meta) if meta.len() < JOURNAL_MAGIC.len() as u64 => return Ok(()),
+        Some(_) => {}
     }
     let file = File::open(&journal).map_err(|e| io("open", e))?;
     let mut magic = [0u8; JOURNAL_MAGIC.len()];

@@ -1,28 +1,17 @@
 //! I/O fallbacks, each forced with `CORESCAN_FAULTS`: the run still gives SQLite's answer, and
 //! its `io` report says which path actually ran and why.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-use crate::{layouts, Run};
+use crate::{corescan_with_env, layouts, Run};
 
 /// Runs `corescan q6 --json` on the plain layout with the given faults injected.
 fn q6_with_faults(faults: &str, args: &[&str]) -> Run {
     let plain = &layouts()[0];
-    let out = Command::new(env!("CARGO_BIN_EXE_corescan"))
-        .arg("q6")
-        .arg(&plain.path)
-        .args(["--table", &plain.table, "--json"])
-        .args(args)
-        .env("CORESCAN_FAULTS", faults)
-        .output()
-        .expect("run corescan");
-    Run {
-        status: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    let path = plain.path.to_str().expect("a UTF-8 path");
+    let mut all = vec!["q6", path, "--table", &plain.table, "--json"];
+    all.extend_from_slice(args);
+    corescan_with_env(all, &[("CORESCAN_FAULTS", faults)])
 }
 
 /// The run's report, checked to hold the oracle's answer.

@@ -84,8 +84,18 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
+    corescan_with_env(args, &[])
+}
+
+/// Runs `corescan` with `args` and extra environment variables.
+pub fn corescan_with_env<I, S>(args: I, env: &[(&str, &str)]) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
     let out = Command::new(env!("CARGO_BIN_EXE_corescan"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("run corescan");
     Run {

@@ -31,7 +31,7 @@ mod header;
 mod recover;
 
 use std::fs::File;
-use std::io::{BufReader, ErrorKind};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 pub use header::{
@@ -210,21 +210,10 @@ pub fn open(db: &Path) -> Result<WalState> {
         op: format!("{op} {}", path.display()),
         source,
     };
-    match std::fs::metadata(&path) {
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(WalState::Absent),
-        Err(e) => return Err(io("stat", e)),
-        // Opening a FIFO would block; SQLite could not use such a log either.
-        Ok(meta) if !meta.is_file() => {
-            return Err(Error::Invalid {
-                path: db.to_path_buf(),
-                what: format!(
-                    "{} beside the database is not a regular file",
-                    path.display()
-                ),
-            })
-        }
-        Ok(meta) if meta.len() == 0 => return Ok(WalState::Absent),
-        Ok(_) => {}
+    match crate::pager::sidecar_metadata(db, &path)? {
+        None => return Ok(WalState::Absent),
+        Some(meta) if meta.len() == 0 => return Ok(WalState::Absent),
+        Some(_) => {}
     }
     let file = File::open(&path).map_err(|e| io("open", e))?;
     // The length of the file as opened: a writer appending meanwhile adds frames we ignore.
