@@ -416,7 +416,7 @@ impl LeafDecoder {
 
 /// Reads the value in `slot` of a record whose payload is `payload` (bounds already checked),
 /// or the column's default when the record ends before it.
-#[inline]
+#[inline(always)]
 fn value<'a>(payload: &'a [u8], slot: Slot, missing: &'a MissingValue) -> Stored<'a> {
     if !slot.present {
         return missing.stored();

@@ -236,7 +236,7 @@ pub struct Q6Filter {
 impl Q6Filter {
     /// Whether a ship date stored as text lies in `[date_lo, date_hi)`, comparing bytes as
     /// SQLite's BINARY collation does. Ten-byte dates compare as two big-endian integers.
-    #[inline]
+    #[inline(always)]
     pub fn date_in_window(&self, text: &[u8]) -> bool {
         if let Ok(t) = <&[u8; 10]>::try_from(text) {
             let key = date_key(t);
