@@ -36,27 +36,71 @@ pub struct ReadPlan<'a> {
     next: usize,
     done_in_extent: u32,
     max_pages: u32,
+    bridge: u32,
 }
 
 impl<'a> ReadPlan<'a> {
-    /// Reads of at most `max_pages` pages (at least 1) over `extents`.
+    /// Reads of at most `max_pages` pages (at least 1) over `extents`, never crossing a gap
+    /// between extents.
     pub fn new(extents: &'a [Extent], max_pages: u32) -> Self {
+        Self::bridging(extents, max_pages, 0)
+    }
+
+    /// Like [`Self::new`], but a read may continue into the next extent across a gap of at most
+    /// `bridge` pages (which it reads and the decoder skips), so that a table whose leaves are
+    /// interrupted by an interior page every few hundred pages is still read as one sequential
+    /// stream of full-size requests.
+    pub fn bridging(extents: &'a [Extent], max_pages: u32, bridge: u32) -> Self {
         ReadPlan {
             extents,
             next: 0,
             done_in_extent: 0,
             max_pages: max_pages.max(1),
+            bridge,
         }
     }
 
-    /// The size of the next read, if any, without consuming it.
+    /// The next read, if any, and where the plan stands after it.
+    fn cut(&self) -> Option<(ReadRequest, usize, u32)> {
+        let mut idx = self.next;
+        let e = self.extents.get(idx)?;
+        let first_page = e.first_page + self.done_in_extent;
+        let mut done = self.done_in_extent;
+        let mut room = self.max_pages;
+        let mut end;
+        loop {
+            let e = self.extents[idx];
+            let take = (e.pages - done).min(room);
+            room -= take;
+            done += take;
+            end = e.first_page + done;
+            if done < e.pages {
+                break;
+            }
+            idx += 1;
+            done = 0;
+            let Some(next) = self.extents.get(idx) else {
+                break;
+            };
+            let gap = next.first_page - end;
+            if gap > self.bridge || gap >= room {
+                break;
+            }
+            room -= gap;
+        }
+        Some((
+            ReadRequest {
+                first_page,
+                pages: end - first_page,
+            },
+            idx,
+            done,
+        ))
+    }
+
+    /// The next read, if any, without consuming it.
     pub fn peek(&self) -> Option<ReadRequest> {
-        let e = self.extents.get(self.next)?;
-        let left = e.pages - self.done_in_extent;
-        Some(ReadRequest {
-            first_page: e.first_page + self.done_in_extent,
-            pages: left.min(self.max_pages),
-        })
+        self.cut().map(|(req, _, _)| req)
     }
 }
 
@@ -64,14 +108,17 @@ impl Iterator for ReadPlan<'_> {
     type Item = ReadRequest;
 
     fn next(&mut self) -> Option<ReadRequest> {
-        let req = self.peek()?;
-        self.done_in_extent += req.pages;
-        if self.done_in_extent == self.extents[self.next].pages {
-            self.next += 1;
-            self.done_in_extent = 0;
-        }
+        let (req, next, done) = self.cut()?;
+        self.next = next;
+        self.done_in_extent = done;
         Some(req)
     }
+}
+
+/// The widest gap between extents a coalesced read bridges, in pages: an eighth of the largest
+/// read (4 pages for 32-page reads), none without coalescing.
+pub fn bridge_pages(max_read_pages: u32) -> u32 {
+    max_read_pages / 8
 }
 
 /// The largest read, in pages, for a coalescing limit of `coalesce_kib` KiB: one page when
@@ -157,6 +204,33 @@ mod tests {
         let one: Vec<_> = ReadPlan::new(&extents, 0).collect();
         assert_eq!(one.len(), 15);
         assert!(one.iter().all(|r| r.pages == 1));
+    }
+
+    #[test]
+    fn bridged_reads_cross_small_gaps_only() {
+        // Leaves 3..=7, an interior page 8, leaves 9..=20, a gap of 5, then 26..=27.
+        let extents = [ext(3, 5), ext(9, 12), ext(26, 2)];
+        let reads: Vec<_> = ReadPlan::bridging(&extents, 8, 1)
+            .map(|r| (r.first_page, r.pages))
+            .collect();
+        assert_eq!(reads, [(3, 8), (11, 8), (19, 2), (26, 2)]);
+        // Every leaf page is covered exactly once; only gap pages are extra.
+        let covered: Vec<u32> = ReadPlan::bridging(&extents, 8, 1)
+            .flat_map(|r| r.first_page..r.first_page + r.pages)
+            .collect();
+        let leaves: Vec<u32> = extents
+            .iter()
+            .flat_map(|e| e.first_page..=e.last_page())
+            .collect();
+        assert!(leaves
+            .iter()
+            .all(|p| covered.iter().filter(|&&c| c == *p).count() == 1));
+        assert_eq!(covered.len(), leaves.len() + 1);
+        // No bridging: the same reads as before.
+        let plain: Vec<_> = ReadPlan::bridging(&extents, 8, 0).collect();
+        assert_eq!(plain, ReadPlan::new(&extents, 8).collect::<Vec<_>>());
+        assert_eq!(bridge_pages(32), 4);
+        assert_eq!(bridge_pages(1), 0);
     }
 
     #[test]

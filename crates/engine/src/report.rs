@@ -66,7 +66,8 @@ pub struct ScanReport {
     /// cannot: null). With SQPOLL, submissions that need no wakeup are not system calls and
     /// are not counted.
     pub io_uring_enters: Option<u64>,
-    /// Pages read that the scan did not need (alignment padding), rounded up.
+    /// Pages read that the scan did not need: gaps between extents bridged by a coalesced read
+    /// (interior or other tables' pages) and `O_DIRECT` alignment padding, rounded up.
     pub wasted_pages: u64,
     /// What I/O path ran.
     pub io: IoReport,

@@ -15,7 +15,7 @@ use crate::cputime::CpuTime;
 use crate::error::Result;
 use crate::inflight::InFlight;
 use crate::q6::PartialAggregate;
-use crate::readahead::{ReadPlan, ReadRequest, ReadaheadWindow};
+use crate::readahead::{bridge_pages, ReadPlan, ReadRequest, ReadaheadWindow};
 use crate::scan::{finish_report, ExecutorReport, ExecutorTask, PageDecoder};
 
 /// Runs the scan of `task` on the current glommio executor.
@@ -42,7 +42,8 @@ pub(crate) async fn scan(task: &ExecutorTask) -> Result<(PartialAggregate, Execu
         let len = u64::from(req.pages) * page_bytes;
         async move { (req, file.read_at(pos, len as usize).await) }
     };
-    let mut plan = ReadPlan::new(&task.extents, task.max_read_pages);
+    let bridge = bridge_pages(task.max_read_pages);
+    let mut plan = ReadPlan::bridging(&task.extents, task.max_read_pages, bridge);
     let mut window = ReadaheadWindow::new(task.readahead);
     let mut ring = InFlight::with_capacity(window.max_reads());
     let mut decoder = PageDecoder::new(task);

@@ -81,7 +81,8 @@ pub struct ExecutorReport {
     pub io_uring_enters: Option<u64>,
     /// Bytes requested (pages x page size).
     pub bytes_read: u64,
-    /// Extra bytes read only to satisfy `O_DIRECT` alignment.
+    /// Bytes read that the scan did not need: bridged gaps between extents and `O_DIRECT`
+    /// alignment padding.
     pub wasted_bytes: u64,
     /// The most pages that were in flight at once.
     pub max_in_flight_pages: u32,
@@ -138,6 +139,9 @@ impl ExecutorTask {
 /// `pread` on a second descriptor rather than through the readahead window.
 pub(crate) struct PageDecoder<'t> {
     task: &'t ExecutorTask,
+    /// The extent the next leaf page falls in: reads arrive in file order, so membership of a
+    /// page in the range is a forward-moving cursor.
+    extent_cursor: usize,
     spills: Vec<Spill>,
     overflow_file: Option<File>,
     wal_file: Option<File>,
@@ -149,6 +153,7 @@ impl<'t> PageDecoder<'t> {
     pub(crate) fn new(task: &'t ExecutorTask) -> Self {
         PageDecoder {
             task,
+            extent_cursor: 0,
             spills: Vec::new(),
             overflow_file: None,
             wal_file: None,
@@ -157,13 +162,26 @@ impl<'t> PageDecoder<'t> {
         }
     }
 
-    /// Decodes `pages` whole pages starting at `first_page`; `bytes` must hold at least them.
+    /// Decodes the leaf pages among the `pages` whole pages starting at `first_page` (a read
+    /// may bridge a small gap between extents; those pages are skipped and counted as wasted);
+    /// `bytes` must hold at least them.
     pub(crate) fn decode(
         &mut self,
         first_page: u32,
         pages: u32,
         bytes: &[u8],
         report: &mut ExecutorReport,
+    ) -> Result<()> {
+        self.decode_pages(first_page, pages, bytes, report, true)
+    }
+
+    fn decode_pages(
+        &mut self,
+        first_page: u32,
+        pages: u32,
+        bytes: &[u8],
+        report: &mut ExecutorReport,
+        only_leaves: bool,
     ) -> Result<()> {
         let task = self.task;
         let page_size = task.page_size as usize;
@@ -179,15 +197,33 @@ impl<'t> PageDecoder<'t> {
         }
         for (k, page) in bytes[..want].chunks_exact(page_size).enumerate() {
             let page_no = first_page + k as u32;
+            if only_leaves && !self.is_leaf(page_no) {
+                report.wasted_bytes += page_size as u64;
+                continue;
+            }
             task.decoder
                 .decode_page(page_no, page, &mut self.agg, &mut self.spills)
                 .map_err(|what| task.corrupt(page_no, what))?;
+            report.pages += 1;
         }
-        report.pages += u64::from(pages);
         while let Some(spill) = self.spills.pop() {
             self.follow_overflow(spill, report)?;
         }
         Ok(())
+    }
+
+    /// Whether `page` is one of the range's leaf pages (pages must be asked in file order).
+    fn is_leaf(&mut self, page: u32) -> bool {
+        let extents = &self.task.extents;
+        while extents
+            .get(self.extent_cursor)
+            .is_some_and(|e| e.last_page() < page)
+        {
+            self.extent_cursor += 1;
+        }
+        extents
+            .get(self.extent_cursor)
+            .is_some_and(|e| e.first_page <= page)
     }
 
     /// Completes a record whose needed columns continue on overflow pages, reading the chain
@@ -261,7 +297,7 @@ impl PageDecoder<'_> {
         for &(page, _) in &task.wal_pages {
             self.read_page(page, "page")?;
             let bytes = std::mem::take(&mut self.overflow_page);
-            let decoded = self.decode(page, 1, &bytes, report);
+            let decoded = self.decode_pages(page, 1, &bytes, report, false);
             self.overflow_page = bytes;
             decoded?;
             report.reads_submitted += 1;

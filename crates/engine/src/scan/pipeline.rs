@@ -8,7 +8,7 @@ use crate::backend::SyncBackend;
 use crate::cputime::CpuTime;
 use crate::error::Result;
 use crate::q6::PartialAggregate;
-use crate::readahead::{ReadPlan, ReadRequest, ReadaheadWindow};
+use crate::readahead::{bridge_pages, ReadPlan, ReadRequest, ReadaheadWindow};
 use crate::scan::{finish_report, ExecutorReport, ExecutorTask, PageDecoder};
 
 /// Runs the scan of `task` through `backend` on the current thread.
@@ -26,7 +26,8 @@ pub(crate) fn scan<B: SyncBackend>(
         sqpoll_cpu: backend.sqpoll_cpu(),
         ..Default::default()
     };
-    let mut plan = ReadPlan::new(&task.extents, task.max_read_pages);
+    let bridge = bridge_pages(task.max_read_pages);
+    let mut plan = ReadPlan::bridging(&task.extents, task.max_read_pages, bridge);
     let mut window = ReadaheadWindow::new(task.readahead);
     let mut in_flight: VecDeque<ReadRequest> = VecDeque::with_capacity(window.max_reads());
     let mut decoder = PageDecoder::new(task);
