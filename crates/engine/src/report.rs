@@ -79,7 +79,8 @@ pub struct ScanReport {
     pub device_note: Option<String>,
     /// CPU time of the whole process over the run.
     pub cpu_time: CpuTime,
-    /// The process's peak resident memory, in MiB.
+    /// The process's peak resident memory, in MiB. With `mmap` this counts the mapped file's
+    /// cached pages too, which are page cache rather than memory the scan allocated.
     pub peak_rss_mib: f64,
     /// CPUs this process may run on.
     pub available_cpus: usize,

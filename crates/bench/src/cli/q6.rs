@@ -203,8 +203,15 @@ pub fn human(r: &ScanReport) -> String {
     }
     let _ = writeln!(
         s,
-        "cpu         user {:.3} s, system {:.3} s; peak memory {:.1} MiB",
-        r.cpu_time.user_s, r.cpu_time.sys_s, r.peak_rss_mib
+        "cpu         user {:.3} s, system {:.3} s; peak memory {:.1} MiB{}",
+        r.cpu_time.user_s,
+        r.cpu_time.sys_s,
+        r.peak_rss_mib,
+        if io.backend == "mmap" {
+            " (resident set: includes the mapped file's cached pages)"
+        } else {
+            ""
+        }
     );
     for e in &r.executors {
         let _ = writeln!(
