@@ -17,10 +17,9 @@ use glommio::{LocalExecutorBuilder, Placement};
 use partitioner::wal::WalIndex;
 use partitioner::{DefaultValue, Extent, TablePlan};
 
-use crate::backend::mmap::MmapBackend;
-use crate::backend::pread::PreadBackend;
-use crate::backend::residency;
-use crate::backend::uring::UringBackend;
+use crate::backend::policy::{
+    choose_backend, io_memory_budget, io_uring_available, sqpoll_placement, MIN_IO_MEMORY,
+};
 use crate::backend::{IoBackend, SqpollMode};
 use crate::cputime::{peak_rss_mib, CpuTime};
 use crate::decoder::{LeafDecoder, MissingValue, Q6Columns};
@@ -284,7 +283,7 @@ pub fn run_q6(
                 .io_memory(io_memory)
                 .ring_depth(ring_depth)
                 .spawn(move || async move {
-                    let outcome = AssertUnwindSafe(run_executor(&task, sync_capacity))
+                    let outcome = AssertUnwindSafe(scan::run(&task, sync_capacity))
                         .catch_unwind()
                         .await;
                     report(outcome, task.cpu);
@@ -303,7 +302,7 @@ pub fn run_q6(
                                 cause: "cannot pin the thread to this CPU".into(),
                             });
                         }
-                        run_executor_without_uring(&task, sync_capacity)
+                        scan::run_without_uring(&task, sync_capacity)
                     }));
                     report(outcome, task.cpu);
                 })
@@ -487,232 +486,6 @@ impl Worker {
             Worker::Thread(h) => h.join().map_err(|p| panic_message(p.as_ref())),
         }
     }
-}
-
-/// glommio's smallest useful I/O memory, and what the non-DMA backends get.
-const MIN_IO_MEMORY: usize = 64 << 10;
-
-/// Whether io_uring can be used here: a ring is set up and torn down once.
-fn io_uring_available(faults: &Faults) -> std::result::Result<(), String> {
-    if faults.io_uring {
-        return Err("disabled by fault injection".into());
-    }
-    io_uring::IoUring::new(8)
-        .map(drop)
-        .map_err(|e| e.to_string())
-}
-
-/// glommio registers (locks) its I/O memory. Without CAP_IPC_LOCK that memory, for all
-/// executors together, must fit under RLIMIT_MEMLOCK: shrink it to fit (reads beyond it then
-/// use ordinary memory), or fail naming the limit when not even glommio's minimum fits.
-fn io_memory_budget(
-    wanted: usize,
-    executors: usize,
-    faults: &Faults,
-) -> Result<(usize, Option<String>)> {
-    let (limit, privileged) = if faults.memlock {
-        (Some(64u64 << 10), false)
-    } else {
-        (memlock_limit(), has_ipc_lock())
-    };
-    let Some(limit) = limit.filter(|_| !privileged) else {
-        return Ok((wanted, None));
-    };
-    let share = (limit / executors.max(1) as u64) as usize;
-    if share >= wanted {
-        return Ok((wanted, None));
-    }
-    if share < MIN_IO_MEMORY {
-        return Err(Error::Config(format!(
-            "RLIMIT_MEMLOCK is {} KiB, too low for {executors} executors' DMA memory (at least {} KiB): \
-             raise it (ulimit -l {}) or use --io pread",
-            limit >> 10,
-            (MIN_IO_MEMORY * executors) >> 10,
-            (wanted * executors) >> 10
-        )));
-    }
-    Ok((
-        share,
-        Some(format!(
-            "RLIMIT_MEMLOCK is {} KiB: DMA memory cut to {} KiB per executor (reads beyond it use ordinary memory)",
-            limit >> 10,
-            share >> 10
-        )),
-    ))
-}
-
-/// The soft RLIMIT_MEMLOCK in bytes, or `None` when unlimited.
-fn memlock_limit() -> Option<u64> {
-    // SAFETY: getrlimit only writes the struct we pass.
-    let mut r: libc::rlimit = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } != 0
-        || r.rlim_cur == libc::RLIM_INFINITY
-    {
-        return None;
-    }
-    Some(r.rlim_cur)
-}
-
-/// Whether the process has CAP_IPC_LOCK (bit 14 of CapEff), which lifts RLIMIT_MEMLOCK.
-fn has_ipc_lock() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
-        .is_some_and(|caps| caps & (1 << 14) != 0)
-}
-
-/// Runs an executor's scan on a plain thread (no io_uring): only `pread` and `mmap` can.
-fn run_executor_without_uring(
-    task: &ExecutorTask,
-    sync_capacity: usize,
-) -> Result<(PartialAggregate, ExecutorReport)> {
-    let open_error = |e: std::io::Error| task.io_error(format!("open for {}", task.backend), e);
-    match task.backend {
-        IoBackend::Mmap => scan::pipeline::scan(
-            task,
-            MmapBackend::open(task, sync_capacity).map_err(open_error)?,
-        ),
-        _ => scan::pipeline::scan(
-            task,
-            PreadBackend::open(task, sync_capacity, None).map_err(open_error)?,
-        ),
-    }
-}
-
-/// Runs one executor's scan with its backend on the current (pinned, glommio) thread.
-async fn run_executor(
-    task: &ExecutorTask,
-    sync_capacity: usize,
-) -> Result<(PartialAggregate, ExecutorReport)> {
-    let open_error = |e: std::io::Error| task.io_error(format!("open for {}", task.backend), e);
-    match task.backend {
-        IoBackend::Dma => {
-            // A filesystem without O_DIRECT (some FUSE and network filesystems) makes glommio's
-            // open fail with EINVAL; read it through the page cache instead.
-            let refused = if task.faults.odirect {
-                Some("injected".to_string())
-            } else {
-                match scan::dma::scan(task).await {
-                    Err(Error::Io {
-                        ref cause, ref op, ..
-                    }) if op.starts_with("open") && cause.contains("Invalid argument") => {
-                        Some(cause.clone())
-                    }
-                    other => return other,
-                }
-            };
-            let notice = refused
-                .map(|why| format!("O_DIRECT refused for this file ({why}): pread instead of dma"));
-            scan::pipeline::scan(
-                task,
-                PreadBackend::open(task, sync_capacity, notice).map_err(open_error)?,
-            )
-        }
-        IoBackend::Uring => {
-            let b = UringBackend::open(task, sync_capacity).map_err(|e| {
-                task.io_error(
-                    format!(
-                        "set up io_uring{}",
-                        if task.sqpoll_cpu.is_some() {
-                            " with SQPOLL"
-                        } else {
-                            ""
-                        }
-                    ),
-                    e,
-                )
-            })?;
-            scan::pipeline::scan(task, b)
-        }
-        IoBackend::Pread => scan::pipeline::scan(
-            task,
-            PreadBackend::open(task, sync_capacity, None).map_err(open_error)?,
-        ),
-        IoBackend::Mmap => scan::pipeline::scan(
-            task,
-            MmapBackend::open(task, sync_capacity).map_err(open_error)?,
-        ),
-    }
-}
-
-/// Resolves `auto` by asking the kernel whether the table's pages are cached; returns the
-/// backend and, for `auto`, a notice saying why it was chosen.
-fn choose_backend(
-    plan: &TablePlan,
-    settings: &ScanSettings,
-) -> Result<(IoBackend, Option<String>)> {
-    match settings.io {
-        IoChoice::Fixed(b) => Ok((b, None)),
-        IoChoice::Auto => {
-            match residency::sample(&plan.path, plan.header.page_size, &plan.leaves, 1024) {
-                Ok(r) => {
-                    let cached = r.fraction() >= AUTO_CACHED_FRACTION;
-                    let backend = if cached {
-                        IoBackend::Mmap
-                    } else {
-                        IoBackend::Dma
-                    };
-                    Ok((
-                        backend,
-                        Some(format!(
-                            "auto: {:.0}% of {} sampled table pages are in the page cache, so {backend}",
-                            100.0 * r.fraction(),
-                            r.sampled
-                        )),
-                    ))
-                }
-                Err(e) => Ok((
-                    IoBackend::Dma,
-                    Some(format!("auto: page-cache residency unknown ({e}), so dma")),
-                )),
-            }
-        }
-    }
-}
-
-/// The SQ poll CPU of each executor: from its spec when a topology names one, else by policy.
-/// `auto` gives an executor a CPU that runs no executor (each such CPU hosts one poll thread);
-/// `on` refuses to run when some executor cannot get one.
-fn sqpoll_placement(
-    executors: &[ExecutorSpec],
-    available: &[usize],
-    backend: IoBackend,
-    mode: SqpollMode,
-) -> Result<Vec<Option<usize>>> {
-    let named = executors.iter().any(|e| e.sqpoll_cpu.is_some());
-    if mode == SqpollMode::Off && !named {
-        return Ok(vec![None; executors.len()]);
-    }
-    if backend != IoBackend::Uring {
-        return Err(Error::Config(format!(
-            "SQPOLL needs --io uring (the {backend} backend has no SQ poll thread)"
-        )));
-    }
-    if named {
-        return Ok(executors.iter().map(|e| e.sqpoll_cpu).collect());
-    }
-    let busy: std::collections::HashSet<usize> = executors.iter().map(|e| e.cpu).collect();
-    let mut idle = available.iter().copied().filter(|c| !busy.contains(c));
-    let placement: Vec<Option<usize>> = executors.iter().map(|_| idle.next()).collect();
-    if mode == SqpollMode::On && placement.iter().any(Option::is_none) {
-        let idle: Vec<usize> = available
-            .iter()
-            .copied()
-            .filter(|c| !busy.contains(c))
-            .collect();
-        return Err(Error::Config(format!(
-            "--sqpoll on needs an idle CPU for each of the {} executors' poll threads, but only {} \
-             CPU(s) run no executor ({}); use fewer executors or --sqpoll auto",
-            executors.len(),
-            idle.len(),
-            if idle.is_empty() { "none".to_string() } else { list_cpus(&idle) }
-        )));
-    }
-    Ok(placement)
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {

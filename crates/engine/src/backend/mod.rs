@@ -14,6 +14,7 @@
 //! (see [`residency`]).
 
 pub mod mmap;
+pub(crate) mod policy;
 pub mod pread;
 pub mod residency;
 pub mod uring;

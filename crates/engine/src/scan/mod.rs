@@ -23,6 +23,9 @@ use partitioner::wal::{PageLocation, WalIndex};
 use partitioner::Extent;
 use serde::Serialize;
 
+use crate::backend::mmap::MmapBackend;
+use crate::backend::pread::PreadBackend;
+use crate::backend::uring::UringBackend;
 use crate::backend::IoBackend;
 use crate::decoder::{LeafDecoder, RecordOutcome, Spill};
 use crate::error::{Error, Result};
@@ -321,4 +324,78 @@ pub(crate) fn finish_report(
     let used = crate::cputime::CpuTime::thread().since(cpu_before);
     report.user_s = used.user_s;
     report.sys_s = used.sys_s;
+}
+
+/// Runs an executor's scan on a plain thread (no io_uring): only `pread` and `mmap` can.
+pub(crate) fn run_without_uring(
+    task: &ExecutorTask,
+    sync_capacity: usize,
+) -> Result<(PartialAggregate, ExecutorReport)> {
+    let open_error = |e: std::io::Error| task.io_error(format!("open for {}", task.backend), e);
+    match task.backend {
+        IoBackend::Mmap => pipeline::scan(
+            task,
+            MmapBackend::open(task, sync_capacity).map_err(open_error)?,
+        ),
+        _ => pipeline::scan(
+            task,
+            PreadBackend::open(task, sync_capacity, None).map_err(open_error)?,
+        ),
+    }
+}
+
+/// Runs one executor's scan with its backend on the current (pinned, glommio) thread.
+pub(crate) async fn run(
+    task: &ExecutorTask,
+    sync_capacity: usize,
+) -> Result<(PartialAggregate, ExecutorReport)> {
+    let open_error = |e: std::io::Error| task.io_error(format!("open for {}", task.backend), e);
+    match task.backend {
+        IoBackend::Dma => {
+            // A filesystem without O_DIRECT (some FUSE and network filesystems) makes glommio's
+            // open fail with EINVAL; read it through the page cache instead.
+            let refused = if task.faults.odirect {
+                Some("injected".to_string())
+            } else {
+                match dma::scan(task).await {
+                    Err(Error::Io {
+                        ref cause, ref op, ..
+                    }) if op.starts_with("open") && cause.contains("Invalid argument") => {
+                        Some(cause.clone())
+                    }
+                    other => return other,
+                }
+            };
+            let notice = refused
+                .map(|why| format!("O_DIRECT refused for this file ({why}): pread instead of dma"));
+            pipeline::scan(
+                task,
+                PreadBackend::open(task, sync_capacity, notice).map_err(open_error)?,
+            )
+        }
+        IoBackend::Uring => {
+            let b = UringBackend::open(task, sync_capacity).map_err(|e| {
+                task.io_error(
+                    format!(
+                        "set up io_uring{}",
+                        if task.sqpoll_cpu.is_some() {
+                            " with SQPOLL"
+                        } else {
+                            ""
+                        }
+                    ),
+                    e,
+                )
+            })?;
+            pipeline::scan(task, b)
+        }
+        IoBackend::Pread => pipeline::scan(
+            task,
+            PreadBackend::open(task, sync_capacity, None).map_err(open_error)?,
+        ),
+        IoBackend::Mmap => pipeline::scan(
+            task,
+            MmapBackend::open(task, sync_capacity).map_err(open_error)?,
+        ),
+    }
 }
