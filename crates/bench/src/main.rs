@@ -3,6 +3,11 @@
 
 mod cli;
 
+/// Large allocations (glommio's registered I/O memory among them) on transparent huge pages,
+/// so each direct read is one physically contiguous segment for the device.
+#[global_allocator]
+static ALLOC: engine::hugepages::HugePageAlloc = engine::hugepages::HugePageAlloc;
+
 fn main() -> std::process::ExitCode {
     cli::main()
 }

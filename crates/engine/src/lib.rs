@@ -34,6 +34,7 @@ pub mod decoder;
 pub mod device;
 pub mod error;
 pub mod faults;
+pub mod hugepages;
 pub mod inflight;
 pub mod q6;
 pub mod readahead;

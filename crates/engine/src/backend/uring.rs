@@ -10,10 +10,10 @@
 //! unprivileged use (CAP_SYS_NICE before 5.13 in some configurations).
 //!
 //! Buffers: one slot per read that can be in flight plus one for the read being decoded, each
-//! as large as the largest read, allocated once, aligned for `O_DIRECT` and registered with the
-//! ring (`IORING_REGISTER_BUFFERS`), so the kernel pins them once instead of on every read.
+//! as large as the largest read, allocated once on huge pages (one device segment per read, see
+//! [`crate::hugepages`]), aligned for `O_DIRECT` and registered with the ring
+//! (`IORING_REGISTER_BUFFERS`), so the kernel pins them once instead of on every read.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -22,6 +22,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use io_uring::{opcode, types, IoUring};
 
 use crate::backend::SyncBackend;
+use crate::hugepages::HugeRegion;
 use crate::readahead::ReadRequest;
 use crate::scan::{ExecutorReport, ExecutorTask};
 
@@ -267,46 +268,37 @@ fn open_direct(path: &std::path::Path, refuse: bool) -> io::Result<(File, bool)>
     }
 }
 
-/// Buffers allocated once, aligned for `O_DIRECT`.
+/// Buffers allocated once, on huge pages where the kernel allows (see
+/// [`crate::hugepages`]), aligned for `O_DIRECT`.
 struct AlignedBuffers {
-    ptr: *mut u8,
-    layout: Layout,
+    region: HugeRegion,
+    base: *mut u8,
     slot_len: usize,
 }
 
 impl AlignedBuffers {
     fn new(slots: usize, slot_len: usize) -> io::Result<Self> {
         let slot_len = slot_len.div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN;
-        let layout = Layout::from_size_align(slots * slot_len, BUFFER_ALIGN)
-            .map_err(|e| io::Error::other(e.to_string()))?;
-        // SAFETY: the layout has a non-zero size (slots >= 2, slot_len >= 4096).
-        let ptr = unsafe { alloc_zeroed(layout) };
-        if ptr.is_null() {
-            return Err(io::Error::from(io::ErrorKind::OutOfMemory));
-        }
+        let mut region = HugeRegion::new(slots * slot_len)?;
+        let base = region.as_mut_ptr();
         Ok(AlignedBuffers {
-            ptr,
-            layout,
+            region,
+            base,
             slot_len,
         })
     }
 
     fn slot_ptr(&self, i: usize) -> *mut u8 {
-        // SAFETY: callers pass i < slots, so the offset stays inside the allocation.
-        unsafe { self.ptr.add(i * self.slot_len) }
+        // SAFETY: callers pass i < slots, so the offset stays inside the region.
+        unsafe { self.base.add(i * self.slot_len) }
     }
 
     fn slot(&self, i: usize) -> &[u8] {
-        // SAFETY: the slot lies inside the allocation; the kernel has finished writing it
-        // (the caller saw its completion).
+        debug_assert!((i + 1) * self.slot_len <= self.region.len());
+        // SAFETY: the slot lies inside the region (which lives as long as self); the kernel has
+        // finished writing it (the caller saw its completion). Only this slot is borrowed:
+        // other slots may still be receiving reads.
         unsafe { std::slice::from_raw_parts(self.slot_ptr(i), self.slot_len) }
-    }
-}
-
-impl Drop for AlignedBuffers {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.ptr, self.layout) };
     }
 }
 
