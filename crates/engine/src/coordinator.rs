@@ -413,6 +413,11 @@ pub fn run_q6(
         io: IoReport {
             backend: ran,
             o_direct,
+            huge_page_buffers: reports
+                .iter()
+                .map(|r| r.huge_page_buffers)
+                .collect::<Option<Vec<bool>>>()
+                .map(|all| all.iter().all(|&h| h)),
             sqpoll: sqpoll_cpu.is_some(),
             sqpoll_cpu,
             sqpoll_cpu_s: reports

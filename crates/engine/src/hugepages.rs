@@ -270,6 +270,21 @@ mod tests {
     }
 
     #[test]
+    fn touched_regions_get_huge_pages_when_the_kernel_allows() {
+        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .is_ok_and(|mode| !mode.contains("[never]"));
+        let mut r = HugeRegion::new(2 * HUGE_PAGE).unwrap();
+        let p = r.as_mut_ptr();
+        // SAFETY: one byte per huge page, inside the region.
+        unsafe {
+            p.write(1);
+            p.add(HUGE_PAGE).write(1);
+        }
+        let huge = huge_page_bytes(p).unwrap();
+        assert_eq!(huge > 0, thp, "{huge} bytes on huge pages");
+    }
+
+    #[test]
     fn smaps_names_the_mapping_of_an_address() {
         let r = HugeRegion::new(HUGE_PAGE).unwrap();
         // Zero or more bytes, but the lookup must find the mapping.

@@ -13,6 +13,9 @@ pub struct IoReport {
     pub backend: String,
     /// Whether every executor's file descriptor really had `O_DIRECT` set.
     pub o_direct: bool,
+    /// Whether every executor's read buffers were on transparent huge pages (one device segment
+    /// per read); `None` when some executor could not tell or reads into no buffers of its own.
+    pub huge_page_buffers: Option<bool>,
     /// Whether a kernel SQ poll thread submitted the reads.
     pub sqpoll: bool,
     /// The CPU hosting the (first) poll thread, when there is one; each executor's is in

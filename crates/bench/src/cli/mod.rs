@@ -112,7 +112,7 @@ pub enum IoArg {
     Pread,
     /// memmap2 with sequential access advice.
     Mmap,
-    /// dma when the table is not in the page cache, mmap when it is.
+    /// dma (O_DIRECT) when the table is not in the page cache, mmap when it is.
     Auto,
 }
 

@@ -143,12 +143,17 @@ pub fn human(r: &ScanReport) -> String {
     );
     let _ = writeln!(
         s,
-        "io          {}, {}, {}, readahead {} pages, reads up to {} pages (coalesce {} KiB)",
+        "io          {}, {}{}, {}, readahead {} pages, reads up to {} pages (coalesce {} KiB)",
         io.backend,
         if io.o_direct {
             "O_DIRECT"
         } else {
             "buffered (no O_DIRECT)"
+        },
+        match io.huge_page_buffers {
+            Some(true) => " into huge-page buffers",
+            Some(false) => " into small-page buffers",
+            None => "",
         },
         match (io.sqpoll_cpu, io.sqpoll_cpu_s) {
             (Some(c), Some(t)) if io.sqpoll => format!("SQPOLL on CPU {c} ({t:.3} s CPU)"),

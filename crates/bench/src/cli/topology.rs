@@ -77,7 +77,7 @@ struct DetectArgs {
     #[arg(long, value_enum, default_value_t = SqpollArg::Off)]
     sqpoll: SqpollArg,
     /// The I/O path the file asks for.
-    #[arg(long, value_enum, default_value_t = IoArg::Dma)]
+    #[arg(long, value_enum, default_value_t = IoArg::Auto)]
     io: IoArg,
     /// Pages in flight ahead of each executor's decoder (0 = one read at a time).
     #[arg(long, value_name = "PAGES", default_value_t = ScanSettings::default().readahead,
@@ -275,7 +275,7 @@ mod tests {
         let t = plan(&detect_args(&["--synthetic", "pack:1 core:3 pu:2"])).unwrap();
         assert_eq!(t.cpus(), [0, 2, 4]);
         assert_eq!(t.scan, ScanSettings::default());
-        assert_eq!(t.scan.io, IoMode::Dma);
+        assert_eq!(t.scan.io, IoMode::Auto);
         assert_eq!((t.scan.readahead, t.scan.coalesce_kib), (1024, 128));
         assert_eq!(t.scan.sqpoll, SqpollPolicy::Off);
     }
@@ -372,7 +372,7 @@ mod tests {
         std::fs::write(
             &bad,
             text.replace("cpu = 4\n", "cpu = 0\n")
-                .replace("io = \"dma\"", "io = \"dmaa\""),
+                .replace("io = \"auto\"", "io = \"autoo\""),
         )
         .unwrap();
         let e = check(check_args(&[bad.to_str().unwrap()])).unwrap_err();

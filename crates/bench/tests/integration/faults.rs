@@ -90,3 +90,26 @@ fn a_low_memlock_limit_shrinks_dma_memory_or_names_the_limit() {
 fn unknown_faults_are_refused() {
     q6_with_faults("gremlins", &[]).assert_error(&["CORESCAN_FAULTS", "gremlins"]);
 }
+
+/// Whether transparent huge pages may back a `MADV_HUGEPAGE` region on this kernel.
+fn thp_enabled() -> bool {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .is_ok_and(|mode| !mode.contains("[never]"))
+}
+
+#[test]
+fn direct_reads_land_in_huge_page_buffers_when_the_kernel_allows() {
+    for io in ["dma", "uring"] {
+        let v = answer(&q6_with_faults("", &["--io", io]));
+        assert_eq!(v["io"]["backend"], io);
+        // The corescan binary's allocator puts glommio's I/O memory on huge pages; the uring
+        // backend maps its own.
+        assert_eq!(v["io"]["huge_page_buffers"], thp_enabled(), "{io}");
+        for e in v["executors"].as_array().unwrap() {
+            assert_eq!(e["huge_page_buffers"], thp_enabled(), "{io}: {e}");
+        }
+    }
+    // Paths without buffers of their own say nothing.
+    let v = answer(&q6_with_faults("", &["--io", "pread"]));
+    assert!(v["io"]["huge_page_buffers"].is_null());
+}

@@ -22,7 +22,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use io_uring::{opcode, types, IoUring};
 
 use crate::backend::SyncBackend;
-use crate::hugepages::HugeRegion;
+use crate::hugepages::{huge_page_bytes, HugeRegion};
 use crate::readahead::ReadRequest;
 use crate::scan::{ExecutorReport, ExecutorTask};
 
@@ -227,6 +227,7 @@ impl SyncBackend for UringBackend {
 
     fn finish(&mut self, report: &mut ExecutorReport) {
         report.io_uring_enters = Some(self.enters);
+        report.huge_page_buffers = huge_page_bytes(self.buffers.slot_ptr(0)).map(|b| b > 0);
         if let Some((tid, before)) = self.poll_thread {
             report.sqpoll_cpu_s = thread_cpu_s(tid).map(|now| (now - before).max(0.0));
         }

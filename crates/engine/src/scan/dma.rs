@@ -5,14 +5,19 @@
 //! `readahead` pages in flight while the decoder works. The window is refilled in batches that
 //! are handed to the kernel at once, so one `io_uring_enter` carries several reads.
 
+use std::future::Future;
 use std::os::fd::AsRawFd;
+use std::pin::Pin;
 use std::rc::Rc;
-use std::time::Instant;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use glommio::io::DmaFile;
+use glommio::timer::Timer;
 
 use crate::cputime::CpuTime;
 use crate::error::Result;
+use crate::hugepages::huge_page_bytes;
 use crate::inflight::InFlight;
 use crate::q6::PartialAggregate;
 use crate::readahead::{bridge_pages, ReadPlan, ReadRequest, ReadaheadWindow};
@@ -76,6 +81,11 @@ pub(crate) async fn scan(task: &ExecutorTask) -> Result<(PartialAggregate, Execu
         let last = req.first_page + req.pages - 1;
         let buf = result
             .map_err(|e| task.io_error(format!("read pages {}..={last}", req.first_page), e))?;
+        if refill.report.huge_page_buffers.is_none() {
+            // glommio's registered I/O memory comes from the global allocator: on huge pages
+            // when the binary installs `HugePageAlloc`.
+            refill.report.huge_page_buffers = huge_page_bytes(buf.as_ptr()).map(|b| b > 0);
+        }
         decoder.decode(req.first_page, req.pages, &buf, refill.report)?;
         drop(buf);
         task.check_cancelled()?;
@@ -86,12 +96,43 @@ pub(crate) async fn scan(task: &ExecutorTask) -> Result<(PartialAggregate, Execu
     Ok((agg, report))
 }
 
-/// Hands the reads queued so far to the kernel now. glommio submits only when its reactor runs,
-/// which happens when every task is waiting; while completed reads are waiting to be decoded
-/// the scan task never waits, so new reads would sit in the queue and the device would idle.
-/// A timer that expires at once makes the task wait for exactly one reactor pass.
-async fn submit_now() {
-    glommio::timer::sleep(std::time::Duration::from_nanos(1)).await;
+/// Hands the reads queued so far to the kernel now. glommio moves queued I/O into its ring only
+/// between task runs, when no task is runnable (or every preemption period, 100 ms by default).
+/// A scan task whose next read has already completed never waits, so without this its new reads
+/// would sit in glommio's queue until the window had drained and then go out as one batch, which
+/// the block layer merges into one huge request: one request in flight per executor and an idle
+/// device while the window refills (seen in `/sys/block/<disk>/inflight` and in `strace`: 32
+/// reads per `io_uring_enter`). A timer that is still running when first polled makes the task
+/// wait, which gives the reactor its pass; an already expired one (such as a 1 ns timer) would
+/// not.
+fn submit_now() -> ReactorPass {
+    ReactorPass { timer: None }
+}
+
+/// The future behind [`submit_now`]: pending once, ready on the next poll, whichever event
+/// (the short timer or a completed read) wakes the task.
+struct ReactorPass {
+    timer: Option<Timer>,
+}
+
+/// How long [`ReactorPass`] waits at most when nothing else wakes the task.
+const REACTOR_PASS: Duration = Duration::from_micros(20);
+
+impl Future for ReactorPass {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.timer.is_some() {
+            // Second poll: the reactor has run (the task was woken by it).
+            return Poll::Ready(());
+        }
+        let timer = self.timer.insert(Timer::new(REACTOR_PASS));
+        match Pin::new(timer).poll(cx) {
+            // Too slow to catch a 20 us timer before it expires: carry on without the pass.
+            Poll::Ready(_) => Poll::Ready(()),
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }
 
 /// Issues reads into the ring and accounts for them.

@@ -91,6 +91,11 @@ pub struct ExecutorReport {
     pub max_in_flight_pages: u32,
     /// Whether the file was really opened with `O_DIRECT`.
     pub o_direct: bool,
+    /// Whether the buffers the reads land in are on transparent huge pages, so that each read
+    /// is one physically contiguous segment for the device (see [`crate::hugepages`]); `None`
+    /// for paths that do not read into buffers of their own (`pread`, `mmap`) or when
+    /// `/proc/self/smaps` cannot tell.
+    pub huge_page_buffers: Option<bool>,
     /// The CPU hosting this executor's SQ poll thread, when SQPOLL ran.
     pub sqpoll_cpu: Option<usize>,
     /// CPU time used by that poll thread, in seconds.

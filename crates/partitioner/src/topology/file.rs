@@ -93,10 +93,10 @@ pub struct ScanSettings {
 }
 
 impl Default for ScanSettings {
-    /// `dma`, 1024 pages of readahead (4 MiB at 4 KiB pages), 128 KiB reads, SQPOLL off.
+    /// `auto`, 1024 pages of readahead (4 MiB at 4 KiB pages), 128 KiB reads, SQPOLL off.
     fn default() -> Self {
         ScanSettings {
-            io: IoMode::Dma,
+            io: IoMode::Auto,
             readahead: 1024,
             coalesce_kib: 128,
             sqpoll: SqpollPolicy::Off,

@@ -184,11 +184,11 @@ impl Topology {
         out.push_str("[scan]\n");
         comment(
             out,
-            "The I/O path: \"dma\" (glommio, O_DIRECT reads on the executor's own io_uring; the \
-             default), \"uring\" (a private io_uring per executor with registered buffers and \
-             O_DIRECT; the only path with SQPOLL), \"pread\" (buffered reads; the kernel reads \
-             ahead), \"mmap\" (memory-mapped, sequential advice) or \"auto\" (dma when the table \
-             is not in the page cache, a cached path when it is).",
+            "The I/O path: \"dma\" (glommio, O_DIRECT reads on the executor's own io_uring), \
+             \"uring\" (a private io_uring per executor with registered buffers and O_DIRECT; \
+             the only path with SQPOLL), \"pread\" (buffered reads; the kernel reads ahead), \
+             \"mmap\" (memory-mapped, sequential advice) or \"auto\" (the default: dma when \
+             the table is not in the page cache, mmap when it is).",
         );
         let _ = writeln!(out, "io = {}", quoted(s.io.as_str()));
         comment(
