@@ -49,7 +49,7 @@ pub(crate) async fn scan(task: &ExecutorTask) -> Result<(PartialAggregate, Execu
     };
     let bridge = bridge_pages(task.max_read_pages);
     let mut plan = ReadPlan::bridging(&task.extents, task.max_read_pages, bridge);
-    let mut window = ReadaheadWindow::new(task.readahead);
+    let mut window = ReadaheadWindow::new(task.readahead, task.page_size);
     let mut ring = InFlight::with_capacity(window.max_reads());
     let mut decoder = PageDecoder::new(task);
     let mut refill = Refill {

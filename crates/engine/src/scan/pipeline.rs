@@ -28,7 +28,7 @@ pub(crate) fn scan<B: SyncBackend>(
     };
     let bridge = bridge_pages(task.max_read_pages);
     let mut plan = ReadPlan::bridging(&task.extents, task.max_read_pages, bridge);
-    let mut window = ReadaheadWindow::new(task.readahead);
+    let mut window = ReadaheadWindow::new(task.readahead, task.page_size);
     let mut in_flight: VecDeque<ReadRequest> = VecDeque::with_capacity(window.max_reads());
     let mut decoder = PageDecoder::new(task);
 
