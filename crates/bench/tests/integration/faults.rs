@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use crate::{corescan_with_env, layouts, Run};
+use std::path::Path;
+
+use crate::{corescan, corescan_with_env, layouts, Run};
 
 /// Runs `corescan q6 --json` on the plain layout with the given faults injected.
 fn q6_with_faults(faults: &str, args: &[&str]) -> Run {
@@ -39,6 +41,54 @@ fn o_direct_refused_falls_back_to_buffered_reads() {
     assert_eq!(v["io"]["backend"], "uring");
     assert_eq!(v["io"]["o_direct"], false);
     assert!(notice(&v).contains("O_DIRECT refused"), "{}", notice(&v));
+}
+
+#[test]
+fn tmpfs_files_are_read_through_the_page_cache_when_o_direct_is_off() {
+    // No fault injected: what tmpfs and glommio really do.
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("skipped: no /dev/shm (tmpfs) on this machine");
+        return;
+    }
+    let plain = &layouts()[0];
+    let dir = tempfile::tempdir_in(shm).unwrap();
+    let copy = dir.path().join("plain.db");
+    std::fs::copy(&plain.path, &copy).unwrap();
+    for io in ["dma", "uring"] {
+        let run = corescan([
+            "q6",
+            copy.to_str().unwrap(),
+            "--table",
+            &plain.table,
+            "--io",
+            io,
+            "--json",
+        ]);
+        let v = answer(&run);
+        assert_eq!(v["io"]["backend"], io);
+        // glommio never opens tmpfs files with O_DIRECT; kernels before 6.6 refuse it on tmpfs
+        // altogether, later ones accept it. Whichever happened, the report says so.
+        let direct = v["io"]["o_direct"].as_bool().unwrap();
+        assert_eq!(direct, io == "uring" && tmpfs_takes_o_direct(&copy), "{io}");
+        assert_eq!(
+            notice(&v).contains("O_DIRECT refused"),
+            !direct,
+            "{io}: {}",
+            notice(&v)
+        );
+        assert!(!notice(&v).contains("injected"), "{}", notice(&v));
+    }
+}
+
+/// Whether this kernel's tmpfs accepts O_DIRECT (Linux 6.6 and later).
+fn tmpfs_takes_o_direct(path: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .is_ok()
 }
 
 #[test]

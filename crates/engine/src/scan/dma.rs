@@ -23,8 +23,27 @@ use crate::q6::PartialAggregate;
 use crate::readahead::{bridge_pages, ReadPlan, ReadRequest, ReadaheadWindow};
 use crate::scan::{finish_report, ExecutorReport, ExecutorTask, PageDecoder};
 
+/// How a `dma` scan ended, when it did not fail.
+pub(crate) enum DmaScan {
+    /// The scan ran (through the page cache when the filesystem refused `O_DIRECT` and glommio
+    /// fell back to buffered reads, as it does on tmpfs; the report says so).
+    Done(Box<(PartialAggregate, ExecutorReport)>),
+    /// glommio could not open the file at all with `EINVAL`, which some filesystems return
+    /// for `O_DIRECT`; the caller reads through the page cache instead.
+    DirectRefused(String),
+}
+
+/// The errno behind a glommio error, when it wraps one.
+fn os_error<T>(e: &glommio::GlommioError<T>) -> Option<i32> {
+    match e {
+        glommio::GlommioError::IoError(io) => io.raw_os_error(),
+        glommio::GlommioError::EnhancedIoError { source, .. } => source.raw_os_error(),
+        _ => None,
+    }
+}
+
 /// Runs the scan of `task` on the current glommio executor.
-pub(crate) async fn scan(task: &ExecutorTask) -> Result<(PartialAggregate, ExecutorReport)> {
+pub(crate) async fn scan(task: &ExecutorTask) -> Result<DmaScan> {
     let started = Instant::now();
     let cpu_before = CpuTime::thread();
     let mut report = ExecutorReport {
@@ -32,12 +51,18 @@ pub(crate) async fn scan(task: &ExecutorTask) -> Result<(PartialAggregate, Execu
         backend: "dma".into(),
         ..Default::default()
     };
-    let file = Rc::new(
-        DmaFile::open(&task.path)
-            .await
-            .map_err(|e| task.io_error("open for direct I/O".into(), e))?,
-    );
+    let file = match DmaFile::open(&task.path).await {
+        Ok(file) => Rc::new(file),
+        Err(e) if os_error(&e) == Some(libc::EINVAL) => {
+            return Ok(DmaScan::DirectRefused(e.to_string()))
+        }
+        Err(e) => return Err(task.io_error("open for direct I/O".into(), e)),
+    };
     report.o_direct = crate::backend::has_o_direct(file.as_raw_fd());
+    if !report.o_direct {
+        report.notice =
+            Some("O_DIRECT refused for this file: glommio reads it through the page cache".into());
+    }
     let align = file.alignment();
     let page_bytes = u64::from(task.page_size);
 
@@ -93,7 +118,7 @@ pub(crate) async fn scan(task: &ExecutorTask) -> Result<(PartialAggregate, Execu
     decoder.decode_wal_pages(&mut report)?;
     let agg = decoder.agg;
     finish_report(&mut report, &agg, started, cpu_before);
-    Ok((agg, report))
+    Ok(DmaScan::Done(Box::new((agg, report))))
 }
 
 /// Hands the reads queued so far to the kernel now. glommio moves queued I/O into its ring only

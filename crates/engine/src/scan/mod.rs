@@ -357,22 +357,19 @@ pub(crate) async fn run(
     let open_error = |e: std::io::Error| task.io_error(format!("open for {}", task.backend), e);
     match task.backend {
         IoBackend::Dma => {
-            // A filesystem without O_DIRECT (some FUSE and network filesystems) makes glommio's
-            // open fail with EINVAL; read it through the page cache instead.
-            let refused = if task.faults.odirect {
-                Some("injected".to_string())
+            // A filesystem without O_DIRECT makes glommio's open fail with EINVAL; read the file
+            // through the page cache instead.
+            let why = if task.faults.odirect {
+                "injected".to_string()
             } else {
-                match dma::scan(task).await {
-                    Err(Error::Io {
-                        ref cause, ref op, ..
-                    }) if op.starts_with("open") && cause.contains("Invalid argument") => {
-                        Some(cause.clone())
-                    }
-                    other => return other,
+                match dma::scan(task).await? {
+                    dma::DmaScan::Done(done) => return Ok(*done),
+                    dma::DmaScan::DirectRefused(why) => why,
                 }
             };
-            let notice = refused
-                .map(|why| format!("O_DIRECT refused for this file ({why}): pread instead of dma"));
+            let notice = Some(format!(
+                "O_DIRECT refused for this file ({why}): pread instead of dma"
+            ));
             pipeline::scan(
                 task,
                 PreadBackend::open(task, sync_capacity, notice).map_err(open_error)?,
