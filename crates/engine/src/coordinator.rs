@@ -217,7 +217,7 @@ pub fn run_q6(
     // Device counters are read right before the executors start and right after they finish.
     let device = BlockDevice::for_file(&plan.path).and_then(|d| {
         let before = d.read()?;
-        Ok((d, before))
+        Ok((d, before, Instant::now()))
     });
     let cpu_before = CpuTime::process();
     let started = Instant::now();
@@ -360,11 +360,11 @@ pub fn run_q6(
         return Err(e);
     }
     let cpu_time = CpuTime::process().since(cpu_before);
-    let (device, device_note) = match device.and_then(|(d, before)| Ok(d.report(before, d.read()?)))
-    {
-        Ok(report) => (Some(report), None),
-        Err(reason) => (None, Some(reason)),
-    };
+    let (device, device_note) =
+        match device.and_then(|(d, before, at)| Ok(d.report(before, d.read()?, at.elapsed()))) {
+            Ok(report) => (Some(report), None),
+            Err(reason) => (None, Some(reason)),
+        };
     // Pages read before and after a commit or checkpoint could mix two versions of the table.
     plan.check_unchanged()?;
 

@@ -190,12 +190,16 @@ pub fn human(r: &ScanReport) -> String {
         (Some(d), _) => {
             let _ = writeln!(
                 s,
-                "device      {}: {} requests, {:.1}% merged, mean request {:.1} KiB, {:.1} MiB read",
+                "device      {}: {} requests, {:.1}% merged, mean request {:.1} KiB, {:.1} MiB read; \
+                 busy {:.0}%, {:.1} reads in flight on average, {:.2} ms each",
                 d.disk,
                 d.requests,
                 d.merged_pct,
                 d.mean_request_kib,
-                mib(d.bytes)
+                mib(d.bytes),
+                d.busy_pct,
+                d.mean_reads_in_flight,
+                d.mean_read_ms
             );
         }
         (None, note) => {

@@ -129,6 +129,8 @@ pub struct ConfigSummary {
     pub device_merged_pct: Option<f64>,
     /// Median mean request size at the device, KiB.
     pub device_mean_request_kib: Option<f64>,
+    /// Median of the mean number of read requests in flight at the device.
+    pub device_reads_in_flight: Option<f64>,
     /// Median user CPU time of the process, seconds.
     pub user_s: Option<f64>,
     /// Median system CPU time of the process, seconds.
@@ -180,7 +182,7 @@ pub struct ScaleOutcome {
 }
 
 /// The columns of `results.csv`.
-pub const CSV_HEADER: [&str; 26] = [
+pub const CSV_HEADER: [&str; 27] = [
     "config",
     "io",
     "sqpoll",
@@ -197,6 +199,7 @@ pub const CSV_HEADER: [&str; 26] = [
     "efficiency",
     "device_merged_pct",
     "device_mean_request_kib",
+    "device_reads_in_flight",
     "user_s",
     "sys_s",
     "sqpoll_cpu_s",
@@ -376,6 +379,13 @@ fn summarize_one(
                 .filter(|d| d.requests > 0)
                 .map(|d| d.mean_request_kib)
         })),
+        device_reads_in_flight: median(collect(&|r| {
+            r.report
+                .device
+                .as_ref()
+                .filter(|d| d.requests > 0)
+                .map(|d| d.mean_reads_in_flight)
+        })),
         user_s: median(collect(&|r| Some(r.report.cpu_time.user_s))),
         sys_s: median(collect(&|r| Some(r.report.cpu_time.sys_s))),
         sqpoll_cpu_s: median(collect(&|r| r.report.io.sqpoll_cpu_s)),
@@ -429,6 +439,7 @@ pub fn write_csv(configs: &[ConfigSummary], cache: CacheMode, path: &Path) -> Re
             num(s.efficiency, 4),
             num(s.device_merged_pct, 2),
             num(s.device_mean_request_kib, 2),
+            num(s.device_reads_in_flight, 2),
             num(s.user_s, 4),
             num(s.sys_s, 4),
             num(s.sqpoll_cpu_s, 4),

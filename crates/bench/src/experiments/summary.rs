@@ -134,6 +134,7 @@ pub fn scale_markdown(o: &ScaleOutcome) -> String {
         "efficiency",
         "merged %",
         "mean request KiB",
+        "reads in flight",
         "user s",
         "sys s",
         "I/O path that ran",
@@ -147,8 +148,9 @@ pub fn scale_markdown(o: &ScaleOutcome) -> String {
         s,
         "\nspeedup = median wall of the 1-core run with the same other settings / this median \
          (empty without a 1-core run); efficiency = speedup / cores. GB/s and rows/s use the \
-         median wall time. merged % and mean request size come from `/sys/block/<disk>/stat` \
-         over each run (device-wide: other I/O on the disk is counted too); user and system \
+         median wall time. merged %, mean request size and reads in flight (the device's mean read \
+         queue depth, iostat's aqu-sz) come from `/sys/block/<disk>/stat` over each run \
+         (device-wide: other I/O on the disk is counted too); user and system \
          are the whole process's CPU time, medians.\n"
     );
 
@@ -257,6 +259,7 @@ fn config_row(c: &ConfigSummary, cpus: usize) -> Vec<String> {
         num(c.efficiency, 2),
         num(c.device_merged_pct, 1),
         num(c.device_mean_request_kib, 1),
+        num(c.device_reads_in_flight, 1),
         num(c.user_s, 3),
         num(c.sys_s, 3),
         path,

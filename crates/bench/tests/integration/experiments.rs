@@ -372,19 +372,32 @@ fn seed_report_merges_more_with_readahead() {
         );
         return;
     }
-    let median_merged = |label: &str| {
+    let median_of = |label: &str, field: &str| {
         let v: Vec<f64> = runs
             .iter()
             .filter(|r| r["label"] == label)
-            .filter_map(|r| r["device"]["merged_pct"].as_f64())
+            .filter_map(|r| r["device"][field].as_f64())
             .collect();
         bench::experiments::Spread::of(&v).unwrap().median
     };
-    let (off, window) = (median_merged("readahead-off"), median_merged("window-32"));
+    let (off, window) = (
+        median_of("readahead-off", "merged_pct"),
+        median_of("window-32", "merged_pct"),
+    );
     assert!(
         window > off,
         "merged % with a 32-page window ({window:.1}) must exceed readahead off ({off:.1})"
     );
+    // One read at a time never has more than one in flight (other I/O on the disk aside).
+    let depth_off = median_of("readahead-off", "mean_reads_in_flight");
+    assert!(
+        depth_off <= 1.5,
+        "readahead off: {depth_off:.2} reads in flight on average"
+    );
+    for r in runs {
+        let busy = r["device"]["busy_pct"].as_f64().unwrap();
+        assert!((0.0..=100.0).contains(&busy), "busy {busy}");
+    }
 }
 
 #[test]
