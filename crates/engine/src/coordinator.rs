@@ -196,7 +196,14 @@ pub fn run_q6(
     let cancel = Arc::new(AtomicBool::new(false));
     let faults = Faults::from_env().map_err(Error::Config)?;
     let (mut backend, mut notice) = choose_backend(plan, settings)?;
-    let sqpoll_cpus = sqpoll_placement(executors, &available, backend, settings.sqpoll)?;
+    let (sqpoll_cpus, sqpoll_notice) =
+        sqpoll_placement(executors, &available, backend, settings.sqpoll)?;
+    if let Some(n) = sqpoll_notice {
+        notice = Some(match notice {
+            Some(first) => format!("{first}; {n}"),
+            None => n,
+        });
+    }
     // Without io_uring (kernel.io_uring_disabled, seccomp in containers) neither glommio nor
     // the uring backend can run: plain pinned threads read with pread instead.
     let mut runtime = Runtime::Glommio;

@@ -121,24 +121,35 @@ pub(crate) fn choose_backend(
 
 /// The SQ poll CPU of each executor: from its spec when a topology names one, else by policy.
 /// `auto` gives an executor a CPU that runs no executor (each such CPU hosts one poll thread);
-/// `on` refuses to run when some executor cannot get one.
+/// `on` refuses to run when some executor cannot get one. Only the `uring` backend has poll
+/// threads: with another one (`--io auto` choosing `dma` or `mmap`, say), `auto` runs without
+/// them and says so in the returned notice, while `on` is an error.
 pub(crate) fn sqpoll_placement(
     executors: &[ExecutorSpec],
     available: &[usize],
     backend: IoBackend,
     mode: SqpollMode,
-) -> Result<Vec<Option<usize>>> {
+) -> Result<(Vec<Option<usize>>, Option<String>)> {
     let named = executors.iter().any(|e| e.sqpoll_cpu.is_some());
+    let none = vec![None; executors.len()];
     if mode == SqpollMode::Off && !named {
-        return Ok(vec![None; executors.len()]);
+        return Ok((none, None));
     }
     if backend != IoBackend::Uring {
-        return Err(Error::Config(format!(
-            "SQPOLL needs --io uring (the {backend} backend has no SQ poll thread)"
-        )));
+        if mode == SqpollMode::On {
+            return Err(Error::Config(format!(
+                "SQPOLL needs --io uring (the {backend} backend has no SQ poll thread)"
+            )));
+        }
+        return Ok((
+            none,
+            Some(format!(
+                "no SQPOLL: the {backend} backend has no SQ poll thread (--io uring has)"
+            )),
+        ));
     }
     if named {
-        return Ok(executors.iter().map(|e| e.sqpoll_cpu).collect());
+        return Ok((executors.iter().map(|e| e.sqpoll_cpu).collect(), None));
     }
     let busy: std::collections::HashSet<usize> = executors.iter().map(|e| e.cpu).collect();
     let mut idle = available.iter().copied().filter(|c| !busy.contains(c));
@@ -157,5 +168,5 @@ pub(crate) fn sqpoll_placement(
             if idle.is_empty() { "none".to_string() } else { list_cpus(&idle) }
         )));
     }
-    Ok(placement)
+    Ok((placement, None))
 }

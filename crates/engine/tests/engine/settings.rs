@@ -158,6 +158,16 @@ fn sqpoll_runs_only_where_an_idle_cpu_can_host_it() {
         ..ScanSettings::defaults(4096)
     };
     assert!(run_q6(&plan, &all, &Q6Params::default(), &dma_sqpoll).is_err());
+    // auto means "where it can run": with a backend that has none it runs without, and says so
+    // (a topology file with io = "auto" and sqpoll = "auto" must not fail on a cold table).
+    let dma_auto = ScanSettings {
+        sqpoll: SqpollMode::Auto,
+        ..dma_sqpoll
+    };
+    let r = run_q6(&plan, &spread(1), &Q6Params::default(), &dma_auto).unwrap();
+    assert!(!r.io.sqpoll, "{:?}", r.io);
+    let notice = r.io.notice.unwrap_or_default();
+    assert!(notice.contains("no SQ poll thread"), "{notice}");
     if cpus.len() < 2 {
         println!("skip: one CPU, no idle CPU can host an SQ poll thread");
         return;
