@@ -6,6 +6,7 @@ use crate::backend::{IoBackend, SqpollMode};
 use crate::coordinator::{list_cpus, ExecutorSpec, IoChoice, ScanSettings, AUTO_CACHED_FRACTION};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
+use crate::hugepages::HUGE_PAGE;
 use partitioner::TablePlan;
 
 /// glommio's smallest useful I/O memory, and what the non-DMA backends get.
@@ -37,10 +38,33 @@ pub(crate) fn io_memory_budget(
     let Some(limit) = limit.filter(|_| !privileged) else {
         return Ok((wanted, None));
     };
+    fit_io_memory(wanted, executors, limit)
+}
+
+/// Locked bytes for `bytes` of I/O memory: io_uring accounts a buffer on huge pages (see
+/// [`crate::hugepages`]) in whole huge pages, and [`crate::hugepages::HugePageAlloc`] puts
+/// every allocation of a huge page or more on them.
+fn locked_size(bytes: usize) -> usize {
+    if bytes >= HUGE_PAGE {
+        bytes.next_multiple_of(HUGE_PAGE)
+    } else {
+        bytes
+    }
+}
+
+/// [`io_memory_budget`] under a limit of `limit` locked bytes for all executors.
+fn fit_io_memory(wanted: usize, executors: usize, limit: u64) -> Result<(usize, Option<String>)> {
     let share = (limit / executors.max(1) as u64) as usize;
-    if share >= wanted {
+    if locked_size(wanted) <= share {
         return Ok((wanted, None));
     }
+    // Cut to whole huge pages when the share holds at least one, so that what io_uring
+    // accounts still fits.
+    let share = if share >= HUGE_PAGE {
+        share - share % HUGE_PAGE
+    } else {
+        share
+    };
     if share < MIN_IO_MEMORY {
         return Err(Error::Config(format!(
             "RLIMIT_MEMLOCK is {} KiB, too low for {executors} executors' DMA memory (at least {} KiB): \
@@ -169,4 +193,31 @@ pub(crate) fn sqpoll_placement(
         )));
     }
     Ok((placement, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_memory_fits_the_memlock_limit_in_whole_huge_pages() {
+        let mib = 1usize << 20;
+        // Room for everything, counted in huge pages: 9 MiB wanted locks 10 MiB.
+        assert_eq!(
+            fit_io_memory(9 * mib, 2, 20 * mib as u64).unwrap(),
+            (9 * mib, None)
+        );
+        let (cut, notice) = fit_io_memory(9 * mib, 2, 19 * mib as u64).unwrap();
+        assert_eq!(cut, 8 * mib, "9.5 MiB each, cut to whole huge pages");
+        assert!(notice.unwrap().contains("RLIMIT_MEMLOCK"));
+        // Below a huge page, small pages: exact.
+        assert_eq!(
+            fit_io_memory(9 * mib, 4, 6 * mib as u64).unwrap().0,
+            3 * mib / 2
+        );
+        assert_eq!(fit_io_memory(mib, 1, mib as u64).unwrap(), (mib, None));
+        // Not even glommio's minimum.
+        let e = fit_io_memory(9 * mib, 2, 64 << 10).unwrap_err().to_string();
+        assert!(e.contains("RLIMIT_MEMLOCK is 64 KiB"), "{e}");
+    }
 }
