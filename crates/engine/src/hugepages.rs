@@ -112,7 +112,9 @@ pub fn huge_page_bytes(addr: *const u8) -> Option<u64> {
 
 /// A global allocator that puts every allocation of at least [`HUGE_PAGE`] bytes in its own
 /// huge-page-aligned anonymous mapping advised `MADV_HUGEPAGE`, and hands everything smaller to
-/// [`System`]. Install it in a binary that uses the `dma` backend:
+/// [`System`]. Growing such a block with `realloc` moves its pages with `mremap` rather than
+/// copying them (it may then start on an ordinary page boundary; its aligned 2 MiB stretches
+/// still get huge pages). Install it in a binary that uses the `dma` backend:
 ///
 /// ```ignore
 /// #[global_allocator]
@@ -164,8 +166,9 @@ impl HugePageAlloc {
 }
 
 // SAFETY: large blocks come from private anonymous mappings of at least the layout's size,
-// aligned to HUGE_PAGE (>= the layout's alignment), and are unmapped with the same size; every
-// other request goes to System unchanged. `is_huge` depends on the layout only, so a block is
+// aligned to HUGE_PAGE (>= the layout's alignment) or, after an mremap, to a page (>= the
+// layout's alignment, which mremap is only used for), and are unmapped with the same rounded
+// size; every other request goes to System unchanged. `is_huge` depends on the layout only, so a block is
 // always freed by the path that allocated it.
 unsafe impl GlobalAlloc for HugePageAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -208,11 +211,25 @@ unsafe impl GlobalAlloc for HugePageAlloc {
             // SAFETY: forwarded with the caller's guarantees.
             return unsafe { System.realloc(ptr, layout, new_size) };
         }
-        if Self::is_huge(layout)
-            && Self::is_huge(new_layout)
-            && layout.size().next_multiple_of(HUGE_PAGE) == new_size.next_multiple_of(HUGE_PAGE)
-        {
-            return ptr;
+        if Self::is_huge(layout) && Self::is_huge(new_layout) {
+            let old = layout.size().next_multiple_of(HUGE_PAGE);
+            let new = new_size.next_multiple_of(HUGE_PAGE);
+            if old == new {
+                return ptr;
+            }
+            if layout.align() <= 4096 {
+                // Let the kernel move the pages instead of copying them (a growing Vec of
+                // hundreds of MiB would otherwise be copied at every doubling). The new address
+                // is page-aligned, which is all this layout asks for; the mapping keeps its
+                // huge-page advice.
+                // SAFETY: ptr is a mapping of `old` bytes made by `map` (or an earlier mremap).
+                let p = unsafe { libc::mremap(ptr.cast(), old, new, libc::MREMAP_MAYMOVE) };
+                return if p == libc::MAP_FAILED {
+                    std::ptr::null_mut()
+                } else {
+                    p.cast()
+                };
+            }
         }
         // SAFETY: a fresh block of the new layout, the common prefix copied, the old block
         // freed by the path that allocated it.
@@ -282,6 +299,30 @@ mod tests {
         }
         let huge = huge_page_bytes(p).unwrap();
         assert_eq!(huge > 0, thp, "{huge} bytes on huge pages");
+    }
+
+    #[test]
+    fn large_blocks_grow_in_place_or_move_with_their_contents() {
+        let a = HugePageAlloc;
+        let layout = Layout::from_size_align(HUGE_PAGE + 1, 8).unwrap();
+        // SAFETY: every block is used within its size and freed with its layout.
+        unsafe {
+            let mut p = a.alloc(layout);
+            let mut size = layout.size();
+            for i in 0..size {
+                p.add(i).write(i as u8);
+            }
+            for _ in 0..4 {
+                let grown = size * 2 + 12_345;
+                p = a.realloc(p, Layout::from_size_align(size, 8).unwrap(), grown);
+                assert!(!p.is_null());
+                p.add(grown - 1).write(7);
+                size = grown;
+            }
+            assert!((0..HUGE_PAGE + 1).all(|i| *p.add(i) == i as u8));
+            assert_eq!(*p.add(size - 1), 7);
+            a.dealloc(p, Layout::from_size_align(size, 8).unwrap());
+        }
     }
 
     #[test]
