@@ -100,7 +100,7 @@ impl UringBackend {
         if !registered {
             notices.push("buffer registration refused (RLIMIT_MEMLOCK?): unregistered reads");
         }
-        let poll_thread = sqpoll_cpu.and_then(|_| find_poll_thread());
+        let poll_thread = sqpoll_cpu.and_then(|_| find_poll_thread(ring.as_raw_fd()));
         Ok(UringBackend {
             ring,
             file,
@@ -303,9 +303,27 @@ impl AlignedBuffers {
     }
 }
 
-/// The newest SQ poll thread of this process (`iou-sqp-*` in `/proc/self/task`) and its CPU
-/// time so far. Called right after the ring is built, so the newest is this ring's.
-fn find_poll_thread() -> Option<(i32, f64)> {
+/// The SQ poll thread of the ring `ring_fd` and its CPU time so far: from the ring's fdinfo, or
+/// on kernels that do not show it there, the newest `iou-sqp-*` thread of this process (called
+/// right after the ring is built, so the newest is this ring's unless another scan in the same
+/// process made one in between).
+fn find_poll_thread(ring_fd: i32) -> Option<(i32, f64)> {
+    // The ring's own fdinfo names its poll thread (`SqThread:`); other rings in the process
+    // (another scan running beside this one) have theirs.
+    let own = std::fs::read_to_string(format!("/proc/self/fdinfo/{ring_fd}"))
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("SqThread:"))
+                .and_then(|v| v.trim().parse::<i32>().ok())
+        })
+        .filter(|&tid| tid > 0);
+    // The kernel gives the thread's id in the initial PID namespace; inside another one
+    // (a container) /proc/self/task does not know it, so fall back.
+    if let Some(found) = own.and_then(|tid| thread_cpu_s(tid).map(|s| (tid, s))) {
+        return Some(found);
+    }
+    // Kernels whose fdinfo does not say: the newest poll thread of the process.
     let mut best: Option<i32> = None;
     for entry in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
         let tid: i32 = entry.file_name().to_str()?.parse().ok()?;
