@@ -163,3 +163,65 @@ fn direct_reads_land_in_huge_page_buffers_when_the_kernel_allows() {
     let v = answer(&q6_with_faults("", &["--io", "pread"]));
     assert!(v["io"]["huge_page_buffers"].is_null());
 }
+
+#[test]
+fn a_file_truncated_during_an_mmap_scan_ends_in_an_error_not_sigbus() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    // A LINEITEM big enough that a warm mmap scan takes a few tens of milliseconds.
+    let dir = crate::scratch_dir("truncated-during-scan");
+    let original = dir.join("li.db");
+    let opts = bench::gen::GenOptions {
+        out: original.clone(),
+        scale_factor: 0.05,
+        page_size: 4096,
+        tables: bench::gen::TableSelection::Lineitem,
+        force: false,
+    };
+    bench::gen::generate(&opts, false).unwrap();
+    let want = bench::oracle::q6(&original, "lineitem", &engine::Q6Params::default()).unwrap();
+    let size = std::fs::metadata(&original).unwrap().len();
+    let mut outcomes = Vec::new();
+    // Truncate at several moments: before the map, during the scan, after it.
+    for delay_ms in [0u64, 2, 5, 10, 20, 40, 80] {
+        let copy = dir.join(format!("copy-{delay_ms}.db"));
+        std::fs::copy(&original, &copy).unwrap();
+        let _ = std::fs::read(&copy).unwrap(); // warm, as mmap is for
+        let child = Command::new(env!("CARGO_BIN_EXE_corescan"))
+            .args(["q6", copy.to_str().unwrap(), "--io", "mmap", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&copy)
+            .unwrap()
+            .set_len(size / 4)
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.signal(),
+            None,
+            "truncated after {delay_ms} ms: killed by a signal; stderr: {stderr}"
+        );
+        if out.status.success() {
+            // The scan finished before the file shrank: SQLite's answer.
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["revenue"], want.revenue(), "after {delay_ms} ms");
+            outcomes.push(format!("{delay_ms} ms: finished first"));
+        } else {
+            // Otherwise one error line naming the file.
+            assert_eq!(out.status.code(), Some(1), "after {delay_ms} ms: {stderr}");
+            assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+            assert!(stderr.starts_with("error: "), "{stderr}");
+            assert!(stderr.contains(copy.to_str().unwrap()), "{stderr}");
+            outcomes.push(format!("{delay_ms} ms: {}", stderr.trim()));
+        }
+    }
+    println!("{}", outcomes.join("\n"));
+}

@@ -1,19 +1,22 @@
 //! The `mmap` backend: the file mapped read-only with memmap2; pages are decoded in place.
 //!
 //! `MADV_SEQUENTIAL` lets the kernel read ahead aggressively and drop pages behind the scan; the
-//! window adds `MADV_WILLNEED` for the reads ahead. On a warm cache this path copies nothing.
+//! window adds `MADV_WILLNEED` for the reads ahead. On a warm cache this path copies nothing. A
+//! file truncated under the map ends the scan with an error instead of SIGBUS ([`sigbus`]).
 
 use std::fs::File;
 use std::io;
 
 use memmap2::{Advice, Mmap};
 
-use crate::backend::SyncBackend;
+use crate::backend::{sigbus, SyncBackend};
 use crate::readahead::ReadRequest;
 use crate::scan::ExecutorTask;
 
 /// A read-only map of the whole file.
 pub(crate) struct MmapBackend {
+    /// Declared before `map`, so that the protection ends before the unmapping.
+    guard: Option<sigbus::Guard>,
     map: Mmap,
     page_size: usize,
     capacity: usize,
@@ -25,11 +28,11 @@ impl MmapBackend {
         let file = File::open(&task.path)?;
         // SAFETY: the map is read-only and private to this executor. If another process
         // truncates the file during the scan, touching a page past the new end raises SIGBUS;
-        // the coordinator's end-of-scan check cannot prevent that, which is why `mmap` is an
-        // opt-in backend for files that are not being written.
+        // the guard turns that into zeros and an error (see `sigbus`).
         let map = unsafe { Mmap::map(&file)? };
         let _ = map.advise(Advice::Sequential);
         Ok(MmapBackend {
+            guard: sigbus::guard(map.as_ptr(), map.len()),
             map,
             page_size: task.page_size as usize,
             capacity: capacity.max(1),
@@ -79,5 +82,15 @@ impl SyncBackend for MmapBackend {
 
     fn name(&self) -> &'static str {
         "mmap"
+    }
+
+    fn check(&self) -> io::Result<()> {
+        if self.guard.as_ref().is_some_and(sigbus::Guard::faulted) {
+            return Err(io::Error::other(
+                "the file shrank while mapped (truncated by another process?): pages past its \
+                 new end read as zeros",
+            ));
+        }
+        Ok(())
     }
 }

@@ -20,6 +20,7 @@ pub mod mmap;
 pub(crate) mod policy;
 pub mod pread;
 pub mod residency;
+pub(crate) mod sigbus;
 pub mod uring;
 
 use std::fmt;
@@ -108,6 +109,11 @@ pub(crate) trait SyncBackend {
     }
     /// Adds backend-specific figures to the report at the end of the scan.
     fn finish(&mut self, _report: &mut ExecutorReport) {}
+    /// Whether the bytes handed out so far were sound: `mmap` says no once the file shrank
+    /// under its mapping (see [`sigbus`]).
+    fn check(&self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Whether the file descriptor has `O_DIRECT` set.

@@ -101,7 +101,12 @@ pub(crate) fn scan<B: SyncBackend>(
             )?;
         }
         let bytes = backend.bytes(req);
-        decoder.decode(req.first_page, req.pages, bytes, &mut report)?;
+        let decoded = decoder.decode(req.first_page, req.pages, bytes, &mut report);
+        // A file that shrank under the map reads as zeros: say that, not "corrupt page".
+        backend
+            .check()
+            .map_err(|e| task.io_error(read_op(req), e))?;
+        decoded?;
         backend.release(req);
         task.check_cancelled()?;
     }
