@@ -11,10 +11,10 @@
 //! | `mmap` | memmap2, `MADV_SEQUENTIAL`, window as `MADV_WILLNEED` | warm scans: no copy at all |
 //!
 //! `auto` picks `dma` when the table's pages are not in the page cache and `mmap` when they are
-//! (see [`residency`]). `dma` and `uring` measured alike on the reference machine (0.92 and 0.88
-//! of `fio`'s sequential `O_DIRECT` throughput, medians of paired cold runs), once both read into
-//! huge-page buffers ([`crate::hugepages`]) and the `dma` loop makes glommio submit each refill
-//! at once ([`crate::scan::dma`]).
+//! (see [`residency`]). `dma` and `uring` (both `O_DIRECT`, no SQPOLL) measured alike on the
+//! reference machine (0.92 and 0.88 of `fio`'s sequential `O_DIRECT` throughput, medians of
+//! paired cold runs), once both read into huge-page buffers ([`crate::hugepages`]) and the `dma`
+//! loop makes glommio submit each refill at once ([`crate::scan::dma`]).
 
 pub mod mmap;
 pub(crate) mod policy;
