@@ -31,7 +31,7 @@ use crate::readahead::max_read_pages;
 use crate::report::{IoReport, ScanReport};
 use crate::scan::{self, ExecutorReport, ExecutorTask};
 
-/// Which backend to use, or `Auto` to decide from the page cache (see [`backend::residency`]).
+/// Which backend to use, or `Auto` to decide from the page cache (see [`crate::backend::residency`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IoChoice {
     /// Always this backend.

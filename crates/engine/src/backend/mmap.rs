@@ -2,7 +2,7 @@
 //!
 //! `MADV_SEQUENTIAL` lets the kernel read ahead aggressively and drop pages behind the scan; the
 //! window adds `MADV_WILLNEED` for the reads ahead. On a warm cache this path copies nothing. A
-//! file truncated under the map ends the scan with an error instead of SIGBUS ([`sigbus`]).
+//! file truncated under the map ends the scan with an error instead of SIGBUS (`backend::sigbus`).
 
 use std::fs::File;
 use std::io;

@@ -2,10 +2,10 @@
 //! and decodes pages in order into a [`PartialAggregate`].
 //!
 //! Two loops share the same [`ReadPlan`](crate::readahead::ReadPlan),
-//! [`ReadaheadWindow`](crate::readahead::ReadaheadWindow) and [`PageDecoder`]:
+//! [`ReadaheadWindow`](crate::readahead::ReadaheadWindow) and `PageDecoder`:
 //!
 //! - [`dma`]: glommio's `DmaFile` (`O_DIRECT`) on the executor's own glommio ring, async;
-//! - [`pipeline`]: a synchronous loop over a [`crate::backend::SyncBackend`] (a private
+//! - [`pipeline`]: a synchronous loop over a `SyncBackend` (a private
 //!   io_uring with optional SQPOLL, buffered `pread`, or `mmap`), run inside the same pinned
 //!   executor thread.
 

@@ -1,5 +1,5 @@
 //! The synchronous loop shared by the `uring`, `pread` and `mmap` backends: the same read plan,
-//! readahead window and decoder as the `dma` loop, over a [`SyncBackend`].
+//! readahead window and decoder as the `dma` loop, over a `SyncBackend`.
 
 use std::collections::VecDeque;
 use std::time::Instant;
