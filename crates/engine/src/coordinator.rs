@@ -199,10 +199,7 @@ pub fn run_q6(
     let (sqpoll_cpus, sqpoll_notice) =
         sqpoll_placement(executors, &available, backend, settings.sqpoll)?;
     if let Some(n) = sqpoll_notice {
-        notice = Some(match notice {
-            Some(first) => format!("{first}; {n}"),
-            None => n,
-        });
+        add_notice(&mut notice, n);
     }
     // Without io_uring (kernel.io_uring_disabled, seccomp in containers) neither glommio nor
     // the uring backend can run: plain pinned threads read with pread instead.
@@ -392,10 +389,7 @@ pub fn run_q6(
     let o_direct = reports.iter().all(|r| r.o_direct);
     // A fallback inside an executor (O_DIRECT or SQPOLL refused) changes what ran.
     if let Some(n) = reports.iter().find_map(|r| r.notice.clone()) {
-        notice = Some(match notice {
-            Some(first) => format!("{first}; {n}"),
-            None => n,
-        });
+        add_notice(&mut notice, n);
     }
     let ran = reports
         .first()
@@ -529,4 +523,12 @@ pub fn list_cpus(cpus: &[usize]) -> String {
         i = j + 1;
     }
     out.join(",")
+}
+
+/// Appends `more` to the run's notice, `; `-separated.
+fn add_notice(notice: &mut Option<String>, more: String) {
+    *notice = Some(match notice.take() {
+        Some(first) => format!("{first}; {more}"),
+        None => more,
+    });
 }

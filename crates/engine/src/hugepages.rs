@@ -184,8 +184,8 @@ unsafe impl GlobalAlloc for HugePageAlloc {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if Self::is_huge(layout) {
             // Fresh anonymous mappings are zero-filled.
-            // SAFETY: see the impl's comment.
-            unsafe { Self::map(layout.size().next_multiple_of(HUGE_PAGE)) }
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { self.alloc(layout) }
         } else {
             // SAFETY: forwarded with the caller's guarantees.
             unsafe { System.alloc_zeroed(layout) }

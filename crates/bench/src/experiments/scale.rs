@@ -337,6 +337,12 @@ fn summarize_one(
         mine.iter().filter_map(|r| f(r)).collect()
     };
     let median = |v: Vec<f64>| Spread::of(&v).map(|s| s.median);
+    // Median of a per-request device figure, over the runs whose device saw requests.
+    let busy_device = |f: &dyn Fn(&engine::device::DeviceReport) -> f64| {
+        median(collect(&|r| {
+            r.report.device.as_ref().filter(|d| d.requests > 0).map(f)
+        }))
+    };
     let wall_s = Spread::of(&collect(&|r| Some(r.report.wall_s)));
     let first = mine.first().map(|r| &r.report);
     let per_second = |amount: Option<u64>| match (amount, wall_s) {
@@ -372,20 +378,8 @@ fn summarize_one(
         speedup: None,
         efficiency: None,
         device_merged_pct: median(collect(&|r| r.report.device.as_ref().map(|d| d.merged_pct))),
-        device_mean_request_kib: median(collect(&|r| {
-            r.report
-                .device
-                .as_ref()
-                .filter(|d| d.requests > 0)
-                .map(|d| d.mean_request_kib)
-        })),
-        device_reads_in_flight: median(collect(&|r| {
-            r.report
-                .device
-                .as_ref()
-                .filter(|d| d.requests > 0)
-                .map(|d| d.mean_reads_in_flight)
-        })),
+        device_mean_request_kib: busy_device(&|d| d.mean_request_kib),
+        device_reads_in_flight: busy_device(&|d| d.mean_reads_in_flight),
         user_s: median(collect(&|r| Some(r.report.cpu_time.user_s))),
         sys_s: median(collect(&|r| Some(r.report.cpu_time.sys_s))),
         sqpoll_cpu_s: median(collect(&|r| r.report.io.sqpoll_cpu_s)),

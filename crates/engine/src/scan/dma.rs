@@ -86,6 +86,7 @@ pub(crate) async fn scan(task: &ExecutorTask) -> Result<DmaScan> {
     if task.readahead > 0 {
         refill.fill(&mut plan, &mut window, &mut ring, &read).await;
     }
+    let mut buffers_checked = false;
     loop {
         if task.readahead == 0 {
             // One read at a time: the next read is issued only after the decoder is done.
@@ -106,9 +107,11 @@ pub(crate) async fn scan(task: &ExecutorTask) -> Result<DmaScan> {
         let last = req.first_page + req.pages - 1;
         let buf = result
             .map_err(|e| task.io_error(format!("read pages {}..={last}", req.first_page), e))?;
-        if refill.report.huge_page_buffers.is_none() {
-            // glommio's registered I/O memory comes from the global allocator: on huge pages
-            // when the binary installs `HugePageAlloc`.
+        if !buffers_checked {
+            // Once (smaps is read once even when it cannot tell): glommio's registered I/O
+            // memory comes from the global allocator, on huge pages when the binary installs
+            // `HugePageAlloc`.
+            buffers_checked = true;
             refill.report.huge_page_buffers = huge_page_bytes(buf.as_ptr()).map(|b| b > 0);
         }
         decoder.decode(req.first_page, req.pages, &buf, refill.report)?;
