@@ -30,6 +30,7 @@
 pub mod backend;
 pub mod coordinator;
 pub mod cputime;
+pub mod datatype3;
 pub mod decoder;
 pub mod device;
 pub mod error;
@@ -40,6 +41,7 @@ pub mod q6;
 pub mod readahead;
 pub mod report;
 pub mod scan;
+pub mod value;
 
 pub use backend::{IoBackend, SqpollMode};
 pub use coordinator::{

@@ -38,7 +38,7 @@ pub mod default_value;
 pub mod error;
 pub mod format;
 pub mod header;
-mod numeric_text;
+pub mod numeric_text;
 pub mod pager;
 pub mod partition;
 pub mod plan;

@@ -8,7 +8,7 @@
 //! are exact and small enough (below 2^51).
 
 /// SQLite's `sqlite3Isspace`: ASCII space, tab, newline, vertical tab, form feed, return.
-pub(crate) fn is_space(b: u8) -> bool {
+pub fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
@@ -29,7 +29,7 @@ fn pow10_to_double(s: u64, d: i64) -> f64 {
 /// return code: 0 when no prefix is a number; negative when a prefix is but text follows;
 /// otherwise positive, with bit 1 set when there is a `.` or an exponent, bit 2 for an exact
 /// zero, bit 3 when digits beyond the 19th or so were dropped.
-pub(crate) fn atof(z: &[u8]) -> (i32, f64) {
+pub fn atof(z: &[u8]) -> (i32, f64) {
     const LIMIT: u64 = (u64::MAX - 9) / 10;
     let at = |i: usize| z.get(i).copied().unwrap_or(0);
     let digit = |i: usize| at(i).is_ascii_digit().then(|| u64::from(at(i) - b'0'));
@@ -129,7 +129,7 @@ pub(crate) fn atof(z: &[u8]) -> (i32, f64) {
 /// `sqlite3Atoi64` on all of `z`: the integer it spells, saturated to `i64`, and SQLite's
 /// return code: -1 no digits at all, 0 fits, 1 non-space text follows, 2 too large, 3 exactly
 /// 9223372036854775808 (which fits only when negative, and then the code is 0 or 1).
-pub(crate) fn atoi64(z: &[u8]) -> (i32, i64) {
+pub fn atoi64(z: &[u8]) -> (i32, i64) {
     let n = z.len();
     let mut i = 0;
     while i < n && is_space(z[i]) {
@@ -178,7 +178,7 @@ pub(crate) fn atoi64(z: &[u8]) -> (i32, i64) {
 
 /// `sqlite3DecOrHexToI64` on an integer token (decimal digits, or `0x` and hex digits):
 /// hexadecimal is read as the bits of a `u64` and fails (code 2) past 16 significant digits.
-pub(crate) fn dec_or_hex_to_i64(token: &str) -> (i32, i64) {
+pub fn dec_or_hex_to_i64(token: &str) -> (i32, i64) {
     let z = token.as_bytes();
     if z.len() >= 2 && z[0] == b'0' && matches!(z[1], b'x' | b'X') {
         let body = &z[2..];
@@ -207,7 +207,7 @@ pub(crate) fn dec_or_hex_to_i64(token: &str) -> (i32, i64) {
 /// The value of an integer token when SQLite's `sqlite3GetInt32` accepts it, i.e. when the
 /// parser stores it as a small integer (`EP_IntValue`) rather than as text: at most 10
 /// significant decimal digits up to 2147483647, or at most 8 hex digits below 0x80000000.
-pub(crate) fn token_as_i32(token: &str) -> Option<i32> {
+pub fn token_as_i32(token: &str) -> Option<i32> {
     let z = token.as_bytes();
     if z.len() > 2 && z[0] == b'0' && matches!(z[1], b'x' | b'X') {
         let body = &z[2..];
@@ -239,7 +239,7 @@ pub(crate) fn token_as_i32(token: &str) -> Option<i32> {
 }
 
 /// `sqlite3RealToI64`: `r` truncated toward zero, saturating just inside the `i64` range.
-pub(crate) fn real_to_i64(r: f64) -> i64 {
+pub fn real_to_i64(r: f64) -> i64 {
     if r < -9_223_372_036_854_774_784.0 {
         i64::MIN
     } else if r > 9_223_372_036_854_774_784.0 {
@@ -251,7 +251,7 @@ pub(crate) fn real_to_i64(r: f64) -> i64 {
 
 /// `sqlite3RealSameAsInt`: whether `i` (obtained from `r`) represents `r` exactly, counting
 /// only integers below 2^51 in magnitude (and any zero).
-pub(crate) fn real_same_as_int(r: f64, i: i64) -> bool {
+pub fn real_same_as_int(r: f64, i: i64) -> bool {
     r == 0.0
         || (r.to_bits() == (i as f64).to_bits()
             && (-2_251_799_813_685_248..2_251_799_813_685_248).contains(&i))
@@ -259,7 +259,7 @@ pub(crate) fn real_same_as_int(r: f64, i: i64) -> bool {
 
 /// `sqlite3VdbeIntegerAffinity` on a real: the integer it equals, when it equals one strictly
 /// inside the `i64` range.
-pub(crate) fn real_as_integer(r: f64) -> Option<i64> {
+pub fn real_as_integer(r: f64) -> Option<i64> {
     let i = real_to_i64(r);
     (r == i as f64 && i > i64::MIN && i < i64::MAX).then_some(i)
 }
