@@ -52,6 +52,13 @@ pub struct ColumnDef {
     /// The `DEFAULT` clause, if any: what SQLite reads for this column from a record written
     /// before `ALTER TABLE ... ADD COLUMN` added it (see [`crate::TablePlan::column_default`]).
     pub default: Option<DefaultClause>,
+    /// The collating sequence named by the column's `COLLATE` clause, as written (the last one
+    /// when several are given, as SQLite keeps); `None` means `BINARY`. Whether the name is a
+    /// collation corescan can apply is for the comparison code to decide.
+    pub collation: Option<String>,
+    /// The expression of a generated column (`AS (expr)`), as SQL text without the outer
+    /// parentheses, for computing a `VIRTUAL` column on read.
+    pub generated_expr: Option<String>,
 }
 
 /// The storage of a generated column.
@@ -189,6 +196,8 @@ fn parse_column(item: &[Token]) -> Result<ColumnDef, String> {
         rowid_alias: false,
         generated: None,
         default: None,
+        collation: None,
+        generated_expr: None,
     };
     let mut primary_key = false;
     while let Some(t) = item.get(i) {
@@ -201,10 +210,21 @@ fn parse_column(item: &[Token]) -> Result<ColumnDef, String> {
             let (clause, end) = default_clause::parse_default(item, i + 1)?;
             column.default = Some(clause);
             i = end;
+        } else if t.is_kw("COLLATE") {
+            let name = item
+                .get(i + 1)
+                .and_then(Token::ident)
+                .ok_or_else(|| format!("COLLATE without a name in column {}", column.name))?;
+            column.collation = Some(name.to_string());
+            i += 2;
         } else if t.is_kw("AS") {
             // `[GENERATED ALWAYS] AS (expr) [STORED | VIRTUAL]`.
             let end = match item.get(i + 1) {
-                Some(Token::Punct('(')) => skip_group(item, i + 1)?,
+                Some(Token::Punct('(')) => {
+                    let end = skip_group(item, i + 1)?;
+                    column.generated_expr = Some(tokens_to_sql(&item[i + 2..end - 1]));
+                    end
+                }
                 _ => i + 1,
             };
             column.generated = Some(if item.get(end).is_some_and(|t| t.is_kw("STORED")) {
@@ -221,6 +241,35 @@ fn parse_column(item: &[Token]) -> Result<ColumnDef, String> {
     }
     column.rowid_alias &= primary_key && column.declared_type.eq_ignore_ascii_case("INTEGER");
     Ok(column)
+}
+
+/// Tokens as SQL text again: one space between tokens, none inside the two-character
+/// operators the tokenizer splits (`||`, `<=`, `>=`, `<>`, `!=`, `==`, `<<`, `>>`).
+fn tokens_to_sql(tokens: &[Token]) -> String {
+    let mut out = String::new();
+    for (k, t) in tokens.iter().enumerate() {
+        if k > 0 {
+            let joined = match (&tokens[k - 1], t) {
+                (Token::Punct(a), Token::Punct(b)) => matches!(
+                    (a, b),
+                    ('|', '|')
+                        | ('<', '=')
+                        | ('>', '=')
+                        | ('<', '>')
+                        | ('!', '=')
+                        | ('=', '=')
+                        | ('<', '<')
+                        | ('>', '>')
+                ),
+                _ => false,
+            };
+            if !joined {
+                out.push(' ');
+            }
+        }
+        out.push_str(&t.text());
+    }
+    out
 }
 
 /// For a `PRIMARY KEY (col)` table constraint naming exactly one column, that column's name.

@@ -376,3 +376,41 @@ fn malformed_defaults_are_errors_or_expressions_never_panics() {
         }
     }
 }
+
+#[test]
+fn collations_and_generated_expressions() {
+    let t = parse_create_table(
+        "CREATE TABLE t(
+            a TEXT COLLATE NOCASE,
+            b VARCHAR(8) NOT NULL COLLATE \"rev\" DEFAULT 'x',
+            c CHECK (c COLLATE rtrim = 'x'),
+            d TEXT COLLATE binary COLLATE RTRIM,
+            v INT GENERATED ALWAYS AS (a || 'x, y' <= b) VIRTUAL,
+            s AS ((a + 1) * 2) STORED
+        )",
+    )
+    .unwrap();
+    let coll: Vec<_> = t.columns.iter().map(|c| c.collation.as_deref()).collect();
+    assert_eq!(
+        coll,
+        [Some("NOCASE"), Some("rev"), None, Some("RTRIM"), None, None]
+    );
+    assert_eq!(t.columns[1].declared_type, "VARCHAR(8)");
+    let exprs: Vec<_> = t
+        .columns
+        .iter()
+        .map(|c| c.generated_expr.as_deref())
+        .collect();
+    assert_eq!(
+        exprs,
+        [
+            None,
+            None,
+            None,
+            None,
+            Some("a || 'x, y' <= b"),
+            Some("( a + 1 ) * 2")
+        ]
+    );
+    assert!(parse_create_table("CREATE TABLE t(a COLLATE)").is_err());
+}
