@@ -38,6 +38,7 @@ pub mod faults;
 pub mod hugepages;
 pub mod inflight;
 pub mod q6;
+pub mod query;
 pub mod readahead;
 pub mod report;
 pub mod scan;

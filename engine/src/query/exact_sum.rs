@@ -1,0 +1,232 @@
+//! [`ExactSum`]: an exact accumulator for sums of doubles and integers (a "superaccumulator"),
+//! rounded once at the end, so a sum does not depend on the order of its terms, and so not on
+//! how the table was split over executors.
+//!
+//! Every finite double is an integer multiple of 2^-1074 below 2^1024, so the sum of up to
+//! 2^64 of them is an integer of at most 2,175 bits in units of 2^-1088 (the offset keeps the
+//! limbs 32-bit aligned). The limbs hold 32 bits each in an `i64`, so additions need no carry
+//! propagation until about 2^30 of them have accumulated.
+
+/// Number of 32-bit limbs (2,240 bits).
+const LIMBS: usize = 70;
+/// The weight of bit 0 of limb 0 is 2^-OFFSET.
+const OFFSET: i32 = 1088;
+/// Additions between carry propagations (each adds less than 2^32 to a limb).
+const NORMALIZE_EVERY: u32 = 1 << 30;
+
+/// An exact sum of doubles and integers.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ExactSum {
+    limbs: Box<[i64; LIMBS]>,
+    pending: u32,
+    pos_inf: bool,
+    neg_inf: bool,
+}
+
+impl std::fmt::Debug for ExactSum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ExactSum({})", self.to_f64())
+    }
+}
+
+impl Default for ExactSum {
+    fn default() -> Self {
+        ExactSum {
+            limbs: Box::new([0; LIMBS]),
+            pending: 0,
+            pos_inf: false,
+            neg_inf: false,
+        }
+    }
+}
+
+impl ExactSum {
+    /// Adds `magnitude * 2^(bit - OFFSET)` with the given sign.
+    fn add_scaled(&mut self, magnitude: u64, bit: usize, negative: bool) {
+        if self.pending >= NORMALIZE_EVERY {
+            self.normalize();
+        }
+        self.pending += 1;
+        let (k, r) = (bit / 32, bit % 32);
+        let shifted = u128::from(magnitude) << r;
+        for j in 0..3 {
+            let chunk = ((shifted >> (32 * j)) & 0xffff_ffff) as i64;
+            if chunk != 0 {
+                if negative {
+                    self.limbs[k + j] -= chunk;
+                } else {
+                    self.limbs[k + j] += chunk;
+                }
+            }
+        }
+    }
+
+    /// Adds a double (an infinity is remembered; NaN never reaches here: SQLite has none).
+    pub fn add_f64(&mut self, x: f64) {
+        if x.is_infinite() {
+            if x > 0.0 {
+                self.pos_inf = true;
+            } else {
+                self.neg_inf = true;
+            }
+            return;
+        }
+        if x == 0.0 || x.is_nan() {
+            return;
+        }
+        let bits = x.to_bits();
+        let exp = ((bits >> 52) & 0x7ff) as i32;
+        let frac = bits & ((1 << 52) - 1);
+        let (mantissa, e) = if exp == 0 {
+            (frac, -1074)
+        } else {
+            (frac | (1 << 52), exp - 1075)
+        };
+        self.add_scaled(mantissa, (e + OFFSET) as usize, x < 0.0);
+    }
+
+    /// Adds an integer, exactly.
+    pub fn add_i64(&mut self, i: i64) {
+        if i != 0 {
+            self.add_scaled(i.unsigned_abs(), OFFSET as usize, i < 0);
+        }
+    }
+
+    /// Adds another sum.
+    pub fn merge(&mut self, other: &ExactSum) {
+        self.normalize();
+        let mut o = other.clone();
+        o.normalize();
+        for (a, b) in self.limbs.iter_mut().zip(o.limbs.iter()) {
+            *a += *b;
+        }
+        self.pending = 2;
+        self.normalize();
+        self.pos_inf |= other.pos_inf;
+        self.neg_inf |= other.neg_inf;
+    }
+
+    /// Propagates carries: every limb but the top one ends in `0..2^32`.
+    fn normalize(&mut self) {
+        let mut carry = 0i64;
+        for l in self.limbs.iter_mut() {
+            let v = *l + carry;
+            carry = v >> 32;
+            *l = v & 0xffff_ffff;
+        }
+        self.limbs[LIMBS - 1] += carry << 32;
+        self.pending = 0;
+    }
+
+    /// The sum rounded once to the nearest double (ties to even); +-infinity when it overflows
+    /// or an infinity was added, NaN when both infinities were.
+    pub fn to_f64(&self) -> f64 {
+        match (self.pos_inf, self.neg_inf) {
+            (true, true) => return f64::NAN,
+            (true, false) => return f64::INFINITY,
+            (false, true) => return f64::NEG_INFINITY,
+            _ => {}
+        }
+        let mut n = self.clone();
+        n.normalize();
+        let negative = n.limbs[LIMBS - 1] < 0;
+        if negative {
+            for l in n.limbs.iter_mut() {
+                *l = -*l;
+            }
+            n.normalize();
+        }
+        let Some(top) = n.limbs.iter().rposition(|&l| l != 0) else {
+            return 0.0;
+        };
+        // Highest set bit, over the whole number.
+        let hb = top * 32 + 63 - (n.limbs[top] as u64).leading_zeros() as usize;
+        let bit = |i: usize| -> u64 { ((n.limbs[i / 32] as u64) >> (i % 32)) & 1 };
+        let magnitude = if hb <= 66 {
+            // Below 2^-1022 (or barely above): every term was a multiple of 2^-1074, so the
+            // sum is an exact multiple too and fits in a double's 53 bits.
+            let mut m = 0u64;
+            for i in (14..=hb).rev() {
+                m = (m << 1) | bit(i);
+            }
+            m as f64 * f64::from_bits(1)
+        } else {
+            // The top 64 bits, with any lower set bit folded into bit 0 (a sticky bit below
+            // the rounding position, so u64 -> f64 rounds as the exact value would).
+            let low = hb - 63;
+            let mut m = 0u64;
+            for i in (low..=hb).rev() {
+                m = (m << 1) | bit(i);
+            }
+            let sticky = (0..low).any(|i| bit(i) != 0);
+            if sticky {
+                m |= 1;
+            }
+            ldexp(m as f64, low as i32 - OFFSET)
+        };
+        if negative {
+            -magnitude
+        } else {
+            magnitude
+        }
+    }
+}
+
+/// `x * 2^e`, in steps that cannot underflow or lose bits for the values [`ExactSum`] makes.
+fn ldexp(mut x: f64, mut e: i32) -> f64 {
+    let pow2 = |k: i32| f64::from_bits(((k + 1023) as u64) << 52);
+    while e > 1000 {
+        x *= pow2(1000);
+        e -= 1000;
+    }
+    while e < -1000 {
+        x *= pow2(-1000);
+        e += 1000;
+    }
+    x * pow2(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sum(xs: &[f64]) -> f64 {
+        let mut s = ExactSum::default();
+        for &x in xs {
+            s.add_f64(x);
+        }
+        s.to_f64()
+    }
+
+    #[test]
+    fn exact_and_order_independent() {
+        assert_eq!(sum(&[0.1, 0.2]), 0.30000000000000004);
+        assert_eq!(sum(&[1e100, 1.0, -1e100]), 1.0);
+        assert_eq!(sum(&[0.1; 10]), 1.0);
+        assert_eq!(sum(&[]), 0.0);
+        assert_eq!(sum(&[-2.5, 1.0]), -1.5);
+        assert_eq!(sum(&[5e-324, 5e-324]), 1e-323);
+        assert_eq!(sum(&[f64::MAX, f64::MAX]), f64::INFINITY);
+        assert_eq!(sum(&[f64::MAX, f64::MAX, -f64::MAX]), f64::MAX);
+        assert_eq!(sum(&[1.0, f64::EPSILON / 2.0]), 1.0);
+        assert_eq!(
+            sum(&[1.0, f64::EPSILON / 2.0, f64::EPSILON / 1e10]),
+            1.0 + f64::EPSILON
+        );
+        let mut a = ExactSum::default();
+        a.add_i64(i64::MAX);
+        a.add_i64(i64::MAX);
+        a.add_i64(i64::MIN);
+        assert_eq!(a.to_f64(), i64::MAX as f64);
+        let (mut l, mut r) = (ExactSum::default(), ExactSum::default());
+        l.add_f64(0.1);
+        r.add_f64(0.7);
+        r.add_i64(-3);
+        l.merge(&r);
+        let mut all = ExactSum::default();
+        all.add_i64(-3);
+        all.add_f64(0.7);
+        all.add_f64(0.1);
+        assert_eq!(l.to_f64(), all.to_f64());
+    }
+}

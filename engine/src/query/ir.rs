@@ -1,0 +1,300 @@
+//! The query IR: a single-table scan query after planning, with every column resolved to a
+//! slot of the decoded row and every comparison's affinity and collation fixed.
+//!
+//! A query runs in up to two stages. The **row stage** evaluates expressions over the columns
+//! decoded from one record ([`QueryPlan::columns`]): the filter, the projection of a plain
+//! query, the group keys and aggregate arguments of a grouped one. The **group stage** (grouped
+//! queries only) evaluates `HAVING`, the output columns and `ORDER BY` over one group's slots:
+//! its keys followed by its finished aggregates. In both stages [`Expr::Column`] indexes the
+//! stage's slots.
+
+use crate::datatype3::{Affinity, Collation};
+use crate::value::Value;
+
+/// A resolved expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// Slot `i` of the current stage (a decoded column, or a group key or aggregate).
+    Column(usize),
+    /// A constant.
+    Literal(Value),
+    /// `-x`.
+    Negate(Box<Expr>),
+    /// `NOT x` (three-valued).
+    Not(Box<Expr>),
+    /// `~x`.
+    BitNot(Box<Expr>),
+    /// `x + - * / % y`, `x & | << >> y`.
+    Arith(ArithOp, Box<Expr>, Box<Expr>),
+    /// `x || y`.
+    Concat(Box<Expr>, Box<Expr>),
+    /// A comparison with its affinity and collation fixed at planning.
+    Compare {
+        /// The operator.
+        op: CmpOp,
+        /// Left operand.
+        left: Box<Expr>,
+        /// Right operand.
+        right: Box<Expr>,
+        /// The comparison affinity (`datatype3::comparison_affinity`).
+        affinity: Option<Affinity>,
+        /// The collating sequence.
+        collation: Collation,
+    },
+    /// `x AND y` (three-valued).
+    And(Box<Expr>, Box<Expr>),
+    /// `x OR y` (three-valued).
+    Or(Box<Expr>, Box<Expr>),
+    /// `x IS NULL` (`negated`: `x IS NOT NULL`).
+    IsNull(Box<Expr>, bool),
+    /// `x [NOT] IN (list)`.
+    InList {
+        /// The left operand.
+        expr: Box<Expr>,
+        /// The list, each with the affinity of its comparison with `expr`.
+        list: Vec<(Expr, Option<Affinity>)>,
+        /// `NOT IN`.
+        negated: bool,
+        /// The collating sequence (the left operand's).
+        collation: Collation,
+    },
+    /// `x [NOT] LIKE/GLOB pattern [ESCAPE e]`.
+    Like {
+        /// The matched value.
+        expr: Box<Expr>,
+        /// The pattern.
+        pattern: Box<Expr>,
+        /// The escape character, if any.
+        escape: Option<Box<Expr>>,
+        /// `NOT LIKE`.
+        negated: bool,
+        /// GLOB (case-sensitive, `*?[...]`) rather than LIKE.
+        glob: bool,
+    },
+    /// `CASE [operand] WHEN ... THEN ... [ELSE ...] END`.
+    Case {
+        /// The operand compared with each `WHEN` value, if any.
+        operand: Option<Box<Expr>>,
+        /// `WHEN` and `THEN` pairs, with the affinity and collation of the operand's
+        /// comparison with each `WHEN` value.
+        whens: Vec<(Expr, Expr, Option<Affinity>, Collation)>,
+        /// `ELSE`.
+        otherwise: Option<Box<Expr>>,
+    },
+    /// `CAST(x AS type)`, as the type's affinity.
+    Cast(Box<Expr>, Affinity),
+    /// A scalar function call.
+    Function(Function, Vec<Expr>),
+}
+
+/// Arithmetic and bitwise operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArithOp {
+    /// `+`.
+    Add,
+    /// `-`.
+    Sub,
+    /// `*`.
+    Mul,
+    /// `/`.
+    Div,
+    /// `%`.
+    Rem,
+    /// `&`.
+    BitAnd,
+    /// `|`.
+    BitOr,
+    /// `<<`.
+    ShiftLeft,
+    /// `>>`.
+    ShiftRight,
+}
+
+/// Comparison operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    /// `=`.
+    Eq,
+    /// `<>`.
+    Ne,
+    /// `<`.
+    Lt,
+    /// `<=`.
+    Le,
+    /// `>`.
+    Gt,
+    /// `>=`.
+    Ge,
+    /// `IS` (NULL-safe equality).
+    Is,
+    /// `IS NOT`.
+    IsNot,
+}
+
+/// The scalar functions the evaluator implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Function {
+    /// `abs(x)`.
+    Abs,
+    /// `coalesce(x, y, ...)` and `ifnull(x, y)`.
+    Coalesce,
+    /// `nullif(x, y)`, with its comparison's collation.
+    NullIf(Collation),
+    /// `length(x)`.
+    Length,
+    /// `lower(x)`.
+    Lower,
+    /// `upper(x)`.
+    Upper,
+    /// `substr(x, start[, length])`.
+    Substr,
+    /// `trim(x[, chars])`.
+    Trim,
+    /// `ltrim(x[, chars])`.
+    LTrim,
+    /// `rtrim(x[, chars])`.
+    RTrim,
+    /// `round(x[, digits])`.
+    Round,
+    /// `typeof(x)`.
+    TypeOf,
+    /// `hex(x)`.
+    Hex,
+    /// `instr(x, y)`.
+    Instr,
+    /// `replace(x, y, z)`.
+    Replace,
+    /// Multi-argument `min(x, y, ...)`, with the collation of its comparisons.
+    Min(Collation),
+    /// Multi-argument `max(x, y, ...)`.
+    Max(Collation),
+    /// `date(x, ...)`.
+    Date,
+    /// `time(x, ...)`.
+    Time,
+    /// `datetime(x, ...)`.
+    DateTime,
+    /// `strftime(format, x, ...)`.
+    Strftime,
+    /// `julianday(x, ...)`.
+    JulianDay,
+}
+
+/// Aggregate functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    /// `count(*)`.
+    CountStar,
+    /// `count(x)`.
+    Count,
+    /// `sum(x)`: integer while every input is one (overflow is an error), else real.
+    Sum,
+    /// `total(x)`: always real, never an error.
+    Total,
+    /// `avg(x)`: real.
+    Avg,
+    /// `min(x)`.
+    Min,
+    /// `max(x)`.
+    Max,
+}
+
+/// One aggregate of a grouped query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggSpec {
+    /// The function.
+    pub func: AggFunc,
+    /// Its argument (row stage), `None` for `count(*)`.
+    pub arg: Option<Expr>,
+    /// `DISTINCT`: each distinct argument value counts once.
+    pub distinct: bool,
+    /// The collation deciding `DISTINCT` equality and `min`/`max` order.
+    pub collation: Collation,
+}
+
+/// Where a decoded column's value comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnRead {
+    /// The value at this record position; `default` is what a record ending before it holds
+    /// (rows written before `ALTER TABLE ... ADD COLUMN`), or why it cannot be known.
+    Record {
+        /// 0-based position in the record.
+        position: usize,
+        /// The column's default, or the message to fail with if a record lacks the column.
+        default: Result<Value, String>,
+        /// The column has REAL affinity: SQLite stores integral reals of such a column as
+        /// integers and reads them back as reals.
+        real_affinity: bool,
+    },
+    /// The cell's rowid (`rowid`, or an `INTEGER PRIMARY KEY` column).
+    Rowid,
+    /// A `VIRTUAL` generated column: its expression over the other slots (which precede it),
+    /// converted by the column's affinity.
+    Virtual {
+        /// The expression (row stage, over earlier slots only).
+        expr: Expr,
+        /// The column's affinity.
+        affinity: Affinity,
+    },
+}
+
+/// One `ORDER BY` term.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortKey {
+    /// The expression: row stage for a plain query, group stage for a grouped one.
+    pub expr: Expr,
+    /// `DESC`.
+    pub descending: bool,
+    /// Whether NULLs come first (SQLite's default: first for `ASC`, last for `DESC`).
+    pub nulls_first: bool,
+    /// The collation of the ordering.
+    pub collation: Collation,
+}
+
+/// What the query computes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shape {
+    /// One output row per matching record.
+    Rows {
+        /// The output columns (row stage).
+        outputs: Vec<Expr>,
+    },
+    /// One output row per group (one group in all when there are no keys).
+    Groups {
+        /// Group keys (row stage) with the collation that decides their equality and order.
+        keys: Vec<(Expr, Collation)>,
+        /// The aggregates; in the group stage they follow the keys as slots.
+        aggregates: Vec<AggSpec>,
+        /// `HAVING` (group stage).
+        having: Option<Expr>,
+        /// The output columns (group stage).
+        outputs: Vec<Expr>,
+    },
+}
+
+/// A planned query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryPlan {
+    /// The row stage's slots: what to decode from each record.
+    pub columns: Vec<ColumnRead>,
+    /// `WHERE` (row stage).
+    pub filter: Option<Expr>,
+    /// Rows or groups.
+    pub shape: Shape,
+    /// `ORDER BY`; ties (and a plain query without `ORDER BY`) keep rowid order, grouped ones
+    /// group-key order.
+    pub order_by: Vec<SortKey>,
+    /// `LIMIT` (`None`: no limit).
+    pub limit: Option<u64>,
+    /// `OFFSET`.
+    pub offset: u64,
+    /// The output column names.
+    pub names: Vec<String>,
+}
+
+impl QueryPlan {
+    /// How many rows a per-executor top-k must keep: `LIMIT + OFFSET`, or `None` for all.
+    pub fn keep(&self) -> Option<u64> {
+        self.limit.map(|l| l.saturating_add(self.offset))
+    }
+}

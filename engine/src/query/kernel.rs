@@ -1,0 +1,444 @@
+//! [`QueryKernel`]: one executor's share of a query (decode, filter, project or aggregate
+//! into a [`Partial`]), and [`merge`]: the coordinator's side, which combines the partials of
+//! all executors, in range order, into the result rows.
+//!
+//! Order: a plain query's rows carry their rowid, and rows are ordered by the `ORDER BY` keys,
+//! then by rowid; without `ORDER BY` that is rowid order, SQLite's full-scan order, whatever
+//! the order of the leaf pages in the file (the partitioner lists leaves by page number, which
+//! is rowid order only for an unfragmented table). With `LIMIT`, each executor keeps only its
+//! best `LIMIT + OFFSET` rows. Grouped results come in group-key order (then `ORDER BY`).
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use partitioner::format::{be_u32, read_varint, table_leaf_local_payload, BtreePageHeader};
+
+use crate::datatype3::{apply_column_affinity, compare_values};
+use crate::value::{Value, ValueRef};
+
+use super::aggregate::{AggState, KeyPart};
+use super::eval::{eval, holds};
+use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
+use super::record::{Decoded, RecordDecoder};
+
+/// A cell whose needed columns continue on overflow pages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowSpill {
+    /// The leaf page holding the cell.
+    pub page: u32,
+    /// The cell's rowid.
+    pub rowid: i64,
+    /// The payload stored on the leaf page.
+    pub local: Vec<u8>,
+    /// The whole payload's size in bytes.
+    pub payload_len: u64,
+    /// The first overflow page.
+    pub first_overflow: u32,
+}
+
+/// One output row of a plain query before the final ordering.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutRow {
+    /// The `ORDER BY` key values.
+    pub keys: Vec<Value>,
+    /// The row's rowid (the tie-breaker).
+    pub rowid: i64,
+    /// The output values.
+    pub values: Vec<Value>,
+}
+
+/// One group: its key values (as first seen) and aggregate states.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// The key values.
+    pub keys: Vec<Value>,
+    /// One state per aggregate.
+    pub states: Vec<AggState>,
+}
+
+/// Groups by normalized key.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupTable {
+    index: HashMap<Vec<KeyPart>, usize>,
+    /// The groups in order of first appearance.
+    pub groups: Vec<Group>,
+}
+
+/// What one executor hands the coordinator.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Partial {
+    /// A plain query's rows (its best `LIMIT + OFFSET` when there is a limit).
+    Rows(Vec<OutRow>),
+    /// A grouped query's partial groups.
+    Groups(GroupTable),
+}
+
+/// One executor's query state.
+#[derive(Debug, Clone)]
+pub struct QueryKernel {
+    plan: Arc<QueryPlan>,
+    decoder: RecordDecoder,
+    usable: u32,
+    has_virtual: bool,
+    partial: Partial,
+    rows: u64,
+}
+
+impl QueryKernel {
+    /// A kernel for `plan` over pages with `usable` usable bytes.
+    pub fn new(plan: Arc<QueryPlan>, usable: u32) -> Self {
+        let partial = match plan.shape {
+            Shape::Rows { .. } => Partial::Rows(Vec::new()),
+            Shape::Groups { .. } => Partial::Groups(GroupTable::default()),
+        };
+        QueryKernel {
+            decoder: RecordDecoder::new(&plan.columns),
+            has_virtual: plan
+                .columns
+                .iter()
+                .any(|c| matches!(c, ColumnRead::Virtual { .. })),
+            plan,
+            usable,
+            partial,
+            rows: 0,
+        }
+    }
+
+    /// Rows scanned so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// The partial result.
+    pub fn finish(mut self) -> Partial {
+        if let Partial::Rows(rows) = &mut self.partial {
+            if let Some(k) = self.plan.keep() {
+                sort_rows(&self.plan.order_by, rows);
+                rows.truncate(k as usize);
+            }
+        }
+        self.partial
+    }
+
+    /// Decodes every cell of table-leaf page `page_no`, pushing cells whose needed columns lie
+    /// on overflow pages onto `spills`. Errors describe the page's problem (the caller names
+    /// the file and page).
+    pub fn decode_page(
+        &mut self,
+        page_no: u32,
+        page: &[u8],
+        spills: &mut Vec<RowSpill>,
+    ) -> Result<(), String> {
+        let usable = self.usable as usize;
+        let page = page
+            .get(..usable)
+            .ok_or_else(|| "page shorter than its usable size".to_string())?;
+        let hdr = BtreePageHeader::parse(page, 0)?;
+        if !hdr.is_table_leaf() {
+            return Err(format!(
+                "expected a table leaf page (0x0d), found page type 0x{:02x}",
+                hdr.page_type
+            ));
+        }
+        for i in 0..usize::from(hdr.cell_count) {
+            let off = hdr.cell_offset(page, 0, i, usable)?;
+            let (payload_len, a) = read_varint(&page[off..])
+                .ok_or_else(|| format!("cell {i}: payload size runs past the page"))?;
+            let (rowid, b) = read_varint(&page[off + a..])
+                .ok_or_else(|| format!("cell {i}: rowid runs past the page"))?;
+            let rowid = rowid as i64;
+            let start = off + a + b;
+            let local = table_leaf_local_payload(self.usable, payload_len) as usize;
+            let spills_over = (local as u64) < payload_len;
+            let end = start + local + if spills_over { 4 } else { 0 };
+            if end > usable {
+                return Err(format!(
+                    "cell {i}: payload of {payload_len} bytes runs past the end of the page"
+                ));
+            }
+            let payload = &page[start..start + local];
+            self.rows += 1;
+            match self.eval_row(rowid, payload, !spills_over) {
+                Ok(Decoded::Done) => {}
+                Ok(Decoded::NeedMore) => spills.push(RowSpill {
+                    page: page_no,
+                    rowid,
+                    local: payload.to_vec(),
+                    payload_len,
+                    first_overflow: be_u32(page, start + local).unwrap_or(0),
+                }),
+                Err(e) => return Err(format!("cell {i}: {e}")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Evaluates a spilled row given (a prefix of) its payload; `complete` says whether it is
+    /// the whole payload. The row was already counted by [`Self::decode_page`].
+    pub fn eval_spill(
+        &mut self,
+        spill: &RowSpill,
+        payload: &[u8],
+        complete: bool,
+    ) -> Result<Decoded, String> {
+        self.eval_row(spill.rowid, payload, complete)
+    }
+
+    fn eval_row(&mut self, rowid: i64, payload: &[u8], complete: bool) -> Result<Decoded, String> {
+        let plan = Arc::clone(&self.plan);
+        let mut found: Vec<Option<ValueRef<'_>>> = vec![None; plan.columns.len()];
+        if self.decoder.decode(payload, complete, &mut found)? == Decoded::NeedMore {
+            return Ok(Decoded::NeedMore);
+        }
+        let mut slots: Vec<ValueRef<'_>> = Vec::with_capacity(found.len());
+        for (c, v) in plan.columns.iter().zip(found) {
+            slots.push(match c {
+                ColumnRead::Rowid => ValueRef::Integer(rowid),
+                ColumnRead::Record { default, .. } => match v {
+                    Some(v) => v,
+                    None => match default {
+                        Ok(d) => d.as_ref(),
+                        Err(why) => return Err(why.clone()),
+                    },
+                },
+                ColumnRead::Virtual { .. } => ValueRef::Null,
+            });
+        }
+        if self.has_virtual {
+            // Generated columns: computed in slot order over owned copies.
+            let mut owned: Vec<Value> = slots.iter().map(|v| ValueRef::to_owned(*v)).collect();
+            for (i, c) in plan.columns.iter().enumerate() {
+                if let ColumnRead::Virtual { expr, affinity } = c {
+                    let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
+                    let v = eval(expr, &refs)?;
+                    owned[i] = apply_column_affinity(v.as_ref(), *affinity);
+                }
+            }
+            let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
+            self.accept(rowid, &refs)?;
+        } else {
+            self.accept(rowid, &slots)?;
+        }
+        Ok(Decoded::Done)
+    }
+
+    fn accept(&mut self, rowid: i64, slots: &[ValueRef<'_>]) -> Result<(), String> {
+        let plan = &*self.plan;
+        if let Some(f) = &plan.filter {
+            if !holds(f, slots)? {
+                return Ok(());
+            }
+        }
+        match (&plan.shape, &mut self.partial) {
+            (Shape::Rows { outputs }, Partial::Rows(rows)) => {
+                let keys = plan
+                    .order_by
+                    .iter()
+                    .map(|k| eval(&k.expr, slots))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let values = outputs
+                    .iter()
+                    .map(|e| eval(e, slots))
+                    .collect::<Result<Vec<_>, _>>()?;
+                rows.push(OutRow {
+                    keys,
+                    rowid,
+                    values,
+                });
+                if let Some(k) = plan.keep() {
+                    let k = k as usize;
+                    if rows.len() >= 2 * k.max(512) {
+                        sort_rows(&plan.order_by, rows);
+                        rows.truncate(k);
+                    }
+                }
+            }
+            (
+                Shape::Groups {
+                    keys, aggregates, ..
+                },
+                Partial::Groups(table),
+            ) => {
+                let mut key_values = Vec::with_capacity(keys.len());
+                let mut key_parts = Vec::with_capacity(keys.len());
+                for (e, collation) in keys {
+                    let v = eval(e, slots)?;
+                    key_parts.push(KeyPart::of(v.as_ref(), *collation));
+                    key_values.push(v);
+                }
+                let g = match table.index.get(&key_parts) {
+                    Some(&g) => g,
+                    None => {
+                        table.groups.push(Group {
+                            keys: key_values,
+                            states: aggregates.iter().map(AggState::new).collect(),
+                        });
+                        table.index.insert(key_parts, table.groups.len() - 1);
+                        table.groups.len() - 1
+                    }
+                };
+                let group = &mut table.groups[g];
+                for (spec, state) in aggregates.iter().zip(&mut group.states) {
+                    match &spec.arg {
+                        None => state.update(spec, ValueRef::Null),
+                        Some(a) => {
+                            let v = eval(a, slots)?;
+                            state.update(spec, v.as_ref());
+                        }
+                    }
+                }
+            }
+            _ => unreachable!("the partial matches the plan's shape"),
+        }
+        Ok(())
+    }
+}
+
+/// Orders two values as one `ORDER BY` term does.
+pub fn compare_key(k: &SortKey, a: &Value, b: &Value) -> Ordering {
+    match (a.is_null(), b.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => {
+            if k.nulls_first {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            }
+        }
+        (false, true) => {
+            if k.nulls_first {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            }
+        }
+        _ => {
+            let o = compare_values(a.as_ref(), b.as_ref(), k.collation);
+            if k.descending {
+                o.reverse()
+            } else {
+                o
+            }
+        }
+    }
+}
+
+fn compare_keys(order: &[SortKey], a: &[Value], b: &[Value]) -> Ordering {
+    for ((k, x), y) in order.iter().zip(a).zip(b) {
+        let o = compare_key(k, x, y);
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+fn sort_rows(order: &[SortKey], rows: &mut [OutRow]) {
+    rows.sort_by(|a, b| compare_keys(order, &a.keys, &b.keys).then(a.rowid.cmp(&b.rowid)));
+}
+
+/// Combines the executors' partials (in range order) into the result rows.
+pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>, String> {
+    let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
+    let limit = plan
+        .limit
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    match &plan.shape {
+        Shape::Rows { .. } => {
+            let mut rows: Vec<OutRow> = Vec::new();
+            for p in partials {
+                if let Partial::Rows(r) = p {
+                    rows.extend(r);
+                }
+            }
+            sort_rows(&plan.order_by, &mut rows);
+            Ok(rows
+                .into_iter()
+                .skip(offset)
+                .take(limit)
+                .map(|r| r.values)
+                .collect())
+        }
+        Shape::Groups {
+            keys,
+            aggregates,
+            having,
+            outputs,
+        } => {
+            let mut table = GroupTable::default();
+            for p in partials {
+                let Partial::Groups(t) = p else { continue };
+                for g in t.groups {
+                    let parts: Vec<KeyPart> = g
+                        .keys
+                        .iter()
+                        .zip(keys)
+                        .map(|(v, (_, c))| KeyPart::of(v.as_ref(), *c))
+                        .collect();
+                    match table.index.get(&parts) {
+                        Some(&i) => {
+                            let into = &mut table.groups[i];
+                            for ((spec, s), later) in
+                                aggregates.iter().zip(&mut into.states).zip(g.states)
+                            {
+                                s.merge(spec, later);
+                            }
+                        }
+                        None => {
+                            table.groups.push(g);
+                            table.index.insert(parts, table.groups.len() - 1);
+                        }
+                    }
+                }
+            }
+            let mut groups = table.groups;
+            if keys.is_empty() && groups.is_empty() {
+                groups.push(Group {
+                    keys: Vec::new(),
+                    states: aggregates.iter().map(AggState::new).collect(),
+                });
+            }
+            groups.sort_by(|a, b| {
+                for ((x, y), (_, c)) in a.keys.iter().zip(&b.keys).zip(keys) {
+                    let o = compare_values(x.as_ref(), y.as_ref(), *c);
+                    if o != Ordering::Equal {
+                        return o;
+                    }
+                }
+                Ordering::Equal
+            });
+            let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+            for g in groups {
+                let mut slots = g.keys;
+                for (spec, s) in aggregates.iter().zip(g.states) {
+                    slots.push(s.finish(spec)?);
+                }
+                let refs: Vec<ValueRef<'_>> = slots.iter().map(Value::as_ref).collect();
+                if let Some(h) = having {
+                    if !holds(h, &refs)? {
+                        continue;
+                    }
+                }
+                let sort = plan
+                    .order_by
+                    .iter()
+                    .map(|k| eval(&k.expr, &refs))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let values = outputs
+                    .iter()
+                    .map(|e| eval(e, &refs))
+                    .collect::<Result<Vec<_>, _>>()?;
+                out.push((sort, values));
+            }
+            // Stable: ties keep group-key order.
+            out.sort_by(|a, b| compare_keys(&plan.order_by, &a.0, &b.0));
+            Ok(out
+                .into_iter()
+                .skip(offset)
+                .take(limit)
+                .map(|r| r.1)
+                .collect())
+        }
+    }
+}
