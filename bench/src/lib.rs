@@ -26,3 +26,4 @@ pub mod experiments;
 pub mod gen;
 pub mod layouts;
 pub mod oracle;
+pub mod sql;

@@ -1,0 +1,875 @@
+//! Expression resolution: `sqlparser` expressions to the engine's [`Expr`], with each
+//! expression's affinity and collation worked out as SQLite does (`sqlite3ExprAffinity`,
+//! `sqlite3ExprCollSeq`, `sqlite3BinaryCompareCollSeq`), so every comparison's conversion is
+//! fixed at planning.
+
+use std::collections::HashMap;
+
+use engine::datatype3::{comparison_affinity, Affinity, Collation};
+use engine::query::ir::{AggFunc, AggSpec, ArithOp, CmpOp, ColumnRead, Expr, Function};
+use engine::value::Value;
+use partitioner::create_table::Generated;
+use partitioner::TablePlan;
+use sqlparser::ast::{self, BinaryOperator, UnaryOperator};
+
+use super::{invalid, unsupported, SqlError};
+
+/// A resolved expression with the affinity and collation SQLite gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Typed {
+    /// The expression.
+    pub expr: Expr,
+    /// Its affinity (a column's, a `CAST`'s), if any.
+    pub affinity: Option<Affinity>,
+    /// Its collation, if any, and whether it was written (`COLLATE`) rather than declared.
+    pub collation: Option<(Collation, bool)>,
+}
+
+impl Typed {
+    fn plain(expr: Expr) -> Typed {
+        Typed {
+            expr,
+            affinity: None,
+            collation: None,
+        }
+    }
+
+    /// The collation of an ordering or grouping by this expression.
+    pub fn collation(&self) -> Collation {
+        self.collation.map_or(Collation::Binary, |c| c.0)
+    }
+}
+
+/// The collation of a comparison of `l` with `r` (`sqlite3BinaryCompareCollSeq`).
+fn binary_collation(l: &Typed, r: &Typed) -> Collation {
+    match (l.collation, r.collation) {
+        (Some((c, true)), _) => c,
+        (_, Some((c, true))) => c,
+        (Some((c, _)), _) => c,
+        (_, Some((c, _))) => c,
+        _ => Collation::Binary,
+    }
+}
+
+/// The explicit collation of an operator's operands, which its result carries.
+fn carried_collation(l: &Typed, r: &Typed) -> Option<(Collation, bool)> {
+    match (l.collation, r.collation) {
+        (Some((c, true)), _) | (_, Some((c, true))) => Some((c, true)),
+        _ => None,
+    }
+}
+
+/// Where an expression is evaluated.
+pub enum Stage<'a> {
+    /// Over a decoded record.
+    Row,
+    /// Over a group: its keys, then its aggregates.
+    Group(&'a mut GroupContext),
+}
+
+/// The group stage's slots: keys (row-stage expressions) and aggregates collected while
+/// resolving.
+#[derive(Debug, Default)]
+pub struct GroupContext {
+    /// The group keys.
+    pub keys: Vec<Typed>,
+    /// The aggregates found so far.
+    pub aggregates: Vec<AggSpec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum SlotKey {
+    Rowid,
+    Column(usize),
+}
+
+/// Resolves names against one table and allocates the row stage's slots.
+pub struct Resolver<'t> {
+    table: &'t TablePlan,
+    qualifiers: Vec<String>,
+    /// The row stage's slots.
+    pub columns: Vec<ColumnRead>,
+    slot_of: HashMap<SlotKey, usize>,
+    /// Virtual columns being resolved (a cycle guard).
+    resolving: Vec<usize>,
+}
+
+const MAX_DEPTH: usize = 200;
+
+fn ident_name(parts: &ast::ObjectName) -> Result<Vec<String>, SqlError> {
+    parts
+        .0
+        .iter()
+        .map(|p| match p {
+            ast::ObjectNamePart::Identifier(i) => Ok(i.value.clone()),
+            other => unsupported(format!("name {other}")),
+        })
+        .collect()
+}
+
+impl<'t> Resolver<'t> {
+    /// A resolver for `table`, which the query may also call `alias`.
+    pub fn new(table: &'t TablePlan, alias: Option<&str>) -> Self {
+        let mut qualifiers = vec![table.table.name.to_ascii_lowercase()];
+        if let Some(a) = alias {
+            qualifiers.push(a.to_ascii_lowercase());
+        }
+        Resolver {
+            table,
+            qualifiers,
+            columns: Vec::new(),
+            slot_of: HashMap::new(),
+            resolving: Vec::new(),
+        }
+    }
+
+    /// The table's column names in declaration order (for `*`).
+    pub fn star(&self) -> Vec<String> {
+        self.table
+            .definition
+            .columns
+            .iter()
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// The declared name of the column `e` refers to, when `e` is a plain column reference
+    /// (SQLite names such an output column after the column).
+    pub fn column_name(&self, e: &ast::Expr) -> Option<String> {
+        let name = match e {
+            ast::Expr::Identifier(i) => &i.value,
+            ast::Expr::CompoundIdentifier(parts) => &parts.last()?.value,
+            _ => return None,
+        };
+        let def = &self.table.definition;
+        match def
+            .columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(name))
+        {
+            Some(c) => Some(c.name.clone()),
+            None if is_rowid_name(name) => Some("rowid".to_string()),
+            None => None,
+        }
+    }
+
+    fn slot(
+        &mut self,
+        key: SlotKey,
+        read: impl FnOnce(&mut Self) -> Result<ColumnRead, SqlError>,
+    ) -> Result<usize, SqlError> {
+        if let Some(&s) = self.slot_of.get(&key) {
+            return Ok(s);
+        }
+        let r = read(self)?;
+        self.columns.push(r);
+        let s = self.columns.len() - 1;
+        self.slot_of.insert(key, s);
+        Ok(s)
+    }
+
+    fn column(&mut self, parts: &[ast::Ident]) -> Result<Typed, SqlError> {
+        let (name, qualifier) = match parts {
+            [c] => (c, None),
+            [t, c] => (c, Some(&t.value)),
+            [s, t, c] if s.value.eq_ignore_ascii_case("main") => (c, Some(&t.value)),
+            _ => {
+                let all: Vec<&str> = parts.iter().map(|p| p.value.as_str()).collect();
+                return invalid(format!("no such column: {}", all.join(".")));
+            }
+        };
+        if let Some(q) = qualifier {
+            if !self.qualifiers.contains(&q.to_ascii_lowercase()) {
+                return invalid(format!("no such column: {q}.{}", name.value));
+            }
+        }
+        let table = self.table;
+        let def = &table.definition;
+        let Some(index) = def
+            .columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(&name.value))
+        else {
+            if is_rowid_name(&name.value) {
+                let s = self.slot(SlotKey::Rowid, |_| Ok(ColumnRead::Rowid))?;
+                return Ok(Typed {
+                    expr: Expr::Column(s),
+                    affinity: Some(Affinity::Integer),
+                    collation: None,
+                });
+            }
+            // SQLite reads a double-quoted name that is no column as a string literal.
+            if name.quote_style == Some('"') && qualifier.is_none() {
+                return Ok(Typed::plain(Expr::Literal(Value::text(name.value.clone()))));
+            }
+            return invalid(format!("no such column: {}", name.value));
+        };
+        let col = &def.columns[index];
+        let affinity = Affinity::of_column(col, def.strict);
+        let collation = match &col.collation {
+            None => None,
+            Some(n) => Some((
+                Collation::from_name(n)
+                    .ok_or_else(|| SqlError::Invalid(format!("no such collation sequence: {n}")))?,
+                false,
+            )),
+        };
+        let slot = if col.rowid_alias {
+            self.slot(SlotKey::Rowid, |_| Ok(ColumnRead::Rowid))?
+        } else if col.generated == Some(Generated::Virtual) {
+            self.slot(SlotKey::Column(index), |r| {
+                r.virtual_column(index, affinity)
+            })?
+        } else {
+            let position = def
+                .record_position(index)
+                .ok_or_else(|| SqlError::Invalid(format!("column {} is not stored", col.name)))?;
+            let default = table
+                .column_default(&col.name)
+                .map(Value::from)
+                .map_err(|e| e.to_string());
+            self.slot(SlotKey::Column(index), |_| {
+                Ok(ColumnRead::Record {
+                    position,
+                    default,
+                    real_affinity: affinity == Affinity::Real,
+                })
+            })?
+        };
+        Ok(Typed {
+            expr: Expr::Column(slot),
+            affinity: Some(affinity),
+            collation,
+        })
+    }
+
+    fn virtual_column(&mut self, index: usize, affinity: Affinity) -> Result<ColumnRead, SqlError> {
+        let col = &self.table.definition.columns[index];
+        if self.resolving.contains(&index) {
+            return invalid(format!("generated column loop on {}", col.name));
+        }
+        let Some(text) = col.generated_expr.clone() else {
+            return invalid(format!(
+                "generated column {} has no expression in its CREATE TABLE",
+                col.name
+            ));
+        };
+        let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::SQLiteDialect {})
+            .try_with_sql(&text)
+            .and_then(|mut p| p.parse_expr())
+            .map_err(|e| {
+                SqlError::Invalid(format!(
+                    "generated column {}: cannot parse its expression {text:?}: {e}",
+                    col.name
+                ))
+            })?;
+        self.resolving.push(index);
+        let r = self.resolve(&parsed, &mut Stage::Row, 0);
+        self.resolving.pop();
+        Ok(ColumnRead::Virtual {
+            expr: r?.expr,
+            affinity,
+        })
+    }
+
+    /// Resolves `e` in `stage`.
+    pub fn resolve(
+        &mut self,
+        e: &ast::Expr,
+        stage: &mut Stage<'_>,
+        depth: usize,
+    ) -> Result<Typed, SqlError> {
+        if depth > MAX_DEPTH {
+            return invalid("expression nested too deeply");
+        }
+        if let Stage::Group(ctx) = stage {
+            // A subexpression equal to a group key reads the key; one without columns is a
+            // constant; anything else is taken apart.
+            let saved = (self.columns.len(), self.slot_of.clone());
+            if let Ok(t) = self.resolve(e, &mut Stage::Row, depth + 1) {
+                if let Some(i) = ctx.keys.iter().position(|k| k.expr == t.expr) {
+                    let k = &ctx.keys[i];
+                    return Ok(Typed {
+                        expr: Expr::Column(i),
+                        affinity: k.affinity,
+                        collation: k.collation,
+                    });
+                }
+                if !uses_slots(&t.expr) {
+                    return Ok(t);
+                }
+            }
+            // Forget slots allocated only for the attempt.
+            self.columns.truncate(saved.0);
+            self.slot_of = saved.1;
+        }
+        let d = depth + 1;
+        Ok(match e {
+            ast::Expr::Identifier(i) => match stage {
+                Stage::Row => self.column(std::slice::from_ref(i))?,
+                Stage::Group(_) => return bare_column(&i.value),
+            },
+            ast::Expr::CompoundIdentifier(parts) => match stage {
+                Stage::Row => self.column(parts)?,
+                Stage::Group(_) => {
+                    return bare_column(&parts.last().map(|p| p.value.clone()).unwrap_or_default())
+                }
+            },
+            ast::Expr::Value(v) => Typed::plain(Expr::Literal(literal(&v.value, false)?)),
+            ast::Expr::Nested(x) => self.resolve(x, stage, d)?,
+            ast::Expr::UnaryOp { op, expr } => {
+                if let (UnaryOperator::Minus, ast::Expr::Value(v)) = (op, expr.as_ref()) {
+                    if matches!(v.value, ast::Value::Number(..)) {
+                        return Ok(Typed::plain(Expr::Literal(literal(&v.value, true)?)));
+                    }
+                }
+                let x = self.resolve(expr, stage, d)?;
+                match op {
+                    UnaryOperator::Minus => Typed {
+                        expr: Expr::Negate(Box::new(x.expr)),
+                        affinity: None,
+                        collation: x.collation.filter(|c| c.1),
+                    },
+                    // Unary plus drops the affinity but keeps the collation.
+                    UnaryOperator::Plus => Typed {
+                        expr: x.expr,
+                        affinity: None,
+                        collation: x.collation,
+                    },
+                    UnaryOperator::Not => Typed::plain(Expr::Not(Box::new(x.expr))),
+                    UnaryOperator::BitwiseNot => Typed::plain(Expr::BitNot(Box::new(x.expr))),
+                    other => return unsupported(format!("operator {other}")),
+                }
+            }
+            ast::Expr::BinaryOp { left, op, right } => {
+                let l = self.resolve(left, stage, d)?;
+                let r = self.resolve(right, stage, d)?;
+                binary(op, l, r)?
+            }
+            ast::Expr::IsNull(x) | ast::Expr::IsNotNull(x) => {
+                let x = self.resolve(x, stage, d)?;
+                Typed::plain(Expr::IsNull(
+                    Box::new(x.expr),
+                    matches!(e, ast::Expr::IsNotNull(_)),
+                ))
+            }
+            ast::Expr::IsDistinctFrom(a, b) | ast::Expr::IsNotDistinctFrom(a, b) => {
+                let l = self.resolve(a, stage, d)?;
+                let r = self.resolve(b, stage, d)?;
+                let op = if matches!(e, ast::Expr::IsDistinctFrom(..)) {
+                    CmpOp::IsNot
+                } else {
+                    CmpOp::Is
+                };
+                compare(op, l, r)
+            }
+            ast::Expr::IsTrue(_)
+            | ast::Expr::IsFalse(_)
+            | ast::Expr::IsNotTrue(_)
+            | ast::Expr::IsNotFalse(_) => return unsupported("IS TRUE / IS FALSE"),
+            ast::Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let x = self.resolve(expr, stage, d)?;
+                let lo = self.resolve(low, stage, d)?;
+                let hi = self.resolve(high, stage, d)?;
+                let both = Expr::And(
+                    Box::new(compare(CmpOp::Ge, x.clone(), lo).expr),
+                    Box::new(compare(CmpOp::Le, x, hi).expr),
+                );
+                Typed::plain(if *negated {
+                    Expr::Not(Box::new(both))
+                } else {
+                    both
+                })
+            }
+            ast::Expr::In {
+                expr,
+                target,
+                negated,
+                ..
+            } => {
+                let ast::InTarget::List(list) = target else {
+                    return unsupported("subqueries (IN (SELECT ...))");
+                };
+                let x = self.resolve(expr, stage, d)?;
+                let mut items = Vec::with_capacity(list.len());
+                for item in list {
+                    let t = self.resolve(item, stage, d)?;
+                    items.push((t.expr, comparison_affinity(x.affinity, None)));
+                }
+                Typed::plain(Expr::InList {
+                    collation: x.collation(),
+                    expr: Box::new(x.expr),
+                    list: items,
+                    negated: *negated,
+                })
+            }
+            ast::Expr::Like {
+                negated,
+                any,
+                expr,
+                pattern,
+                escape_char,
+            } => {
+                if *any {
+                    return unsupported("LIKE ANY");
+                }
+                let x = self.resolve(expr, stage, d)?;
+                let p = self.resolve(pattern, stage, d)?;
+                let escape = match escape_char {
+                    Some(c) => Some(Box::new(self.resolve(c, stage, d)?.expr)),
+                    None => None,
+                };
+                Typed::plain(Expr::Like {
+                    expr: Box::new(x.expr),
+                    pattern: Box::new(p.expr),
+                    escape,
+                    negated: *negated,
+                    glob: false,
+                })
+            }
+            ast::Expr::ILike { .. } => {
+                return unsupported("ILIKE (SQLite's LIKE is already case-insensitive)")
+            }
+            ast::Expr::SimilarTo { .. } | ast::Expr::RLike { .. } => {
+                return unsupported("SIMILAR TO / REGEXP")
+            }
+            ast::Expr::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                let base = match operand {
+                    Some(o) => Some(self.resolve(o, stage, d)?),
+                    None => None,
+                };
+                let mut whens = Vec::with_capacity(conditions.len());
+                for c in conditions {
+                    let w = self.resolve(&c.condition, stage, d)?;
+                    let t = self.resolve(&c.result, stage, d)?;
+                    let (affinity, collation) = match &base {
+                        Some(b) => (
+                            comparison_affinity(b.affinity, w.affinity),
+                            binary_collation(b, &w),
+                        ),
+                        None => (None, Collation::Binary),
+                    };
+                    whens.push((w.expr, t.expr, affinity, collation));
+                }
+                let otherwise = match else_result {
+                    Some(x) => Some(Box::new(self.resolve(x, stage, d)?.expr)),
+                    None => None,
+                };
+                Typed::plain(Expr::Case {
+                    operand: base.map(|b| Box::new(b.expr)),
+                    whens,
+                    otherwise,
+                })
+            }
+            ast::Expr::Cast {
+                kind,
+                expr,
+                data_type,
+                format,
+                ..
+            } => {
+                if !matches!(kind, ast::CastKind::Cast) || format.is_some() {
+                    return unsupported(format!("{e}"));
+                }
+                let x = self.resolve(expr, stage, d)?;
+                let affinity = Affinity::of_declared_type(&data_type.to_string());
+                Typed {
+                    expr: Expr::Cast(Box::new(x.expr), affinity),
+                    affinity: Some(affinity),
+                    collation: x.collation,
+                }
+            }
+            ast::Expr::Collate { expr, collation } => {
+                let x = self.resolve(expr, stage, d)?;
+                let name = ident_name(collation)?.join(".");
+                let c = Collation::from_name(&name).ok_or_else(|| {
+                    SqlError::Invalid(format!("no such collation sequence: {name}"))
+                })?;
+                Typed {
+                    expr: x.expr,
+                    affinity: x.affinity,
+                    collation: Some((c, true)),
+                }
+            }
+            ast::Expr::Function(f) => self.function(f, stage, d)?,
+            ast::Expr::Subquery(_) | ast::Expr::Exists { .. } => return unsupported("subqueries"),
+            other => return unsupported(format!("the expression {other}")),
+        })
+    }
+
+    fn function(
+        &mut self,
+        f: &ast::Function,
+        stage: &mut Stage<'_>,
+        d: usize,
+    ) -> Result<Typed, SqlError> {
+        let name = ident_name(&f.name)?.join(".").to_ascii_lowercase();
+        if f.over.is_some() {
+            return unsupported(format!("window functions ({name}() OVER ...)"));
+        }
+        if f.filter.is_some() || !f.within_group.is_empty() || f.null_treatment.is_some() {
+            return unsupported(format!("{name}() with FILTER or WITHIN GROUP"));
+        }
+        if !matches!(f.parameters, ast::FunctionArguments::None) {
+            return unsupported(format!("{name}() with parameters"));
+        }
+        let (distinct, star, args): (bool, bool, Vec<&ast::Expr>) = match &f.args {
+            ast::FunctionArguments::None => (false, false, Vec::new()),
+            ast::FunctionArguments::Subquery(_) => return unsupported("subqueries"),
+            ast::FunctionArguments::List(list) => {
+                if !list.clauses.is_empty() {
+                    return unsupported(format!("{name}() with ORDER BY or other clauses"));
+                }
+                let distinct = matches!(
+                    list.duplicate_treatment,
+                    Some(ast::DuplicateTreatment::Distinct)
+                );
+                let mut star = false;
+                let mut args = Vec::new();
+                for a in &list.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => args.push(e),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                        other => return unsupported(format!("the function argument {other}")),
+                    }
+                }
+                (distinct, star, args)
+            }
+        };
+        let aggregate = match (name.as_str(), args.len(), star) {
+            ("count", 0, _) => Some(AggFunc::CountStar),
+            ("count", 1, false) => Some(AggFunc::Count),
+            ("sum", 1, false) => Some(AggFunc::Sum),
+            ("total", 1, false) => Some(AggFunc::Total),
+            ("avg", 1, false) => Some(AggFunc::Avg),
+            ("min", 1, false) => Some(AggFunc::Min),
+            ("max", 1, false) => Some(AggFunc::Max),
+            _ => None,
+        };
+        if let Some(func) = aggregate {
+            let Stage::Group(ctx) = stage else {
+                return invalid(format!("misuse of aggregate function {name}()"));
+            };
+            if distinct && func == AggFunc::CountStar {
+                return invalid("DISTINCT aggregates must have exactly one argument");
+            }
+            let (arg, collation) = match args.first() {
+                Some(a) => {
+                    let t = self.resolve(a, &mut Stage::Row, d)?;
+                    let c = t.collation();
+                    (Some(t.expr), c)
+                }
+                None => (None, Collation::Binary),
+            };
+            let spec = AggSpec {
+                func,
+                arg,
+                distinct,
+                collation,
+            };
+            let keys = ctx.keys.len();
+            let i = match ctx.aggregates.iter().position(|a| *a == spec) {
+                Some(i) => i,
+                None => {
+                    ctx.aggregates.push(spec);
+                    ctx.aggregates.len() - 1
+                }
+            };
+            return Ok(Typed::plain(Expr::Column(keys + i)));
+        }
+        if star {
+            return invalid(format!("wrong number of arguments to function {name}()"));
+        }
+        if distinct {
+            return invalid(format!("DISTINCT is only for aggregates, not {name}()"));
+        }
+        let mut typed = Vec::with_capacity(args.len());
+        for a in &args {
+            typed.push(self.resolve(a, stage, d)?);
+        }
+        let n = typed.len();
+        let first_collation = typed
+            .iter()
+            .find_map(|t| t.collation)
+            .map_or(Collation::Binary, |c| c.0);
+        let arity = |ok: bool| -> Result<(), SqlError> {
+            if ok {
+                Ok(())
+            } else {
+                invalid(format!("wrong number of arguments to function {name}()"))
+            }
+        };
+        let func = match name.as_str() {
+            "abs" => {
+                arity(n == 1)?;
+                Function::Abs
+            }
+            "coalesce" => {
+                arity(n >= 2)?;
+                Function::Coalesce
+            }
+            "ifnull" => {
+                arity(n == 2)?;
+                Function::Coalesce
+            }
+            "nullif" => {
+                arity(n == 2)?;
+                Function::NullIf(first_collation)
+            }
+            "length" => {
+                arity(n == 1)?;
+                Function::Length
+            }
+            "lower" => {
+                arity(n == 1)?;
+                Function::Lower
+            }
+            "upper" => {
+                arity(n == 1)?;
+                Function::Upper
+            }
+            "substr" | "substring" => {
+                arity(n == 2 || n == 3)?;
+                Function::Substr
+            }
+            "trim" => {
+                arity(n == 1 || n == 2)?;
+                Function::Trim
+            }
+            "ltrim" => {
+                arity(n == 1 || n == 2)?;
+                Function::LTrim
+            }
+            "rtrim" => {
+                arity(n == 1 || n == 2)?;
+                Function::RTrim
+            }
+            "round" => {
+                arity(n == 1 || n == 2)?;
+                Function::Round
+            }
+            "typeof" => {
+                arity(n == 1)?;
+                Function::TypeOf
+            }
+            "hex" => {
+                arity(n == 1)?;
+                Function::Hex
+            }
+            "instr" => {
+                arity(n == 2)?;
+                Function::Instr
+            }
+            "replace" => {
+                arity(n == 3)?;
+                Function::Replace
+            }
+            "min" => {
+                arity(n >= 2)?;
+                Function::Min(first_collation)
+            }
+            "max" => {
+                arity(n >= 2)?;
+                Function::Max(first_collation)
+            }
+            "date" => {
+                arity(n >= 1)?;
+                Function::Date
+            }
+            "time" => {
+                arity(n >= 1)?;
+                Function::Time
+            }
+            "datetime" => {
+                arity(n >= 1)?;
+                Function::DateTime
+            }
+            "julianday" => {
+                arity(n >= 1)?;
+                Function::JulianDay
+            }
+            "strftime" => {
+                arity(n >= 2)?;
+                Function::Strftime
+            }
+            _ => return invalid(format!("no such function: {name}")),
+        };
+        // A function's result has no affinity; `coalesce` and friends keep an explicit
+        // collation of their arguments.
+        let collation = typed.iter().find_map(|t| t.collation.filter(|c| c.1));
+        Ok(Typed {
+            expr: Expr::Function(func, typed.into_iter().map(|t| t.expr).collect()),
+            affinity: None,
+            collation,
+        })
+    }
+}
+
+fn bare_column<T>(name: &str) -> Result<T, SqlError> {
+    unsupported(format!(
+        "column {name} outside GROUP BY and outside an aggregate (SQLite takes it from an \
+         arbitrary row of the group)"
+    ))
+}
+
+fn is_rowid_name(name: &str) -> bool {
+    ["rowid", "_rowid_", "oid"]
+        .iter()
+        .any(|r| r.eq_ignore_ascii_case(name))
+}
+
+/// Whether `e` reads any slot.
+pub fn uses_slots(e: &Expr) -> bool {
+    match e {
+        Expr::Column(_) => true,
+        Expr::Literal(_) => false,
+        Expr::Negate(x)
+        | Expr::Not(x)
+        | Expr::BitNot(x)
+        | Expr::IsNull(x, _)
+        | Expr::Cast(x, _) => uses_slots(x),
+        Expr::Arith(_, a, b) | Expr::Concat(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+            uses_slots(a) || uses_slots(b)
+        }
+        Expr::Compare { left, right, .. } => uses_slots(left) || uses_slots(right),
+        Expr::InList { expr, list, .. } => {
+            uses_slots(expr) || list.iter().any(|(x, _)| uses_slots(x))
+        }
+        Expr::Like {
+            expr,
+            pattern,
+            escape,
+            ..
+        } => uses_slots(expr) || uses_slots(pattern) || escape.as_deref().is_some_and(uses_slots),
+        Expr::Case {
+            operand,
+            whens,
+            otherwise,
+        } => {
+            operand.as_deref().is_some_and(uses_slots)
+                || whens
+                    .iter()
+                    .any(|(w, t, _, _)| uses_slots(w) || uses_slots(t))
+                || otherwise.as_deref().is_some_and(uses_slots)
+        }
+        Expr::Function(_, args) => args.iter().any(uses_slots),
+    }
+}
+
+fn compare(op: CmpOp, l: Typed, r: Typed) -> Typed {
+    let affinity = comparison_affinity(l.affinity, r.affinity);
+    let collation = binary_collation(&l, &r);
+    Typed::plain(Expr::Compare {
+        op,
+        left: Box::new(l.expr),
+        right: Box::new(r.expr),
+        affinity,
+        collation,
+    })
+}
+
+fn binary(op: &BinaryOperator, l: Typed, r: Typed) -> Result<Typed, SqlError> {
+    let carried = carried_collation(&l, &r);
+    let arith = |o: ArithOp, l: Typed, r: Typed| Typed {
+        expr: Expr::Arith(o, Box::new(l.expr), Box::new(r.expr)),
+        affinity: None,
+        collation: carried,
+    };
+    Ok(match op {
+        BinaryOperator::Plus => arith(ArithOp::Add, l, r),
+        BinaryOperator::Minus => arith(ArithOp::Sub, l, r),
+        BinaryOperator::Multiply => arith(ArithOp::Mul, l, r),
+        BinaryOperator::Divide => arith(ArithOp::Div, l, r),
+        BinaryOperator::Modulo => arith(ArithOp::Rem, l, r),
+        BinaryOperator::BitwiseAnd => arith(ArithOp::BitAnd, l, r),
+        BinaryOperator::BitwiseOr => arith(ArithOp::BitOr, l, r),
+        BinaryOperator::PGBitwiseShiftLeft => arith(ArithOp::ShiftLeft, l, r),
+        BinaryOperator::PGBitwiseShiftRight => arith(ArithOp::ShiftRight, l, r),
+        BinaryOperator::StringConcat => Typed {
+            expr: Expr::Concat(Box::new(l.expr), Box::new(r.expr)),
+            affinity: None,
+            collation: carried,
+        },
+        BinaryOperator::Eq => compare(CmpOp::Eq, l, r),
+        BinaryOperator::NotEq => compare(CmpOp::Ne, l, r),
+        BinaryOperator::Lt => compare(CmpOp::Lt, l, r),
+        BinaryOperator::LtEq => compare(CmpOp::Le, l, r),
+        BinaryOperator::Gt => compare(CmpOp::Gt, l, r),
+        BinaryOperator::GtEq => compare(CmpOp::Ge, l, r),
+        BinaryOperator::And => Typed::plain(Expr::And(Box::new(l.expr), Box::new(r.expr))),
+        BinaryOperator::Or => Typed::plain(Expr::Or(Box::new(l.expr), Box::new(r.expr))),
+        BinaryOperator::Glob => Typed::plain(Expr::Like {
+            expr: Box::new(l.expr),
+            pattern: Box::new(r.expr),
+            escape: None,
+            negated: false,
+            glob: true,
+        }),
+        other => return unsupported(format!("operator {other}")),
+    })
+}
+
+/// A literal's value (`negative`: it was written after a unary minus).
+pub fn literal(v: &ast::Value, negative: bool) -> Result<Value, SqlError> {
+    Ok(match v {
+        ast::Value::Number(text, _) => {
+            let t = text.as_str();
+            if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                if hex.len() > 16 {
+                    return invalid(format!("hex literal too big: {t}"));
+                }
+                let u = u64::from_str_radix(hex, 16)
+                    .map_err(|_| SqlError::Invalid(format!("malformed hex literal {t}")))?;
+                let i = u as i64;
+                return Ok(Value::Integer(if negative { i.wrapping_neg() } else { i }));
+            }
+            let signed = if negative {
+                format!("-{t}")
+            } else {
+                t.to_string()
+            };
+            if t.bytes().all(|b| b.is_ascii_digit()) {
+                if let Ok(i) = signed.parse::<i64>() {
+                    return Ok(Value::Integer(i));
+                }
+            }
+            Value::Real(partitioner::numeric_text::atof(signed.as_bytes()).1)
+        }
+        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+            let v = Value::text(s.clone());
+            if negative {
+                return Ok(engine::query::eval::arith(
+                    ArithOp::Sub,
+                    &Value::Integer(0),
+                    &v,
+                ));
+            }
+            v
+        }
+        ast::Value::HexStringLiteral(h) => {
+            if h.len() % 2 != 0 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return invalid(format!("malformed blob literal X'{h}'"));
+            }
+            Value::Blob(
+                (0..h.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap_or(0))
+                    .collect(),
+            )
+        }
+        ast::Value::Boolean(b) => Value::Integer(i64::from(*b)),
+        ast::Value::Null => Value::Null,
+        ast::Value::Placeholder(p) => return unsupported(format!("parameters ({p})")),
+        other => return unsupported(format!("the literal {other}")),
+    })
+}

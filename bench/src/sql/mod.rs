@@ -1,0 +1,42 @@
+//! The SQL front end of `corescan query`: parses one `SELECT` with `sqlparser` (SQLite
+//! dialect), refuses what a single-table scan cannot answer with one message naming the
+//! construct, and plans the rest against the table's schema into the engine's
+//! [`engine::query::QueryPlan`] ([`plan`]).
+//!
+//! Names resolve as SQLite resolves them: columns case-insensitively, `rowid`, `_rowid_` and
+//! `oid` for the rowid unless a column has that name, an `INTEGER PRIMARY KEY` column as the
+//! rowid, a double-quoted name that is no column as a string literal, `ORDER BY` and `GROUP BY`
+//! terms by output alias or position. Output column names are SQLite's: the alias, a column's
+//! declared name, or the expression's text as written.
+
+mod expr;
+mod plan;
+
+pub use plan::{plan_query, PlannedQuery};
+
+/// A query corescan cannot run, with the reason.
+#[derive(Debug, thiserror::Error)]
+pub enum SqlError {
+    /// The SQL does not parse.
+    #[error("SQL syntax: {0}")]
+    Syntax(String),
+    /// A construct outside single-table scans.
+    #[error("not supported by corescan query: {0}")]
+    Unsupported(String),
+    /// A name or usage error (unknown column or function, wrong argument count, ...).
+    #[error("{0}")]
+    Invalid(String),
+    /// The table could not be opened or planned.
+    #[error(transparent)]
+    Plan(#[from] partitioner::Error),
+}
+
+/// Shorthand for an unsupported construct.
+pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, SqlError> {
+    Err(SqlError::Unsupported(what.into()))
+}
+
+/// Shorthand for an invalid query.
+pub(crate) fn invalid<T>(what: impl Into<String>) -> Result<T, SqlError> {
+    Err(SqlError::Invalid(what.into()))
+}

@@ -1,0 +1,533 @@
+//! Statement-level planning: one `SELECT` over one table, to a [`QueryPlan`].
+
+use std::path::Path;
+
+use engine::query::eval::eval;
+use engine::query::ir::{QueryPlan, Shape, SortKey};
+use engine::value::Value;
+use partitioner::TablePlan;
+use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
+use sqlparser::dialect::SQLiteDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Location, Span};
+
+use super::expr::{GroupContext, Resolver, Stage, Typed};
+use super::{invalid, unsupported, SqlError};
+
+/// A planned query and the table it scans.
+#[derive(Debug)]
+pub struct PlannedQuery {
+    /// The table's plan (header, schema, leaves).
+    pub table: TablePlan,
+    /// The query.
+    pub query: QueryPlan,
+}
+
+/// Parses `sql`, opens its table in `db` and plans the query.
+pub fn plan_query(db: &Path, sql: &str) -> Result<PlannedQuery, SqlError> {
+    let statements =
+        Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| SqlError::Syntax(e.to_string()))?;
+    let statement = match statements.as_slice() {
+        [one] => one,
+        [] => return invalid("no SQL statement"),
+        _ => return unsupported("more than one statement"),
+    };
+    let query = match statement {
+        Statement::Query(q) => q,
+        Statement::Insert(_)
+        | Statement::Update(_)
+        | Statement::Delete(_)
+        | Statement::Merge(_)
+        | Statement::CreateTable(_)
+        | Statement::CreateIndex(_)
+        | Statement::CreateView(_)
+        | Statement::Drop { .. }
+        | Statement::AlterTable(_)
+        | Statement::Truncate(_) => return unsupported("writes (corescan only reads: use SELECT)"),
+        Statement::AttachDatabase { .. } | Statement::DetachDuckDBDatabase { .. } => {
+            return unsupported("ATTACH")
+        }
+        Statement::Pragma { .. } => return unsupported("PRAGMA"),
+        Statement::Explain { .. } | Statement::ExplainTable { .. } => {
+            return unsupported("EXPLAIN (see corescan explain)")
+        }
+        _ => return unsupported("statements other than SELECT"),
+    };
+    if query.with.is_some() {
+        return unsupported("WITH (common table expressions)");
+    }
+    if query.fetch.is_some() || !query.locks.is_empty() || query.for_clause.is_some() {
+        return unsupported("FETCH, FOR UPDATE or FOR clauses");
+    }
+    let select = match query.body.as_ref() {
+        SetExpr::Select(s) => s,
+        SetExpr::SetOperation { .. } => {
+            return unsupported("compound SELECT (UNION, INTERSECT, EXCEPT)")
+        }
+        SetExpr::Query(_) => return unsupported("subqueries"),
+        SetExpr::Values(_) => return unsupported("VALUES"),
+        _ => return unsupported("statements other than SELECT"),
+    };
+    if select.distinct.is_some() {
+        return unsupported("SELECT DISTINCT (use GROUP BY)");
+    }
+    if select.top.is_some() || select.into.is_some() || select.prewhere.is_some() {
+        return unsupported("TOP, INTO or PREWHERE");
+    }
+    if !select.named_window.is_empty() || select.qualify.is_some() {
+        return unsupported("window functions");
+    }
+    if !select.lateral_views.is_empty()
+        || !select.cluster_by.is_empty()
+        || !select.distribute_by.is_empty()
+        || !select.sort_by.is_empty()
+        || !select.connect_by.is_empty()
+    {
+        return unsupported("LATERAL VIEW, CLUSTER BY, SORT BY or CONNECT BY");
+    }
+    let from = match select.from.as_slice() {
+        [] => return unsupported("SELECT without FROM (corescan scans a table)"),
+        [one] if one.joins.is_empty() => one,
+        _ => return unsupported("joins (one table only)"),
+    };
+    let (name, alias) = match &from.relation {
+        TableFactor::Table {
+            name, alias, args, ..
+        } => {
+            if args.is_some() {
+                return unsupported("table-valued functions");
+            }
+            let parts: Vec<String> = name
+                .0
+                .iter()
+                .map(|p| match p {
+                    ast::ObjectNamePart::Identifier(i) => i.value.clone(),
+                    other => other.to_string(),
+                })
+                .collect();
+            let table = match parts.as_slice() {
+                [t] => t.clone(),
+                [s, t] if s.eq_ignore_ascii_case("main") => t.clone(),
+                _ => return unsupported(format!("table {name} in another schema (ATTACH)")),
+            };
+            (table, alias.as_ref().map(|a| a.name.value.clone()))
+        }
+        TableFactor::Derived { .. } => return unsupported("subqueries in FROM"),
+        _ => return unsupported("FROM clauses other than one table"),
+    };
+    let table = TablePlan::open(db, &name)?;
+    let query = plan_select(&table, alias.as_deref(), select, query, sql)?;
+    Ok(PlannedQuery { table, query })
+}
+
+/// One output column before resolution.
+struct Output<'q> {
+    expr: &'q ast::Expr,
+    alias: Option<String>,
+    name: String,
+}
+
+fn plan_select(
+    table: &TablePlan,
+    alias: Option<&str>,
+    select: &ast::Select,
+    query: &ast::Query,
+    sql: &str,
+) -> Result<QueryPlan, SqlError> {
+    let mut r = Resolver::new(table, alias);
+    // The output list, with `*` expanded.
+    let star_exprs: Vec<ast::Expr> = r
+        .star()
+        .into_iter()
+        .map(|c| ast::Expr::Identifier(ast::Ident::with_quote('"', c)))
+        .collect();
+    let mut outputs: Vec<Output<'_>> = Vec::new();
+    for item in &select.projection {
+        match item {
+            SelectItem::UnnamedExpr(e) => outputs.push(Output {
+                expr: e,
+                alias: None,
+                name: r
+                    .column_name(e)
+                    .unwrap_or_else(|| span_text(sql, e).unwrap_or_else(|| e.to_string())),
+            }),
+            SelectItem::ExprWithAlias { expr, alias } => outputs.push(Output {
+                expr,
+                alias: Some(alias.value.clone()),
+                name: alias.value.clone(),
+            }),
+            SelectItem::Wildcard(opts) | SelectItem::QualifiedWildcard(_, opts) => {
+                if opts.opt_exclude.is_some()
+                    || opts.opt_except.is_some()
+                    || opts.opt_replace.is_some()
+                    || opts.opt_rename.is_some()
+                    || opts.opt_ilike.is_some()
+                {
+                    return unsupported("* with EXCLUDE, EXCEPT, REPLACE or RENAME");
+                }
+                if let SelectItem::QualifiedWildcard(kind, _) = item {
+                    let q = kind.to_string();
+                    let ok = q.eq_ignore_ascii_case(&table.table.name)
+                        || alias.is_some_and(|a| a.eq_ignore_ascii_case(&q));
+                    if !ok {
+                        return invalid(format!("no such table: {q}"));
+                    }
+                }
+                for (e, n) in star_exprs.iter().zip(r.star()) {
+                    outputs.push(Output {
+                        expr: e,
+                        alias: None,
+                        name: n,
+                    });
+                }
+            }
+            other => return unsupported(format!("the select item {other}")),
+        }
+    }
+
+    // ORDER BY and GROUP BY terms by alias or position.
+    let by_alias_or_position =
+        |e: &ast::Expr, what: &str, i: usize| -> Result<Option<usize>, SqlError> {
+            if let ast::Expr::Value(v) = e {
+                if let ast::Value::Number(n, _) = &v.value {
+                    let k: i64 = n.parse().unwrap_or(0);
+                    if k < 1 || k as usize > outputs.len() {
+                        return invalid(format!(
+                            "{} {what} term out of range - should be between 1 and {}",
+                            ordinal(i + 1),
+                            outputs.len()
+                        ));
+                    }
+                    return Ok(Some(k as usize - 1));
+                }
+            }
+            if let ast::Expr::Identifier(id) = e {
+                if let Some(p) = outputs.iter().position(|o| {
+                    o.alias
+                        .as_deref()
+                        .is_some_and(|a| a.eq_ignore_ascii_case(&id.value))
+                }) {
+                    return Ok(Some(p));
+                }
+            }
+            Ok(None)
+        };
+
+    let filter = match &select.selection {
+        Some(w) => Some(r.resolve(w, &mut Stage::Row, 0)?.expr),
+        None => None,
+    };
+
+    let group_exprs: Vec<&ast::Expr> = match &select.group_by {
+        ast::GroupByExpr::Expressions(exprs, modifiers) => {
+            if !modifiers.is_empty() {
+                return unsupported("GROUP BY modifiers (ROLLUP, CUBE, ...)");
+            }
+            exprs.iter().collect()
+        }
+        ast::GroupByExpr::All(_) => return unsupported("GROUP BY ALL"),
+    };
+    let order_terms: Vec<&ast::OrderByExpr> = match &query.order_by {
+        None => Vec::new(),
+        Some(o) => match &o.kind {
+            ast::OrderByKind::Expressions(v) => v.iter().collect(),
+            ast::OrderByKind::All(_) => return unsupported("ORDER BY ALL"),
+        },
+    };
+    let grouped = !group_exprs.is_empty()
+        || select.having.is_some()
+        || outputs.iter().any(|o| has_aggregate(o.expr))
+        || order_terms.iter().any(|o| has_aggregate(&o.expr));
+
+    let (shape, order_by) = if !grouped {
+        let mut resolved = Vec::with_capacity(outputs.len());
+        for o in &outputs {
+            resolved.push(r.resolve(o.expr, &mut Stage::Row, 0)?);
+        }
+        let mut order_by = Vec::new();
+        for (i, term) in order_terms.iter().enumerate() {
+            let t = match by_alias_or_position(&term.expr, "ORDER BY", i)? {
+                Some(p) => resolved[p].clone(),
+                None => r.resolve(&term.expr, &mut Stage::Row, 0)?,
+            };
+            order_by.push(sort_key(term, t)?);
+        }
+        (
+            Shape::Rows {
+                outputs: resolved.into_iter().map(|t| t.expr).collect(),
+            },
+            order_by,
+        )
+    } else {
+        let mut ctx = GroupContext::default();
+        for (i, g) in group_exprs.iter().enumerate() {
+            let t = match by_alias_or_position(g, "GROUP BY", i)? {
+                Some(p) => {
+                    if has_aggregate(outputs[p].expr) {
+                        return invalid(format!(
+                            "aggregate functions are not allowed in the GROUP BY clause"
+                        ));
+                    }
+                    r.resolve(outputs[p].expr, &mut Stage::Row, 0)?
+                }
+                None => r.resolve(g, &mut Stage::Row, 0)?,
+            };
+            ctx.keys.push(t);
+        }
+        let mut resolved: Vec<Typed> = Vec::with_capacity(outputs.len());
+        for o in &outputs {
+            resolved.push(r.resolve(o.expr, &mut Stage::Group(&mut ctx), 0)?);
+        }
+        let having = match &select.having {
+            Some(h) => Some(r.resolve(h, &mut Stage::Group(&mut ctx), 0)?.expr),
+            None => None,
+        };
+        let mut order_by = Vec::new();
+        for (i, term) in order_terms.iter().enumerate() {
+            let t = match by_alias_or_position(&term.expr, "ORDER BY", i)? {
+                Some(p) => resolved[p].clone(),
+                None => r.resolve(&term.expr, &mut Stage::Group(&mut ctx), 0)?,
+            };
+            order_by.push(sort_key(term, t)?);
+        }
+        let keys = ctx
+            .keys
+            .iter()
+            .map(|k| (k.expr.clone(), k.collation()))
+            .collect();
+        (
+            Shape::Groups {
+                keys,
+                aggregates: ctx.aggregates,
+                having,
+                outputs: resolved.into_iter().map(|t| t.expr).collect(),
+            },
+            order_by,
+        )
+    };
+
+    let (limit, offset) = match &query.limit_clause {
+        None => (None, 0),
+        Some(ast::LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) => {
+            if !limit_by.is_empty() {
+                return unsupported("LIMIT BY");
+            }
+            let l = match limit {
+                Some(e) => constant_int(&mut r, e, "LIMIT")?,
+                None => None,
+            };
+            let o = match offset {
+                Some(o) => constant_int(&mut r, &o.value, "OFFSET")?.unwrap_or(0),
+                None => 0,
+            };
+            (l, o)
+        }
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (
+            constant_int(&mut r, limit, "LIMIT")?,
+            constant_int(&mut r, offset, "OFFSET")?.unwrap_or(0),
+        ),
+    };
+
+    Ok(QueryPlan {
+        columns: r.columns,
+        filter,
+        shape,
+        order_by,
+        limit,
+        offset,
+        names: outputs.into_iter().map(|o| o.name).collect(),
+    })
+}
+
+fn sort_key(term: &ast::OrderByExpr, t: Typed) -> Result<SortKey, SqlError> {
+    if term.with_fill.is_some() {
+        return unsupported("ORDER BY ... WITH FILL");
+    }
+    let descending = match term.options.sort {
+        None | Some(ast::OrderBySort::Asc) => false,
+        Some(ast::OrderBySort::Desc) => true,
+        Some(_) => return unsupported("ORDER BY ... USING"),
+    };
+    Ok(SortKey {
+        collation: t.collation(),
+        expr: t.expr,
+        descending,
+        nulls_first: term.options.nulls_first.unwrap_or(!descending),
+    })
+}
+
+/// A `LIMIT`/`OFFSET` value: a constant integer expression; a negative `LIMIT` means none
+/// (`None`), a negative `OFFSET` zero.
+fn constant_int(r: &mut Resolver<'_>, e: &ast::Expr, what: &str) -> Result<Option<u64>, SqlError> {
+    let t = r.resolve(e, &mut Stage::Row, 0)?;
+    if super::expr::uses_slots(&t.expr) {
+        return invalid(format!("{what} must be a constant"));
+    }
+    let v = eval(&t.expr, &[]).map_err(SqlError::Invalid)?;
+    let i = match v {
+        Value::Integer(i) => i,
+        Value::Text(ref s) => match engine::value::numeric_affinity_of_text(s) {
+            Some(engine::value::Number::Integer(i)) => i,
+            _ => return invalid("datatype mismatch"),
+        },
+        Value::Real(x) if x.fract() == 0.0 && x.abs() < 9.2e18 => x as i64,
+        _ => return invalid("datatype mismatch"),
+    };
+    Ok(u64::try_from(i).ok())
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// Whether `e` calls an aggregate function (one-argument `min`/`max`, `count`, `sum`, ...).
+fn has_aggregate(e: &ast::Expr) -> bool {
+    let text = e.to_string();
+    // Cheap pre-check before the walk.
+    if !text.contains('(') {
+        return false;
+    }
+    walk_has_aggregate(e)
+}
+
+fn walk_has_aggregate(e: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    match e {
+        E::Function(f) => {
+            let name = f.name.to_string().to_ascii_lowercase();
+            let args: Vec<&ast::FunctionArg> = match &f.args {
+                ast::FunctionArguments::List(l) => l.args.iter().collect(),
+                _ => Vec::new(),
+            };
+            let is_agg = match name.as_str() {
+                "count" | "sum" | "total" | "avg" => true,
+                "min" | "max" => args.len() == 1,
+                _ => false,
+            };
+            is_agg
+                || args.iter().any(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
+                        walk_has_aggregate(x)
+                    }
+                    _ => false,
+                })
+        }
+        E::BinaryOp { left, right, .. } => walk_has_aggregate(left) || walk_has_aggregate(right),
+        E::UnaryOp { expr, .. }
+        | E::Nested(expr)
+        | E::IsNull(expr)
+        | E::IsNotNull(expr)
+        | E::Cast { expr, .. }
+        | E::Collate { expr, .. } => walk_has_aggregate(expr),
+        E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
+            walk_has_aggregate(a) || walk_has_aggregate(b)
+        }
+        E::Between {
+            expr, low, high, ..
+        } => walk_has_aggregate(expr) || walk_has_aggregate(low) || walk_has_aggregate(high),
+        E::In { expr, target, .. } => {
+            walk_has_aggregate(expr)
+                || matches!(target, ast::InTarget::List(l) if l.iter().any(walk_has_aggregate))
+        }
+        E::Like {
+            expr,
+            pattern,
+            escape_char,
+            ..
+        } => {
+            walk_has_aggregate(expr)
+                || walk_has_aggregate(pattern)
+                || escape_char.as_deref().is_some_and(walk_has_aggregate)
+        }
+        E::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            operand.as_deref().is_some_and(walk_has_aggregate)
+                || conditions
+                    .iter()
+                    .any(|c| walk_has_aggregate(&c.condition) || walk_has_aggregate(&c.result))
+                || else_result.as_deref().is_some_and(walk_has_aggregate)
+        }
+        _ => false,
+    }
+}
+
+/// The text of `e` as written in `sql` (SQLite names an unaliased output column so).
+fn span_text(sql: &str, e: &ast::Expr) -> Option<String> {
+    use sqlparser::ast::Spanned;
+    let span: Span = e.span();
+    let start = offset_of(sql, span.start)?;
+    let end = offset_of(sql, span.end)?;
+    (start < end)
+        .then(|| sql.get(start..end).map(str::to_string))
+        .flatten()
+}
+
+/// The byte offset of a 1-based line and character column.
+fn offset_of(sql: &str, at: Location) -> Option<usize> {
+    if at.line == 0 {
+        return None;
+    }
+    let mut line = 1u64;
+    let mut col = 1u64;
+    for (i, c) in sql.char_indices() {
+        if line == at.line && col == at.column {
+            return Some(i);
+        }
+        if c == '\n' {
+            line += 1;
+            col = 1;
+        } else {
+            col += 1;
+        }
+    }
+    (line == at.line && col == at.column).then_some(sql.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinals() {
+        assert_eq!(ordinal(1), "1st");
+        assert_eq!(ordinal(2), "2nd");
+        assert_eq!(ordinal(11), "11th");
+        assert_eq!(ordinal(23), "23rd");
+    }
+
+    #[test]
+    fn expression_text_as_written() {
+        let sql = "SELECT a+1,  count( * ) FROM t";
+        let stmts = Parser::parse_sql(&SQLiteDialect {}, sql).unwrap();
+        let Statement::Query(q) = &stmts[0] else {
+            panic!()
+        };
+        let SetExpr::Select(s) = q.body.as_ref() else {
+            panic!()
+        };
+        let names: Vec<String> = s
+            .projection
+            .iter()
+            .map(|p| match p {
+                SelectItem::UnnamedExpr(e) => span_text(sql, e).unwrap(),
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(names, ["a+1", "count( * )"]);
+    }
+}
