@@ -369,8 +369,7 @@ mod tests {
     }
 
     #[test]
-    fn notices_of_every_decision_survive() {
-        // No machine access needed: a backend without poll threads under `auto`.
+    fn sqpoll_auto_without_poll_threads_says_so() {
         let (cpus, notice) =
             sqpoll_placement(&[spec(0)], &[0, 1], IoBackend::Dma, SqpollMode::Auto).unwrap();
         assert_eq!(cpus, [None]);

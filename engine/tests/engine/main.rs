@@ -5,4 +5,5 @@ mod damaged;
 mod faults;
 mod fixture;
 mod fuzz;
+mod notices;
 mod settings;
