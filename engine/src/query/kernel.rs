@@ -21,21 +21,12 @@ use super::aggregate::{AggState, KeyPart};
 use super::eval::{eval, holds};
 use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
 use super::record::{Decoded, RecordDecoder};
-
-/// A cell whose needed columns continue on overflow pages.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RowSpill {
-    /// The leaf page holding the cell.
-    pub page: u32,
-    /// The cell's rowid.
-    pub rowid: i64,
-    /// The payload stored on the leaf page.
-    pub local: Vec<u8>,
-    /// The whole payload's size in bytes.
-    pub payload_len: u64,
-    /// The first overflow page.
-    pub first_overflow: u32,
-}
+use crate::coordinator::run_scan;
+use crate::error::Error;
+use crate::report::RunReport;
+use crate::scan::{RecordOutcome, ScanKernel, Spill};
+use crate::settings::{ExecutorSpec, ScanSettings};
+use partitioner::TablePlan;
 
 /// One output row of a plain query before the final ordering.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,13 +96,19 @@ impl QueryKernel {
         }
     }
 
-    /// Rows scanned so far.
-    pub fn rows(&self) -> u64 {
+    fn eval_row(&mut self, rowid: i64, payload: &[u8], complete: bool) -> Result<Decoded, String> {
+        self.eval_row_body(rowid, payload, complete)
+    }
+}
+
+impl ScanKernel for QueryKernel {
+    type Partial = Partial;
+
+    fn rows(&self) -> u64 {
         self.rows
     }
 
-    /// The partial result.
-    pub fn finish(mut self) -> Partial {
+    fn finish(mut self) -> Partial {
         if let Partial::Rows(rows) = &mut self.partial {
             if let Some(k) = self.plan.keep() {
                 sort_rows(&self.plan.order_by, rows);
@@ -121,14 +118,11 @@ impl QueryKernel {
         self.partial
     }
 
-    /// Decodes every cell of table-leaf page `page_no`, pushing cells whose needed columns lie
-    /// on overflow pages onto `spills`. Errors describe the page's problem (the caller names
-    /// the file and page).
-    pub fn decode_page(
+    fn decode_page(
         &mut self,
         page_no: u32,
         page: &[u8],
-        spills: &mut Vec<RowSpill>,
+        spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
         let usable = self.usable as usize;
         let page = page
@@ -161,7 +155,7 @@ impl QueryKernel {
             self.rows += 1;
             match self.eval_row(rowid, payload, !spills_over) {
                 Ok(Decoded::Done) => {}
-                Ok(Decoded::NeedMore) => spills.push(RowSpill {
+                Ok(Decoded::NeedMore) => spills.push(Spill {
                     page: page_no,
                     rowid,
                     local: payload.to_vec(),
@@ -174,18 +168,26 @@ impl QueryKernel {
         Ok(())
     }
 
-    /// Evaluates a spilled row given (a prefix of) its payload; `complete` says whether it is
-    /// the whole payload. The row was already counted by [`Self::decode_page`].
-    pub fn eval_spill(
+    fn eval_spill(
         &mut self,
-        spill: &RowSpill,
+        spill: &Spill,
+        payload: &[u8],
+        complete: bool,
+    ) -> Result<RecordOutcome, String> {
+        Ok(match self.eval_row(spill.rowid, payload, complete)? {
+            Decoded::Done => RecordOutcome::Done,
+            Decoded::NeedMore => RecordOutcome::NeedMore,
+        })
+    }
+}
+
+impl QueryKernel {
+    fn eval_row_body(
+        &mut self,
+        rowid: i64,
         payload: &[u8],
         complete: bool,
     ) -> Result<Decoded, String> {
-        self.eval_row(spill.rowid, payload, complete)
-    }
-
-    fn eval_row(&mut self, rowid: i64, payload: &[u8], complete: bool) -> Result<Decoded, String> {
         let plan = Arc::clone(&self.plan);
         let mut found: Vec<Option<ValueRef<'_>>> = vec![None; plan.columns.len()];
         if self.decoder.decode(payload, complete, &mut found)? == Decoded::NeedMore {
@@ -441,4 +443,46 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
                 .collect())
         }
     }
+}
+
+/// A query's answer and what the scan measured.
+#[derive(Debug)]
+pub struct QueryOutput {
+    /// The output column names.
+    pub names: Vec<String>,
+    /// The result rows.
+    pub rows: Vec<Vec<Value>>,
+    /// The scan's report.
+    pub report: RunReport,
+}
+
+/// Why a query failed.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// The scan failed (I/O, a malformed page, or an error evaluating a row, which names the
+    /// page and cell).
+    #[error(transparent)]
+    Scan(#[from] Error),
+    /// Finishing the result failed (`integer overflow` in `sum`, ...).
+    #[error("{0}")]
+    Eval(String),
+}
+
+/// Runs `query` over `table` with one executor per entry of `executors`: each evaluates the
+/// filter and projection or partial groups over its range, and the partials are merged here.
+pub fn run_query(
+    table: &TablePlan,
+    query: QueryPlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+) -> std::result::Result<QueryOutput, QueryError> {
+    let query = Arc::new(query);
+    let kernel = QueryKernel::new(Arc::clone(&query), table.header.usable_size());
+    let (partials, report) = run_scan(table, settings, executors, kernel)?;
+    let rows = merge(&query, partials).map_err(QueryError::Eval)?;
+    Ok(QueryOutput {
+        names: query.names.clone(),
+        rows,
+        report,
+    })
 }

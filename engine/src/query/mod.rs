@@ -13,8 +13,8 @@
 //! - [`aggregate`] and [`exact_sum`]: aggregate states with `update`, `merge` and `finish`,
 //!   real sums accumulated exactly and rounded once;
 //! - [`kernel`]: one executor's work ([`kernel::QueryKernel`]: filter, projection, partial
-//!   groups or top-k over its range) and the coordinator's merge ([`kernel::merge`]);
-//! - [`local`]: a single-threaded driver of the kernel over a [`partitioner::TablePlan`].
+//!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`], and
+//!   the coordinator's merge ([`kernel::merge`]); [`run_query`] runs both.
 
 pub mod aggregate;
 pub mod dates;
@@ -24,8 +24,7 @@ pub mod functions;
 pub mod ir;
 pub mod kernel;
 pub mod like;
-pub mod local;
 pub mod record;
 
 pub use ir::QueryPlan;
-pub use kernel::{merge, Partial, QueryKernel};
+pub use kernel::{merge, run_query, Partial, QueryError, QueryKernel, QueryOutput};
