@@ -10,6 +10,9 @@ mod bench;
 mod explain;
 mod gen;
 mod q6;
+mod query;
+mod query_output;
+mod scan_setup;
 mod topology;
 
 use std::process::ExitCode;
@@ -33,6 +36,8 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// Run TPC-H Q6 with one pinned executor per CPU and report the answer and the I/O.
     Q6(q6::Q6Args),
+    /// Run one SELECT over one table with SQLite's answers, the thread-per-core way.
+    Query(query::QueryArgs),
     /// Plan executor placement for a machine (hwloc) and write or check topology.toml.
     Topology(topology::TopologyArgs),
     /// Run an experiment: core-count scaling, readahead sweeps, the seed report, or a
@@ -61,6 +66,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gen(args) => gen::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Q6(args) => q6::run(args),
+        Command::Query(args) => query::run(args),
         Command::Topology(args) => topology::run(args),
         Command::Bench(args) => bench::run(args),
     }

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use engine::{run_q6, ExecutorSpec, Q6Params, ScanReport, ScanSettings, SqpollMode};
-use partitioner::topology::{IoMode, Machine, Topology};
+use engine::{run_q6, Q6Params, ScanReport};
 use partitioner::TablePlan;
 
+use super::scan_setup::{scan_setup, ScanOptions};
 use super::{CpuArgs, IoArg, SqpollArg};
 
 /// Arguments of `corescan q6`.
@@ -58,42 +58,17 @@ pub struct Q6Args {
 pub fn run(args: Q6Args) -> anyhow::Result<()> {
     let params = Q6Params::parse(&args.date, &args.discount, &args.quantity)?;
     let plan = TablePlan::open(&args.db, &args.table)?;
-    let defaults = ScanSettings::defaults(plan.header.page_size);
-    let sqpoll: Option<SqpollMode> = args.sqpoll.map(Into::into);
-    let io: Option<IoMode> = args.io.map(Into::into);
-    let (executors, base) = match &args.topology {
-        Some(path) => {
-            let machine = Machine::detect()?;
-            let topo = Topology::load_checked(path, Some(&machine))?;
-            let executors = topo
-                .executors
-                .iter()
-                .map(|e| ExecutorSpec {
-                    // An explicit --sqpoll replans the poll threads; otherwise the file's stand.
-                    sqpoll_cpu: if sqpoll.is_some() { None } else { e.sqpoll_cpu },
-                    ..ExecutorSpec::from(e)
-                })
-                .collect();
-            let scan = &topo.scan;
-            let base = ScanSettings {
-                readahead: scan.readahead,
-                coalesce_kib: scan.coalesce_kib,
-                io: scan.io.into(),
-                sqpoll: scan.sqpoll,
-            };
-            (executors, base)
-        }
-        None => (
-            args.cpus.placement(sqpoll.unwrap_or(defaults.sqpoll))?,
-            defaults,
-        ),
-    };
-    let settings = ScanSettings {
-        readahead: args.readahead.unwrap_or(base.readahead),
-        coalesce_kib: args.coalesce_kib.unwrap_or(base.coalesce_kib),
-        io: io.map_or(base.io, Into::into),
-        sqpoll: sqpoll.unwrap_or(base.sqpoll),
-    };
+    let (executors, settings) = scan_setup(
+        ScanOptions {
+            cpus: &args.cpus,
+            topology: args.topology.as_deref(),
+            io: args.io,
+            sqpoll: args.sqpoll,
+            readahead: args.readahead,
+            coalesce_kib: args.coalesce_kib,
+        },
+        plan.header.page_size,
+    )?;
     let report = run_q6(&plan, &executors, &params, &settings)?;
     if args.json {
         println!(

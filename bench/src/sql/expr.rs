@@ -92,6 +92,8 @@ pub struct Resolver<'t> {
     slot_of: HashMap<SlotKey, usize>,
     /// Virtual columns being resolved (a cycle guard).
     resolving: Vec<usize>,
+    /// The SQL text being resolved (the query, or a generated column's expression).
+    source: String,
 }
 
 const MAX_DEPTH: usize = 200;
@@ -109,7 +111,7 @@ fn ident_name(parts: &ast::ObjectName) -> Result<Vec<String>, SqlError> {
 
 impl<'t> Resolver<'t> {
     /// A resolver for `table`, which the query may also call `alias`.
-    pub fn new(table: &'t TablePlan, alias: Option<&str>) -> Self {
+    pub fn new(table: &'t TablePlan, alias: Option<&str>, sql: &str) -> Self {
         let mut qualifiers = vec![table.table.name.to_ascii_lowercase()];
         if let Some(a) = alias {
             qualifiers.push(a.to_ascii_lowercase());
@@ -120,6 +122,7 @@ impl<'t> Resolver<'t> {
             columns: Vec::new(),
             slot_of: HashMap::new(),
             resolving: Vec::new(),
+            source: sql.to_string(),
         }
     }
 
@@ -148,7 +151,11 @@ impl<'t> Resolver<'t> {
             .find(|c| c.name.eq_ignore_ascii_case(name))
         {
             Some(c) => Some(c.name.clone()),
-            None if is_rowid_name(name) => Some("rowid".to_string()),
+            // The rowid is named after the INTEGER PRIMARY KEY column when there is one.
+            None if is_rowid_name(name) => Some(
+                def.rowid_alias()
+                    .map_or_else(|| "rowid".to_string(), |i| def.columns[i].name.clone()),
+            ),
             None => None,
         }
     }
@@ -264,7 +271,9 @@ impl<'t> Resolver<'t> {
                 ))
             })?;
         self.resolving.push(index);
+        let outer = std::mem::replace(&mut self.source, text);
         let r = self.resolve(&parsed, &mut Stage::Row, 0);
+        self.source = outer;
         self.resolving.pop();
         Ok(ColumnRead::Virtual {
             expr: r?.expr,
@@ -315,12 +324,15 @@ impl<'t> Resolver<'t> {
                     return bare_column(&parts.last().map(|p| p.value.clone()).unwrap_or_default())
                 }
             },
-            ast::Expr::Value(v) => Typed::plain(Expr::Literal(literal(&v.value, false)?)),
+            ast::Expr::Value(v) => Typed::plain(Expr::Literal(self.literal_at(v, false)?)),
             ast::Expr::Nested(x) => self.resolve(x, stage, d)?,
             ast::Expr::UnaryOp { op, expr } => {
                 if let (UnaryOperator::Minus, ast::Expr::Value(v)) = (op, expr.as_ref()) {
-                    if matches!(v.value, ast::Value::Number(..)) {
-                        return Ok(Typed::plain(Expr::Literal(literal(&v.value, true)?)));
+                    if matches!(
+                        v.value,
+                        ast::Value::Number(..) | ast::Value::HexStringLiteral(_)
+                    ) {
+                        return Ok(Typed::plain(Expr::Literal(self.literal_at(v, true)?)));
                     }
                 }
                 let x = self.resolve(expr, stage, d)?;
@@ -502,9 +514,57 @@ impl<'t> Resolver<'t> {
                 }
             }
             ast::Expr::Function(f) => self.function(f, stage, d)?,
+            ast::Expr::Trim {
+                trim_where,
+                trim_what,
+                expr,
+                trim_characters,
+            } => {
+                if trim_where.is_some() || trim_what.is_some() {
+                    return unsupported("TRIM(BOTH/LEADING/TRAILING ... FROM ...)");
+                }
+                let mut args = vec![self.resolve(expr, stage, d)?.expr];
+                for c in trim_characters.iter().flatten() {
+                    args.push(self.resolve(c, stage, d)?.expr);
+                }
+                if args.len() > 2 {
+                    return invalid("wrong number of arguments to function trim()");
+                }
+                Typed::plain(Expr::Function(Function::Trim, args))
+            }
+            ast::Expr::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                let Some(from) = substring_from else {
+                    return invalid("wrong number of arguments to function substr()");
+                };
+                let mut args = vec![
+                    self.resolve(expr, stage, d)?.expr,
+                    self.resolve(from, stage, d)?.expr,
+                ];
+                if let Some(n) = substring_for {
+                    args.push(self.resolve(n, stage, d)?.expr);
+                }
+                Typed::plain(Expr::Function(Function::Substr, args))
+            }
             ast::Expr::Subquery(_) | ast::Expr::Exists { .. } => return unsupported("subqueries"),
             other => return unsupported(format!("the expression {other}")),
         })
+    }
+
+    /// A literal, telling `0x1F` (an integer) from `X'1F'` (a blob) by the source text, which
+    /// the parser gives the same token.
+    fn literal_at(&self, v: &ast::ValueWithSpan, negative: bool) -> Result<Value, SqlError> {
+        if let ast::Value::HexStringLiteral(h) = &v.value {
+            let written = super::plan::text_at(&self.source, v.span.start);
+            if written.is_some_and(|t| t.starts_with("0x") || t.starts_with("0X")) {
+                return literal(&ast::Value::Number(format!("0x{h}"), false), negative);
+            }
+        }
+        literal(&v.value, negative)
     }
 
     fn function(
@@ -806,6 +866,8 @@ fn binary(op: &BinaryOperator, l: Typed, r: Typed) -> Result<Typed, SqlError> {
         BinaryOperator::LtEq => compare(CmpOp::Le, l, r),
         BinaryOperator::Gt => compare(CmpOp::Gt, l, r),
         BinaryOperator::GtEq => compare(CmpOp::Ge, l, r),
+        BinaryOperator::Is => compare(CmpOp::Is, l, r),
+        BinaryOperator::IsNot => compare(CmpOp::IsNot, l, r),
         BinaryOperator::And => Typed::plain(Expr::And(Box::new(l.expr), Box::new(r.expr))),
         BinaryOperator::Or => Typed::plain(Expr::Or(Box::new(l.expr), Box::new(r.expr))),
         BinaryOperator::Glob => Typed::plain(Expr::Like {

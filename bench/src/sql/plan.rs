@@ -9,7 +9,7 @@ use partitioner::TablePlan;
 use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Location, Span};
+use sqlparser::tokenizer::Location;
 
 use super::expr::{GroupContext, Resolver, Stage, Typed};
 use super::{invalid, unsupported, SqlError};
@@ -25,8 +25,25 @@ pub struct PlannedQuery {
 
 /// Parses `sql`, opens its table in `db` and plans the query.
 pub fn plan_query(db: &Path, sql: &str) -> Result<PlannedQuery, SqlError> {
-    let statements =
-        Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| SqlError::Syntax(e.to_string()))?;
+    let statements = Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| {
+        // Statements the parser does not know still get a refusal that names them.
+        let first = sql
+            .trim_start()
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .next()
+            .unwrap_or("")
+            .to_ascii_uppercase();
+        match first.as_str() {
+            "PRAGMA" | "ATTACH" | "DETACH" | "VACUUM" | "REINDEX" | "ANALYZE" => {
+                SqlError::Unsupported(first)
+            }
+            "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "CREATE" | "DROP" | "ALTER" => {
+                SqlError::Unsupported("writes (corescan only reads: use SELECT)".into())
+            }
+            "WITH" => SqlError::Unsupported("WITH (common table expressions)".into()),
+            _ => SqlError::Syntax(e.to_string()),
+        }
+    })?;
     let statement = match statements.as_slice() {
         [one] => one,
         [] => return invalid("no SQL statement"),
@@ -134,7 +151,7 @@ fn plan_select(
     query: &ast::Query,
     sql: &str,
 ) -> Result<QueryPlan, SqlError> {
-    let mut r = Resolver::new(table, alias);
+    let mut r = Resolver::new(table, alias, sql);
     // The output list, with `*` expanded.
     let star_exprs: Vec<ast::Expr> = r
         .star()
@@ -142,14 +159,19 @@ fn plan_select(
         .map(|c| ast::Expr::Identifier(ast::Ident::with_quote('"', c)))
         .collect();
     let mut outputs: Vec<Output<'_>> = Vec::new();
-    for item in &select.projection {
+    let texts = offset_of(sql, select.select_token.0.span.end)
+        .map(|start| select_item_texts(sql, start))
+        .filter(|t| t.len() == select.projection.len());
+    for (k, item) in select.projection.iter().enumerate() {
         match item {
             SelectItem::UnnamedExpr(e) => outputs.push(Output {
                 expr: e,
                 alias: None,
-                name: r
-                    .column_name(e)
-                    .unwrap_or_else(|| span_text(sql, e).unwrap_or_else(|| e.to_string())),
+                name: r.column_name(e).unwrap_or_else(|| {
+                    texts
+                        .as_ref()
+                        .map_or_else(|| e.to_string(), |t| t[k].clone())
+                }),
             }),
             SelectItem::ExprWithAlias { expr, alias } => outputs.push(Output {
                 expr,
@@ -466,15 +488,64 @@ fn walk_has_aggregate(e: &ast::Expr) -> bool {
     }
 }
 
-/// The text of `e` as written in `sql` (SQLite names an unaliased output column so).
-fn span_text(sql: &str, e: &ast::Expr) -> Option<String> {
-    use sqlparser::ast::Spanned;
-    let span: Span = e.span();
-    let start = offset_of(sql, span.start)?;
-    let end = offset_of(sql, span.end)?;
-    (start < end)
-        .then(|| sql.get(start..end).map(str::to_string))
-        .flatten()
+/// The select list's items as written, from byte `start` (just after `SELECT`) to the
+/// top-level `FROM`: SQLite names an unaliased output column by its expression's text.
+fn select_item_texts(sql: &str, start: usize) -> Vec<String> {
+    let b = sql.as_bytes();
+    let mut items = Vec::new();
+    let (mut i, mut item_start, mut depth) = (start, start, 0i64);
+    let push = |items: &mut Vec<String>, from: usize, to: usize| {
+        items.push(sql[from..to].trim().to_string());
+    };
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += 1;
+                }
+            }
+            b'[' => {
+                while i < b.len() && b[i] != b']' {
+                    i += 1;
+                }
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            b',' if depth == 0 => {
+                push(&mut items, item_start, i);
+                item_start = i + 1;
+            }
+            c if depth == 0
+                && c.eq_ignore_ascii_case(&b'f')
+                && b.len() >= i + 4
+                && sql[i..i + 4].eq_ignore_ascii_case("from")
+                && (i == 0 || !is_word(b[i - 1]))
+                && b.get(i + 4).is_none_or(|&n| !is_word(n)) =>
+            {
+                break;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    push(&mut items, item_start, i.min(b.len()));
+    // "expr AS alias" items are named by their alias, so only unaliased texts are used.
+    items
+}
+
+fn is_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+/// The text of `sql` from a parser location on.
+pub(crate) fn text_at(sql: &str, at: Location) -> Option<&str> {
+    sql.get(offset_of(sql, at)?..)
 }
 
 /// The byte offset of a 1-based line and character column.
@@ -512,22 +583,17 @@ mod tests {
 
     #[test]
     fn expression_text_as_written() {
-        let sql = "SELECT a+1,  count( * ) FROM t";
-        let stmts = Parser::parse_sql(&SQLiteDialect {}, sql).unwrap();
-        let Statement::Query(q) = &stmts[0] else {
-            panic!()
-        };
-        let SetExpr::Select(s) = q.body.as_ref() else {
-            panic!()
-        };
-        let names: Vec<String> = s
-            .projection
-            .iter()
-            .map(|p| match p {
-                SelectItem::UnnamedExpr(e) => span_text(sql, e).unwrap(),
-                _ => panic!(),
-            })
-            .collect();
-        assert_eq!(names, ["a+1", "count( * )"]);
+        let sql = "SELECT a+1,  count( * ), typeof(abs(x)), 'a,b' , -i, CAST(s AS INT) FROM t";
+        assert_eq!(
+            select_item_texts(sql, 6),
+            [
+                "a+1",
+                "count( * )",
+                "typeof(abs(x))",
+                "'a,b'",
+                "-i",
+                "CAST(s AS INT)"
+            ]
+        );
     }
 }

@@ -21,6 +21,7 @@ mod explain;
 mod faults;
 mod gen;
 mod oracle;
+mod query;
 mod scan;
 mod wal;
 

@@ -292,6 +292,10 @@ pub fn try_call(f: Function, a: &[ValueRef<'_>]) -> Result<Option<Value>, String
             None => return Ok(None),
         }
     }
+    // SQLite's valid range: 4714-11-24 BCE 12:00 through 9999-12-31 23:59:59.999.
+    if !(0..=464_269_060_799_999).contains(&dt.jd) {
+        return Ok(None);
+    }
     let p = dt.ymd();
     let date = format!("{:04}-{:02}-{:02}", p.y, p.m, p.d);
     let time = format!("{:02}:{:02}:{:02}", p.h, p.min, p.s as i64);

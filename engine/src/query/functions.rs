@@ -28,6 +28,30 @@ pub fn call(f: Function, args: &[Expr], slots: &[ValueRef<'_>]) -> Result<Value,
     apply(f, &refs)
 }
 
+/// The index after the character starting at `i`, as `SQLITE_SKIP_UTF8` steps: a byte below
+/// 0xc0 is one character, a lead byte swallows the continuation bytes after it.
+fn skip_utf8(b: &[u8], mut i: usize) -> usize {
+    let lead = b[i];
+    i += 1;
+    if lead >= 0xc0 {
+        while i < b.len() && b[i] & 0xc0 == 0x80 {
+            i += 1;
+        }
+    }
+    i
+}
+
+/// The byte offsets where characters start, as SQLite steps through text.
+fn char_starts(b: &[u8]) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        starts.push(i);
+        i = skip_utf8(b, i);
+    }
+    starts
+}
+
 fn text_of(v: ValueRef<'_>) -> Option<Vec<u8>> {
     v.to_text().map(|t| t.into_owned())
 }
@@ -61,7 +85,7 @@ pub fn apply(f: Function, a: &[ValueRef<'_>]) -> Result<Value, String> {
             other => {
                 let t = text_of(other).unwrap_or_default();
                 let t = t.split(|&b| b == 0).next().unwrap_or(&[]);
-                Value::Integer(t.iter().filter(|&&b| b & 0xc0 != 0x80).count() as i64)
+                Value::Integer(char_starts(t).len() as i64)
             }
         },
         Function::Lower | Function::Upper => match text_of(arg(0)) {
@@ -151,10 +175,11 @@ fn substr(a: &[ValueRef<'_>]) -> Value {
     } else {
         bytes.split(|&b| b == 0).next().unwrap_or(&[])
     };
+    let starts = if blob { Vec::new() } else { char_starts(bytes) };
     let len = if blob {
         bytes.len() as i64
     } else {
-        bytes.iter().filter(|&&b| b & 0xc0 != 0x80).count() as i64
+        starts.len() as i64
     };
     let mut p1 = y.to_i64().unwrap_or(0);
     let mut neg_p2 = false;
@@ -195,12 +220,6 @@ fn substr(a: &[ValueRef<'_>]) -> Value {
         return Value::Blob(bytes[start..end].to_vec());
     }
     // Character offsets to byte offsets.
-    let starts: Vec<usize> = bytes
-        .iter()
-        .enumerate()
-        .filter(|(_, &b)| b & 0xc0 != 0x80)
-        .map(|(i, _)| i)
-        .collect();
     let at = |c: u64| -> usize {
         if c as usize >= starts.len() {
             bytes.len()
@@ -217,10 +236,7 @@ fn utf8_chars(b: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
-        let mut j = i + 1;
-        while j < b.len() && b[j] & 0xc0 == 0x80 {
-            j += 1;
-        }
+        let j = skip_utf8(b, i);
         out.push(&b[i..j]);
         i = j;
     }
@@ -283,10 +299,18 @@ fn instr(x: ValueRef<'_>, y: ValueRef<'_>) -> Value {
         return Value::Integer(0);
     };
     if both_blobs {
-        Value::Integer(pos as i64 + 1)
-    } else {
-        Value::Integer(h[..pos].iter().filter(|&&b| b & 0xc0 != 0x80).count() as i64 + 1)
+        return Value::Integer(pos as i64 + 1);
     }
+    // SQLite's instr steps one byte and then over continuation bytes, whatever the lead.
+    let (mut n, mut i) = (1i64, 0usize);
+    while i < pos {
+        i += 1;
+        while i < h.len() && h[i] & 0xc0 == 0x80 {
+            i += 1;
+        }
+        n += 1;
+    }
+    Value::Integer(n)
 }
 
 fn round(a: &[ValueRef<'_>]) -> Value {

@@ -39,11 +39,17 @@ pub struct OutRow {
     pub values: Vec<Value>,
 }
 
-/// One group: its key values (as first seen) and aggregate states.
+/// One group: its key values and aggregate states.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
-    /// The key values.
+    /// The key values of the group's row with the lowest rowid, the values SQLite shows (they
+    /// differ only under NOCASE or RTRIM, or as 1 and 1.0): its GROUP BY sorter keeps equal
+    /// keys in reverse scan order and reads the key from the group's last sorted row. (With
+    /// a one-argument `min()` or `max()` SQLite takes them from the row that aggregate chose
+    /// instead; that case is not reproduced.)
     pub keys: Vec<Value>,
+    /// The rowid of the row `keys` came from.
+    pub keys_rowid: i64,
     /// One state per aggregate.
     pub states: Vec<AggState>,
 }
@@ -270,10 +276,20 @@ impl QueryKernel {
                     key_values.push(v);
                 }
                 let g = match table.index.get(&key_parts) {
-                    Some(&g) => g,
+                    Some(&g) => {
+                        let group = &mut table.groups[g];
+                        if rowid < group.keys_rowid {
+                            if group.keys != key_values {
+                                group.keys = key_values;
+                            }
+                            group.keys_rowid = rowid;
+                        }
+                        g
+                    }
                     None => {
                         table.groups.push(Group {
                             keys: key_values,
+                            keys_rowid: rowid,
                             states: aggregates.iter().map(AggState::new).collect(),
                         });
                         table.index.insert(key_parts, table.groups.len() - 1);
@@ -381,6 +397,10 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
                     match table.index.get(&parts) {
                         Some(&i) => {
                             let into = &mut table.groups[i];
+                            if g.keys_rowid < into.keys_rowid {
+                                into.keys = g.keys;
+                                into.keys_rowid = g.keys_rowid;
+                            }
                             for ((spec, s), later) in
                                 aggregates.iter().zip(&mut into.states).zip(g.states)
                             {
@@ -398,6 +418,7 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
             if keys.is_empty() && groups.is_empty() {
                 groups.push(Group {
                     keys: Vec::new(),
+                    keys_rowid: i64::MIN,
                     states: aggregates.iter().map(AggState::new).collect(),
                 });
             }

@@ -41,8 +41,13 @@ pub fn like_value(
     let (Some(x), Some(p)) = (x.to_text(), pattern.to_text()) else {
         return Ok(None);
     };
-    let x = String::from_utf8_lossy(&x);
-    let p = String::from_utf8_lossy(&p);
+    // SQLite reads both as C strings: they end at the first NUL.
+    let until_nul = |t: &[u8]| -> String {
+        let end = t.iter().position(|&b| b == 0).unwrap_or(t.len());
+        String::from_utf8_lossy(&t[..end]).into_owned()
+    };
+    let x = until_nul(&x);
+    let p = until_nul(&p);
     let tokens = if glob {
         glob_tokens(&p)
     } else {

@@ -1,0 +1,223 @@
+//! Result rows printed as the `sqlite3` shell prints them: `-box` (`table`), `-csv -header`,
+//! `-json`, `-line`, and `jsonl` (one JSON object per line). Values are rendered as SQLite
+//! renders them as text (reals through [`engine::value::real_to_text`]); an empty result
+//! prints nothing, as the shell does.
+
+use std::fmt::Write;
+
+use engine::value::{real_to_text, Value};
+
+/// An output mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A box-drawn table (`sqlite3 -box`).
+    Table,
+    /// CSV with a header line (`sqlite3 -csv -header`).
+    Csv,
+    /// A JSON array of row objects keyed by column name (`sqlite3 -json`).
+    Json,
+    /// One JSON object per row and line.
+    Jsonl,
+    /// One `name = value` line per column, rows separated by blank lines (`sqlite3 -line`).
+    Line,
+}
+
+/// A value as text (NULL is empty; blobs are their bytes, up to a NUL as the shell shows them).
+fn text(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::Integer(i) => i.to_string(),
+        Value::Real(r) => real_to_text(*r),
+        Value::Text(t) => String::from_utf8_lossy(t).into_owned(),
+        Value::Blob(b) => {
+            let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+            String::from_utf8_lossy(&b[..end]).into_owned()
+        }
+    }
+}
+
+/// `rows` with column `names` in `format`.
+pub fn render(format: Format, names: &[String], rows: &[Vec<Value>]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    match format {
+        Format::Table => boxed(names, rows),
+        Format::Csv => {
+            let mut s = String::new();
+            let line = |s: &mut String, cells: Vec<String>| {
+                let quoted: Vec<String> = cells.iter().map(|c| csv_field(c)).collect();
+                s.push_str(&quoted.join(","));
+                s.push('\n');
+            };
+            line(&mut s, names.to_vec());
+            for r in rows {
+                line(
+                    &mut s,
+                    r.iter()
+                        .map(|v| match v {
+                            Value::Null => String::new(),
+                            other => text(other),
+                        })
+                        .collect(),
+                );
+            }
+            // NULL is an empty unquoted field; the empty string is quoted.
+            s
+        }
+        Format::Json => {
+            let objects: Vec<String> = rows.iter().map(|r| json_object(names, r)).collect();
+            format!("[{}]\n", objects.join(",\n"))
+        }
+        Format::Jsonl => rows.iter().map(|r| json_object(names, r) + "\n").collect(),
+        Format::Line => {
+            let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+            let mut s = String::new();
+            for (i, r) in rows.iter().enumerate() {
+                if i > 0 {
+                    s.push('\n');
+                }
+                for (n, v) in names.iter().zip(r) {
+                    let _ = writeln!(s, "{n:>w$} = {}", text(v));
+                }
+            }
+            s
+        }
+    }
+}
+
+/// A CSV field as the shell quotes it: when it is empty or holds a control character, a
+/// space, `"`, `,` or a non-ASCII byte.
+fn csv_field(c: &str) -> String {
+    let needs = c
+        .bytes()
+        .any(|b| b <= 0x20 || b == b'"' || b == b',' || b >= 0x7f);
+    if needs {
+        format!("\"{}\"", c.replace('"', "\"\""))
+    } else {
+        c.to_string()
+    }
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn json_object(names: &[String], row: &[Value]) -> String {
+    let fields: Vec<String> = names
+        .iter()
+        .zip(row)
+        .map(|(n, v)| {
+            let value = match v {
+                Value::Null => "null".to_string(),
+                Value::Integer(i) => i.to_string(),
+                Value::Real(r) if r.is_infinite() => {
+                    if *r > 0.0 { "1e999" } else { "-1e999" }.to_string()
+                }
+                Value::Real(r) => real_to_text(*r),
+                other => json_string(&text(other)),
+            };
+            format!("{}:{value}", json_string(n))
+        })
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+fn boxed(names: &[String], rows: &[Vec<Value>]) -> String {
+    let cells: Vec<Vec<Vec<String>>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|v| text(v).split('\n').map(str::to_string).collect())
+                .collect()
+        })
+        .collect();
+    let width = |s: &str| s.chars().count();
+    let mut widths: Vec<usize> = names.iter().map(|n| width(n)).collect();
+    for r in &cells {
+        for (w, c) in widths.iter_mut().zip(r) {
+            for l in c {
+                *w = (*w).max(width(l));
+            }
+        }
+    }
+    let multiline = cells.iter().any(|r| r.iter().any(|c| c.len() > 1));
+    let rule = |l: &str, m: &str, r: &str| {
+        let parts: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
+        format!("{l}{}{r}\n", parts.join(m))
+    };
+    let mut s = rule("┌", "┬", "┐");
+    s.push('│');
+    for (n, w) in names.iter().zip(&widths) {
+        let pad = w - width(n);
+        let left = pad / 2;
+        let _ = write!(s, " {}{}{} │", " ".repeat(left), n, " ".repeat(pad - left));
+    }
+    s.push('\n');
+    s.push_str(&rule("├", "┼", "┤"));
+    for (i, r) in cells.iter().enumerate() {
+        if i > 0 && multiline {
+            s.push_str(&rule("├", "┼", "┤"));
+        }
+        let lines = r.iter().map(Vec::len).max().unwrap_or(1);
+        for l in 0..lines {
+            s.push('│');
+            for (c, w) in r.iter().zip(&widths) {
+                let t = c.get(l).map_or("", String::as_str);
+                let _ = write!(s, " {}{} │", t, " ".repeat(w - width(t)));
+            }
+            s.push('\n');
+        }
+    }
+    s.push_str(&rule("└", "┴", "┘"));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_match_the_shell() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let rows = vec![
+            vec![Value::Integer(1), Value::text("x\"y")],
+            vec![Value::Null, Value::text("a,b")],
+        ];
+        assert_eq!(
+            render(Format::Csv, &names, &rows),
+            "a,b\n1,\"x\"\"y\"\n,\"a,b\"\n"
+        );
+        assert_eq!(
+            render(Format::Json, &names, &rows),
+            "[{\"a\":1,\"b\":\"x\\\"y\"},\n{\"a\":null,\"b\":\"a,b\"}]\n"
+        );
+        assert_eq!(
+            render(Format::Line, &names, &rows),
+            "a = 1\nb = x\"y\n\na = \nb = a,b\n"
+        );
+        assert_eq!(
+            render(Format::Table, &names, &rows),
+            "┌───┬─────┐\n│ a │  b  │\n├───┼─────┤\n│ 1 │ x\"y │\n│   │ a,b │\n└───┴─────┘\n"
+        );
+        assert_eq!(render(Format::Json, &names, &[]), "");
+    }
+}

@@ -1,0 +1,296 @@
+//! `corescan query` against SQLite on the same file: hand-written cases for every supported
+//! construct ([`cases`]), the same queries under every scan setting ([`settings`]), the
+//! command line ([`cli`]), and a random differential tester ([`differential`]).
+//!
+//! Rows compare exactly (integers, text, blobs, NULL, and their storage classes), except reals
+//! from `sum`/`avg`/`total`, which may differ from SQLite's in the last bit: corescan sums
+//! exactly and rounds once, SQLite with Kahan-Babuska-Neumaier compensation.
+
+mod cases;
+mod cli;
+mod differential;
+mod settings;
+
+use std::path::{Path, PathBuf};
+
+use engine::query::run_query;
+use engine::value::Value;
+use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
+use rusqlite::{Connection, OpenFlags};
+
+/// A query's column names and rows, or its error message.
+pub type Answer = Result<(Vec<String>, Vec<Vec<Value>>), String>;
+
+/// SQLite's answer (a plain read-only connection, so a `-wal` file is read as SQLite reads it).
+pub fn sqlite_answer(path: &Path, sql: &str) -> Answer {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| e.to_string())?;
+    let mut stmt = conn.prepare(sql).map_err(|e| e.to_string())?;
+    let names: Vec<String> = stmt.column_names().map(|s| s.to_string()).collect();
+    let n = names.len();
+    let mut rows = stmt.query([]).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(|e| e.to_string())? {
+        let mut values = Vec::with_capacity(n);
+        for i in 0..n {
+            use rusqlite::types::ValueRef as R;
+            values.push(match row.get_ref(i).map_err(|e| e.to_string())? {
+                R::Null => Value::Null,
+                R::Integer(i) => Value::Integer(i),
+                R::Real(r) => Value::Real(r),
+                R::Text(t) => Value::Text(t.to_vec()),
+                R::Blob(b) => Value::Blob(b.to_vec()),
+            });
+        }
+        out.push(values);
+    }
+    Ok((names, out))
+}
+
+/// The scan settings of a test run.
+pub fn settings(io: IoBackend, readahead: u32) -> ScanSettings {
+    ScanSettings {
+        readahead,
+        coalesce_kib: 16,
+        io: IoChoice::Fixed(io),
+        sqpoll: SqpollMode::Off,
+    }
+}
+
+/// corescan's answer with `cores` executors under `settings`.
+pub fn corescan_answer(path: &Path, sql: &str, settings: &ScanSettings, cores: usize) -> Answer {
+    let planned = bench::sql::plan_query(path, sql).map_err(|e| e.to_string())?;
+    let out = run_query(&planned.table, planned.query, settings, &spread(cores))
+        .map_err(|e| e.to_string())?;
+    Ok((out.names, out.rows))
+}
+
+/// Whether two result values agree: the same storage class and value; reals equal or, when
+/// `loose_reals`, within one unit in the last place.
+pub fn same_value(a: &Value, b: &Value, loose_reals: bool) -> bool {
+    match (a, b) {
+        (Value::Real(x), Value::Real(y)) => {
+            x.to_bits() == y.to_bits()
+                || x == y
+                || (loose_reals
+                    && x.is_finite()
+                    && y.is_finite()
+                    && (x.to_bits() as i64 - y.to_bits() as i64).abs() <= 1
+                    && x.signum() == y.signum())
+        }
+        _ => a == b,
+    }
+}
+
+/// Compares two answers; `None` when they agree, else a description of the first difference.
+pub fn difference(want: &Answer, got: &Answer, loose_reals: bool) -> Option<String> {
+    match (want, got) {
+        (Err(_), Err(_)) => None,
+        (Ok(_), Err(e)) => Some(format!("SQLite answered, corescan failed: {e}")),
+        (Err(e), Ok(_)) => Some(format!("SQLite failed ({e}), corescan answered")),
+        (Ok((wn, wr)), Ok((gn, gr))) => {
+            if wn != gn {
+                return Some(format!("column names: SQLite {wn:?}, corescan {gn:?}"));
+            }
+            if wr.len() != gr.len() {
+                return Some(format!(
+                    "{} rows from SQLite, {} from corescan; first rows: {:?} / {:?}",
+                    wr.len(),
+                    gr.len(),
+                    wr.iter().take(3).collect::<Vec<_>>(),
+                    gr.iter().take(3).collect::<Vec<_>>()
+                ));
+            }
+            for (i, (w, g)) in wr.iter().zip(gr).enumerate() {
+                if w.len() != g.len()
+                    || !w.iter().zip(g).all(|(a, b)| same_value(a, b, loose_reals))
+                {
+                    let cols: Vec<String> = w
+                        .iter()
+                        .zip(g)
+                        .enumerate()
+                        .filter(|(_, (a, b))| !same_value(a, b, loose_reals))
+                        .map(|(c, (a, b))| {
+                            let short = |v: &Value| {
+                                let t = format!("{v:?}");
+                                t.chars().take(120).collect::<String>()
+                            };
+                            format!("column {c}: SQLite {}, corescan {}", short(a), short(b))
+                        })
+                        .collect();
+                    return Some(format!("row {i}: {}", cols.join("; ")));
+                }
+            }
+            None
+        }
+    }
+}
+
+/// Asserts that corescan answers `sql` on `path` as SQLite does (2 executors, pread).
+#[track_caller]
+pub fn check(path: &Path, sql: &str) {
+    let want = sqlite_answer(path, sql);
+    let got = corescan_answer(path, sql, &settings(IoBackend::Pread, 4), 2);
+    if let Some(d) = difference(&want, &got, true) {
+        panic!("{sql}\n{d}");
+    }
+    assert!(want.is_ok(), "{sql}: SQLite fails: {want:?}");
+}
+
+/// Asserts that both fail, and that corescan's message contains `needle`.
+#[track_caller]
+pub fn check_error(path: &Path, sql: &str, needle: &str) {
+    let got = corescan_answer(path, sql, &settings(IoBackend::Pread, 4), 2);
+    match got {
+        Ok(rows) => panic!("{sql}: corescan answered {rows:?}"),
+        Err(e) => assert!(e.contains(needle), "{sql}: {e:?} lacks {needle:?}"),
+    }
+}
+
+/// A deterministic generator (SplitMix64), so failures replay from their seed.
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// One of `items`.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+
+    /// True with probability `p`/100.
+    pub fn percent(&mut self, p: u64) -> bool {
+        self.below(100) < p
+    }
+}
+
+/// A value literal for row `i` of a mixed column: every storage class, NULLs, numeric text,
+/// dates, long text and blobs (overflow pages on small pages).
+pub fn mixed_literal(rng: &mut Rng) -> String {
+    match rng.below(16) {
+        0 | 1 => "NULL".into(),
+        2 => format!("{}", rng.below(200) as i64 - 100),
+        3 => format!("{}", rng.next() as i64),
+        4 => format!("{:.3}", (rng.below(20000) as f64 - 10000.0) / 7.0),
+        5 => format!("{}.5", rng.below(50)),
+        6 => format!("'{}'", rng.below(100)),
+        7 => format!("' {}.25 '", rng.below(10)),
+        8 => format!("'{}abc'", rng.below(10)),
+        9 => format!(
+            "'199{}-0{}-1{}'",
+            rng.below(10),
+            1 + rng.below(9),
+            rng.below(10)
+        ),
+        10 => (*rng.pick(&[
+            "'apple'",
+            "'Apple'",
+            "'APPLE  '",
+            "'banana'",
+            "''",
+            "'a%b_c'",
+        ]))
+        .to_string(),
+        11 => format!("x'{:02x}{:02x}'", rng.below(256), rng.below(256)),
+        12 => format!("'{}'", "long text ".repeat(50 + rng.below(400) as usize)),
+        13 => format!("randomblob({})", 100 + rng.below(3000)),
+        14 => "9223372036854775807".into(),
+        _ => format!("{}", rng.below(5)),
+    }
+}
+
+/// Creates `path` as a table `t` with every kind of column: an INTEGER PRIMARY KEY, typed
+/// columns holding mixed storage classes, NOCASE and RTRIM columns, a VIRTUAL and a STORED
+/// generated column, and columns added by ALTER TABLE after rows existed (their DEFAULTs).
+/// Returns a connection kept open when `wal` (so the `-wal` file stays).
+pub fn mixed_table(
+    path: &Path,
+    page_size: u32,
+    rows: usize,
+    seed: u64,
+    wal: bool,
+) -> Option<Connection> {
+    let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_file(path.with_extension("db-wal"));
+    let conn = Connection::open(path).expect("create the database");
+    conn.execute_batch(&format!("PRAGMA page_size={page_size};"))
+        .unwrap();
+    if wal {
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;")
+            .unwrap();
+    }
+    conn.execute_batch(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, i INT, r REAL, s TEXT, n NUMERIC, b BLOB, x,
+             c TEXT COLLATE NOCASE, rt TEXT COLLATE RTRIM,
+             g AS (i * 2) VIRTUAL, gs AS (s || '!') STORED);",
+    )
+    .unwrap();
+    let mut rng = Rng(seed);
+    let insert = |conn: &Connection, rng: &mut Rng, extra: bool, id: Option<i64>| {
+        let mut cols = vec!["i", "r", "s", "n", "b", "x", "c", "rt"];
+        if extra {
+            cols.extend(["added", "added2"]);
+        }
+        let mut values: Vec<String> = cols.iter().map(|_| mixed_literal(rng)).collect();
+        if let Some(id) = id {
+            cols.push("id");
+            values.push(id.to_string());
+        }
+        let sql = format!(
+            "INSERT INTO t({}) VALUES ({})",
+            cols.join(","),
+            values.join(",")
+        );
+        conn.execute_batch(&sql).unwrap();
+    };
+    conn.execute_batch("BEGIN").unwrap();
+    for _ in 0..rows {
+        insert(&conn, &mut rng, false, None);
+    }
+    conn.execute_batch(
+        "COMMIT; ALTER TABLE t ADD COLUMN added INT DEFAULT 42;
+         ALTER TABLE t ADD COLUMN added2 TEXT DEFAULT 'dflt'; BEGIN;",
+    )
+    .unwrap();
+    for _ in 0..rows / 4 {
+        insert(&conn, &mut rng, true, None);
+    }
+    conn.execute_batch("DELETE FROM t WHERE id % 7 = 3; COMMIT;")
+        .unwrap();
+    // Rows with rowids below all others land on new pages at the end of the file: the
+    // table's leaves are no longer in rowid order.
+    conn.execute_batch("BEGIN").unwrap();
+    for k in 0..rows / 5 {
+        insert(&conn, &mut rng, true, Some(-1 - k as i64));
+    }
+    conn.execute_batch("COMMIT").unwrap();
+    if wal {
+        Some(conn)
+    } else {
+        drop(conn);
+        None
+    }
+}
+
+/// The shared fixture: [`mixed_table`] with 1 KiB pages.
+pub fn fixture() -> &'static Path {
+    static DB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DB.get_or_init(|| {
+        let path = crate::scratch_dir("query-fixture").join("mixed.db");
+        mixed_table(&path, 1024, 400, 7, false);
+        path
+    })
+}
