@@ -213,8 +213,11 @@ impl<'t> Resolver<'t> {
         };
         let col = &def.columns[index];
         let affinity = Affinity::of_column(col, def.strict);
+        // Every column but the rowid has a collation, BINARY when it declares none, and
+        // that counts in a comparison as much as a declared one.
         let collation = match &col.collation {
-            None => None,
+            _ if col.rowid_alias => None,
+            None => Some((Collation::Binary, false)),
             Some(n) => Some((
                 Collation::from_name(n)
                     .ok_or_else(|| SqlError::Invalid(format!("no such collation sequence: {n}")))?,
@@ -461,9 +464,16 @@ impl<'t> Resolver<'t> {
                     None => None,
                 };
                 let mut whens = Vec::with_capacity(conditions.len());
+                // The result carries the first explicit COLLATE of its parts, in order.
+                let mut carried = base.as_ref().and_then(|b| b.collation.filter(|c| c.1));
                 for c in conditions {
                     let w = self.resolve(&c.condition, stage, d)?;
                     let t = self.resolve(&c.result, stage, d)?;
+                    for part in [&w, &t] {
+                        if carried.is_none() {
+                            carried = part.collation.filter(|c| c.1);
+                        }
+                    }
                     let (affinity, collation) = match &base {
                         Some(b) => (
                             comparison_affinity(b.affinity, w.affinity),
@@ -474,14 +484,24 @@ impl<'t> Resolver<'t> {
                     whens.push((w.expr, t.expr, affinity, collation));
                 }
                 let otherwise = match else_result {
-                    Some(x) => Some(Box::new(self.resolve(x, stage, d)?.expr)),
+                    Some(x) => {
+                        let e = self.resolve(x, stage, d)?;
+                        if carried.is_none() {
+                            carried = e.collation.filter(|c| c.1);
+                        }
+                        Some(Box::new(e.expr))
+                    }
                     None => None,
                 };
-                Typed::plain(Expr::Case {
-                    operand: base.map(|b| Box::new(b.expr)),
-                    whens,
-                    otherwise,
-                })
+                Typed {
+                    expr: Expr::Case {
+                        operand: base.map(|b| Box::new(b.expr)),
+                        whens,
+                        otherwise,
+                    },
+                    affinity: None,
+                    collation: carried,
+                }
             }
             ast::Expr::Cast {
                 kind,
@@ -922,12 +942,20 @@ pub fn literal(v: &ast::Value, negative: bool) -> Result<Value, SqlError> {
             if h.len() % 2 != 0 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return invalid(format!("malformed blob literal X'{h}'"));
             }
-            Value::Blob(
+            let blob = Value::Blob(
                 (0..h.len())
                     .step_by(2)
                     .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap_or(0))
                     .collect(),
-            )
+            );
+            if negative {
+                return Ok(engine::query::eval::arith(
+                    ArithOp::Sub,
+                    &Value::Integer(0),
+                    &blob,
+                ));
+            }
+            blob
         }
         ast::Value::Boolean(b) => Value::Integer(i64::from(*b)),
         ast::Value::Null => Value::Null,

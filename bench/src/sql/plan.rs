@@ -210,18 +210,15 @@ fn plan_select(
     // ORDER BY and GROUP BY terms by alias or position.
     let by_alias_or_position =
         |e: &ast::Expr, what: &str, i: usize| -> Result<Option<usize>, SqlError> {
-            if let ast::Expr::Value(v) = e {
-                if let ast::Value::Number(n, _) = &v.value {
-                    let k: i64 = n.parse().unwrap_or(0);
-                    if k < 1 || k as usize > outputs.len() {
-                        return invalid(format!(
-                            "{} {what} term out of range - should be between 1 and {}",
-                            ordinal(i + 1),
-                            outputs.len()
-                        ));
-                    }
-                    return Ok(Some(k as usize - 1));
+            if let Some(k) = integer_term(e) {
+                if k < 1 || k as usize > outputs.len() {
+                    return invalid(format!(
+                        "{} {what} term out of range - should be between 1 and {}",
+                        ordinal(i + 1),
+                        outputs.len()
+                    ));
                 }
+                return Ok(Some(k as usize - 1));
             }
             if let ast::Expr::Identifier(id) = e {
                 if let Some(p) = outputs.iter().position(|o| {
@@ -380,6 +377,47 @@ fn sort_key(term: &ast::OrderByExpr, t: Typed) -> Result<SortKey, SqlError> {
         descending,
         nulls_first: term.options.nulls_first.unwrap_or(!descending),
     })
+}
+
+/// The integer an `ORDER BY`/`GROUP BY` term is, as SQLite sees it: an integer literal
+/// (parentheses and a minus sign allowed), or a non-NULL literal tested with `IS [NOT] NULL`,
+/// which SQLite's parser folds to 0 or 1.
+fn integer_term(e: &ast::Expr) -> Option<i64> {
+    match e {
+        ast::Expr::Nested(x) | ast::Expr::Collate { expr: x, .. } => integer_term(x),
+        ast::Expr::Value(v) => match &v.value {
+            // Only literals that fit in 32 bits (SQLite's EP_IntValue) are positions.
+            ast::Value::Number(n, _) => n.parse::<i32>().ok().map(i64::from),
+            _ => None,
+        },
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => integer_term(expr).map(|k| -k),
+        ast::Expr::IsNull(x) | ast::Expr::IsNotNull(x) => {
+            let mut inner = x.as_ref();
+            loop {
+                match inner {
+                    ast::Expr::Nested(y) => inner = y,
+                    // A signed number is one literal to SQLite's parser.
+                    ast::Expr::UnaryOp {
+                        op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
+                        expr: y,
+                    } if matches!(y.as_ref(), ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..))) => {
+                        inner = y
+                    }
+                    _ => break,
+                }
+            }
+            match inner {
+                ast::Expr::Value(v) if v.value != ast::Value::Null => {
+                    Some(i64::from(matches!(e, ast::Expr::IsNotNull(_))))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// A `LIMIT`/`OFFSET` value: a constant integer expression; a negative `LIMIT` means none

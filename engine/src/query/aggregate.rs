@@ -136,17 +136,18 @@ pub enum AggState {
     Count(i64),
     /// `sum`, `total`, `avg`.
     Sum(SumState),
-    /// `min`/`max`: the best value so far.
-    Best(Option<Value>),
-    /// A `DISTINCT` aggregate: its distinct inputs in order of first appearance.
-    Distinct(Vec<Value>, HashMap<KeyPart, ()>),
+    /// `min`/`max`: the best value so far and its row's rowid (of equal values SQLite keeps
+    /// the first in rowid order, and `1` and `1.0` are equal).
+    Best(Option<(Value, i64)>),
+    /// A `DISTINCT` aggregate: its distinct inputs, each as first seen in rowid order, by key.
+    Distinct(HashMap<KeyPart, (Value, i64)>),
 }
 
 impl AggState {
     /// The empty state of `spec`.
     pub fn new(spec: &AggSpec) -> AggState {
         if spec.distinct {
-            return AggState::Distinct(Vec::new(), HashMap::new());
+            return AggState::Distinct(HashMap::new());
         }
         match spec.func {
             AggFunc::CountStar | AggFunc::Count => AggState::Count(0),
@@ -155,8 +156,9 @@ impl AggState {
         }
     }
 
-    /// Adds one row's argument (`Null` for `count(*)`, which counts every row).
-    pub fn update(&mut self, spec: &AggSpec, v: ValueRef<'_>) {
+    /// Adds the argument of the row with rowid `rowid` (`Null` for `count(*)`, which counts
+    /// every row).
+    pub fn update(&mut self, spec: &AggSpec, v: ValueRef<'_>, rowid: i64) {
         match self {
             AggState::Count(n) => {
                 if spec.func == AggFunc::CountStar || !v.is_null() {
@@ -170,26 +172,28 @@ impl AggState {
                 }
                 let replace = match best {
                     None => true,
-                    Some(b) => {
-                        let o = compare_values(b.as_ref(), v, spec.collation);
-                        if spec.func == AggFunc::Max {
-                            o == Ordering::Less
-                        } else {
-                            o == Ordering::Greater
-                        }
-                    }
+                    Some((b, at)) => match compare_values(b.as_ref(), v, spec.collation) {
+                        Ordering::Equal => rowid < *at,
+                        Ordering::Less => spec.func == AggFunc::Max,
+                        Ordering::Greater => spec.func != AggFunc::Max,
+                    },
                 };
                 if replace {
-                    *best = Some(v.to_owned());
+                    *best = Some((v.to_owned(), rowid));
                 }
             }
-            AggState::Distinct(values, seen) => {
+            AggState::Distinct(seen) => {
                 if v.is_null() {
                     return;
                 }
-                if seen.insert(KeyPart::of(v, spec.collation), ()).is_none() {
-                    values.push(v.to_owned());
-                }
+                seen.entry(KeyPart::of(v, spec.collation))
+                    .and_modify(|(value, at)| {
+                        if rowid < *at {
+                            *value = v.to_owned();
+                            *at = rowid;
+                        }
+                    })
+                    .or_insert_with(|| (v.to_owned(), rowid));
             }
         }
     }
@@ -200,15 +204,18 @@ impl AggState {
         match (self, later) {
             (AggState::Count(a), AggState::Count(b)) => *a += b,
             (AggState::Sum(a), AggState::Sum(b)) => a.merge(&b),
-            (this @ AggState::Best(_), AggState::Best(Some(v))) => this.update(spec, v.as_ref()),
-            (AggState::Distinct(values, seen), AggState::Distinct(more, _)) => {
-                for v in more {
-                    if seen
-                        .insert(KeyPart::of(v.as_ref(), spec.collation), ())
-                        .is_none()
-                    {
-                        values.push(v);
-                    }
+            (this @ AggState::Best(_), AggState::Best(Some((v, at)))) => {
+                this.update(spec, v.as_ref(), at)
+            }
+            (AggState::Distinct(seen), AggState::Distinct(more)) => {
+                for (key, (v, at)) in more {
+                    seen.entry(key)
+                        .and_modify(|e| {
+                            if at < e.1 {
+                                *e = (v.clone(), at);
+                            }
+                        })
+                        .or_insert((v, at));
                 }
             }
             _ => {}
@@ -217,7 +224,10 @@ impl AggState {
 
     /// The aggregate's value.
     pub fn finish(self, spec: &AggSpec) -> Result<Value, String> {
-        if let AggState::Distinct(values, _) = self {
+        if let AggState::Distinct(seen) = self {
+            // In rowid order of first appearance, as SQLite's scan meets them.
+            let mut values: Vec<(Value, i64)> = seen.into_values().collect();
+            values.sort_by_key(|v| v.1);
             let mut plain = AggSpec {
                 distinct: false,
                 ..spec.clone()
@@ -226,8 +236,8 @@ impl AggState {
                 plain.func = AggFunc::Count;
             }
             let mut s = AggState::new(&plain);
-            for v in &values {
-                s.update(&plain, v.as_ref());
+            for (v, at) in &values {
+                s.update(&plain, v.as_ref(), *at);
             }
             return s.finish(&plain);
         }
@@ -253,7 +263,7 @@ impl AggState {
                     Value::real(s.real() / s.count as f64)
                 }
             }
-            (_, AggState::Best(b)) => b.unwrap_or(Value::Null),
+            (_, AggState::Best(b)) => b.map_or(Value::Null, |(v, _)| v),
             _ => Value::Null,
         })
     }
@@ -276,8 +286,8 @@ mod tests {
         let sp = spec(func);
         let mut states = parts.iter().map(|p| {
             let mut s = AggState::new(&sp);
-            for v in *p {
-                s.update(&sp, v.as_ref());
+            for (i, v) in p.iter().enumerate() {
+                s.update(&sp, v.as_ref(), i as i64);
             }
             s
         });

@@ -30,8 +30,9 @@ fn jd_of(y: i64, m: i64, d: i64, h: i64, min: i64, s: f64) -> i64 {
         y -= 1;
         m += 12;
     }
-    let a = y / 100;
-    let b = 2 - a + a / 4;
+    // SQLite 3.54's computeJD.
+    let a = (y + 4800) / 100;
+    let b = 38 - a + a / 4;
     let x1 = 36525 * (y + 4716) / 100;
     let x2 = 306001 * (m + 1) / 10000;
     let day = ((x1 + x2 + d + b) as f64 - 1524.5) * 86_400_000.0;
@@ -40,9 +41,10 @@ fn jd_of(y: i64, m: i64, d: i64, h: i64, min: i64, s: f64) -> i64 {
 
 impl DateTime {
     fn ymd(self) -> Ymd {
-        let z = ((self.jd + 43_200_000) / 86_400_000) as i64;
-        let a = ((z as f64 - 1867216.25) / 36524.25) as i64;
-        let a = z + 1 + a - a / 4;
+        // SQLite 3.54's computeYMD.
+        let z = (self.jd + 43_200_000) / 86_400_000;
+        let alpha = ((z as f64 + 32044.75) / 36524.25) as i64 - 52;
+        let a = z + 1 + alpha - ((alpha + 100) / 4) + 25;
         let b = a + 1524;
         let c = ((b as f64 - 122.1) / 365.25) as i64;
         let d = (36525 * (c & 32767)) / 100;
@@ -138,9 +140,9 @@ fn parse(v: ValueRef<'_>) -> Result<Option<DateTime>, String> {
             if let Some(dt) = parse_text(s) {
                 return Ok(Some(dt));
             }
-            // A number written as text is a Julian day number.
-            let text = std::str::from_utf8(s).unwrap_or("");
-            Ok(text.parse::<f64>().ok().and_then(julian))
+            // Text that is wholly a number (sqlite3AtoF > 0) is a Julian day number.
+            let (rc, r) = partitioner::numeric_text::atof(t);
+            Ok(if rc > 0 { julian(r) } else { None })
         }
     }
 }
@@ -175,7 +177,12 @@ fn parse_text(s: &[u8]) -> Option<DateTime> {
         let jd = jd_of(2000, 1, 1, h, min, sec) - zone * 60_000;
         return Some(DateTime { jd });
     }
-    y = digits(s, &mut at, 4)?;
+    // A leading '-' is a year before the common era (as date() prints them).
+    let negative = s.first() == Some(&b'-');
+    if negative {
+        at += 1;
+    }
+    y = digits(s, &mut at, 4)? * if negative { -1 } else { 1 };
     if s.get(at) != Some(&b'-') {
         return None;
     }

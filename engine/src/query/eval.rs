@@ -275,8 +275,12 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Value {
             }
         }
         ArithOp::Rem => {
-            // SQLite takes the remainder of the operands truncated to integers, as a real.
-            let (i, j) = (f64_to_i64(r), f64_to_i64(s));
+            // SQLite takes the remainder of the operands' integer values (sqlite3VdbeIntValue
+            // of each: an integer stays exact, text reads its integer prefix), as a real.
+            let (i, j) = (
+                a.as_ref().to_i64().unwrap_or(0),
+                b.as_ref().to_i64().unwrap_or(0),
+            );
             if j == 0 {
                 return Value::Null;
             }

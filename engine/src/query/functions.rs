@@ -41,13 +41,23 @@ fn skip_utf8(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// The byte offsets where characters start, as SQLite steps through text.
+/// The byte offsets where characters start, as SQLite 3.54's `length()` and `substr()` step
+/// through text (tag-20260418-01 in its source): an ASCII byte is one character, any other
+/// byte starts one that swallows the continuation bytes after it. (Malformed UTF-8 divides
+/// differently in other SQLite functions and versions.)
 fn char_starts(b: &[u8]) -> Vec<usize> {
     let mut starts = Vec::new();
     let mut i = 0;
     while i < b.len() {
         starts.push(i);
-        i = skip_utf8(b, i);
+        if b[i] < 0x80 {
+            i += 1;
+        } else {
+            i += 1;
+            while i < b.len() && b[i] & 0xc0 == 0x80 {
+                i += 1;
+            }
+        }
     }
     starts
 }
@@ -116,13 +126,17 @@ pub fn apply(f: Function, a: &[ValueRef<'_>]) -> Result<Value, String> {
         }
         Function::Instr => instr(arg(0), arg(1)),
         Function::Replace => {
-            let (Some(x), Some(y), Some(z)) = (text_of(arg(0)), text_of(arg(1)), text_of(arg(2)))
-            else {
+            // SQLite's replaceFunc checks in this order: an empty pattern (or one starting
+            // with NUL) returns X even when Z is NULL.
+            let (Some(x), Some(y)) = (text_of(arg(0)), text_of(arg(1))) else {
                 return Ok(Value::Null);
             };
-            if y.is_empty() {
+            if y.first().is_none_or(|&b| b == 0) {
                 return Ok(Value::Text(x));
             }
+            let Some(z) = text_of(arg(2)) else {
+                return Ok(Value::Null);
+            };
             let mut out = Vec::with_capacity(x.len());
             let mut i = 0;
             while i < x.len() {
@@ -166,6 +180,10 @@ fn substr(a: &[ValueRef<'_>]) -> Value {
         return Value::Null;
     }
     let blob = matches!(x, ValueRef::Blob(_));
+    // sqlite3_value_blob() of an empty blob is a null pointer: the result is NULL.
+    if matches!(x, ValueRef::Blob(b) if b.is_empty()) {
+        return Value::Null;
+    }
     let bytes: Vec<u8> = match x {
         ValueRef::Blob(b) => b.to_vec(),
         other => text_of(other).unwrap_or_default(),
@@ -176,29 +194,28 @@ fn substr(a: &[ValueRef<'_>]) -> Value {
         bytes.split(|&b| b == 0).next().unwrap_or(&[])
     };
     let starts = if blob { Vec::new() } else { char_starts(bytes) };
+    // The length counts characters with SQLITE_SKIP_UTF8 (stray continuation bytes are
+    // characters of their own), the skipping below as length() does.
     let len = if blob {
         bytes.len() as i64
     } else {
-        starts.len() as i64
-    };
-    let mut p1 = y.to_i64().unwrap_or(0);
-    let mut neg_p2 = false;
-    let mut p2 = match a.get(2) {
-        Some(z) => {
-            let v = z.to_i64().unwrap_or(0);
-            if v < 0 {
-                neg_p2 = true;
-                v.saturating_neg()
-            } else {
-                v
-            }
+        let (mut n, mut i) = (0i64, 0usize);
+        while i < bytes.len() {
+            i = skip_utf8(bytes, i);
+            n += 1;
         }
-        None => 1_000_000_000,
+        n
+    };
+    // SQLite 3.54's substrFunc, step by step.
+    let mut p1 = y.to_i64().unwrap_or(0);
+    let mut p2 = match a.get(2) {
+        Some(z) => z.to_i64().unwrap_or(0),
+        None => i64::MAX,
     };
     if p1 < 0 {
         p1 = p1.saturating_add(len);
         if p1 < 0 {
-            p2 = p2.saturating_add(p1).max(0);
+            p2 = if p2 < 0 { 0 } else { p2.saturating_add(p1) };
             p1 = 0;
         }
     } else if p1 > 0 {
@@ -206,18 +223,18 @@ fn substr(a: &[ValueRef<'_>]) -> Value {
     } else if p2 > 0 {
         p2 -= 1;
     }
-    if neg_p2 {
+    if p2 < 0 {
+        p2 = if p2 < -p1 { p1 } else { -p2 };
         p1 -= p2;
-        if p1 < 0 {
-            p2 += p1;
-            p1 = 0;
-        }
     }
     let (p1, p2) = (p1.max(0) as u64, p2.max(0) as u64);
     if blob {
-        let start = (p1 as usize).min(bytes.len());
-        let end = start.saturating_add(p2 as usize).min(bytes.len());
-        return Value::Blob(bytes[start..end].to_vec());
+        let (start, n) = if p1 as usize >= bytes.len() {
+            (0, 0)
+        } else {
+            (p1 as usize, (p2 as usize).min(bytes.len() - p1 as usize))
+        };
+        return Value::Blob(bytes[start..start + n].to_vec());
     }
     // Character offsets to byte offsets.
     let at = |c: u64| -> usize {
@@ -295,22 +312,20 @@ fn instr(x: ValueRef<'_>, y: ValueRef<'_>) -> Value {
     if n.is_empty() {
         return Value::Integer(1);
     }
-    let Some(pos) = h.windows(n.len()).position(|w| w == n.as_slice()) else {
-        return Value::Integer(0);
-    };
-    if both_blobs {
-        return Value::Integer(pos as i64 + 1);
-    }
-    // SQLite's instr steps one byte and then over continuation bytes, whatever the lead.
-    let (mut n, mut i) = (1i64, 0usize);
-    while i < pos {
-        i += 1;
-        while i < h.len() && h[i] & 0xc0 == 0x80 {
-            i += 1;
+    // SQLite's instrFunc: candidate positions advance one character at a time (one byte,
+    // then any continuation bytes after it, for text).
+    let (mut pos, mut count) = (0usize, 1i64);
+    while n.len() <= h.len() - pos {
+        if h[pos..].starts_with(&n) {
+            return Value::Integer(count);
         }
-        n += 1;
+        count += 1;
+        pos += 1;
+        while !both_blobs && pos < h.len() && h[pos] & 0xc0 == 0x80 {
+            pos += 1;
+        }
     }
-    Value::Integer(n)
+    Value::Integer(0)
 }
 
 fn round(a: &[ValueRef<'_>]) -> Value {

@@ -299,10 +299,10 @@ impl QueryKernel {
                 let group = &mut table.groups[g];
                 for (spec, state) in aggregates.iter().zip(&mut group.states) {
                     match &spec.arg {
-                        None => state.update(spec, ValueRef::Null),
+                        None => state.update(spec, ValueRef::Null, rowid),
                         Some(a) => {
                             let v = eval(a, slots)?;
-                            state.update(spec, v.as_ref());
+                            state.update(spec, v.as_ref(), rowid);
                         }
                     }
                 }
@@ -432,7 +432,17 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
                 Ordering::Equal
             });
             let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+            // Without ORDER BY, SQLite finishes groups in key order only until the LIMIT is
+            // reached: an error in a later group (integer overflow) never happens.
+            let enough = if plan.order_by.is_empty() {
+                offset.saturating_add(limit)
+            } else {
+                usize::MAX
+            };
             for g in groups {
+                if out.len() >= enough {
+                    break;
+                }
                 let mut slots = g.keys;
                 for (spec, s) in aggregates.iter().zip(g.states) {
                     slots.push(s.finish(spec)?);

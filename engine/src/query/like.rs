@@ -41,25 +41,52 @@ pub fn like_value(
     let (Some(x), Some(p)) = (x.to_text(), pattern.to_text()) else {
         return Ok(None);
     };
-    // SQLite reads both as C strings: they end at the first NUL.
-    let until_nul = |t: &[u8]| -> String {
-        let end = t.iter().position(|&b| b == 0).unwrap_or(t.len());
-        String::from_utf8_lossy(&t[..end]).into_owned()
-    };
-    let x = until_nul(&x);
-    let p = until_nul(&p);
+    // SQLite reads both as C strings (they end at the first NUL), character by character.
+    let x = sqlite_chars(&x);
+    let p = sqlite_chars(&p);
     let tokens = if glob {
         glob_tokens(&p)
     } else {
         like_tokens(&p, esc)
     };
-    let text: Vec<char> = x.chars().collect();
+    let text = x;
     Ok(Some(matches(&tokens, &text, !glob)))
 }
 
-fn like_tokens(p: &str, esc: Option<char>) -> Vec<Token> {
+/// Characters as `sqlite3Utf8Read` decodes them, up to a NUL: a lead byte and its
+/// continuation bytes form one character (overlong forms and surrogates read as U+FFFD);
+/// any other byte is a character of its own value.
+fn sqlite_chars(t: &[u8]) -> Vec<char> {
     let mut out = Vec::new();
-    let mut chars = p.chars();
+    let mut i = 0;
+    while i < t.len() && t[i] != 0 {
+        let b = t[i];
+        i += 1;
+        let mut c = u32::from(b);
+        if b >= 0xc0 {
+            c = match b {
+                0xc0..=0xdf => u32::from(b & 0x1f),
+                0xe0..=0xef => u32::from(b & 0x0f),
+                0xf0..=0xf7 => u32::from(b & 0x07),
+                0xf8..=0xfb => u32::from(b & 0x03),
+                _ => u32::from(b & 0x01),
+            };
+            while i < t.len() && t[i] & 0xc0 == 0x80 {
+                c = (c << 6) | u32::from(t[i] & 0x3f);
+                i += 1;
+            }
+            if c < 0x80 || (c & 0xFFFF_F800) == 0xD800 || (c & 0xFFFF_FFFE) == 0xFFFE {
+                c = 0xFFFD;
+            }
+        }
+        out.push(char::from_u32(c).unwrap_or('\u{FFFD}'));
+    }
+    out
+}
+
+fn like_tokens(p: &[char], esc: Option<char>) -> Vec<Token> {
+    let mut out = Vec::new();
+    let mut chars = p.iter().copied();
     while let Some(c) = chars.next() {
         if Some(c) == esc {
             // An escape at the very end matches nothing literal: SQLite then fails the match.
@@ -78,8 +105,8 @@ fn like_tokens(p: &str, esc: Option<char>) -> Vec<Token> {
     out
 }
 
-fn glob_tokens(p: &str) -> Vec<Token> {
-    let chars: Vec<char> = p.chars().collect();
+fn glob_tokens(p: &[char]) -> Vec<Token> {
+    let chars = p;
     let mut out = Vec::new();
     let mut i = 0;
     while i < chars.len() {
