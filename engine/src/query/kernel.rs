@@ -362,6 +362,10 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
     let limit = plan
         .limit
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    if limit == 0 {
+        // SQLite stops before computing anything: no error can come from a LIMIT 0 query.
+        return Ok(Vec::new());
+    }
     match &plan.shape {
         Shape::Rows { .. } => {
             let mut rows: Vec<OutRow> = Vec::new();
