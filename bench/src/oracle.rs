@@ -8,7 +8,7 @@
 //!   the calendar, see [`engine::q6::Date::plus_one_year`]);
 //! - the discount bounds computed exactly in hundredths (`0.06 ± 0.01` is `0.05..=0.07`), then
 //!   printed and parsed as f64, giving the nearest double, the same value a TPC-H file stores
-//!   for `0.07`;
+//!   for `0.07`; the quantity as an integer when it is whole (`24`), else a real;
 //! - the revenue summed in integers, `round(price * 100) * round(discount * 100)`, so the result
 //!   is an exact count of 1/10000 units rather than a float.
 //!
@@ -101,7 +101,7 @@ pub fn q6_on(
             params.date_end().to_string(),
             as_real(params.discount_bounds().0),
             as_real(params.discount_bounds().1),
-            as_real(params.quantity_hundredths),
+            quantity_literal(params.quantity_hundredths),
         ],
         |row| Ok((row.get(0)?, row.get(1)?)),
     )?;
@@ -111,6 +111,17 @@ pub fn q6_on(
         rows_matched: matched as u64,
         rows_scanned: scanned as u64,
     })
+}
+
+/// The quantity bound as Q6's text writes it, `24` or `24.5`: an integer when whole. The
+/// difference shows on a text-affinity column, where the bound is compared as text (`'24'`
+/// against `'24.0'`).
+fn quantity_literal(hundredths: i64) -> rusqlite::types::Value {
+    if hundredths % 100 == 0 {
+        rusqlite::types::Value::Integer(hundredths / 100)
+    } else {
+        rusqlite::types::Value::Real(hundredths as f64 / 100.0)
+    }
 }
 
 /// `name` as a quoted SQL identifier: `"name"`, with embedded quotes doubled.

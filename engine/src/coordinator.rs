@@ -22,7 +22,8 @@ use crate::backend::policy::{
 };
 use crate::backend::{IoBackend, SqpollMode};
 use crate::cputime::{peak_rss_mib, CpuTime};
-use crate::decoder::{LeafDecoder, MissingValue, Q6Columns};
+use crate::datatype3::{Affinity, Collation};
+use crate::decoder::{LeafDecoder, MissingValue, Q6ColumnTypes, Q6Columns};
 use crate::device::BlockDevice;
 use crate::error::{Error, Result};
 use crate::faults::Faults;
@@ -137,6 +138,30 @@ pub fn q6_columns(plan: &TablePlan) -> Result<Q6Columns> {
     })
 }
 
+/// The affinity and collation of each Q6 column. A collation other than SQLite's built-in
+/// ones was registered by the application that declared it; without it SQLite refuses the
+/// query ("no such collation sequence"), and so does corescan, naming the column.
+pub fn q6_column_types(plan: &TablePlan) -> Result<Q6ColumnTypes> {
+    let mut types = Q6ColumnTypes::default();
+    for (k, name) in Q6_COLUMNS.into_iter().enumerate() {
+        let column = &plan.definition.columns[plan.column_index(name)?];
+        types.affinity[k] = Affinity::of_column(column, plan.definition.strict);
+        types.collation[k] = match column.collation.as_deref() {
+            None => Collation::Binary,
+            Some(c) => Collation::from_name(c).ok_or_else(|| {
+                Error::Plan(partitioner::Error::Invalid {
+                    path: plan.path.clone(),
+                    what: format!(
+                        "column {:?} of table {:?} is declared COLLATE {c}, a collation only                          the application that defined it can apply (SQLite too refuses: no                          such collation sequence: {c}); built in are BINARY, NOCASE and RTRIM",
+                        column.name, plan.table.name
+                    ),
+                })
+            })?,
+        };
+    }
+    Ok(types)
+}
+
 /// What a record written before `ALTER TABLE ADD COLUMN` holds for column `name`.
 fn missing_value(plan: &TablePlan, name: &str) -> MissingValue {
     match plan.column_default(name) {
@@ -189,6 +214,7 @@ pub fn run_q6(
     let columns = q6_columns(plan)?;
     let header = &plan.header;
     let decoder = LeafDecoder::new(columns, Q6Filter::from(params), header.usable_size())
+        .with_types(&q6_column_types(plan)?)
         .with_defaults(Q6_COLUMNS.map(|name| missing_value(plan, name)));
     let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
     let ranges = plan.split(&weights);

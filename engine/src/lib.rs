@@ -48,7 +48,7 @@ pub use coordinator::{
     run_q6, spread, ExecutorSpec, IoChoice, ScanSettings, DEFAULT_COALESCE_KIB, DEFAULT_IO,
     DEFAULT_READAHEAD_BYTES,
 };
-pub use decoder::{LeafDecoder, Q6Columns};
+pub use decoder::{LeafDecoder, Q6ColumnTypes, Q6Columns};
 pub use error::{Error, Result};
 pub use q6::{PartialAggregate, Q6Params};
 pub use report::{IoReport, ScanReport};

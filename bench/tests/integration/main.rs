@@ -9,12 +9,15 @@
 //!   window and coalescing size ([`scan::ScanTester`]), on every layout;
 //! - [`wal`]: live WAL databases (committed, torn and uncommitted log tails) against SQLite;
 //! - [`faults`]: each I/O fallback forced through `CORESCAN_FAULTS`;
+//! - [`affinity`]: Q6 on columns of every declared affinity and collation holding values of
+//!   every storage class (and NaN), against SQLite;
 //! - [`cli`]: the error contract (one `error:` line naming the file, exit status 1; usage
 //!   errors 2) and `--version`.
 //!
 //! Shared fixtures (a tiny generated database, the layouts) are built once per run under
 //! `CARGO_TARGET_TMPDIR`.
 
+mod affinity;
 mod cli;
 mod experiments;
 mod explain;
