@@ -16,7 +16,7 @@
 //!    [`hugepages`], [`inflight`], [`cputime`] and [`device`];
 //! 2. [`backend`]: the I/O paths (a private io_uring with optional SQPOLL, `pread`, `mmap`) as
 //!    passive readers of byte ranges that return their own statistics, and
-//!    [`backend::policy`], which resolves `auto`, SQPOLL placement, the runtime and glommio's
+//!    `backend::policy`, which resolves `auto`, SQPOLL placement, the runtime and glommio's
 //!    memory into one choice with all its notices;
 //! 3. [`scan`]: one executor's loops (the async glommio `dma` loop and the synchronous loop
 //!    over the other backends), both driving the same readahead schedule, and the seam

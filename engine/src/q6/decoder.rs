@@ -23,7 +23,7 @@ use partitioner::format::{
 
 pub use crate::scan::kernel::{RecordOutcome, Spill};
 
-use crate::q6::{PartialAggregate, Q6Filter};
+use crate::q6::params::{PartialAggregate, Q6Filter};
 
 /// Positions of the four Q6 columns in the table's records (0-based, declaration order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

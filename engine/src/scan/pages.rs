@@ -19,7 +19,7 @@ use partitioner::wal::PageLocation;
 use crate::cputime::CpuTime;
 use crate::error::Result;
 use crate::scan::kernel::{RecordOutcome, ScanKernel, Spill};
-use crate::scan::{ExecutorReport, ExecutorTask};
+use crate::scan::task::{ExecutorReport, ExecutorTask};
 
 /// Feeds one executor's pages to its kernel.
 pub(crate) struct PageDecoder<'t, K: ScanKernel> {

@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::readahead::ReadSchedule;
 use crate::scan::kernel::ScanKernel;
 use crate::scan::pages::PageDecoder;
-use crate::scan::{ExecutorReport, ExecutorTask};
+use crate::scan::task::{ExecutorReport, ExecutorTask};
 
 /// Runs the scan of `task` through `backend` on the current thread, computing `kernel`.
 pub(crate) fn scan<K: ScanKernel, B: SyncBackend>(
