@@ -1,4 +1,7 @@
 //! [`run_q6`]: Q6 over a planned table, as a [`ScanKernel`] run by the generic coordinator.
+//!
+//! Layering: the top of [`crate::q6`] and of the crate: it uses the coordinator, the decoder and
+//! the settings; nothing imports it but the crate root's re-exports.
 
 use partitioner::{DefaultValue, TablePlan};
 

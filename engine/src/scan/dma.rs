@@ -7,6 +7,9 @@
 //! `io_uring_enter` carries several reads. What is particular to glommio: each read is a
 //! future kept in an [`InFlight`] ring, and after each refill the loop makes glommio submit at
 //! once (see `submit_now`).
+//!
+//! Layering: a scan loop (it owns the executor's control flow, so it lives here and not among
+//! the backends); uses the readahead schedule, `pages`, `task` and the kernel trait.
 
 use std::future::Future;
 use std::io;

@@ -1,6 +1,9 @@
 //! The synchronous loop over the `uring`, `pread` and `mmap` backends: the readahead
 //! schedule ([`ReadSchedule`]) and page decoder the `dma` loop drives too, over a
 //! `SyncBackend`.
+//!
+//! Layering: a scan loop; uses the backends, the readahead schedule, `pages`, `task` and the
+//! kernel trait, and is called only by the scan dispatch (`scan::run`).
 
 use std::time::Instant;
 
