@@ -1,6 +1,12 @@
 //! The engine's error type: every failure names the CPU of the executor that hit it and, where
 //! one is involved, the file and page.
+//!
+//! Layering: at the bottom of the crate with [`crate::settings`]; every other module may use it.
+//! An I/O failure keeps the operating system's [`std::io::Error`] (its kind and errno) beside
+//! the operation, file, CPU and offset, as glommio's `EnhancedIoError` does, so callers decide
+//! by [`std::io::Error::kind`] or [`std::io::Error::raw_os_error`], never by the message text.
 
+use std::io;
 use std::path::PathBuf;
 
 /// An error that stopped a scan.
@@ -21,17 +27,23 @@ pub enum Error {
         /// What is wrong with it.
         what: String,
     },
-    /// A read failed.
-    #[error("CPU {cpu}: {}: {op}: {cause}", path.display())]
+    /// A read (or the open or ring set-up before it) failed.
+    #[error(
+        "CPU {cpu}: {}: {op}{}: {source}",
+        path.display(),
+        offset.map(|o| format!(" at byte offset {o}")).unwrap_or_default()
+    )]
     Io {
         /// The executor's CPU.
         cpu: usize,
-        /// The database file.
+        /// The file the operation was on (the database, or its write-ahead log).
         path: PathBuf,
         /// The operation, with its page numbers (`read pages 10..=41`).
         op: String,
-        /// The operating system's or glommio's message.
-        cause: String,
+        /// The byte offset in `path` the operation started at, when it is a read.
+        offset: Option<u64>,
+        /// The operating system's error, with its kind and errno.
+        source: io::Error,
     },
     /// An executor thread could not be started.
     #[error("CPU {cpu}: cannot start an executor: {cause}")]
@@ -63,3 +75,13 @@ pub enum Error {
 
 /// Shorthand for results whose error is [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The operating system's error behind an [`Error::Io`], to decide by kind or errno.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

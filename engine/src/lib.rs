@@ -1,21 +1,35 @@
 //! # engine: how to read the table, and what to compute
 //!
-//! `engine` runs TPC-H Q6 over a [`partitioner::TablePlan`] with one pinned glommio executor per
-//! planned CPU. Each executor has its own io_uring, reads its range of leaf pages in file order
-//! with `O_DIRECT` into glommio's registered DMA buffers, and keeps a window of reads in flight
-//! ahead of its decoder, because direct I/O gets no readahead from the kernel:
+//! `engine` scans a [`partitioner::TablePlan`] with one pinned glommio executor per planned
+//! CPU. Each executor has its own io_uring, reads its range of leaf pages in file order with
+//! `O_DIRECT` into glommio's registered DMA buffers, and keeps a window of reads in flight
+//! ahead of its decoder, because direct I/O gets no readahead from the kernel. What is computed
+//! from the rows is a [`ScanKernel`]; TPC-H Q6 ([`run_q6`]) is the first one.
 //!
-//! - [`coordinator`] ([`run_q6`]) starts the executors, hands each its [`partitioner::LeafRange`],
-//!   receives a [`PartialAggregate`] and statistics from each over crossbeam-channel, merges them
-//!   and builds the [`ScanReport`]; the first failure stops the run with an error naming the CPU
-//!   and page;
-//! - [`scan`] is one executor's loop: reads from a [`readahead::ReadPlan`], admitted by a
-//!   [`readahead::ReadaheadWindow`], decoded in order; [`backend`] holds the I/O paths it can
-//!   take (glommio DMA, a private io_uring with optional SQPOLL, `pread`, `mmap`, and `auto`);
-//! - [`decoder`] ([`LeafDecoder`]) turns table-leaf cells into the four Q6 columns, following
-//!   overflow chains only when a needed column lies beyond the local payload;
-//! - [`q6`] holds the parameters ([`Q6Params`]) and the exact decimal arithmetic;
-//! - [`device`] and [`cputime`] measure what reached the block device and what the CPUs spent.
+//! ## Layout, bottom to top
+//!
+//! Every module imports only modules below it (the module docs repeat the rule for their part):
+//!
+//! 1. [`settings`] ([`ScanSettings`], [`IoChoice`], [`ExecutorSpec`], CPU lists) and
+//!    [`error`]; beside them the plain building blocks [`readahead`] (the read plan, window
+//!    and [`readahead::ReadSchedule`], the one readahead loop's state machine), [`faults`],
+//!    [`hugepages`], [`inflight`], [`cputime`] and [`device`]; and SQLite's value semantics,
+//!    which every evaluator calls: [`value`] (storage classes and SQLite's conversions) and
+//!    [`datatype3`] (comparison affinity, collations, the order of values);
+//! 2. [`backend`]: the I/O paths (a private io_uring with optional SQPOLL, `pread`, `mmap`) as
+//!    passive readers of byte ranges that return their own statistics, and
+//!    `backend::policy`, which resolves `auto`, SQPOLL placement, the runtime and glommio's
+//!    memory into one choice with all its notices;
+//! 3. [`scan`]: one executor's loops (the async glommio `dma` loop and the synchronous loop
+//!    over the other backends), both driving the same readahead schedule, and the seam
+//!    [`scan::kernel`] ([`ScanKernel`]);
+//! 4. [`report`] and [`coordinator`] ([`run_scan`]): start the executors, hand each a clone of
+//!    the kernel and its [`partitioner::LeafRange`], collect the partials in range order over
+//!    crossbeam-channel and measure the run; the first failure stops the run with an error
+//!    naming the CPU and page;
+//! 5. [`q6`]: TPC-H Q6 on top: parameters and exact decimals ([`Q6Params`]), the record
+//!    decoder ([`LeafDecoder`]) with its predicates under each column's affinity and
+//!    collation, as a kernel, and [`run_q6`].
 //!
 //! ## Policy
 //!
@@ -31,7 +45,6 @@ pub mod backend;
 pub mod coordinator;
 pub mod cputime;
 pub mod datatype3;
-pub mod decoder;
 pub mod device;
 pub mod error;
 pub mod faults;
@@ -41,14 +54,18 @@ pub mod q6;
 pub mod readahead;
 pub mod report;
 pub mod scan;
+pub mod settings;
 pub mod value;
 
+pub use q6::decoder;
+
 pub use backend::{IoBackend, SqpollMode};
-pub use coordinator::{
-    run_q6, spread, ExecutorSpec, IoChoice, ScanSettings, DEFAULT_COALESCE_KIB, DEFAULT_IO,
+pub use coordinator::run_scan;
+pub use error::{Error, Result};
+pub use q6::{run_q6, LeafDecoder, PartialAggregate, Q6ColumnTypes, Q6Columns, Q6Kernel, Q6Params};
+pub use report::{IoReport, RunReport, ScanReport};
+pub use scan::{RecordOutcome, ScanKernel, Spill};
+pub use settings::{
+    spread, ExecutorSpec, IoChoice, ScanSettings, DEFAULT_COALESCE_KIB, DEFAULT_IO,
     DEFAULT_READAHEAD_BYTES,
 };
-pub use decoder::{LeafDecoder, Q6ColumnTypes, Q6Columns};
-pub use error::{Error, Result};
-pub use q6::{PartialAggregate, Q6Params};
-pub use report::{IoReport, ScanReport};

@@ -17,7 +17,15 @@
 //!   small reads submitted together reach the block layer together, which merges neighbours
 //!   into larger requests; the device queue stays at least half full.
 //!
-//! Both are plain state machines with no I/O, shared by every backend.
+//! [`ReadSchedule`] drives both for one executor: it is the readahead loop's mechanism (what
+//! to issue, when to refill, what is in flight, what was submitted), with no I/O of its own.
+//! The two scan loops (the async glommio `dma` loop and the synchronous loop over the other
+//! backends) drive the same schedule and differ only in how a read is issued and awaited.
+//!
+//! All three are plain state machines with no I/O, shared by every backend; this module
+//! imports nothing from the rest of the engine.
+
+use std::collections::VecDeque;
 
 use partitioner::Extent;
 
@@ -199,6 +207,131 @@ impl ReadaheadWindow {
     }
 }
 
+/// Reads handed to the kernel, as counted by [`ReadSchedule`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScheduleStats {
+    /// Reads issued.
+    pub reads_submitted: u64,
+    /// Batches of reads issued together (each refill that issued at least one read).
+    pub submit_batches: u64,
+    /// Bytes asked for (pages x page size).
+    pub bytes_read: u64,
+    /// The most pages in flight at once.
+    pub max_in_flight_pages: u32,
+}
+
+/// One executor's readahead loop, as a state machine: the [`ReadPlan`] of its extents, the
+/// [`ReadaheadWindow`] and the reads in flight, oldest first.
+///
+/// A scan loop drives it like this (`room` is whether its backend can take one more read):
+///
+/// ```text
+/// loop {
+///     if schedule.fill_before_wait() { while room { let Some(r) = schedule.issue() else break; start(r) } schedule.end_batch() }
+///     let Some(r) = schedule.oldest() else { break };
+///     wait(r); schedule.completed();
+///     if schedule.refill_after_completion() { ...the same batch as above... }
+///     decode(r); release(r);
+/// }
+/// ```
+///
+/// With a window of 0 the next read is issued only once the last one is decoded (one read at a
+/// time); otherwise the window is topped up right after a completion, before the decoder runs,
+/// so the device works while the CPU decodes.
+#[derive(Debug, Clone)]
+pub struct ReadSchedule<'a> {
+    plan: ReadPlan<'a>,
+    window: ReadaheadWindow,
+    one_at_a_time: bool,
+    in_flight: VecDeque<ReadRequest>,
+    page_size: u32,
+    batch: u64,
+    stats: ScheduleStats,
+}
+
+impl<'a> ReadSchedule<'a> {
+    /// The schedule of reads of at most `max_read_pages` pages over `extents` (bridging small
+    /// gaps, see [`bridge_pages`]) with a window of `readahead` pages of `page_size` bytes.
+    pub fn new(extents: &'a [Extent], max_read_pages: u32, readahead: u32, page_size: u32) -> Self {
+        let window = ReadaheadWindow::new(readahead, page_size);
+        ReadSchedule {
+            plan: ReadPlan::bridging(extents, max_read_pages, bridge_pages(max_read_pages)),
+            in_flight: VecDeque::with_capacity(window.max_reads()),
+            window,
+            one_at_a_time: readahead == 0,
+            page_size,
+            batch: 0,
+            stats: ScheduleStats::default(),
+        }
+    }
+
+    /// The most reads the schedule can have in flight at once.
+    pub fn max_reads(&self) -> usize {
+        self.window.max_reads()
+    }
+
+    /// Whether to issue reads before waiting for the oldest one: always with a window of 0
+    /// (the next read goes out only after the last was decoded), else when nothing is in
+    /// flight (the start).
+    pub fn fill_before_wait(&self) -> bool {
+        self.one_at_a_time || self.in_flight.is_empty()
+    }
+
+    /// Whether to top the window up right after a completion, before decoding it.
+    pub fn refill_after_completion(&self) -> bool {
+        !self.one_at_a_time && self.window.wants_refill()
+    }
+
+    /// The next read, if the window admits it, recorded as issued (the caller has room for it
+    /// and starts it); `None` when the window is full or the plan is done.
+    pub fn issue(&mut self) -> Option<ReadRequest> {
+        let req = self.plan.peek().filter(|r| self.window.admits(r.pages))?;
+        self.plan.next();
+        self.window.issued(req.pages);
+        self.in_flight.push_back(req);
+        self.batch += 1;
+        self.stats.bytes_read += u64::from(req.pages) * u64::from(self.page_size);
+        Some(req)
+    }
+
+    /// Ends a batch of [`Self::issue`] calls (the caller hands them to the kernel together);
+    /// returns how many reads it issued.
+    pub fn end_batch(&mut self) -> u64 {
+        let queued = std::mem::take(&mut self.batch);
+        if queued > 0 {
+            self.stats.reads_submitted += queued;
+            self.stats.submit_batches += 1;
+            self.stats.max_in_flight_pages = self
+                .stats
+                .max_in_flight_pages
+                .max(self.window.in_flight_pages());
+        }
+        queued
+    }
+
+    /// Reads in flight (issued, not yet completed).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// The oldest read in flight, the next to complete; `None` when the scan is done.
+    pub fn oldest(&self) -> Option<ReadRequest> {
+        self.in_flight.front().copied()
+    }
+
+    /// Records that the oldest read completed (it goes to the decoder).
+    pub fn completed(&mut self) -> Option<ReadRequest> {
+        let req = self.in_flight.pop_front()?;
+        self.window.completed(req.pages);
+        Some(req)
+    }
+
+    /// What was issued so far.
+    pub fn stats(&self) -> ScheduleStats {
+        self.stats
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,6 +409,54 @@ mod tests {
         assert_eq!(free_needed(1), 1);
         // Nothing in flight always refills.
         assert!(ReadaheadWindow::new(32, 4096).wants_refill());
+    }
+
+    /// Drives a schedule as a scan loop does, with room for `capacity` reads; returns the
+    /// events: `I` issue (first page), `W` wait, `D` decode.
+    fn drive(readahead: u32, capacity: usize) -> (Vec<(char, u32)>, ScheduleStats) {
+        let extents = [ext(2, 8)];
+        let mut s = ReadSchedule::new(&extents, 2, readahead, 4096);
+        let mut events = Vec::new();
+        let fill = |s: &mut ReadSchedule<'_>, events: &mut Vec<(char, u32)>| {
+            while s.in_flight() < capacity {
+                let Some(r) = s.issue() else { break };
+                events.push(('I', r.first_page));
+            }
+            s.end_batch();
+        };
+        loop {
+            if s.fill_before_wait() {
+                fill(&mut s, &mut events);
+            }
+            let Some(r) = s.oldest() else { break };
+            events.push(('W', r.first_page));
+            s.completed();
+            if s.refill_after_completion() {
+                fill(&mut s, &mut events);
+            }
+            events.push(('D', r.first_page));
+        }
+        (events, s.stats())
+    }
+
+    #[test]
+    fn the_schedule_reads_one_at_a_time_or_ahead_of_the_decoder() {
+        let (events, stats) = drive(0, 4);
+        let want: Vec<(char, u32)> = [2, 4, 6, 8]
+            .iter()
+            .flat_map(|&p| [('I', p), ('W', p), ('D', p)])
+            .collect();
+        assert_eq!(events, want, "window 0: issue, wait, decode, then the next");
+        assert_eq!((stats.reads_submitted, stats.submit_batches), (4, 4));
+        assert_eq!(stats.bytes_read, 8 * 4096);
+        // A window of 4 pages: two reads ahead; the next goes out before the decoder runs.
+        let (events, stats) = drive(4, 4);
+        assert_eq!(&events[..4], &[('I', 2), ('I', 4), ('W', 2), ('I', 6)]);
+        assert_eq!(events.iter().filter(|e| e.0 == 'I').count(), 4);
+        assert!(stats.max_in_flight_pages <= 4 + 2);
+        // The backend's room bounds what is in flight, whatever the window.
+        let (events, _) = drive(64, 1);
+        assert_eq!(&events[..3], &[('I', 2), ('W', 2), ('I', 4)]);
     }
 
     #[test]

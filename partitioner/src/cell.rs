@@ -3,12 +3,20 @@
 //! A table-leaf cell is: payload size (varint), rowid (varint), the first
 //! [`table_leaf_local_payload`] bytes of the payload, and, when the payload did not fit, the
 //! 4-byte number of the first overflow page. Each overflow page starts with the number of the
-//! next one (0 on the last) and carries `usable - 4` payload bytes. [`follow_overflow_chain`]
-//! checks every link against the payload size, so a corrupt chain cannot loop or run long.
+//! next one (0 on the last) and carries `usable - 4` payload bytes.
+//!
+//! [`OverflowChain`] is the one walk of such a chain, with no I/O of its own: it checks every
+//! link (a usable page, not yet seen, the chain ending exactly when the payload is complete)
+//! and says how many payload bytes each page carries, so a corrupt chain cannot loop or run
+//! long. [`follow_overflow_chain`] drives it over a [`PageFile`]; a scan that reads pages its
+//! own way (and stops as soon as it has the columns it needs) drives it directly.
+
+use std::collections::HashSet;
 
 use crate::btree::PageSet;
 use crate::error::Result;
 use crate::format::{be_u32, overflow_page_capacity, read_varint, table_leaf_local_payload};
+use crate::header::DbHeader;
 use crate::pager::PageFile;
 
 /// One table-leaf cell, located within its page.
@@ -78,6 +86,168 @@ impl TableLeafCell {
     }
 }
 
+/// Pages already visited, for the cycle check of [`OverflowChain`].
+pub trait SeenPages {
+    /// Records `page`; returns `false` when it was already there.
+    fn first_visit(&mut self, page: u32) -> bool;
+}
+
+impl SeenPages for PageSet {
+    fn first_visit(&mut self, page: u32) -> bool {
+        self.insert(page)
+    }
+}
+
+impl SeenPages for HashSet<u32> {
+    fn first_visit(&mut self, page: u32) -> bool {
+        self.insert(page)
+    }
+}
+
+/// A broken overflow chain: the page whose pointer (or cell) is at fault, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainError {
+    /// The leaf page of the cell, or the overflow page whose next pointer is wrong.
+    pub page: u32,
+    /// What is wrong, naming the rowid, the payload size and the page pointed to.
+    pub what: String,
+}
+
+/// One overflow chain being walked, one page at a time. The caller reads each page that
+/// [`Self::next_page`] names (its own way: a [`PageFile`], a write-ahead log, `pread`) and hands
+/// its next pointer to [`Self::took`], which says how many payload bytes the page carries
+/// (from offset 4). It may stop at any point once it has the bytes it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverflowChain {
+    rowid: i64,
+    payload_len: u64,
+    capacity: u64,
+    expected: u64,
+    walked: u64,
+    left: u64,
+    from: u32,
+    next: u32,
+}
+
+impl OverflowChain {
+    /// The chain of the cell with `rowid` on leaf page `leaf`, whose `payload_len`-byte payload
+    /// keeps `local_len` bytes on the leaf and continues on page `first`. Fails when the payload
+    /// needs more overflow pages than the file holds.
+    pub fn new(
+        db: &DbHeader,
+        leaf: u32,
+        rowid: i64,
+        payload_len: u64,
+        local_len: usize,
+        first: u32,
+    ) -> Result<Self, ChainError> {
+        let capacity = u64::from(overflow_page_capacity(db.usable_size()));
+        let left = payload_len.saturating_sub(local_len as u64);
+        let chain = OverflowChain {
+            rowid,
+            payload_len,
+            capacity,
+            expected: left.div_ceil(capacity.max(1)),
+            walked: 0,
+            left,
+            from: leaf,
+            next: first,
+        };
+        if chain.expected > u64::from(db.page_count) {
+            return Err(ChainError {
+                page: leaf,
+                what: format!("{}, more than the file holds", chain.describe()),
+            });
+        }
+        Ok(chain)
+    }
+
+    /// The chain of a parsed cell (see [`Self::new`]); `None` when it does not spill.
+    pub fn of_cell(
+        db: &DbHeader,
+        leaf: u32,
+        cell: &TableLeafCell,
+    ) -> Option<Result<Self, ChainError>> {
+        let first = cell.first_overflow?;
+        Some(Self::new(
+            db,
+            leaf,
+            cell.rowid,
+            cell.payload_len,
+            cell.local_len,
+            first,
+        ))
+    }
+
+    /// Overflow pages the payload needs.
+    pub fn expected_pages(&self) -> u64 {
+        self.expected
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "rowid {}: a {}-byte payload needs {} overflow pages",
+            self.rowid, self.payload_len, self.expected
+        )
+    }
+
+    fn broken(&self, what: String) -> ChainError {
+        ChainError {
+            page: self.from,
+            what,
+        }
+    }
+
+    /// The next page to read, after checking the pointer to it: a usable page (not page 0 or
+    /// 1, the lock-byte page, a pointer-map page or past the end) not yet in `seen` (which it
+    /// joins). `None` once the payload is complete, when the chain must end there.
+    pub fn next_page(
+        &mut self,
+        db: &DbHeader,
+        seen: &mut impl SeenPages,
+    ) -> Result<Option<u32>, ChainError> {
+        let next = self.next;
+        if self.walked == self.expected {
+            return if next == 0 {
+                Ok(None)
+            } else {
+                Err(self.broken(format!(
+                    "{}, but the chain continues to page {next}",
+                    self.describe()
+                )))
+            };
+        }
+        if next == 0 {
+            return Err(self.broken(format!(
+                "{}, but the chain ends after {}",
+                self.describe(),
+                self.walked
+            )));
+        }
+        if let Some(reason) = db.unusable_page_reason(next) {
+            return Err(self.broken(format!("overflow pointer: {reason}")));
+        }
+        if !seen.first_visit(next) {
+            return Err(self.broken(format!(
+                "overflow pointer to page {next}, which is already in use (a cycle or a page \
+                 shared with another chain or b-tree)"
+            )));
+        }
+        Ok(Some(next))
+    }
+
+    /// Records that the page [`Self::next_page`] named was read and that its first four bytes
+    /// hold `next_pointer`; returns how many payload bytes it carries from offset 4.
+    pub fn took(&mut self, next_pointer: u32) -> usize {
+        let take = self.left.min(self.capacity);
+        self.left -= take;
+        self.walked += 1;
+        self.from = self.next;
+        self.next = next_pointer;
+        take as usize
+    }
+}
+
 /// Follows the overflow chain of `cell`, found on leaf page `leaf`, and returns the number of
 /// overflow pages. Each page must be usable and not yet in `seen` (which it joins), and the
 /// chain must end (next pointer 0) exactly when the payload is complete. With `content`, the
@@ -90,65 +260,109 @@ pub fn follow_overflow_chain(
     mut content: Option<&mut Vec<u8>>,
     scratch: &mut Vec<u8>,
 ) -> Result<u64> {
-    let Some(first) = cell.first_overflow else {
+    let db = file.header();
+    let broken = |e: ChainError| file.corrupt(e.page, e.what);
+    let Some(chain) = OverflowChain::of_cell(db, leaf, cell) else {
         return Ok(0);
     };
-    let db = file.header();
-    let capacity = overflow_page_capacity(db.usable_size()) as usize;
-    let expected = cell.overflow_pages(db.usable_size());
-    let describe = || {
-        format!(
-            "rowid {}: a {}-byte payload needs {expected} overflow pages",
-            cell.rowid, cell.payload_len
-        )
-    };
-    if expected > u64::from(db.page_count) {
-        return Err(file.corrupt(leaf, format!("{}, more than the file holds", describe())));
-    }
-    let mut left = cell.payload_len - cell.local_len as u64;
-    let (mut from, mut next) = (leaf, first);
-    for k in 0..expected {
-        if next == 0 {
-            return Err(file.corrupt(
-                from,
-                format!("{}, but the chain ends after {k}", describe()),
-            ));
-        }
-        if let Some(reason) = db.unusable_page_reason(next) {
-            return Err(file.corrupt(from, format!("overflow pointer: {reason}")));
-        }
-        if !seen.insert(next) {
-            return Err(file.corrupt(
-                from,
-                format!(
-                    "overflow pointer to page {next}, which is already in use (a cycle or a \
-                     page shared with another chain or b-tree)"
-                ),
-            ));
-        }
-        let take = left.min(capacity as u64) as usize;
-        let after = match content.as_deref_mut() {
+    let mut chain = chain.map_err(broken)?;
+    while let Some(page) = chain.next_page(db, seen).map_err(broken)? {
+        match content.as_deref_mut() {
             Some(out) => {
                 scratch.resize(file.page_size(), 0);
-                file.read_page(next, scratch)?;
+                file.read_page(page, scratch)?;
+                let take = chain.took(be_u32(scratch, 0).unwrap_or(0));
                 out.extend_from_slice(scratch.get(4..4 + take).unwrap_or(&[]));
-                be_u32(scratch, 0).unwrap_or(0)
             }
             None => {
                 let mut ptr = [0u8; 4];
-                file.read_in_page(next, 0, &mut ptr)?;
-                u32::from_be_bytes(ptr)
+                file.read_in_page(page, 0, &mut ptr)?;
+                chain.took(u32::from_be_bytes(ptr));
             }
-        };
-        left -= take as u64;
-        from = next;
-        next = after;
+        }
     }
-    if next != 0 {
-        return Err(file.corrupt(
-            from,
-            format!("{}, but the chain continues to page {next}", describe()),
-        ));
+    Ok(chain.expected_pages())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(page_count: u32, auto_vacuum: bool) -> DbHeader {
+        DbHeader {
+            page_size: 1024,
+            reserved_bytes: 0,
+            page_count,
+            change_counter: 1,
+            freelist_trunk: 0,
+            freelist_pages: 0,
+            largest_root_page: u32::from(auto_vacuum) * 3,
+            text_encoding: 1,
+            file_size: u64::from(page_count) * 1024,
+            write_version: 1,
+            read_version: 1,
+            schema_format: 4,
+            page_count_from_header: true,
+        }
     }
-    Ok(expected)
+
+    /// Walks a chain whose pages point on as `links` says (page -> next); returns the pages
+    /// read and the payload bytes each carried, or the error.
+    fn walk(
+        db: &DbHeader,
+        payload_len: u64,
+        first: u32,
+        links: &[(u32, u32)],
+    ) -> Result<Vec<(u32, usize)>, ChainError> {
+        let mut chain = OverflowChain::new(db, 7, 42, payload_len, 100, first)?;
+        let mut seen = HashSet::new();
+        let mut read = Vec::new();
+        while let Some(page) = chain.next_page(db, &mut seen)? {
+            let next = links.iter().find(|l| l.0 == page).map_or(0, |l| l.1);
+            read.push((page, chain.took(next)));
+        }
+        Ok(read)
+    }
+
+    #[test]
+    fn a_sound_chain_carries_the_whole_payload() {
+        let db = header(100, false);
+        // 100 bytes local, 2 * 1020 + 60 spilled: three pages.
+        let read = walk(&db, 100 + 2100, 10, &[(10, 11), (11, 20)]).unwrap();
+        assert_eq!(read, [(10, 1020), (11, 1020), (20, 60)]);
+    }
+
+    #[test]
+    fn broken_chains_name_the_page_whose_pointer_is_wrong() {
+        let db = header(100, true);
+        let len = 100 + 2100;
+        let e = walk(&db, len, 10, &[(10, 11), (11, 10)]).unwrap_err();
+        assert_eq!(e.page, 11);
+        assert!(
+            e.what.contains("page 10, which is already in use"),
+            "{}",
+            e.what
+        );
+        let e = walk(&db, len, 10, &[(10, 1)]).unwrap_err();
+        assert_eq!(e.page, 10);
+        assert!(e.what.contains("page 1 is the schema root"), "{}", e.what);
+        let e = walk(&db, len, 10, &[(10, 2)]).unwrap_err();
+        assert!(e.what.contains("pointer-map page"), "{}", e.what);
+        let e = walk(&db, len, 10, &[(10, 500)]).unwrap_err();
+        assert!(e.what.contains("past the end"), "{}", e.what);
+        let e = walk(&db, len, 10, &[(10, 11)]).unwrap_err();
+        assert_eq!(e.page, 11);
+        assert!(
+            e.what.contains("rowid 42") && e.what.contains("ends after 2"),
+            "{}",
+            e.what
+        );
+        let e = walk(&db, len, 10, &[(10, 11), (11, 20), (20, 21)]).unwrap_err();
+        assert_eq!(e.page, 20);
+        assert!(e.what.contains("continues to page 21"), "{}", e.what);
+        // More pages than the file holds: the leaf is at fault, before any read.
+        let e = walk(&db, 100 + 1020 * 200, 10, &[]).unwrap_err();
+        assert_eq!(e.page, 7);
+        assert!(e.what.contains("more than the file holds"), "{}", e.what);
+    }
 }

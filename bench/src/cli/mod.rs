@@ -196,11 +196,7 @@ impl CpuArgs {
         Ok(plan
             .executors
             .iter()
-            .map(|e| engine::ExecutorSpec {
-                cpu: e.cpu,
-                weight: e.weight,
-                sqpoll_cpu: e.sqpoll_cpu,
-            })
+            .map(engine::ExecutorSpec::from)
             .collect())
     }
 

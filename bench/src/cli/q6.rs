@@ -69,10 +69,9 @@ pub fn run(args: Q6Args) -> anyhow::Result<()> {
                 .executors
                 .iter()
                 .map(|e| ExecutorSpec {
-                    cpu: e.cpu,
-                    weight: e.weight,
                     // An explicit --sqpoll replans the poll threads; otherwise the file's stand.
                     sqpoll_cpu: if sqpoll.is_some() { None } else { e.sqpoll_cpu },
+                    ..ExecutorSpec::from(e)
                 })
                 .collect();
             let scan = &topo.scan;

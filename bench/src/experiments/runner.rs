@@ -169,15 +169,7 @@ pub fn place(
     let available = engine::coordinator::available_cpus();
     let allowed = (!available.is_empty()).then_some(available.as_slice());
     let plan = plan_executors(machine, n, allowed, sqpoll).map_err(|e| e.to_string())?;
-    Ok(plan
-        .executors
-        .iter()
-        .map(|e| ExecutorSpec {
-            cpu: e.cpu,
-            weight: e.weight,
-            sqpoll_cpu: e.sqpoll_cpu,
-        })
-        .collect())
+    Ok(plan.executors.iter().map(ExecutorSpec::from).collect())
 }
 
 impl Runner {

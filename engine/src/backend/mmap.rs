@@ -3,29 +3,29 @@
 //! `MADV_SEQUENTIAL` lets the kernel read ahead aggressively and drop pages behind the scan; the
 //! window adds `MADV_WILLNEED` for the reads ahead. On a warm cache this path copies nothing. A
 //! file truncated under the map ends the scan with an error instead of SIGBUS (`backend::sigbus`).
+//!
+//! Layering: a backend; imports only the backend interface (`backend`) and `sigbus`.
 
 use std::fs::File;
 use std::io;
 
 use memmap2::{Advice, Mmap};
 
-use crate::backend::{sigbus, SyncBackend};
-use crate::readahead::ReadRequest;
-use crate::scan::ExecutorTask;
+use crate::backend::{sigbus, BackendOptions, ByteRange, SyncBackend};
 
 /// A read-only map of the whole file.
 pub(crate) struct MmapBackend {
     /// Declared before `map`, so that the protection ends before the unmapping.
     guard: Option<sigbus::Guard>,
     map: Mmap,
-    page_size: usize,
     capacity: usize,
+    hints: bool,
 }
 
 impl MmapBackend {
-    /// Maps the task's file.
-    pub(crate) fn open(task: &ExecutorTask, capacity: usize) -> io::Result<Self> {
-        let file = File::open(&task.path)?;
+    /// Maps the file.
+    pub(crate) fn open(options: &BackendOptions<'_>) -> io::Result<Self> {
+        let file = File::open(options.path)?;
         // SAFETY: the map is read-only and private to this executor. If another process
         // truncates the file during the scan, touching a page past the new end raises SIGBUS;
         // the guard turns that into zeros and an error (see `sigbus`).
@@ -34,15 +34,16 @@ impl MmapBackend {
         Ok(MmapBackend {
             guard: sigbus::guard(map.as_ptr(), map.len()),
             map,
-            page_size: task.page_size as usize,
-            capacity: capacity.max(1),
+            capacity: options.capacity.max(1),
+            hints: options.hints,
         })
     }
 
-    fn range(&self, req: ReadRequest) -> (usize, usize) {
-        let start = (req.first_page as usize - 1) * self.page_size;
-        let end = start + req.pages as usize * self.page_size;
-        (start.min(self.map.len()), end.min(self.map.len()))
+    /// The part of the map `read` covers (empty past the end of the file).
+    fn range(&self, read: ByteRange) -> (usize, usize) {
+        let len = self.map.len();
+        let start = usize::try_from(read.offset).unwrap_or(len).min(len);
+        (start, start.saturating_add(read.len).min(len))
     }
 }
 
@@ -51,9 +52,9 @@ impl SyncBackend for MmapBackend {
         self.capacity
     }
 
-    fn start(&mut self, task: &ExecutorTask, req: ReadRequest) -> io::Result<()> {
-        if task.readahead > 0 {
-            let (start, end) = self.range(req);
+    fn start(&mut self, read: ByteRange) -> io::Result<()> {
+        if self.hints {
+            let (start, end) = self.range(read);
             if end > start {
                 let _ = self.map.advise_range(Advice::WillNeed, start, end - start);
             }
@@ -65,16 +66,16 @@ impl SyncBackend for MmapBackend {
         Ok(())
     }
 
-    fn wait(&mut self, _task: &ExecutorTask, _req: ReadRequest) -> io::Result<()> {
+    fn wait(&mut self, _read: ByteRange) -> io::Result<()> {
         Ok(())
     }
 
-    fn bytes(&self, req: ReadRequest) -> &[u8] {
-        let (start, end) = self.range(req);
+    fn bytes(&self, read: ByteRange) -> &[u8] {
+        let (start, end) = self.range(read);
         &self.map[start..end]
     }
 
-    fn release(&mut self, _req: ReadRequest) {}
+    fn release(&mut self) {}
 
     fn o_direct(&self) -> bool {
         false

@@ -15,6 +15,18 @@
 //! reference machine (0.92 and 0.88 of `fio`'s sequential `O_DIRECT` throughput, medians of
 //! paired cold runs), once both read into huge-page buffers ([`crate::hugepages`]) and the `dma`
 //! loop makes glommio submit each refill at once ([`crate::scan::dma`]).
+//!
+//! ## Layering
+//!
+//! Backends sit below the scan loops: a backend is told what to read as a file, byte ranges
+//! (`ByteRange`) and buffer sizes (`BackendOptions`), and returns its own figures
+//! (`BackendStats`); it knows nothing of pages, tasks, decoders or reports. The rule for
+//! where a loop lives: a backend is a *passive* reader, driven one call at a time by whoever
+//! owns the control flow; the code that owns the control flow (decides what to read next,
+//! waits, decodes) is a scan loop, in [`crate::scan`]. glommio's `DmaFile` is itself such a
+//! passive reader (its futures are the reads), so the `dma` loop is a scan loop
+//! ([`crate::scan::dma`]) and needs no type here. The backend policy (`policy`) decides from
+//! the settings ([`crate::settings`]) which backend runs; it imports no scan type either.
 
 pub mod mmap;
 pub(crate) mod policy;
@@ -23,78 +35,66 @@ pub mod residency;
 pub(crate) mod sigbus;
 pub mod uring;
 
-use std::fmt;
 use std::io;
+use std::path::Path;
 
-use crate::readahead::ReadRequest;
-use crate::scan::{ExecutorReport, ExecutorTask};
+use crate::faults::Faults;
 
-/// The I/O path an executor uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum IoBackend {
-    /// glommio `DmaFile`: `O_DIRECT` on glommio's io_uring.
-    Dma,
-    /// A private io_uring (io-uring crate) with registered buffers and `O_DIRECT`.
-    Uring,
-    /// Buffered `pread` through the page cache.
-    Pread,
-    /// A memory map of the file.
-    Mmap,
+pub use crate::settings::{IoBackend, SqpollMode};
+
+/// One read: `len` bytes from byte `offset` of the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ByteRange {
+    /// Where the read starts in the file.
+    pub offset: u64,
+    /// How many bytes it asks for.
+    pub len: usize,
 }
 
-impl IoBackend {
-    /// The backend's name as the command line spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            IoBackend::Dma => "dma",
-            IoBackend::Uring => "uring",
-            IoBackend::Pread => "pread",
-            IoBackend::Mmap => "mmap",
-        }
-    }
+/// What a backend is opened with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BackendOptions<'a> {
+    /// The file to read.
+    pub path: &'a Path,
+    /// The largest single read, in bytes (the size of a buffer slot).
+    pub max_read_bytes: usize,
+    /// How many reads may be in flight at once (not counting the one being decoded).
+    pub capacity: usize,
+    /// Whether reads are started ahead of need, so that `pread` and `mmap` hint the kernel
+    /// (`POSIX_FADV_WILLNEED`, `MADV_WILLNEED`); off for one read at a time.
+    pub hints: bool,
+    /// The CPU for the kernel SQ poll thread (`uring` only).
+    pub sqpoll_cpu: Option<usize>,
+    /// The failures to pretend (see [`crate::faults`]).
+    pub faults: Faults,
 }
 
-impl IoBackend {
-    /// The concrete backend of a topology file's `io` setting, or `None` for `auto`.
-    pub fn from_mode(mode: partitioner::topology::IoMode) -> Option<Self> {
-        use partitioner::topology::IoMode;
-        match mode {
-            IoMode::Dma => Some(IoBackend::Dma),
-            IoMode::Uring => Some(IoBackend::Uring),
-            IoMode::Pread => Some(IoBackend::Pread),
-            IoMode::Mmap => Some(IoBackend::Mmap),
-            IoMode::Auto => None,
-        }
-    }
+/// Figures a backend measured about itself, handed to the scan loop at the end.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct BackendStats {
+    /// `io_uring_enter` calls, when the backend can count them.
+    pub io_uring_enters: Option<u64>,
+    /// Whether its read buffers are on transparent huge pages, when it has buffers and can tell.
+    pub huge_page_buffers: Option<bool>,
+    /// CPU time of its SQ poll thread over the scan, in seconds.
+    pub sqpoll_cpu_s: Option<f64>,
 }
-
-impl fmt::Display for IoBackend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Whether the `uring` backend uses a kernel SQ poll thread: `Off` (the default; SQPOLL burns a
-/// CPU spinning, which only pays when that CPU is idle), `Auto` (for each executor that can be
-/// given a CPU running no executor) or `On` (for every executor, or refuse to run). The same
-/// policy the topology planner applies.
-pub type SqpollMode = partitioner::topology::SqpollPolicy;
 
 /// A backend driven synchronously from the executor thread. Reads are started in file order
 /// and completed in the same order; a read's bytes stay valid until it is released.
 pub(crate) trait SyncBackend {
     /// How many reads may be in flight at once (not counting the one being decoded).
     fn capacity(&self) -> usize;
-    /// Starts reading `req` (for `pread` and `mmap`: a readahead hint).
-    fn start(&mut self, task: &ExecutorTask, req: ReadRequest) -> io::Result<()>;
+    /// Starts reading `read` (for `pread` and `mmap`: a readahead hint).
+    fn start(&mut self, read: ByteRange) -> io::Result<()>;
     /// Hands the reads started since the last flush to the kernel.
     fn flush(&mut self) -> io::Result<()>;
-    /// Waits until `req`, the oldest read in flight, is complete.
-    fn wait(&mut self, task: &ExecutorTask, req: ReadRequest) -> io::Result<()>;
-    /// The bytes of the completed read `req` (shorter than asked at the end of the file).
-    fn bytes(&self, req: ReadRequest) -> &[u8];
-    /// The decoder is done with `req`'s bytes.
-    fn release(&mut self, req: ReadRequest);
+    /// Waits until `read`, the oldest read in flight, is complete.
+    fn wait(&mut self, read: ByteRange) -> io::Result<()>;
+    /// The bytes of the completed read `read` (shorter than asked at the end of the file).
+    fn bytes(&self, read: ByteRange) -> &[u8];
+    /// The caller is done with the bytes of the oldest completed read.
+    fn release(&mut self);
     /// Whether reads bypass the page cache.
     fn o_direct(&self) -> bool;
     /// The backend's name, as reported.
@@ -107,8 +107,10 @@ pub(crate) trait SyncBackend {
     fn sqpoll_cpu(&self) -> Option<usize> {
         None
     }
-    /// Adds backend-specific figures to the report at the end of the scan.
-    fn finish(&mut self, _report: &mut ExecutorReport) {}
+    /// The backend's own figures, at the end of the scan.
+    fn stats(&mut self) -> BackendStats {
+        BackendStats::default()
+    }
     /// Whether the bytes handed out so far were sound: `mmap` says no once the file shrank
     /// under its mapping (see [`sigbus`]).
     fn check(&self) -> io::Result<()> {

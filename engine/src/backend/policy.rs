@@ -1,19 +1,103 @@
 //! Backend policy: which backend and runtime a scan gets, where SQ poll threads go, and how much
-//! DMA memory glommio may lock. The coordinator asks; these functions decide.
+//! DMA memory glommio may lock. The coordinator asks [`resolve`] once; it returns one
+//! [`ResolvedIo`] that carries every decision and every notice explaining one (`auto`'s choice,
+//! SQPOLL left off, io_uring missing, DMA memory cut), in the order they were made.
+//!
+//! Layering: the policy reads the settings ([`crate::settings`]), the plan and the machine; it
+//! imports neither the scan loops nor the coordinator. SQ poll CPUs are placed by the topology
+//! planner's own rule ([`partitioner::topology::assign_sqpoll`]: the executor's SMT sibling
+//! first, then its NUMA node, its package, any idle CPU), on the machine hwloc describes.
+
+use partitioner::topology::{self, ExecutorPlacement, Machine, Pu};
+use partitioner::TablePlan;
 
 use crate::backend::residency;
 use crate::backend::{IoBackend, SqpollMode};
-use crate::coordinator::{list_cpus, ExecutorSpec, IoChoice, ScanSettings, AUTO_CACHED_FRACTION};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::hugepages::HUGE_PAGE;
-use partitioner::TablePlan;
+use crate::settings::{ExecutorSpec, IoChoice, ScanSettings, AUTO_CACHED_FRACTION};
+
+/// Where executors run: glommio executors, or plain pinned threads when io_uring is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Runtime {
+    /// One glommio `LocalExecutor` per executor.
+    Glommio,
+    /// Plain pinned threads (`pread` or `mmap` only).
+    Threads,
+}
+
+/// Everything the policy decided for one run.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ResolvedIo {
+    /// The backend every executor starts with (an executor may still fall back, and says so).
+    pub backend: IoBackend,
+    /// glommio executors or plain threads.
+    pub runtime: Runtime,
+    /// Each executor's SQ poll CPU, in executor order.
+    pub sqpoll_cpus: Vec<Option<usize>>,
+    /// glommio I/O memory per executor, in bytes (0 without glommio).
+    pub io_memory: usize,
+    /// Why the run differs from what was asked, one entry per decision, in order.
+    pub notices: Vec<String>,
+}
+
+/// Decides the backend, runtime, SQ poll CPUs and glommio I/O memory of a run of `executors`
+/// (all among `available`) over `plan` with `settings`; `window_bytes` is a full readahead
+/// window of the largest reads.
+pub(crate) fn resolve(
+    plan: &TablePlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+    available: &[usize],
+    window_bytes: u64,
+    faults: &Faults,
+) -> Result<ResolvedIo> {
+    let mut notices = Vec::new();
+    let (mut backend, auto_notice) = choose_backend(plan, settings)?;
+    notices.extend(auto_notice);
+    let (sqpoll_cpus, sqpoll_notice) =
+        sqpoll_placement(executors, available, backend, settings.sqpoll)?;
+    notices.extend(sqpoll_notice);
+    // Without io_uring (kernel.io_uring_disabled, seccomp in containers) neither glommio nor
+    // the uring backend can run: plain pinned threads read with pread instead.
+    let mut runtime = Runtime::Glommio;
+    if let Err(why) = io_uring_available(faults) {
+        runtime = Runtime::Threads;
+        if matches!(backend, IoBackend::Dma | IoBackend::Uring) {
+            notices.push(format!(
+                "io_uring is unavailable ({why}): pread instead of {backend}"
+            ));
+            backend = IoBackend::Pread;
+        }
+    }
+    // Enough registered I/O memory for a full window of the largest reads plus overflow pages.
+    let wanted_io_memory = if backend == IoBackend::Dma {
+        (window_bytes * 2).clamp(1 << 20, 1 << 30) as usize
+    } else {
+        MIN_IO_MEMORY
+    };
+    let io_memory = if runtime == Runtime::Glommio {
+        let (bytes, memlock_notice) = io_memory_budget(wanted_io_memory, executors.len(), faults)?;
+        notices.extend(memlock_notice);
+        bytes
+    } else {
+        0
+    };
+    Ok(ResolvedIo {
+        backend,
+        runtime,
+        sqpoll_cpus,
+        io_memory,
+        notices,
+    })
+}
 
 /// glommio's smallest useful I/O memory, and what the non-DMA backends get.
-pub(crate) const MIN_IO_MEMORY: usize = 64 << 10;
+const MIN_IO_MEMORY: usize = 64 << 10;
 
 /// Whether io_uring can be used here: a ring is set up and torn down once.
-pub(crate) fn io_uring_available(faults: &Faults) -> std::result::Result<(), String> {
+fn io_uring_available(faults: &Faults) -> std::result::Result<(), String> {
     if faults.io_uring {
         return Err("disabled by fault injection".into());
     }
@@ -25,7 +109,7 @@ pub(crate) fn io_uring_available(faults: &Faults) -> std::result::Result<(), Str
 /// glommio registers (locks) its I/O memory. Without CAP_IPC_LOCK that memory, for all
 /// executors together, must fit under RLIMIT_MEMLOCK: shrink it to fit (reads beyond it then
 /// use ordinary memory), or fail naming the limit when not even glommio's minimum fits.
-pub(crate) fn io_memory_budget(
+fn io_memory_budget(
     wanted: usize,
     executors: usize,
     faults: &Faults,
@@ -110,7 +194,7 @@ fn has_ipc_lock() -> bool {
 
 /// Resolves `auto` by asking the kernel whether the table's pages are cached; returns the
 /// backend and, for `auto`, a notice saying why it was chosen.
-pub(crate) fn choose_backend(
+fn choose_backend(
     plan: &TablePlan,
     settings: &ScanSettings,
 ) -> Result<(IoBackend, Option<String>)> {
@@ -143,12 +227,13 @@ pub(crate) fn choose_backend(
     }
 }
 
-/// The SQ poll CPU of each executor: from its spec when a topology names one, else by policy.
-/// `auto` gives an executor a CPU that runs no executor (each such CPU hosts one poll thread);
-/// `on` refuses to run when some executor cannot get one. Only the `uring` backend has poll
+/// The SQ poll CPU of each executor: from its spec when a topology names one, else by the
+/// topology planner's policy. `auto` gives an executor a CPU that runs no executor (each such
+/// CPU hosts one poll thread), its SMT sibling first; `on` refuses to run when some executor
+/// cannot get one. Only the `uring` backend has poll
 /// threads: with another one (`--io auto` choosing `dma` or `mmap`, say), `auto` runs without
 /// them and says so in the returned notice, while `on` is an error.
-pub(crate) fn sqpoll_placement(
+fn sqpoll_placement(
     executors: &[ExecutorSpec],
     available: &[usize],
     backend: IoBackend,
@@ -175,29 +260,121 @@ pub(crate) fn sqpoll_placement(
     if named {
         return Ok((executors.iter().map(|e| e.sqpoll_cpu).collect(), None));
     }
-    let busy: std::collections::HashSet<usize> = executors.iter().map(|e| e.cpu).collect();
-    let mut idle = available.iter().copied().filter(|c| !busy.contains(c));
-    let placement: Vec<Option<usize>> = executors.iter().map(|_| idle.next()).collect();
-    if mode == SqpollMode::On && placement.iter().any(Option::is_none) {
-        let idle: Vec<usize> = available
+    let machine = Machine::detect().unwrap_or_else(|_| flat_machine(executors, available));
+    sqpoll_on_machine(&machine, executors, available, mode)
+}
+
+/// A machine where every CPU is a core of its own on one node: what the policy assumes when
+/// hwloc cannot describe this one (the planner then takes the first idle CPUs).
+fn flat_machine(executors: &[ExecutorSpec], available: &[usize]) -> Machine {
+    let mut cpus: Vec<usize> = available
+        .iter()
+        .chain(executors.iter().map(|e| &e.cpu))
+        .copied()
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    Machine::from_pus(
+        "CPUs this process may use (no hwloc topology)",
+        cpus.into_iter().map(|cpu| Pu {
+            cpu,
+            core: cpu,
+            package: 0,
+            numa_node: 0,
+        }),
+    )
+}
+
+/// The topology planner's SQ poll placement for executors already pinned to their CPUs, with
+/// the poll threads on `available` CPUs of `machine` that run no executor.
+fn sqpoll_on_machine(
+    machine: &Machine,
+    executors: &[ExecutorSpec],
+    available: &[usize],
+    mode: SqpollMode,
+) -> Result<(Vec<Option<usize>>, Option<String>)> {
+    let pu_of = |cpu: usize| {
+        machine.pu(cpu).copied().unwrap_or(Pu {
+            cpu,
+            core: usize::MAX - cpu,
+            package: usize::MAX,
+            numa_node: usize::MAX,
+        })
+    };
+    let allowed: Vec<Pu> = if available.is_empty() {
+        machine.pus.clone()
+    } else {
+        available.iter().map(|&c| pu_of(c)).collect()
+    };
+    let mut placement = topology::Placement {
+        executors: executors
             .iter()
-            .copied()
-            .filter(|c| !busy.contains(c))
-            .collect();
-        return Err(Error::Config(format!(
-            "--sqpoll on needs an idle CPU for each of the {} executors' poll threads, but only {} \
-             CPU(s) run no executor ({}); use fewer executors or --sqpoll auto",
-            executors.len(),
-            idle.len(),
-            if idle.is_empty() { "none".to_string() } else { list_cpus(&idle) }
-        )));
-    }
-    Ok((placement, None))
+            .map(|e| {
+                let pu = pu_of(e.cpu);
+                ExecutorPlacement {
+                    cpu: e.cpu,
+                    core: pu.core,
+                    package: pu.package,
+                    numa_node: pu.numa_node,
+                    weight: e.weight,
+                    sqpoll_cpu: None,
+                }
+            })
+            .collect(),
+        oversubscribed: false,
+        allowed_cpus: allowed.iter().map(|p| p.cpu).collect(),
+    };
+    topology::assign_sqpoll(&mut placement, &allowed, mode)
+        .map_err(|e| Error::Config(e.to_string()))?;
+    Ok((
+        placement.executors.iter().map(|e| e.sqpoll_cpu).collect(),
+        None,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spec(cpu: usize) -> ExecutorSpec {
+        ExecutorSpec {
+            cpu,
+            weight: 1,
+            sqpoll_cpu: None,
+        }
+    }
+
+    #[test]
+    fn sqpoll_goes_to_the_smt_sibling_first() {
+        // Linux often numbers SMT siblings apart: core 0 = CPUs 0 and 3, core 1 = CPUs 1, 2.
+        let pu = |cpu, core| Pu {
+            cpu,
+            core,
+            package: 0,
+            numa_node: 0,
+        };
+        let m = Machine::from_pus("test", [pu(0, 0), pu(1, 1), pu(2, 1), pu(3, 0)]);
+        let all = [0, 1, 2, 3];
+        let (cpus, notice) = sqpoll_on_machine(&m, &[spec(0)], &all, SqpollMode::Auto).unwrap();
+        assert_eq!(cpus, [Some(3)], "the sibling, not the lowest idle CPU");
+        assert_eq!(notice, None);
+        let (cpus, _) = sqpoll_on_machine(&m, &[spec(0), spec(1)], &all, SqpollMode::On).unwrap();
+        assert_eq!(cpus, [Some(3), Some(2)]);
+        // Every CPU busy: auto runs without, on names the executors left without.
+        let busy: Vec<ExecutorSpec> = all.iter().map(|&c| spec(c)).collect();
+        let (cpus, _) = sqpoll_on_machine(&m, &busy, &all, SqpollMode::Auto).unwrap();
+        assert!(cpus.iter().all(Option::is_none));
+        let e = sqpoll_on_machine(&m, &busy, &all, SqpollMode::On).unwrap_err();
+        assert!(e.to_string().contains("idle CPU"), "{e}");
+    }
+
+    #[test]
+    fn sqpoll_auto_without_poll_threads_says_so() {
+        let (cpus, notice) =
+            sqpoll_placement(&[spec(0)], &[0, 1], IoBackend::Dma, SqpollMode::Auto).unwrap();
+        assert_eq!(cpus, [None]);
+        assert!(notice.unwrap().contains("no SQ poll thread"));
+    }
 
     #[test]
     fn io_memory_fits_the_memlock_limit_in_whole_huge_pages() {

@@ -2,15 +2,15 @@
 //!
 //! The kernel's own readahead works here (the file is not opened with `O_DIRECT`); the window
 //! adds `POSIX_FADV_WILLNEED` for the reads ahead, which starts their I/O without waiting.
+//!
+//! Layering: a backend; imports only the backend interface (`backend`).
 
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
-use crate::backend::SyncBackend;
-use crate::readahead::ReadRequest;
-use crate::scan::ExecutorTask;
+use crate::backend::{BackendOptions, ByteRange, SyncBackend};
 
 /// Buffered `pread` into one reusable buffer.
 pub(crate) struct PreadBackend {
@@ -19,25 +19,23 @@ pub(crate) struct PreadBackend {
     buf: Vec<u8>,
     len: usize,
     capacity: usize,
+    hints: bool,
 }
 
 impl PreadBackend {
-    /// Opens the task's file and sizes the buffer for its largest read; `notice` says why this
+    /// Opens the file and sizes the buffer for its largest read; `notice` says why this
     /// backend runs when another was asked for.
-    pub(crate) fn open(
-        task: &ExecutorTask,
-        capacity: usize,
-        notice: Option<String>,
-    ) -> io::Result<Self> {
-        let file = File::open(&task.path)?;
+    pub(crate) fn open(options: &BackendOptions<'_>, notice: Option<String>) -> io::Result<Self> {
+        let file = File::open(options.path)?;
         // SAFETY: advice only; the descriptor is ours.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
         Ok(PreadBackend {
             file,
             notice,
-            buf: vec![0; task.max_read_pages as usize * task.page_size as usize],
+            buf: vec![0; options.max_read_bytes],
             len: 0,
-            capacity: capacity.max(1),
+            capacity: options.capacity.max(1),
+            hints: options.hints,
         })
     }
 }
@@ -47,15 +45,14 @@ impl SyncBackend for PreadBackend {
         self.capacity
     }
 
-    fn start(&mut self, task: &ExecutorTask, req: ReadRequest) -> io::Result<()> {
-        if task.readahead > 0 {
-            let len = i64::from(req.pages) * i64::from(task.page_size);
+    fn start(&mut self, read: ByteRange) -> io::Result<()> {
+        if self.hints {
             // SAFETY: advice only; the descriptor is ours.
             unsafe {
                 libc::posix_fadvise(
                     self.file.as_raw_fd(),
-                    task.offset(req.first_page) as i64,
-                    len,
+                    read.offset as i64,
+                    read.len as i64,
                     libc::POSIX_FADV_WILLNEED,
                 )
             };
@@ -67,11 +64,11 @@ impl SyncBackend for PreadBackend {
         Ok(())
     }
 
-    fn wait(&mut self, task: &ExecutorTask, req: ReadRequest) -> io::Result<()> {
-        let want = req.pages as usize * task.page_size as usize;
+    fn wait(&mut self, read: ByteRange) -> io::Result<()> {
+        let want = read.len;
         let buf = &mut self.buf[..want];
         let mut done = 0;
-        let base = task.offset(req.first_page);
+        let base = read.offset;
         while done < want {
             match self.file.read_at(&mut buf[done..], base + done as u64) {
                 Ok(0) => break,
@@ -84,11 +81,11 @@ impl SyncBackend for PreadBackend {
         Ok(())
     }
 
-    fn bytes(&self, _req: ReadRequest) -> &[u8] {
+    fn bytes(&self, _read: ByteRange) -> &[u8] {
         &self.buf[..self.len]
     }
 
-    fn release(&mut self, _req: ReadRequest) {}
+    fn release(&mut self) {}
 
     fn o_direct(&self) -> bool {
         false

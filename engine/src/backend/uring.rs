@@ -13,18 +13,24 @@
 //! as large as the largest read, allocated once on huge pages (one device segment per read, see
 //! [`crate::hugepages`]), aligned for `O_DIRECT` and registered with the ring
 //! (`IORING_REGISTER_BUFFERS`), so the kernel pins them once instead of on every read.
+//!
+//! Teardown: the ring counts the reads the kernel owes a completion for (`pending`). When a scan
+//! stops early (a damaged page, a cancelled run), dropping the backend submits whatever is still
+//! queued, then waits for exactly those completions before freeing the buffers the kernel writes
+//! into; it never waits for a completion it has already reaped or for a read never submitted.
+//!
+//! Layering: a backend; imports only the backend interface (`backend`) and `hugepages`.
 
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::mem::ManuallyDrop;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 
 use io_uring::{opcode, types, IoUring};
 
-use crate::backend::SyncBackend;
+use crate::backend::{BackendOptions, BackendStats, ByteRange, SyncBackend};
 use crate::hugepages::{huge_page_bytes, HugeRegion};
-use crate::readahead::ReadRequest;
-use crate::scan::{ExecutorReport, ExecutorTask};
 
 /// Alignment of the buffers: enough for any logical block size `O_DIRECT` may require.
 const BUFFER_ALIGN: usize = 4096;
@@ -36,9 +42,12 @@ pub(crate) struct UringBackend {
     ring: IoUring,
     file: File,
     o_direct: bool,
-    buffers: AlignedBuffers,
+    /// Freed by `Drop` only once the kernel owes no completion (it may still write into them).
+    buffers: ManuallyDrop<AlignedBuffers>,
     /// Completion results by slot: `None` while the read is in flight.
     results: Vec<Option<i32>>,
+    /// Reads pushed to the submission queue whose completion has not been reaped yet.
+    pending: u64,
     /// Sequence number of the next read to start; its slot is `seq % slots`.
     next_seq: u64,
     /// Sequence number of the oldest read not yet released.
@@ -53,21 +62,22 @@ pub(crate) struct UringBackend {
 }
 
 impl UringBackend {
-    /// Builds the ring for `task`: `capacity` reads in flight, SQPOLL on `task.sqpoll_cpu`.
-    pub(crate) fn open(task: &ExecutorTask, capacity: usize) -> io::Result<Self> {
-        let capacity = capacity.max(1);
+    /// Builds the ring: `options.capacity` reads in flight, SQPOLL on `options.sqpoll_cpu`.
+    pub(crate) fn open(options: &BackendOptions<'_>) -> io::Result<Self> {
+        let capacity = options.capacity.max(1);
         let slots = capacity + 1;
-        let slot_len = task.max_read_pages as usize * task.page_size as usize;
+        let slot_len = options.max_read_bytes;
+        let faults = options.faults;
         let mut notices = Vec::new();
-        let (file, o_direct) = open_direct(&task.path, task.faults.odirect)?;
+        let (file, o_direct) = open_direct(options.path, faults.odirect)?;
         if !o_direct {
             notices.push("O_DIRECT refused for this file: uring reads through the page cache");
         }
         let entries = (slots as u32).next_power_of_two().max(8);
-        let mut sqpoll_cpu = task.sqpoll_cpu;
+        let mut sqpoll_cpu = options.sqpoll_cpu;
         let ring = match sqpoll_cpu {
             Some(cpu) => {
-                let built = if task.faults.sqpoll {
+                let built = if faults.sqpoll {
                     Err(io::Error::from_raw_os_error(libc::EPERM))
                 } else {
                     IoUring::builder()
@@ -96,7 +106,7 @@ impl UringBackend {
         // SAFETY: the buffers live as long as the ring (both are fields of self; Drop waits
         // for reads in flight before either is released) and are never moved.
         let registered =
-            !task.faults.memlock && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+            !faults.memlock && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         if !registered {
             notices.push("buffer registration refused (RLIMIT_MEMLOCK?): unregistered reads");
         }
@@ -105,8 +115,9 @@ impl UringBackend {
             ring,
             file,
             o_direct,
-            buffers,
+            buffers: ManuallyDrop::new(buffers),
             results: vec![None; slots],
+            pending: 0,
             next_seq: 0,
             oldest_seq: 0,
             enters: 0,
@@ -126,6 +137,7 @@ impl UringBackend {
         for cqe in self.ring.completion() {
             let slot = (cqe.user_data() % slots) as usize;
             self.results[slot] = Some(cqe.result());
+            self.pending -= 1;
         }
     }
 }
@@ -135,13 +147,16 @@ impl SyncBackend for UringBackend {
         self.results.len() - 1
     }
 
-    fn start(&mut self, task: &ExecutorTask, req: ReadRequest) -> io::Result<()> {
+    fn start(&mut self, read: ByteRange) -> io::Result<()> {
         let seq = self.next_seq;
         let slot = self.slot(seq);
-        let len = req.pages * task.page_size;
+        let len = u32::try_from(read.len)
+            .ok()
+            .filter(|&l| l as usize <= self.buffers.slot_len)
+            .ok_or_else(|| io::Error::other("read larger than a buffer slot"))?;
         let fd = types::Fd(self.file.as_raw_fd());
         let buf = self.buffers.slot_ptr(slot);
-        let offset = task.offset(req.first_page);
+        let offset = read.offset;
         let entry = if self.registered {
             opcode::ReadFixed::new(fd, buf, len, slot as u16)
                 .offset(offset)
@@ -162,6 +177,7 @@ impl SyncBackend for UringBackend {
                     .map_err(|_| io::Error::other("submission queue full"))?;
             }
         }
+        self.pending += 1;
         self.next_seq += 1;
         Ok(())
     }
@@ -175,12 +191,15 @@ impl SyncBackend for UringBackend {
         Ok(())
     }
 
-    fn wait(&mut self, task: &ExecutorTask, req: ReadRequest) -> io::Result<()> {
+    fn wait(&mut self, _read: ByteRange) -> io::Result<()> {
         let slot = self.slot(self.oldest_seq);
         loop {
             self.reap();
             if self.results[slot].is_some() {
                 break;
+            }
+            if self.pending == 0 {
+                return Err(io::Error::other("waited for a read that was never started"));
             }
             self.ring.submit_and_wait(1)?;
             self.enters += 1;
@@ -189,23 +208,18 @@ impl SyncBackend for UringBackend {
         if res < 0 {
             return Err(io::Error::from_raw_os_error(-res));
         }
-        let want = req.pages as usize * task.page_size as usize;
-        let got = res as usize;
-        if got < want && !got.is_multiple_of(task.page_size as usize) {
-            return Err(io::Error::other(format!(
-                "short read of {got} bytes, expected {want}"
-            )));
-        }
+        // A short read (the end of the file) hands over what arrived; the scan loop checks
+        // that whole pages came back.
         Ok(())
     }
 
-    fn bytes(&self, _req: ReadRequest) -> &[u8] {
+    fn bytes(&self, _read: ByteRange) -> &[u8] {
         let slot = self.slot(self.oldest_seq);
         let len = self.results[slot].unwrap_or(0).max(0) as usize;
         &self.buffers.slot(slot)[..len]
     }
 
-    fn release(&mut self, _req: ReadRequest) {
+    fn release(&mut self) {
         self.oldest_seq += 1;
     }
 
@@ -225,24 +239,42 @@ impl SyncBackend for UringBackend {
         self.sqpoll_cpu
     }
 
-    fn finish(&mut self, report: &mut ExecutorReport) {
-        report.io_uring_enters = Some(self.enters);
-        report.huge_page_buffers = huge_page_bytes(self.buffers.slot_ptr(0)).map(|b| b > 0);
-        if let Some((tid, before)) = self.poll_thread {
-            report.sqpoll_cpu_s = thread_cpu_s(tid).map(|now| (now - before).max(0.0));
+    fn stats(&mut self) -> BackendStats {
+        BackendStats {
+            io_uring_enters: Some(self.enters),
+            huge_page_buffers: huge_page_bytes(self.buffers.slot_ptr(0)).map(|b| b > 0),
+            sqpoll_cpu_s: self
+                .poll_thread
+                .and_then(|(tid, before)| thread_cpu_s(tid).map(|now| (now - before).max(0.0))),
         }
+    }
+}
+
+impl UringBackend {
+    /// Waits for every completion the kernel still owes, after submitting what is queued (an
+    /// entry left in the submission queue would otherwise never complete). Returns whether the
+    /// kernel owes nothing any more.
+    fn drain(&mut self) -> bool {
+        self.reap();
+        while self.pending > 0 {
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+            self.reap();
+        }
+        true
     }
 }
 
 impl Drop for UringBackend {
     fn drop(&mut self) {
-        // Reads still in flight (after an error) must finish before their buffers are freed.
-        let in_flight = self.next_seq - self.oldest_seq;
-        for _ in 0..in_flight {
-            if self.ring.submit_and_wait(1).is_err() {
-                break;
-            }
-            self.reap();
+        // Reads still in flight (after an error) write into the buffers: free them only once
+        // every one has completed. If the ring cannot be waited on, leak them instead.
+        if self.drain() {
+            // SAFETY: dropped once, here; the kernel owes no completion into them.
+            unsafe { ManuallyDrop::drop(&mut self.buffers) };
         }
     }
 }

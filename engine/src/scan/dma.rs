@@ -1,11 +1,18 @@
 //! The `dma` loop: glommio's `DmaFile` (`O_DIRECT`) on the executor's own glommio io_uring,
 //! reading into DMA buffers from glommio's registered I/O memory.
 //!
-//! Reads come from a [`ReadPlan`] over the executor's extents; a [`ReadaheadWindow`] keeps up to
-//! `readahead` pages in flight while the decoder works. The window is refilled in batches that
-//! are handed to the kernel at once, so one `io_uring_enter` carries several reads.
+//! The loop drives the same readahead state machine as the synchronous loop
+//! ([`ReadSchedule`]): it keeps up to `readahead` pages in flight while the decoder works and
+//! refills the window in batches that are handed to the kernel at once, so one
+//! `io_uring_enter` carries several reads. What is particular to glommio: each read is a
+//! future kept in an [`InFlight`] ring, and after each refill the loop makes glommio submit at
+//! once (see `submit_now`).
+//!
+//! Layering: a scan loop (it owns the executor's control flow, so it lives here and not among
+//! the backends); uses the readahead schedule, `pages`, `task` and the kernel trait.
 
 use std::future::Future;
+use std::io;
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -19,31 +26,34 @@ use crate::cputime::CpuTime;
 use crate::error::Result;
 use crate::hugepages::huge_page_bytes;
 use crate::inflight::InFlight;
-use crate::q6::PartialAggregate;
-use crate::readahead::{bridge_pages, ReadPlan, ReadRequest, ReadaheadWindow};
-use crate::scan::{finish_report, ExecutorReport, ExecutorTask, PageDecoder};
+use crate::readahead::{ReadRequest, ReadSchedule};
+use crate::scan::kernel::ScanKernel;
+use crate::scan::pages::PageDecoder;
+use crate::scan::task::{ExecutorReport, ExecutorTask};
 
 /// How a `dma` scan ended, when it did not fail.
-pub(crate) enum DmaScan {
+pub(crate) enum DmaScan<K: ScanKernel> {
     /// The scan ran (through the page cache when the filesystem refused `O_DIRECT` and glommio
     /// fell back to buffered reads, as it does on tmpfs; the report says so).
-    Done(Box<(PartialAggregate, ExecutorReport)>),
+    Done(Box<(K::Partial, ExecutorReport)>),
     /// glommio could not open the file at all with `EINVAL`, which some filesystems return
-    /// for `O_DIRECT`; the caller reads through the page cache instead.
-    DirectRefused(String),
+    /// for `O_DIRECT`; the caller reads through the page cache instead, with the kernel given
+    /// back untouched.
+    DirectRefused(io::Error, K),
 }
 
-/// The errno behind a glommio error, when it wraps one.
-fn os_error<T>(e: &glommio::GlommioError<T>) -> Option<i32> {
+/// The operating system's error behind a glommio error, with its kind and errno kept (glommio's
+/// own conversion keeps the kind only, for errors it enhanced with context we add ourselves).
+fn into_io_error<T>(e: glommio::GlommioError<T>) -> io::Error {
     match e {
-        glommio::GlommioError::IoError(io) => io.raw_os_error(),
-        glommio::GlommioError::EnhancedIoError { source, .. } => source.raw_os_error(),
-        _ => None,
+        glommio::GlommioError::IoError(io) => io,
+        glommio::GlommioError::EnhancedIoError { source, .. } => source,
+        other => other.into(),
     }
 }
 
-/// Runs the scan of `task` on the current glommio executor.
-pub(crate) async fn scan(task: &ExecutorTask) -> Result<DmaScan> {
+/// Runs the scan of `task` on the current glommio executor, computing `kernel`.
+pub(crate) async fn scan<K: ScanKernel>(task: &ExecutorTask, kernel: K) -> Result<DmaScan<K>> {
     let started = Instant::now();
     let cpu_before = CpuTime::thread();
     let mut report = ExecutorReport {
@@ -51,12 +61,12 @@ pub(crate) async fn scan(task: &ExecutorTask) -> Result<DmaScan> {
         backend: "dma".into(),
         ..Default::default()
     };
-    let file = match DmaFile::open(&task.path).await {
+    let file = match DmaFile::open(&task.path).await.map_err(into_io_error) {
         Ok(file) => Rc::new(file),
-        Err(e) if os_error(&e) == Some(libc::EINVAL) => {
-            return Ok(DmaScan::DirectRefused(e.to_string()))
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            return Ok(DmaScan::DirectRefused(e, kernel))
         }
-        Err(e) => return Err(task.io_error("open for direct I/O".into(), e)),
+        Err(e) => return Err(task.io_error("open for direct I/O", &task.path, None, e)),
     };
     report.o_direct = crate::backend::has_o_direct(file.as_raw_fd());
     if !report.o_direct {
@@ -64,64 +74,79 @@ pub(crate) async fn scan(task: &ExecutorTask) -> Result<DmaScan> {
             Some("O_DIRECT refused for this file: glommio reads it through the page cache".into());
     }
     let align = file.alignment();
-    let page_bytes = u64::from(task.page_size);
 
     let read = |req: ReadRequest| {
         let file = file.clone();
-        let pos = task.offset(req.first_page);
-        let len = u64::from(req.pages) * page_bytes;
-        async move { (req, file.read_at(pos, len as usize).await) }
+        let range = task.byte_range(req);
+        async move { (req, file.read_at(range.offset, range.len).await) }
     };
-    let bridge = bridge_pages(task.max_read_pages);
-    let mut plan = ReadPlan::bridging(&task.extents, task.max_read_pages, bridge);
-    let mut window = ReadaheadWindow::new(task.readahead, task.page_size);
-    let mut ring = InFlight::with_capacity(window.max_reads());
-    let mut decoder = PageDecoder::new(task);
-    let mut refill = Refill {
-        report: &mut report,
-        align,
-        page_bytes,
-    };
+    let mut schedule = ReadSchedule::new(
+        &task.extents,
+        task.max_read_pages,
+        task.readahead,
+        task.page_size(),
+    );
+    let mut ring = InFlight::with_capacity(schedule.max_reads());
+    let mut decoder = PageDecoder::new(task, kernel);
 
-    if task.readahead > 0 {
-        refill.fill(&mut plan, &mut window, &mut ring, &read).await;
-    }
     let mut buffers_checked = false;
     loop {
-        if task.readahead == 0 {
-            // One read at a time: the next read is issued only after the decoder is done.
-            refill.fill(&mut plan, &mut window, &mut ring, &read).await;
+        if schedule.fill_before_wait() {
+            // The start, or one read at a time: the next read goes out after the decoder.
+            report.wasted_bytes += fill(&mut schedule, &mut ring, &read, task, align).await;
         }
         let Some((req, result)) = ring.pop().await else {
             break;
         };
-        window.completed(req.pages);
-        if task.readahead > 0
-            && window.wants_refill()
-            && refill.fill(&mut plan, &mut window, &mut ring, &read).await > 0
-        {
-            // Put the next batch in flight before decoding this read, so the device works
-            // while the CPU decodes.
-            submit_now().await;
+        schedule.completed();
+        if schedule.refill_after_completion() {
+            let before = schedule.stats().reads_submitted;
+            report.wasted_bytes += fill(&mut schedule, &mut ring, &read, task, align).await;
+            if schedule.stats().reads_submitted > before {
+                // Put the next batch in flight before decoding this read, so the device works
+                // while the CPU decodes.
+                submit_now().await;
+            }
         }
-        let last = req.first_page + req.pages - 1;
-        let buf = result
-            .map_err(|e| task.io_error(format!("read pages {}..={last}", req.first_page), e))?;
+        let buf = result.map_err(|e| task.read_error(req, into_io_error(e)))?;
         if !buffers_checked {
             // Once (smaps is read once even when it cannot tell): glommio's registered I/O
             // memory comes from the global allocator, on huge pages when the binary installs
             // `HugePageAlloc`.
             buffers_checked = true;
-            refill.report.huge_page_buffers = huge_page_bytes(buf.as_ptr()).map(|b| b > 0);
+            report.huge_page_buffers = huge_page_bytes(buf.as_ptr()).map(|b| b > 0);
         }
-        decoder.decode(req.first_page, req.pages, &buf, refill.report)?;
+        decoder.decode(req.first_page, req.pages, &buf, &mut report)?;
         drop(buf);
         task.check_cancelled()?;
     }
+    report.add_schedule(schedule.stats());
     decoder.decode_wal_pages(&mut report)?;
-    let agg = decoder.agg;
-    finish_report(&mut report, &agg, started, cpu_before);
-    Ok(DmaScan::Done(Box::new((agg, report))))
+    Ok(DmaScan::Done(Box::new(
+        decoder.finish(report, started, cpu_before),
+    )))
+}
+
+/// Queues every read the window admits into the ring, as one batch; they go to the kernel
+/// together when the task yields. Returns the `O_DIRECT` alignment padding they read.
+async fn fill<F: Future>(
+    schedule: &mut ReadSchedule<'_>,
+    ring: &mut InFlight<F>,
+    read: &impl Fn(ReadRequest) -> F,
+    task: &ExecutorTask,
+    align: u64,
+) -> u64 {
+    let mut padding = 0;
+    while ring.has_room() {
+        let Some(req) = schedule.issue() else { break };
+        ring.push(read(req)).await;
+        let range = task.byte_range(req);
+        let (pos, len) = (range.offset, range.len as u64);
+        let aligned_end = (pos + len).div_ceil(align) * align;
+        padding += aligned_end - (pos - pos % align) - len;
+    }
+    schedule.end_batch();
+    padding
 }
 
 /// Hands the reads queued so far to the kernel now. glommio moves queued I/O into its ring only
@@ -137,7 +162,7 @@ fn submit_now() -> ReactorPass {
     ReactorPass { timer: None }
 }
 
-/// The future behind [`submit_now`]: pending once, ready on the next poll, whichever event
+/// The future behind `submit_now`: pending once, ready on the next poll, whichever event
 /// (the short timer or a completed read) wakes the task.
 struct ReactorPass {
     timer: Option<Timer>,
@@ -160,51 +185,5 @@ impl Future for ReactorPass {
             Poll::Ready(_) => Poll::Ready(()),
             Poll::Pending => Poll::Pending,
         }
-    }
-}
-
-/// Issues reads into the ring and accounts for them.
-struct Refill<'r> {
-    report: &'r mut ExecutorReport,
-    align: u64,
-    page_bytes: u64,
-}
-
-impl Refill<'_> {
-    /// Queues every read the window admits; they go to the kernel together when the task
-    /// yields. Returns how many were queued.
-    async fn fill<F: std::future::Future>(
-        &mut self,
-        plan: &mut ReadPlan<'_>,
-        window: &mut ReadaheadWindow,
-        ring: &mut InFlight<F>,
-        read: &impl Fn(ReadRequest) -> F,
-    ) -> u64 {
-        let mut queued = 0;
-        while ring.has_room() {
-            match plan.peek() {
-                Some(req) if window.admits(req.pages) => {
-                    plan.next();
-                    window.issued(req.pages);
-                    ring.push(read(req)).await;
-                    queued += 1;
-                    let pos = u64::from(req.first_page - 1) * self.page_bytes;
-                    let len = u64::from(req.pages) * self.page_bytes;
-                    self.report.bytes_read += len;
-                    let aligned_end = (pos + len).div_ceil(self.align) * self.align;
-                    self.report.wasted_bytes += aligned_end - (pos - pos % self.align) - len;
-                }
-                _ => break,
-            }
-        }
-        if queued > 0 {
-            self.report.reads_submitted += queued;
-            self.report.submit_batches += 1;
-            self.report.max_in_flight_pages = self
-                .report
-                .max_in_flight_pages
-                .max(window.in_flight_pages());
-        }
-        queued
     }
 }

@@ -69,7 +69,7 @@ fn mutated_leaf_pages_never_panic_the_decoder() {
             b
         })
         .collect();
-    let cols = engine::coordinator::q6_columns(&plan).unwrap();
+    let cols = engine::q6::q6_columns(&plan).unwrap();
     let decoder = LeafDecoder::new(cols, Q6Filter::from(&Q6Params::default()), 1024);
     let secs: u64 = std::env::var("CORESCAN_FUZZ_SECS")
         .ok()

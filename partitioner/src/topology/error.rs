@@ -122,7 +122,7 @@ fn plural(n: usize, what: &str) -> String {
 }
 
 /// `0-3,8,10-11`: a CPU list in the kernel's format (input need not be sorted).
-pub(crate) fn cpu_list(cpus: &[usize]) -> String {
+pub fn cpu_list(cpus: &[usize]) -> String {
     let mut sorted = cpus.to_vec();
     sorted.sort_unstable();
     sorted.dedup();

@@ -65,9 +65,10 @@ mod placement;
 mod render;
 
 pub use check::Problem;
-pub use error::{Result, TopologyError};
+pub use error::{cpu_list, Result, TopologyError};
 pub use file::{IoMode, MachineSummary, ScanSettings, Topology, MAX_COALESCE_KIB, MAX_READAHEAD};
 pub use machine::{Machine, MachineSource, Pu};
 pub use placement::{
-    plan_executors, ExecutorPlacement, Placement, SqpollPolicy, FULL_CORE_WEIGHT, MAX_EXECUTORS,
+    assign_sqpoll, plan_executors, ExecutorPlacement, Placement, SqpollPolicy, FULL_CORE_WEIGHT,
+    MAX_EXECUTORS,
 };

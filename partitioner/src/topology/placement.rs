@@ -267,9 +267,15 @@ fn assign_weights(executors: &mut [ExecutorPlacement]) {
     }
 }
 
-/// Gives executors poll-thread CPUs from the idle ones, in preference passes so that an
-/// executor's sibling is not taken by another executor's looser match first.
-fn assign_sqpoll(placement: &mut Placement, allowed: &[Pu], policy: SqpollPolicy) -> Result<()> {
+/// Gives the executors of `placement` poll-thread CPUs from the `allowed` PUs that run no
+/// executor, in preference passes (SMT sibling, then NUMA node, then package, then any) so that
+/// an executor's sibling is not taken by another executor's looser match first. Executors that
+/// already have one keep it. Errors under [`SqpollPolicy::On`] when some executor gets none.
+pub fn assign_sqpoll(
+    placement: &mut Placement,
+    allowed: &[Pu],
+    policy: SqpollPolicy,
+) -> Result<()> {
     let mut idle: Vec<Pu> = {
         let busy: BTreeSet<usize> = placement.executors.iter().map(|e| e.cpu).collect();
         allowed

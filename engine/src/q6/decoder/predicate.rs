@@ -11,13 +11,13 @@
 use std::cmp::Ordering;
 
 use crate::datatype3::{self, comparison_affinity, Affinity, Collation};
-use crate::q6::Q6Filter;
+use crate::q6::params::Q6Filter;
 use crate::value::{numeric_affinity_of_text, Number, ValueRef};
 
 use super::Stored;
 
 /// How SQLite stores and compares each Q6 column: its affinity and collation, in the order
-/// quantity, extended price, discount, ship date (as [`crate::coordinator::Q6_COLUMNS`]).
+/// quantity, extended price, discount, ship date (as [`crate::q6::Q6_COLUMNS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Q6ColumnTypes {
     /// Each column's affinity (from its declared type).

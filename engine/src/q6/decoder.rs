@@ -16,13 +16,18 @@
 //! must be a decimal with at most two places (an integer, the REAL nearest to such a decimal,
 //! or text that is wholly such a number); anything else is an error rather than a rounded
 //! answer.
+//!
+//! Layering: the decoder uses the Q6 parameters ([`crate::q6::params`]) and the scan seam's
+//! types ([`crate::scan::kernel`]); [`crate::q6::run`] makes it the scan's kernel.
 
 use partitioner::format::{be_u32, BtreePageHeader};
 use partitioner::format::{
     read_be_int, read_varint, serial_type_size, table_leaf_local_payload, varint_len,
 };
 
-use crate::q6::{PartialAggregate, Q6Filter};
+pub use crate::scan::kernel::{RecordOutcome, Spill};
+
+use crate::q6::params::{PartialAggregate, Q6Filter};
 use crate::value::ValueRef;
 
 mod predicate;
@@ -72,28 +77,6 @@ impl MissingValue {
             MissingValue::Blob => Stored::Blob,
         }
     }
-}
-
-/// A cell whose needed columns continue on overflow pages.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Spill {
-    /// The leaf page holding the cell.
-    pub page: u32,
-    /// The payload stored on the leaf page.
-    pub local: Vec<u8>,
-    /// The whole payload's size in bytes.
-    pub payload_len: u64,
-    /// The first overflow page.
-    pub first_overflow: u32,
-}
-
-/// Whether a record could be evaluated from the bytes given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecordOutcome {
-    /// The row was evaluated and (if it matched) added to the aggregate.
-    Done,
-    /// A needed column (or the record header) lies beyond the bytes given.
-    NeedMore,
 }
 
 /// A value of one of the Q6 columns, as stored (a blob's bytes are never needed: Q6 compares
@@ -285,6 +268,7 @@ impl LeafDecoder {
                 Ok(RecordOutcome::Done) => {}
                 Ok(RecordOutcome::NeedMore) if spills_over => spills.push(Spill {
                     page: page_no,
+                    rowid: read_varint(&page[off + a..]).map_or(0, |(r, _)| r as i64),
                     local: payload.to_vec(),
                     payload_len,
                     first_overflow: be_u32(page, start + local).unwrap_or(0),

@@ -1,7 +1,7 @@
 //! Hand-built records exercising the decoder's corner cases.
 
 use super::*;
-use crate::q6::{Q6Filter, Q6Params};
+use crate::q6::params::{Q6Filter, Q6Params};
 
 /// Column positions in the TPC-H order.
 const TPCH: Q6Columns = Q6Columns {

@@ -1,0 +1,73 @@
+//! [`ScanKernel`]: the seam between the scan loop and what is computed from the rows.
+//!
+//! The scan loop (I/O, readahead, page order, overflow chains, the WAL) is the same for every
+//! query; what it computes is a kernel, as ripgrep's `Sink` is what a search does with its
+//! matches. The coordinator clones the kernel once per executor; each clone is fed its
+//! executor's table-leaf pages in file order, then [`ScanKernel::finish`]es into a partial that
+//! the coordinator returns in range order (range 0, the lowest pages, first), so that a query
+//! streaming rows can concatenate the partials and keep the table's order.
+//!
+//! Records whose needed bytes continue on overflow pages come back as [`Spill`]s: the scan
+//! follows the chain only as far as the kernel asks ([`RecordOutcome::NeedMore`]) and calls
+//! [`ScanKernel::eval_spill`] with the payload assembled so far.
+//!
+//! The loop is generic over the kernel (monomorphised, no `dyn`): a kernel's per-row code runs
+//! as if written into the loop. Layering: this file imports nothing from the engine; the scan
+//! loops below it call it, and kernels (such as the Q6 decoder, [`crate::q6`]) implement it.
+
+/// A cell whose needed bytes continue on overflow pages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spill {
+    /// The leaf page holding the cell.
+    pub page: u32,
+    /// The row's key.
+    pub rowid: i64,
+    /// The payload stored on the leaf page.
+    pub local: Vec<u8>,
+    /// The whole payload's size in bytes.
+    pub payload_len: u64,
+    /// The first overflow page.
+    pub first_overflow: u32,
+}
+
+/// Whether a record could be evaluated from the bytes given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordOutcome {
+    /// The row was evaluated (and, if it qualified, kept).
+    Done,
+    /// A needed column (or the record header) lies beyond the bytes given.
+    NeedMore,
+}
+
+/// What a scan computes: one clone per executor, fed that executor's leaf pages in file order.
+pub trait ScanKernel: Clone + Send + 'static {
+    /// One executor's partial result, sent to the coordinator.
+    type Partial: Send + 'static;
+
+    /// Decodes one table-leaf page (`page` is the whole page, `page_no` its number); cells
+    /// whose needed bytes continue on overflow pages are pushed to `spills`, to come back
+    /// through [`Self::eval_spill`]. Errors say what is wrong with the page; the scan adds the
+    /// file, CPU and page number.
+    fn decode_page(
+        &mut self,
+        page_no: u32,
+        page: &[u8],
+        spills: &mut Vec<Spill>,
+    ) -> Result<(), String>;
+
+    /// Evaluates the record of `spill` from a prefix of its payload (`complete` when it is the
+    /// whole payload), or asks for more of the chain with [`RecordOutcome::NeedMore`] (only
+    /// when not `complete`). Errors name the problem; the scan adds the leaf page.
+    fn eval_spill(
+        &mut self,
+        spill: &Spill,
+        payload: &[u8],
+        complete: bool,
+    ) -> Result<RecordOutcome, String>;
+
+    /// Rows examined so far (for the executor's report).
+    fn rows(&self) -> u64;
+
+    /// Ends the executor's share.
+    fn finish(self) -> Self::Partial;
+}

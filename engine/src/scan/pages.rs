@@ -1,0 +1,225 @@
+//! What both scan loops do with the bytes of a completed read: pick the range's leaf pages out
+//! of it, hand them to the kernel in file order, and complete records that continue on overflow
+//! pages. Also reads the pages whose latest copy is in the write-ahead log.
+//!
+//! Overflow pages are rare and scattered, so they are read with a plain `pread` on a second
+//! descriptor rather than through the readahead window; the chain is walked with the
+//! partitioner's [`OverflowChain`], which checks every link (usable page, no cycle, the chain's
+//! length against the payload's).
+//!
+//! Layering: above `task` and `kernel`, below the two scan loops that call it.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::time::Instant;
+
+use partitioner::cell::OverflowChain;
+use partitioner::format::be_u32;
+use partitioner::wal::PageLocation;
+
+use crate::cputime::CpuTime;
+use crate::error::Result;
+use crate::scan::kernel::{RecordOutcome, ScanKernel, Spill};
+use crate::scan::task::{ExecutorReport, ExecutorTask};
+
+/// Feeds one executor's pages to its kernel.
+pub(crate) struct PageDecoder<'t, K: ScanKernel> {
+    task: &'t ExecutorTask,
+    pub kernel: K,
+    /// The extent the next leaf page falls in: reads arrive in file order, so membership of a
+    /// page in the range is a forward-moving cursor.
+    extent_cursor: usize,
+    spills: Vec<Spill>,
+    overflow_file: Option<File>,
+    wal_file: Option<File>,
+    overflow_page: Vec<u8>,
+    /// The pages of the chain being walked (its cycle check).
+    chain_pages: HashSet<u32>,
+}
+
+impl<'t, K: ScanKernel> PageDecoder<'t, K> {
+    pub(crate) fn new(task: &'t ExecutorTask, kernel: K) -> Self {
+        PageDecoder {
+            task,
+            kernel,
+            extent_cursor: 0,
+            spills: Vec::new(),
+            overflow_file: None,
+            wal_file: None,
+            overflow_page: Vec::new(),
+            chain_pages: HashSet::new(),
+        }
+    }
+
+    /// Decodes the leaf pages among the `pages` whole pages starting at `first_page` (a read
+    /// may bridge a small gap between extents; those pages are skipped and counted as wasted);
+    /// `bytes` must hold at least them.
+    pub(crate) fn decode(
+        &mut self,
+        first_page: u32,
+        pages: u32,
+        bytes: &[u8],
+        report: &mut ExecutorReport,
+    ) -> Result<()> {
+        self.decode_pages(first_page, pages, bytes, report, true)
+    }
+
+    fn decode_pages(
+        &mut self,
+        first_page: u32,
+        pages: u32,
+        bytes: &[u8],
+        report: &mut ExecutorReport,
+        only_leaves: bool,
+    ) -> Result<()> {
+        let task = self.task;
+        let page_size = task.page_size() as usize;
+        let want = pages as usize * page_size;
+        if bytes.len() < want {
+            let last = first_page + pages - 1;
+            return Err(task.corrupt(
+                first_page + (bytes.len() / page_size) as u32,
+                format!(
+                    "short read: the file ends inside pages {first_page}..={last} (did it shrink during the scan?)"
+                ),
+            ));
+        }
+        for (k, page) in bytes[..want].chunks_exact(page_size).enumerate() {
+            let page_no = first_page + k as u32;
+            if only_leaves && !self.is_leaf(page_no) {
+                report.wasted_bytes += page_size as u64;
+                continue;
+            }
+            self.kernel
+                .decode_page(page_no, page, &mut self.spills)
+                .map_err(|what| task.corrupt(page_no, what))?;
+            report.pages += 1;
+        }
+        while let Some(spill) = self.spills.pop() {
+            self.follow_overflow(spill, report)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `page` is one of the range's leaf pages (pages must be asked in file order).
+    fn is_leaf(&mut self, page: u32) -> bool {
+        let extents = &self.task.extents;
+        while extents
+            .get(self.extent_cursor)
+            .is_some_and(|e| e.last_page() < page)
+        {
+            self.extent_cursor += 1;
+        }
+        extents
+            .get(self.extent_cursor)
+            .is_some_and(|e| e.first_page <= page)
+    }
+
+    /// Completes a record whose needed bytes continue on overflow pages, reading the chain
+    /// only as far as the kernel asks.
+    fn follow_overflow(&mut self, spill: Spill, report: &mut ExecutorReport) -> Result<()> {
+        let task = self.task;
+        let header = &task.header;
+        let broken = |e: partitioner::cell::ChainError| task.corrupt(e.page, e.what);
+        let mut chain = OverflowChain::new(
+            header,
+            spill.page,
+            spill.rowid,
+            spill.payload_len,
+            spill.local.len(),
+            spill.first_overflow,
+        )
+        .map_err(broken)?;
+        self.chain_pages.clear();
+        let mut payload = spill.local.clone();
+        loop {
+            let complete = payload.len() as u64 == spill.payload_len;
+            match self
+                .kernel
+                .eval_spill(&spill, &payload, complete)
+                .map_err(|what| task.corrupt(spill.page, what))?
+            {
+                RecordOutcome::Done => return Ok(()),
+                RecordOutcome::NeedMore if complete => {
+                    return Err(task.corrupt(
+                        spill.page,
+                        format!("rowid {}: record runs past its payload", spill.rowid),
+                    ))
+                }
+                RecordOutcome::NeedMore => {}
+            }
+            let Some(next) = chain
+                .next_page(header, &mut self.chain_pages)
+                .map_err(broken)?
+            else {
+                return Err(task.corrupt(
+                    spill.page,
+                    format!("rowid {}: overflow chain ended early", spill.rowid),
+                ));
+            };
+            self.read_page(next, "overflow page")?;
+            let take = chain.took(be_u32(&self.overflow_page, 0).unwrap_or(0));
+            payload.extend_from_slice(self.overflow_page.get(4..4 + take).unwrap_or(&[]));
+            report.overflow_pages += 1;
+            report.bytes_read += u64::from(task.page_size());
+        }
+    }
+
+    /// Reads the latest committed copy of `page` into `self.overflow_page`, from the
+    /// write-ahead log when it has one, else from the database file.
+    fn read_page(&mut self, page: u32, what: &str) -> Result<()> {
+        let task = self.task;
+        let location = match &task.wal {
+            Some(wal) => wal.location(page),
+            None => PageLocation::Main(task.offset(page)),
+        };
+        self.overflow_page.resize(task.page_size() as usize, 0);
+        let (slot, path, offset) = match location {
+            PageLocation::Main(offset) => (&mut self.overflow_file, &task.path, offset),
+            PageLocation::Wal(offset) => {
+                let wal = task.wal.as_ref().expect("a WAL location comes from a WAL");
+                (&mut self.wal_file, &wal.path, offset)
+            }
+        };
+        if slot.is_none() {
+            let f = File::open(path).map_err(|e| task.io_error("open", path, None, e))?;
+            *slot = Some(f);
+        }
+        let file = slot.as_ref().expect("opened above");
+        file.read_exact_at(&mut self.overflow_page, offset)
+            .map_err(|e| task.io_error(format!("read {what} {page}"), path, Some(offset), e))
+    }
+
+    /// Decodes the range's pages whose latest copy is in the write-ahead log. A live log holds
+    /// few pages (it is checkpointed every 1000 by default), so they are read one by one.
+    pub(crate) fn decode_wal_pages(&mut self, report: &mut ExecutorReport) -> Result<()> {
+        let task = self.task;
+        for &(page, _) in &task.wal_pages {
+            self.read_page(page, "page")?;
+            let bytes = std::mem::take(&mut self.overflow_page);
+            let decoded = self.decode_pages(page, 1, &bytes, report, false);
+            self.overflow_page = bytes;
+            decoded?;
+            report.reads_submitted += 1;
+            report.bytes_read += u64::from(task.page_size());
+            report.wal_pages += 1;
+        }
+        Ok(())
+    }
+
+    /// Ends the executor's scan: the kernel's partial and the report's final figures.
+    pub(crate) fn finish(
+        self,
+        mut report: ExecutorReport,
+        started: Instant,
+        cpu_before: CpuTime,
+    ) -> (K::Partial, ExecutorReport) {
+        report.rows = self.kernel.rows();
+        report.wall_s = started.elapsed().as_secs_f64();
+        let used = CpuTime::thread().since(cpu_before);
+        report.user_s = used.user_s;
+        report.sys_s = used.sys_s;
+        (self.kernel.finish(), report)
+    }
+}
