@@ -26,7 +26,7 @@ use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use partitioner::create_table::parse_create_table;
-use partitioner::pager::wal_path;
+use partitioner::sidecar::wal_path;
 use partitioner::{Affinity, DbHeader, DefaultValue, Error, PageFile, PageLocation, TablePlan};
 
 use crate::XorShift;
