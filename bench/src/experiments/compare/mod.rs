@@ -15,6 +15,8 @@
 //! "warm" means the operating system's page cache, read once right before the run; "cold"
 //! empties it first ([`super::drop_page_cache`]). Rounds interleave every engine, cold then warm.
 
+mod markdown;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -366,7 +368,7 @@ pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
     write_json(&opts.out.join("compare.json"), &report)?;
     write_file(
         &opts.out.join("compare.md"),
-        super::summary::compare_markdown(&report, opts.repeat),
+        markdown::compare_markdown(&report, opts.repeat),
     )?;
     Ok(report)
 }

@@ -7,12 +7,16 @@
 //! - `results.csv`: one row per configuration ([`CSV_HEADER`]), skipped ones included with
 //!   their reason;
 //! - `runs.json`: every run's configuration, round and full [`engine::ScanReport`];
-//! - `summary.md`: the machine, the tables, the skipped configurations ([`super::summary`]);
+//! - `summary.md`: the machine, the tables, the skipped configurations (`scale/markdown.rs`,
+//!   built with [`super::markdown`]);
 //! - `throughput-vs-cores.svg`, `throughput-vs-readahead.svg` and
-//!   `request-size-vs-readahead.svg` ([`super::plots`]).
+//!   `request-size-vs-readahead.svg` (`scale/charts.rs`, drawn with [`super::plots`]).
 //!
 //! Speedup and parallel efficiency compare a configuration with the 1-core run of the same
 //! other settings (median against median); they are empty when `--cores` has no 1.
+
+mod charts;
+mod markdown;
 
 use std::path::{Path, PathBuf};
 
@@ -396,11 +400,8 @@ fn summarize_one(
 fn write_outputs(outcome: &ScaleOutcome, dir: &Path) -> Result<()> {
     write_csv(&outcome.configs, outcome.cache, &dir.join("results.csv"))?;
     write_json(&dir.join("runs.json"), outcome)?;
-    super::write_file(
-        &dir.join("summary.md"),
-        super::summary::scale_markdown(outcome),
-    )?;
-    for (name, chart) in super::plots::scale_charts(outcome) {
+    super::write_file(&dir.join("summary.md"), markdown::scale_markdown(outcome))?;
+    for (name, chart) in charts::scale_charts(outcome) {
         chart.draw_svg(&dir.join(name))?;
     }
     Ok(())
