@@ -2,9 +2,14 @@
 //! contract shared by all of them.
 //!
 //! Contract (see `design.md`): an error is one line on stderr starting with `error:` and exit
-//! status 1; usage errors are clap's, with status 2; `--help` and `--version` exit 0. A panic
-//! is reported the same way (one `error: internal error: ...` line, status 1), never as
-//! Rust's multi-line panic message.
+//! status 1; a usage error is one `error:` line too, with status 2 (clap's message with its
+//! usage block and hints folded into that line, see [`usage_line`]); `--help` and `--version`
+//! exit 0. A panic is reported the same way (one `error: internal error: ...` line, status 1),
+//! never as Rust's multi-line panic message.
+//!
+//! Every option that takes a value accepts a negative-looking one (`--discount -0.06`,
+//! `--cores -1`), so that its value parser, not clap's "unexpected argument" path, rejects it
+//! with a message about the value ([`command`]).
 
 mod bench;
 mod explain;
@@ -14,7 +19,8 @@ mod topology;
 
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::error::ErrorKind;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use partitioner::topology::{plan_executors, IoMode, Machine, SqpollPolicy};
 
 /// Thread-per-core table scans of SQLite-format files, answering TPC-H Q6.
@@ -43,8 +49,13 @@ enum Command {
 /// Parses the arguments, runs the subcommand and reports the outcome as the exit status.
 pub fn main() -> ExitCode {
     install_panic_hook();
-    // Usage errors print clap's message and exit 2; --help/--version exit 0.
-    let cli = Cli::parse();
+    let cli = match command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
+        Ok(cli) => cli,
+        Err(e) => return usage_exit(&e),
+    };
     match std::panic::catch_unwind(|| run(cli)) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
@@ -54,6 +65,66 @@ pub fn main() -> ExitCode {
         // The panic hook has already printed the error line.
         Err(_) => ExitCode::from(1),
     }
+}
+
+/// The command line as clap builds it from [`Cli`], with two settings applied to every
+/// subcommand: an option that takes a value accepts a negative-looking one (its value parser
+/// decides), and a missing subcommand is an error rather than the help text on stderr.
+fn command() -> clap::Command {
+    fn adjust(cmd: clap::Command) -> clap::Command {
+        cmd.arg_required_else_help(false)
+            .mut_args(|a| {
+                if !a.get_action().takes_values() || a.is_positional() {
+                    a
+                } else if a.get_value_delimiter().is_some() {
+                    // A list ("-1,2") is not a number to clap: take any value after the option.
+                    a.allow_hyphen_values(true)
+                } else {
+                    a.allow_negative_numbers(true)
+                }
+            })
+            .mut_subcommands(adjust)
+    }
+    adjust(Cli::command())
+}
+
+/// Prints `--help`/`--version` (exit 0) or a usage error as one `error:` line (exit 2).
+fn usage_exit(e: &clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            eprintln!("error: {}", usage_line(e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Clap's error message on one line: its first line without `error: `, then its detail lines
+/// (`[possible values: ...]`, the missing arguments, `tip: ...`), up to the usage block, which
+/// is left out (`--help` shows it).
+fn usage_line(e: &clap::Error) -> String {
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        return "a subcommand or argument is missing (see --help)".into();
+    }
+    let text = e.render().to_string();
+    let mut line = String::new();
+    for part in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if part.starts_with("Usage:") || part.starts_with("For more information") {
+            break;
+        }
+        let part = part.strip_prefix("error: ").unwrap_or(part);
+        if !line.is_empty() {
+            line.push_str(if part.starts_with("tip:") { "; " } else { " " });
+        }
+        line.push_str(part);
+    }
+    if line.is_empty() {
+        line = e.kind().to_string();
+    }
+    line
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -230,6 +301,10 @@ pub fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
             return Err("expected a list like 0,2-3".into());
         }
         match part.split_once('-') {
+            // "-1", "2-": a sign or half a range, not a CPU.
+            Some((a, b)) if a.trim().is_empty() || b.trim().is_empty() => {
+                return Err(format!("'{}' is not a CPU number", part.trim()));
+            }
             Some((a, b)) => {
                 let (a, b) = (number(a)?, number(b)?);
                 if a > b {
