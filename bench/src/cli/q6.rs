@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use bench::sql::{q6_sql, Q6Select};
 use clap::Args;
 use engine::{run_q6, ExecutorSpec, Q6Params, ScanReport, ScanSettings, SqpollMode};
 use partitioner::topology::{IoMode, Machine, Topology};
@@ -52,6 +53,10 @@ pub struct Q6Args {
     /// Print one JSON object instead of the report.
     #[arg(long)]
     json: bool,
+    /// Print this Q6's SQL text (the table's name and the parameters substituted, as the
+    /// oracle, sqlite3, DuckDB and Turso run it) and exit without scanning.
+    #[arg(long, conflicts_with = "json")]
+    print_sql: bool,
 }
 
 /// Checks one Q6 parameter with [`Q6Params::parse`] (the others at their defaults), so a bad
@@ -84,6 +89,10 @@ fn quantity_arg(s: &str) -> Result<String, String> {
 pub fn run(args: Q6Args) -> anyhow::Result<()> {
     let params = Q6Params::parse(&args.date, &args.discount, &args.quantity)?;
     let plan = TablePlan::open(&args.db, &args.table)?;
+    if args.print_sql {
+        println!("{}", q6_sql(&plan.table.name, &params, Q6Select::Revenue));
+        return Ok(());
+    }
     let defaults = ScanSettings::defaults(plan.header.page_size);
     let sqpoll: Option<SqpollMode> = args.sqpoll.map(Into::into);
     let io: Option<IoMode> = args.io.map(Into::into);

@@ -216,3 +216,27 @@ fn corrupt_files_name_the_file() {
         corescan(["explain".as_ref(), path.as_os_str()]).assert_error(&[path.to_str().unwrap()]);
     }
 }
+
+#[test]
+fn print_sql_is_the_q6_text_every_engine_runs() {
+    let db = tiny_db();
+    let run = corescan([
+        "q6".as_ref(),
+        db.as_os_str(),
+        "--print-sql".as_ref(),
+        "--discount=0.07".as_ref(),
+    ]);
+    assert_eq!(run.status, 0, "{run:?}");
+    let sql = run.stdout.trim();
+    let params = engine::Q6Params::parse("1994-01-01", "0.07", "24").unwrap();
+    assert_eq!(
+        sql,
+        bench::sql::q6_sql("LINEITEM", &params, bench::sql::Q6Select::Revenue)
+    );
+    // SQLite running that text gives the oracle's answer (as a float).
+    let revenue: f64 = crate::open(db).query_row(sql, [], |r| r.get(0)).unwrap();
+    let exact = bench::oracle::q6(db, "LINEITEM", &params).unwrap();
+    assert!(exact.rows_matched > 0);
+    let want = exact.revenue_ten_thousandths as f64 / 10_000.0;
+    assert!((revenue - want).abs() < 1e-6 * want, "{revenue} vs {want}");
+}

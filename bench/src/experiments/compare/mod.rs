@@ -4,8 +4,8 @@
 //! | engine | reads | answer |
 //! |---|---|---|
 //! | corescan | the SQLite file, defaults (`--io auto`, one executor per CPU) | exact |
-//! | SQLite (rusqlite) | the same file, in-process, the oracle's integer-sum SQL | exact |
-//! | `sqlite3` CLI | the same file, read-only, standard Q6 ([`peers::q6_sql`]) | float |
+//! | SQLite (rusqlite) | the same file, in-process, the same Q6 with the oracle's integer sum | exact |
+//! | `sqlite3` CLI | the same file, read-only, standard Q6 ([`crate::sql::q6_sql`]) | float |
 //! | DuckDB (`duckdb`) | its own `.duckdb` copy of the table, `DECIMAL(15,2)` columns | exact decimal |
 //! | Turso (`pyturso`) | a private copy of the file (Turso writes to what it opens) | float |
 //!
@@ -31,7 +31,8 @@ use super::{
     check_answer, create_out_dir, prepare_cache, progress_bar, write_file, write_json, CacheMode,
     CachePrep, ExperimentError, Result, Spread,
 };
-use crate::oracle::{self, quote_identifier, OracleAnswer};
+use crate::oracle::{self, OracleAnswer};
+use crate::sql::{q6_sql, Q6Select};
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,7 +183,7 @@ pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
     let topology = partitioner::topology::Machine::detect().ok();
     let table = plan.table.name.clone();
     let expected = oracle::q6(&opts.db, &table, &params)?;
-    let sql = peers::q6_sql(&table, &params);
+    let sql = q6_sql(&table, &params, Q6Select::Revenue);
     let cache = peers::cache_dir(&opts.out, &opts.db)?;
     let db = opts.db.display().to_string();
     let mut notes = Vec::new();
@@ -454,7 +455,7 @@ fn run_engine(
         Engine::Sqlite3Cli => Ok((peers::run_sqlite3(file, sql)?, None)),
         Engine::Duckdb => {
             // DuckDB's copy names the table in lower case.
-            let duck_sql = peers::q6_sql(&table.to_ascii_lowercase(), params);
+            let duck_sql = q6_sql(&table.to_ascii_lowercase(), params, Q6Select::Revenue);
             Ok((
                 peers::run_python("duckdb", "duckdb-q6", file, &duck_sql)?.0,
                 None,
@@ -464,8 +465,8 @@ fn run_engine(
     }
 }
 
-/// The oracle's Q6 (integer sum of cents, parameters bound as the file stores them) without
-/// its second pass counting every row, so that SQLite is timed on the query alone.
+/// The oracle's Q6 (the same text, selecting the integer sum of cents) without its second pass
+/// counting every row, so that SQLite is timed on the query alone.
 fn sqlite_q6(db: &Path, table: &str, params: &Q6Params) -> Result<(u64, i128)> {
     let fail = |source| ExperimentError::Sqlite {
         path: db.to_path_buf(),
@@ -473,33 +474,9 @@ fn sqlite_q6(db: &Path, table: &str, params: &Q6Params) -> Result<(u64, i128)> {
         source,
     };
     let conn = oracle::open_read_only(db)?;
-    let sql = format!(
-        "SELECT count(*), coalesce(sum(CAST(round(L_EXTENDEDPRICE * 100) AS INTEGER)
-                                      * CAST(round(L_DISCOUNT * 100) AS INTEGER)), 0)
-         FROM {}
-         WHERE L_SHIPDATE >= ?1 AND L_SHIPDATE < ?2
-           AND L_DISCOUNT BETWEEN ?3 AND ?4
-           AND L_QUANTITY < ?5",
-        quote_identifier(table)
-    );
-    let real = |h: i64| {
-        engine::q6::format_hundredths(h)
-            .parse::<f64>()
-            .unwrap_or(f64::NAN)
-    };
-    let (lo, hi) = params.discount_bounds();
+    let sql = q6_sql(table, params, Q6Select::CountAndExactRevenue);
     let (matched, revenue): (i64, i64) = conn
-        .query_row(
-            &sql,
-            rusqlite::params![
-                params.date.to_string(),
-                params.date_end().to_string(),
-                real(lo),
-                real(hi),
-                real(params.quantity_hundredths)
-            ],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
+        .query_row(&sql, [], |row| Ok((row.get(0)?, row.get(1)?)))
         .map_err(fail)?;
     Ok((matched as u64, i128::from(revenue)))
 }
