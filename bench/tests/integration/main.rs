@@ -8,6 +8,8 @@
 //! - [`scan`]: the engine's Q6 answer against the oracle under every core count, readahead
 //!   window and coalescing size ([`scan::ScanTester`]), on every layout;
 //! - [`wal`]: live WAL databases (committed, torn and uncommitted log tails) against SQLite;
+//! - [`symlinks`]: database paths that are symbolic links (the log and journal beside the
+//!   target count, as in SQLite) for `q6`, `explain` and `bench`;
 //! - [`faults`]: each I/O fallback forced through `CORESCAN_FAULTS`;
 //! - [`cli`]: the error contract (one `error:` line naming the file, exit status 1; usage
 //!   errors 2) and `--version`.
@@ -22,6 +24,7 @@ mod faults;
 mod gen;
 mod oracle;
 mod scan;
+mod symlinks;
 mod wal;
 
 use std::path::{Path, PathBuf};
