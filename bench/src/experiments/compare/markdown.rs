@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{CompareReport, Engine, EngineInfo};
+use super::report::{CompareReport, Engine, EngineInfo};
 use crate::experiments::markdown::{thousands, Table};
 use crate::experiments::peers::FLOAT_RULE;
 use crate::experiments::{cache_words, CacheMode, CachePrep};

@@ -16,20 +16,22 @@
 //! empties it first ([`super::drop_page_cache`]). Rounds interleave every engine, cold then warm.
 
 mod markdown;
+mod report;
+
+pub use report::{CompareReport, CompareResult, CompareRun, Engine, EngineInfo};
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use engine::{run_q6, Q6Params, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
-use serde::Serialize;
 
 use super::machine::Machine;
 use super::peers::{self, Answer, PeerRun, FLOAT_RULE};
 use super::runner::place;
 use super::{
     check_answer, create_out_dir, prepare_cache, progress_bar, write_file, write_json, CacheMode,
-    CachePrep, ExperimentError, Result, Spread,
+    ExperimentError, Result, Spread,
 };
 use crate::oracle::{self, OracleAnswer};
 use crate::sql::{q6_sql, Q6Select};
@@ -47,127 +49,6 @@ pub struct CompareOptions {
     pub out: PathBuf,
     /// Show a progress bar on stderr (hidden anyway when stderr is not a terminal).
     pub progress: bool,
-}
-
-/// The engines, in run order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Engine {
-    /// corescan with its defaults, in-process.
-    Corescan,
-    /// SQLite through rusqlite, in-process.
-    Sqlite,
-    /// The `sqlite3` shell.
-    Sqlite3Cli,
-    /// DuckDB through Python.
-    Duckdb,
-    /// Turso through Python.
-    Turso,
-}
-
-impl Engine {
-    /// Every engine.
-    pub const ALL: [Engine; 5] = [
-        Engine::Corescan,
-        Engine::Sqlite,
-        Engine::Sqlite3Cli,
-        Engine::Duckdb,
-        Engine::Turso,
-    ];
-
-    /// The name in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Corescan => "corescan",
-            Engine::Sqlite => "sqlite (rusqlite)",
-            Engine::Sqlite3Cli => "sqlite3 CLI",
-            Engine::Duckdb => "duckdb (python)",
-            Engine::Turso => "turso (python pyturso)",
-        }
-    }
-}
-
-/// One engine as the comparison used it.
-#[derive(Debug, Clone, Serialize)]
-pub struct EngineInfo {
-    /// Which engine.
-    pub engine: Engine,
-    /// Its version, when known.
-    pub version: Option<String>,
-    /// Why it was skipped, when it was.
-    pub skipped: Option<String>,
-    /// The files it reads (dropped or warmed before each run).
-    pub files: Vec<String>,
-    /// How it reads the data.
-    pub reads: String,
-    /// The total size of `files`, in bytes (DuckDB's columnar copy is much smaller than the
-    /// SQLite file: it reads different bytes, not just fewer).
-    pub bytes: u64,
-    /// How its answer is checked: `exact` or `float`.
-    pub check: &'static str,
-}
-
-/// One timed run.
-#[derive(Debug, Clone, Serialize)]
-pub struct CompareRun {
-    /// The engine.
-    pub engine: Engine,
-    /// Cold or warm.
-    pub mode: CacheMode,
-    /// The round, 0-based.
-    pub repeat: usize,
-    /// How the page cache was prepared.
-    pub cache: CachePrep,
-    /// Seconds from opening the database to the answer.
-    pub wall_s: f64,
-    /// The answer as printed by the engine.
-    pub printed: String,
-    /// The parsed answer.
-    pub answer: Answer,
-    /// For corescan: the I/O path that ran.
-    pub detail: Option<String>,
-}
-
-/// The medians of one engine in one cache mode.
-#[derive(Debug, Clone, Serialize)]
-pub struct CompareResult {
-    /// The engine.
-    pub engine: Engine,
-    /// Cold or warm.
-    pub mode: CacheMode,
-    /// Wall time, seconds.
-    pub wall_s: Spread,
-    /// This engine's median over corescan's in the same mode (above 1: corescan is faster).
-    pub vs_corescan: Option<f64>,
-}
-
-/// Everything the comparison measured.
-#[derive(Debug, Clone, Serialize)]
-pub struct CompareReport {
-    /// The database file.
-    pub db: String,
-    /// The table.
-    pub table: String,
-    /// The machine.
-    pub machine: Machine,
-    /// The exact revenue.
-    pub revenue: String,
-    /// Rows matched.
-    pub rows_matched: u64,
-    /// Rows in the table.
-    pub rows_scanned: u64,
-    /// The SQL the peers ran.
-    pub sql: String,
-    /// How float answers were compared.
-    pub float_rule: &'static str,
-    /// Every engine, run or skipped.
-    pub engines: Vec<EngineInfo>,
-    /// Every run.
-    pub runs: Vec<CompareRun>,
-    /// Medians per engine and mode.
-    pub results: Vec<CompareResult>,
-    /// What was prepared (copies made or reused).
-    pub notes: Vec<String>,
 }
 
 /// Runs the comparison and writes `compare.md` and `compare.json`.

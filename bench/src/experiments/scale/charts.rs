@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{ConfigSummary, ScaleOutcome};
+use super::outcome::{ConfigSummary, ScaleOutcome};
 use crate::experiments::plots::{LineChart, Point, Series, XAxis};
 use crate::experiments::runner::ScanConfig;
 use crate::experiments::{io_name, sqpoll_name, CacheMode, Spread};

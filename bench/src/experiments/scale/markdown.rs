@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{ConfigSummary, ScaleOutcome};
+use super::outcome::{ConfigSummary, ScaleOutcome};
 use crate::experiments::markdown::{num, thousands, Table};
 use crate::experiments::{cache_words, io_name, sqpoll_name, CachePrep};
 
