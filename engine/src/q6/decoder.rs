@@ -28,12 +28,11 @@ use partitioner::format::{
 pub use crate::scan::kernel::{RecordOutcome, Spill};
 
 use crate::q6::params::{PartialAggregate, Q6Filter};
-use crate::value::ValueRef;
 
 mod predicate;
 
 pub use predicate::Q6ColumnTypes;
-use predicate::{hundredths, Q6Predicates};
+use predicate::{hundredths, Q6Predicates, Stored};
 
 /// Positions of the four Q6 columns in the table's records (0-based, declaration order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,29 +74,6 @@ impl MissingValue {
             MissingValue::Real(x) => Stored::Real(*x),
             MissingValue::Text(t) => Stored::Text(t),
             MissingValue::Blob => Stored::Blob,
-        }
-    }
-}
-
-/// A value of one of the Q6 columns, as stored (a blob's bytes are never needed: Q6 compares
-/// no blob with a blob).
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Stored<'a> {
-    Null,
-    Int(i64),
-    Real(f64),
-    Text(&'a [u8]),
-    Blob,
-}
-
-impl<'a> Stored<'a> {
-    fn as_value_ref(self) -> ValueRef<'a> {
-        match self {
-            Stored::Null => ValueRef::Null,
-            Stored::Int(i) => ValueRef::Integer(i),
-            Stored::Real(x) => ValueRef::Real(x),
-            Stored::Text(t) => ValueRef::Text(t),
-            Stored::Blob => ValueRef::Blob(&[]),
         }
     }
 }

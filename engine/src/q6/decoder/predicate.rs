@@ -14,7 +14,28 @@ use crate::datatype3::{self, comparison_affinity, Affinity, Collation};
 use crate::q6::params::Q6Filter;
 use crate::value::{numeric_affinity_of_text, Number, ValueRef};
 
-use super::Stored;
+/// A value of one of the Q6 columns, as stored (a blob's bytes are never needed: Q6 compares
+/// no blob with a blob).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Stored<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a [u8]),
+    Blob,
+}
+
+impl<'a> Stored<'a> {
+    pub(super) fn as_value_ref(self) -> ValueRef<'a> {
+        match self {
+            Stored::Null => ValueRef::Null,
+            Stored::Int(i) => ValueRef::Integer(i),
+            Stored::Real(x) => ValueRef::Real(x),
+            Stored::Text(t) => ValueRef::Text(t),
+            Stored::Blob => ValueRef::Blob(&[]),
+        }
+    }
+}
 
 /// How SQLite stores and compares each Q6 column: its affinity and collation, in the order
 /// quantity, extended price, discount, ship date (as [`crate::q6::Q6_COLUMNS`]).
