@@ -27,7 +27,8 @@
 //!    the kernel and its [`partitioner::LeafRange`], collect the partials in range order over
 //!    crossbeam-channel and measure the run; the first failure stops the run with an error
 //!    naming the CPU and page;
-//! 5. [`q6`]: TPC-H Q6 on top: parameters and exact decimals ([`Q6Params`]), the record
+//! 5. kernels on top: [`census`] (rows and overflow pages, for `explain --census`) and
+//!    [`q6`]: TPC-H Q6: parameters and exact decimals ([`Q6Params`]), the record
 //!    decoder ([`LeafDecoder`]) with its predicates under each column's affinity and
 //!    collation, as a kernel, and [`run_q6`].
 //!
@@ -42,6 +43,7 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod census;
 pub mod coordinator;
 pub mod cputime;
 pub mod datatype3;
