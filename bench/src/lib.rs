@@ -7,6 +7,8 @@
 //!   ([`gen::generate`] behind `corescan gen`): upper-case names, `DECIMAL(15,2)` money columns
 //!   stored as an integer when the value has no fraction and as a REAL otherwise, dates as
 //!   `'YYYY-MM-DD'` text;
+//! - [`sql`] renders the TPC-H Q6 text once, for every engine that runs it (the oracle,
+//!   SQLite, the `sqlite3` shell, DuckDB, Turso);
 //! - [`oracle`] answers TPC-H Q6 exactly through SQLite ([`oracle::q6`]), the reference every
 //!   engine answer is compared with;
 //! - [`experiments`] runs the measurements behind `corescan bench` (core-count scaling,

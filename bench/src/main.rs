@@ -1,4 +1,4 @@
-//! The `corescan` binary: a thin entry point over [`cli`], which parses the command line, runs
+//! The `corescan` binary: a thin entry point over [`cli::command`], which parses the command line, runs
 //! the subcommand and turns every error into one `error:` line and an exit status.
 
 mod cli;
@@ -9,5 +9,5 @@ mod cli;
 static ALLOC: engine::hugepages::HugePageAlloc = engine::hugepages::HugePageAlloc;
 
 fn main() -> std::process::ExitCode {
-    cli::main()
+    cli::command::main()
 }

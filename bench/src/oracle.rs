@@ -1,16 +1,12 @@
 //! The exact TPC-H Q6 answer computed by SQLite: the reference every engine answer must equal.
 //!
 //! The oracle opens the file read-only and immutable (SQLite takes no locks and never writes,
-//! not even a journal), and runs the real Q6 predicate on the stored values, with parameters
-//! bound the way the file stores them:
-//!
-//! - the ship-date bounds as `'YYYY-MM-DD'` text (`hi` is the date plus one year, computed on
-//!   the calendar, see [`engine::q6::Date::plus_one_year`]);
-//! - the discount bounds computed exactly in hundredths (`0.06 ± 0.01` is `0.05..=0.07`), then
-//!   printed and parsed as f64, giving the nearest double, the same value a TPC-H file stores
-//!   for `0.07`;
-//! - the revenue summed in integers, `round(price * 100) * round(discount * 100)`, so the result
-//!   is an exact count of 1/10000 units rather than a float.
+//! not even a journal), and runs the real Q6 query on the stored values: the text
+//! [`crate::sql::q6_sql`] renders for every engine (parameters as literals: the ship-date window
+//! as `'YYYY-MM-DD'` text, the discount bounds as computed decimals such as `0.05` and `0.07`,
+//! the quantity as TPC-H writes it), selecting the row count and the revenue summed in
+//! integers, `round(price * 100) * round(discount * 100)`, so the result is an exact count of
+//! 1/10000 units rather than a float.
 //!
 //! NULLs follow SQL: a row with a NULL ship date, discount or quantity fails the predicate; a
 //! row that matches with a NULL price counts in `rows_matched` but adds nothing to the revenue
@@ -20,8 +16,10 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use engine::q6::format_hundredths;
 pub use engine::q6::{format_ten_thousandths as format_revenue, Q6Params};
+
+pub use crate::sql::quote_identifier;
+use crate::sql::{q6_sql, Q6Select};
 
 /// The oracle's Q6 result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,42 +78,16 @@ pub fn q6_on(
     table: &str,
     params: &Q6Params,
 ) -> Result<OracleAnswer, rusqlite::Error> {
+    let sql = q6_sql(table, params, Q6Select::CountAndExactRevenue);
+    let (matched, revenue): (i64, i64) =
+        conn.query_row(&sql, [], |row| Ok((row.get(0)?, row.get(1)?)))?;
     let t = quote_identifier(table);
-    let sql = format!(
-        "SELECT count(*), coalesce(sum(CAST(round(L_EXTENDEDPRICE * 100) AS INTEGER)
-                                      * CAST(round(L_DISCOUNT * 100) AS INTEGER)), 0)
-         FROM {t}
-         WHERE L_SHIPDATE >= ?1 AND L_SHIPDATE < ?2
-           AND L_DISCOUNT BETWEEN ?3 AND ?4
-           AND L_QUANTITY < ?5"
-    );
-    let as_real = |h: i64| -> f64 {
-        format_hundredths(h)
-            .parse()
-            .expect("a formatted decimal parses as f64")
-    };
-    let (matched, revenue): (i64, i64) = conn.query_row(
-        &sql,
-        rusqlite::params![
-            params.date.to_string(),
-            params.date_end().to_string(),
-            as_real(params.discount_bounds().0),
-            as_real(params.discount_bounds().1),
-            as_real(params.quantity_hundredths),
-        ],
-        |row| Ok((row.get(0)?, row.get(1)?)),
-    )?;
     let scanned: i64 = conn.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))?;
     Ok(OracleAnswer {
         revenue_ten_thousandths: i128::from(revenue),
         rows_matched: matched as u64,
         rows_scanned: scanned as u64,
     })
-}
-
-/// `name` as a quoted SQL identifier: `"name"`, with embedded quotes doubled.
-pub fn quote_identifier(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// A `file:` URI for `path` with `immutable=1`, percent-encoding every byte that is not

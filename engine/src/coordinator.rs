@@ -8,7 +8,7 @@
 //! coordinator always receives exactly one message per executor, so it never waits forever.
 //!
 //! Layering: the top of the generic engine. It uses the settings, the backend policy
-//! ([`crate::backend::policy`], one resolved choice with all its notices), the scan loops and
+//! (`crate::backend::policy`, one resolved choice with all its notices), the scan loops and
 //! the reports; nothing below imports it. Queries (such as [`crate::q6`]) are built on
 //! [`run_scan`].
 

@@ -1,4 +1,7 @@
 //! CPU time and peak memory from `getrusage`, for the process and for the calling thread.
+//!
+//! Layering: a leaf of the crate (imports nothing from it); the scan loops and the coordinator
+//! measure with it.
 
 use serde::Serialize;
 

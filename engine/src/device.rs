@@ -7,6 +7,9 @@
 //! window somewhere between the ring and the disk. A file on a partition or a device-mapper volume is resolved
 //! to the disk(s) underneath. The counters are device-wide: other I/O on the same disk during the
 //! scan is counted too.
+//!
+//! Layering: a leaf of the crate (imports nothing from it); the coordinator reads the counters
+//! around a run.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;

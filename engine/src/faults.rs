@@ -11,6 +11,9 @@
 //! | `memlock` | `RLIMIT_MEMLOCK` is 64 KiB and the process may not exceed it | shrinks glommio's I/O memory, or fails naming the limit |
 //!
 //! Each fallback is reported in the run's `io.notice`.
+//!
+//! Layering: a leaf of the crate (imports nothing from it); the backends, their policy and the
+//! coordinator consult it.
 
 use std::sync::OnceLock;
 

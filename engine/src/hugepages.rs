@@ -23,6 +23,8 @@
 //! Huge pages are a hint: with transparent huge pages disabled (`never`) or memory too
 //! fragmented, the kernel backs the region with small pages and everything still works, only
 //! with more segments per read. [`huge_page_bytes`] tells what the kernel actually did.
+//!
+//! Layering: a leaf of the crate (imports nothing from it); backends and the policy use it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io;

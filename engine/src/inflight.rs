@@ -4,6 +4,8 @@
 //! reactor; the reactor submits everything queued so far with a single `io_uring_enter` when the
 //! task next yields. The decoder then awaits the oldest read only. The ring's storage is
 //! allocated once per scan, so steady-state reads cost no allocation here.
+//!
+//! Layering: a leaf of the crate (imports nothing from it); the `dma` scan loop uses it.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;

@@ -13,10 +13,12 @@
 //! 1. [`settings`] ([`ScanSettings`], [`IoChoice`], [`ExecutorSpec`], CPU lists) and
 //!    [`error`]; beside them the plain building blocks [`readahead`] (the read plan, window
 //!    and [`readahead::ReadSchedule`], the one readahead loop's state machine), [`faults`],
-//!    [`hugepages`], [`inflight`], [`cputime`] and [`device`];
+//!    [`hugepages`], [`inflight`], [`cputime`] and [`device`]; and SQLite's value semantics,
+//!    which every evaluator calls: [`value`] (storage classes and SQLite's conversions) and
+//!    [`datatype3`] (comparison affinity, collations, the order of values);
 //! 2. [`backend`]: the I/O paths (a private io_uring with optional SQPOLL, `pread`, `mmap`) as
 //!    passive readers of byte ranges that return their own statistics, and
-//!    [`backend::policy`], which resolves `auto`, SQPOLL placement, the runtime and glommio's
+//!    `backend::policy`, which resolves `auto`, SQPOLL placement, the runtime and glommio's
 //!    memory into one choice with all its notices;
 //! 3. [`scan`]: one executor's loops (the async glommio `dma` loop and the synchronous loop
 //!    over the other backends), both driving the same readahead schedule, and the seam
@@ -25,8 +27,10 @@
 //!    the kernel and its [`partitioner::LeafRange`], collect the partials in range order over
 //!    crossbeam-channel and measure the run; the first failure stops the run with an error
 //!    naming the CPU and page;
-//! 5. [`q6`]: TPC-H Q6 on top: parameters and exact decimals ([`Q6Params`]), the record
-//!    decoder ([`LeafDecoder`]) as a kernel, and [`run_q6`].
+//! 5. kernels on top: [`census`] (rows and overflow pages, for `explain --census`) and
+//!    [`q6`]: TPC-H Q6: parameters and exact decimals ([`Q6Params`]), the record
+//!    decoder ([`LeafDecoder`]) with its predicates under each column's affinity and
+//!    collation, as a kernel, and [`run_q6`].
 //!
 //! ## Policy
 //!
@@ -39,6 +43,7 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod census;
 pub mod coordinator;
 pub mod cputime;
 pub mod datatype3;
@@ -60,7 +65,7 @@ pub use q6::decoder;
 pub use backend::{IoBackend, SqpollMode};
 pub use coordinator::run_scan;
 pub use error::{Error, Result};
-pub use q6::{run_q6, LeafDecoder, PartialAggregate, Q6Columns, Q6Kernel, Q6Params};
+pub use q6::{run_q6, LeafDecoder, PartialAggregate, Q6ColumnTypes, Q6Columns, Q6Kernel, Q6Params};
 pub use report::{IoReport, RunReport, ScanReport};
 pub use scan::{RecordOutcome, ScanKernel, Spill};
 pub use settings::{

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::cputime::CpuTime;
 use crate::device::DeviceReport;
-use crate::scan::ExecutorReport;
+use crate::scan::task::ExecutorReport;
 
 /// Which I/O path actually ran, as opposed to what was asked for.
 #[derive(Debug, Clone, PartialEq, Serialize)]

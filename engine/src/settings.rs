@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+use crate::error::{Error, Result};
+
 pub use partitioner::topology::{MAX_COALESCE_KIB, MAX_READAHEAD};
 
 /// The I/O path an executor uses.
@@ -106,15 +108,15 @@ impl ScanSettings {
     }
 
     /// Checks the settings against the limits a topology file also enforces.
-    pub fn validate(&self) -> crate::Result<()> {
+    pub fn validate(&self) -> Result<()> {
         if self.readahead > MAX_READAHEAD {
-            return Err(crate::Error::Config(format!(
+            return Err(Error::Config(format!(
                 "readahead {} exceeds the maximum of {MAX_READAHEAD} pages",
                 self.readahead
             )));
         }
         if self.coalesce_kib > MAX_COALESCE_KIB {
-            return Err(crate::Error::Config(format!(
+            return Err(Error::Config(format!(
                 "coalescing {} KiB exceeds the maximum of {MAX_COALESCE_KIB} KiB",
                 self.coalesce_kib
             )));

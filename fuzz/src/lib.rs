@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use engine::decoder::{LeafDecoder, MissingValue, Q6Columns};
 use engine::q6::{PartialAggregate, Q6Filter, Q6Params};
-use partitioner::pager::wal_path;
+use partitioner::sidecar::wal_path;
 use partitioner::{DbHeader, Error, PageLocation, TablePlan};
 
 /// A directory for the files the b-tree and WAL targets write, private to this process.

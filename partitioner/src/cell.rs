@@ -283,3 +283,86 @@ pub fn follow_overflow_chain(
     }
     Ok(chain.expected_pages())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(page_count: u32, auto_vacuum: bool) -> DbHeader {
+        DbHeader {
+            page_size: 1024,
+            reserved_bytes: 0,
+            page_count,
+            change_counter: 1,
+            freelist_trunk: 0,
+            freelist_pages: 0,
+            largest_root_page: u32::from(auto_vacuum) * 3,
+            text_encoding: 1,
+            file_size: u64::from(page_count) * 1024,
+            write_version: 1,
+            read_version: 1,
+            schema_format: 4,
+            page_count_from_header: true,
+        }
+    }
+
+    /// Walks a chain whose pages point on as `links` says (page -> next); returns the pages
+    /// read and the payload bytes each carried, or the error.
+    fn walk(
+        db: &DbHeader,
+        payload_len: u64,
+        first: u32,
+        links: &[(u32, u32)],
+    ) -> Result<Vec<(u32, usize)>, ChainError> {
+        let mut chain = OverflowChain::new(db, 7, 42, payload_len, 100, first)?;
+        let mut seen = HashSet::new();
+        let mut read = Vec::new();
+        while let Some(page) = chain.next_page(db, &mut seen)? {
+            let next = links.iter().find(|l| l.0 == page).map_or(0, |l| l.1);
+            read.push((page, chain.took(next)));
+        }
+        Ok(read)
+    }
+
+    #[test]
+    fn a_sound_chain_carries_the_whole_payload() {
+        let db = header(100, false);
+        // 100 bytes local, 2 * 1020 + 60 spilled: three pages.
+        let read = walk(&db, 100 + 2100, 10, &[(10, 11), (11, 20)]).unwrap();
+        assert_eq!(read, [(10, 1020), (11, 1020), (20, 60)]);
+    }
+
+    #[test]
+    fn broken_chains_name_the_page_whose_pointer_is_wrong() {
+        let db = header(100, true);
+        let len = 100 + 2100;
+        let e = walk(&db, len, 10, &[(10, 11), (11, 10)]).unwrap_err();
+        assert_eq!(e.page, 11);
+        assert!(
+            e.what.contains("page 10, which is already in use"),
+            "{}",
+            e.what
+        );
+        let e = walk(&db, len, 10, &[(10, 1)]).unwrap_err();
+        assert_eq!(e.page, 10);
+        assert!(e.what.contains("page 1 is the schema root"), "{}", e.what);
+        let e = walk(&db, len, 10, &[(10, 2)]).unwrap_err();
+        assert!(e.what.contains("pointer-map page"), "{}", e.what);
+        let e = walk(&db, len, 10, &[(10, 500)]).unwrap_err();
+        assert!(e.what.contains("past the end"), "{}", e.what);
+        let e = walk(&db, len, 10, &[(10, 11)]).unwrap_err();
+        assert_eq!(e.page, 11);
+        assert!(
+            e.what.contains("rowid 42") && e.what.contains("ends after 2"),
+            "{}",
+            e.what
+        );
+        let e = walk(&db, len, 10, &[(10, 11), (11, 20), (20, 21)]).unwrap_err();
+        assert_eq!(e.page, 20);
+        assert!(e.what.contains("continues to page 21"), "{}", e.what);
+        // More pages than the file holds: the leaf is at fault, before any read.
+        let e = walk(&db, 100 + 1020 * 200, 10, &[]).unwrap_err();
+        assert_eq!(e.page, 7);
+        assert!(e.what.contains("more than the file holds"), "{}", e.what);
+    }
+}

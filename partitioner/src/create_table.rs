@@ -19,7 +19,7 @@ mod default_clause;
 mod token;
 
 pub use default_clause::{DefaultClause, Literal, Sign};
-use token::{tokenize, Token};
+use token::{skip_group, tokenize, Token};
 
 /// A parsed `CREATE TABLE` statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,24 +115,6 @@ fn split_top_level(tokens: &[Token]) -> Vec<&[Token]> {
     }
     parts.push(&tokens[start..]);
     parts
-}
-
-/// The index one past the parenthesised group that opens at `open`.
-fn skip_group(tokens: &[Token], open: usize) -> Result<usize, String> {
-    let mut depth = 0usize;
-    for (i, t) in tokens.iter().enumerate().skip(open) {
-        match t {
-            Token::Punct('(') => depth += 1,
-            Token::Punct(')') => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return Ok(i + 1);
-                }
-            }
-            _ => {}
-        }
-    }
-    Err("unbalanced parentheses".to_string())
 }
 
 /// Words that end a column's type name and start its constraints.

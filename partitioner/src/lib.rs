@@ -3,6 +3,8 @@
 //! `partitioner` reads a SQLite-format database file itself (never through SQLite) and decides
 //! which pages each executor scans:
 //!
+//! - [`sidecar`] resolves the database path as SQLite's unix VFS does (symbolic links
+//!   followed) and names the `-wal` and `-journal` files beside the result;
 //! - [`pager::PageFile`] opens the file read-only, refuses a hot `-journal` (an interrupted
 //!   write), and reads pages with bounds-checked `pread`, each from its latest committed copy:
 //!   the `-wal` log's frame when [`wal::WalIndex`] (the log's frame map, built as SQLite's
@@ -43,6 +45,7 @@ pub mod pager;
 pub mod partition;
 pub mod plan;
 pub mod schema;
+pub mod sidecar;
 pub mod topology;
 pub mod wal;
 

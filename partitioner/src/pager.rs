@@ -6,9 +6,11 @@
 //! shared file offset. When a write-ahead log (`DB-wal`) holds committed frames, every page
 //! is read from its latest committed copy: the log's frame when it has one, else the file (see
 //! [`crate::wal`]); the header then comes from the latest page 1 and the page count from the
-//! log's last commit. It refuses a hot rollback journal (`DB-journal` starting with the journal magic): a write
-//! was interrupted (or is in progress) and the file may hold half of it until SQLite rolls
-//! the journal back. An empty journal (`journal_mode=TRUNCATE`) or one whose header is zeroed
+//! log's last commit. It refuses a hot rollback journal (`DB-journal` starting with the journal
+//! magic): a write is in progress or was interrupted, and the file may hold half of it until
+//! the writer commits or SQLite rolls the journal back. Both sidecar files are looked for
+//! beside the resolved path, as SQLite does ([`crate::sidecar`]: through a symbolic link,
+//! beside its target). An empty journal (`journal_mode=TRUNCATE`) or one whose header is zeroed
 //! (`journal_mode=PERSIST` after a commit) is a finished transaction and fine.
 
 use std::fs::File;
@@ -19,69 +21,46 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::format::{be_u32, DB_HEADER_SIZE};
 use crate::header::DbHeader;
+use crate::sidecar::{sidecar_metadata, DbFiles};
 use crate::wal::{self, PageLocation, WalFingerprint, WalIndex, WalState};
-
-pub use crate::wal::wal_path;
-
-/// The path of the rollback journal SQLite keeps beside `db`: the file name plus `-journal`.
-pub fn journal_path(db: &Path) -> PathBuf {
-    let mut name = db.as_os_str().to_os_string();
-    name.push("-journal");
-    PathBuf::from(name)
-}
 
 /// The 8 bytes a rollback journal's header starts with while it holds a transaction
 /// (`aJournalMagic` in SQLite's `pager.c`).
 pub const JOURNAL_MAGIC: [u8; 8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7];
 
-/// The metadata of `sidecar`, a file SQLite keeps beside `db` (`-journal`, `-wal`): `None` when
-/// it does not exist, an error naming `db` when it cannot be examined or is not a regular file
-/// (opening a FIFO would block, and SQLite could not use such a file either).
-pub(crate) fn sidecar_metadata(db: &Path, sidecar: &Path) -> Result<Option<std::fs::Metadata>> {
-    match std::fs::metadata(sidecar) {
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(Error::Io {
-            path: db.to_path_buf(),
-            op: format!("stat {}", sidecar.display()),
-            source,
-        }),
-        Ok(meta) if !meta.is_file() => Err(Error::Invalid {
-            path: db.to_path_buf(),
-            what: format!(
-                "{} beside the database is not a regular file",
-                sidecar.display()
-            ),
-        }),
-        Ok(meta) => Ok(Some(meta)),
-    }
-}
-
 /// Fails with [`Error::Invalid`] when a hot rollback journal sits beside `db`: a `-journal`
 /// file whose header starts with [`JOURNAL_MAGIC`], left by a write that was interrupted (or
 /// is still in progress). An absent or empty journal, or one whose header has been zeroed
 /// (`journal_mode=PERSIST` after a commit), is fine; one that is not a regular file is refused.
-/// The journal is opened read-only and only its first 8 bytes are read.
+/// The journal is opened read-only and only its first 8 bytes are read. The journal is the one
+/// beside `db`'s resolved path ([`crate::sidecar`]), as in SQLite.
 pub fn check_no_hot_journal(db: &Path) -> Result<()> {
-    let journal = journal_path(db);
+    check_journal(&DbFiles::resolve(db)?)
+}
+
+fn check_journal(files: &DbFiles) -> Result<()> {
+    let db = files.given.as_path();
+    let journal = &files.journal;
     let io = |op: &str, source| Error::Io {
         path: db.to_path_buf(),
         op: format!("{op} {}", journal.display()),
         source,
     };
-    match sidecar_metadata(db, &journal)? {
+    match sidecar_metadata(db, journal)? {
         None => return Ok(()),
         // Empty (journal_mode=TRUNCATE) or too short to hold a header: nothing to roll back.
         Some(meta) if meta.len() < JOURNAL_MAGIC.len() as u64 => return Ok(()),
         Some(_) => {}
     }
-    let file = File::open(&journal).map_err(|e| io("open", e))?;
+    let file = File::open(journal).map_err(|e| io("open", e))?;
     let mut magic = [0u8; JOURNAL_MAGIC.len()];
     match file.read_exact_at(&mut magic, 0) {
         Ok(()) if magic == JOURNAL_MAGIC => Err(Error::Invalid {
             path: db.to_path_buf(),
             what: format!(
-                "hot rollback journal {} beside the database: a write was interrupted (or is \
-                 still in progress); open the database once with sqlite3 to roll it back",
+                "hot rollback journal {} beside the database: a writer may be active (or a \
+                 write was interrupted); if none is, opening the database once with sqlite3 \
+                 rolls it back",
                 journal.display()
             ),
         }),
@@ -143,6 +122,7 @@ impl FileSnapshot {
 #[derive(Debug)]
 pub struct PageFile {
     path: PathBuf,
+    real_path: PathBuf,
     file: File,
     header: DbHeader,
     wal: Option<(WalIndex, File)>,
@@ -152,16 +132,19 @@ pub struct PageFile {
 
 impl PageFile {
     /// Opens `path` read-only, refuses a hot `-journal` (see [`check_no_hot_journal`]), reads
-    /// the `-wal` log beside it (see [`crate::wal`]), and reads and validates the header (from
-    /// the log's copy of page 1 when it has one).
+    /// the `-wal` log (see [`crate::wal`]), and reads and validates the header (from the log's
+    /// copy of page 1 when it has one). The path is resolved first as SQLite resolves it
+    /// ([`crate::sidecar`]): through a symbolic link, the file, log and journal read are the
+    /// ones beside the link's target; errors still name `path` as given.
     pub fn open(path: &Path) -> Result<Self> {
+        let files = DbFiles::resolve(path)?;
         let io = |op: &str, source| Error::Io {
             path: path.to_path_buf(),
             op: op.to_string(),
             source,
         };
         // std opens with O_RDONLY | O_CLOEXEC: nothing here can modify the database.
-        let file = File::open(path).map_err(|e| io("open", e))?;
+        let file = File::open(&files.real).map_err(|e| io("open", e))?;
         let meta = file.metadata().map_err(|e| io("stat", e))?;
         if !meta.is_file() {
             return Err(Error::Invalid {
@@ -169,7 +152,7 @@ impl PageFile {
                 what: "not a regular file".to_string(),
             });
         }
-        check_no_hot_journal(path)?;
+        check_journal(&files)?;
         let file_size = meta.len();
         let mut main_head = [0u8; DB_HEADER_SIZE];
         let have = usize::try_from(file_size).map_or(DB_HEADER_SIZE, |n| n.min(DB_HEADER_SIZE));
@@ -179,7 +162,7 @@ impl PageFile {
         let state = if file_size == 0 {
             WalState::Absent
         } else {
-            wal::open(path)?
+            wal::open(&files)?
         };
         let (wal, wal_ignored) = match state {
             WalState::Absent => (None, None),
@@ -218,6 +201,7 @@ impl PageFile {
         };
         Ok(Self {
             path: path.to_path_buf(),
+            real_path: files.real,
             file,
             header,
             wal,
@@ -229,6 +213,12 @@ impl PageFile {
     /// The file's path as given to [`PageFile::open`].
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The full path the file was opened by, with every symbolic link resolved (see
+    /// [`crate::sidecar`]); its log and journal are the ones beside it.
+    pub fn real_path(&self) -> &Path {
+        &self.real_path
     }
 
     /// The validated header (of the latest committed page 1).

@@ -148,7 +148,9 @@ impl TablePlan {
 
     /// The declaration index of column `name` (ASCII case-insensitive), or an
     /// [`crate::Error::Invalid`] listing the table's columns.
-    fn column_index(&self, name: &str) -> Result<usize> {
+    /// The declaration-order index of column `name` (ASCII case-insensitive) in
+    /// [`TablePlan::definition`]; fails naming the table and its columns when there is none.
+    pub fn column_index(&self, name: &str) -> Result<usize> {
         self.definition
             .columns
             .iter()

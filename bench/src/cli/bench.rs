@@ -186,6 +186,13 @@ fn parse_counts(s: &str) -> Result<Counts, String> {
     let mut out = Vec::new();
     for part in s.split(',') {
         let values: Vec<usize> = match part.split_once('-') {
+            // "-1", "2-": a sign or half a range, not a count.
+            Some((a, b)) if a.trim().is_empty() || b.trim().is_empty() => {
+                return Err(format!(
+                    "'{}' is not a core count from 1 to 4096",
+                    part.trim()
+                ));
+            }
             Some((a, b)) => {
                 let (a, b) = (number(a)?, number(b)?);
                 if a > b {
@@ -351,7 +358,7 @@ mod tests {
     fn core_counts() {
         assert_eq!(parse_counts("1,2,4"), Ok(Counts(vec![1, 2, 4])));
         assert_eq!(parse_counts("1-3,2,8"), Ok(Counts(vec![1, 2, 3, 8])));
-        for bad in ["", "0", "3-1", "a", "1,,2", "5000"] {
+        for bad in ["", "0", "3-1", "a", "1,,2", "5000", "-1", "2-"] {
             assert!(parse_counts(bad).is_err(), "{bad}");
         }
     }

@@ -17,11 +17,12 @@ pub struct GenArgs {
         short = 's',
         value_name = "SF",
         default_value_t = 1.0,
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = scale_factor_arg
     )]
     scale_factor: f64,
     /// Page size in bytes: a power of two from 512 to 65536.
-    #[arg(long, value_name = "BYTES", default_value_t = 4096)]
+    #[arg(long, value_name = "BYTES", default_value_t = 4096, value_parser = page_size_arg)]
     page_size: u32,
     /// Which tables to generate.
     #[arg(long, value_enum, default_value_t = Tables::All)]
@@ -29,6 +30,22 @@ pub struct GenArgs {
     /// Replace OUT.db if it exists.
     #[arg(long)]
     force: bool,
+}
+
+/// `--scale-factor`: a finite number > 0 (checked again by [`generate`]).
+fn scale_factor_arg(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(sf) if sf.is_finite() && sf > 0.0 => Ok(sf),
+        _ => Err("expected a finite number greater than 0".into()),
+    }
+}
+
+/// `--page-size`: a power of two from 512 to 65536 (checked again by [`generate`]).
+fn page_size_arg(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n.is_power_of_two() && (512..=65536).contains(&n) => Ok(n),
+        _ => Err("expected a power of two from 512 to 65536".into()),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,12 +1,12 @@
-//! The command line: argument parsing (clap derive), one module per subcommand, and the error
-//! contract shared by all of them.
+//! The command line: [`command`] (the clap definition, the dispatch to one module per
+//! subcommand and the error contract) on top of one module per subcommand, which share the
+//! arguments defined here (`--io`, `--sqpoll`, `--cores`/`--cpus`).
 //!
-//! Contract (see `design.md`): an error is one line on stderr starting with `error:` and exit
-//! status 1; usage errors are clap's, with status 2; `--help` and `--version` exit 0. A panic
-//! is reported the same way (one `error: internal error: ...` line, status 1), never as
-//! Rust's multi-line panic message.
+//! Dependencies run one way: `command` imports the subcommand modules, they import this
+//! module's shared arguments, and this module imports neither.
 
 mod bench;
+pub mod command;
 mod explain;
 mod gen;
 mod q6;
@@ -15,96 +15,8 @@ mod query_output;
 mod scan_setup;
 mod topology;
 
-use std::process::ExitCode;
-
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, ValueEnum};
 use partitioner::topology::{plan_executors, IoMode, Machine, SqpollPolicy};
-
-/// Thread-per-core table scans of SQLite-format files, answering TPC-H Q6.
-#[derive(Debug, Parser)]
-#[command(name = "corescan", version, propagate_version = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Generate a TPC-H database (SQLite format) with tpchgen.
-    Gen(gen::GenArgs),
-    /// Show how a table is laid out in a database file and how it would be split over CPUs.
-    Explain(explain::ExplainArgs),
-    /// Run TPC-H Q6 with one pinned executor per CPU and report the answer and the I/O.
-    Q6(q6::Q6Args),
-    /// Run one SELECT over one table with SQLite's answers, the thread-per-core way.
-    Query(query::QueryArgs),
-    /// Plan executor placement for a machine (hwloc) and write or check topology.toml.
-    Topology(topology::TopologyArgs),
-    /// Run an experiment: core-count scaling, readahead sweeps, the seed report, or a
-    /// comparison with SQLite, DuckDB and Turso.
-    Bench(bench::BenchArgs),
-}
-
-/// Parses the arguments, runs the subcommand and reports the outcome as the exit status.
-pub fn main() -> ExitCode {
-    install_panic_hook();
-    // Usage errors print clap's message and exit 2; --help/--version exit 0.
-    let cli = Cli::parse();
-    match std::panic::catch_unwind(|| run(cli)) {
-        Ok(Ok(())) => ExitCode::SUCCESS,
-        Ok(Err(e)) => {
-            eprintln!("error: {}", one_line(&e));
-            ExitCode::from(1)
-        }
-        // The panic hook has already printed the error line.
-        Err(_) => ExitCode::from(1),
-    }
-}
-
-fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
-        Command::Gen(args) => gen::run(args),
-        Command::Explain(args) => explain::run(args),
-        Command::Q6(args) => q6::run(args),
-        Command::Query(args) => query::run(args),
-        Command::Topology(args) => topology::run(args),
-        Command::Bench(args) => bench::run(args),
-    }
-}
-
-/// The error and its causes joined by `: `, on one line. Library errors often print their
-/// source already (`FILE: open: No such file ...`), so a cause whose text is already in the
-/// message is not repeated.
-fn one_line(e: &anyhow::Error) -> String {
-    let mut line = e.to_string();
-    for cause in e.chain().skip(1) {
-        let text = cause.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-    }
-    line.replace(['\n', '\r'], " ")
-}
-
-fn install_panic_hook() {
-    std::panic::set_hook(Box::new(|info| {
-        let payload = info.payload();
-        let what = payload
-            .downcast_ref::<&str>()
-            .copied()
-            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-            .unwrap_or("panic");
-        let at = info
-            .location()
-            .map(|l| format!(" at {}:{}", l.file(), l.line()))
-            .unwrap_or_default();
-        eprintln!(
-            "error: internal error: {}{at}",
-            what.replace(['\n', '\r'], " ")
-        );
-    }));
-}
 
 /// `--io` values, shared by `q6` and `topology detect`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -232,6 +144,10 @@ pub fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
             return Err("expected a list like 0,2-3".into());
         }
         match part.split_once('-') {
+            // "-1", "2-": a sign or half a range, not a CPU.
+            Some((a, b)) if a.trim().is_empty() || b.trim().is_empty() => {
+                return Err(format!("'{}' is not a CPU number", part.trim()));
+            }
             Some((a, b)) => {
                 let (a, b) = (number(a)?, number(b)?);
                 if a > b {
@@ -250,12 +166,6 @@ pub fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn cli_is_well_formed() {
-        Cli::command().debug_assert();
-    }
 
     #[test]
     fn cpu_lists() {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use bench::sql::{q6_sql, Q6Select};
 use clap::Args;
 use engine::{run_q6, Q6Params, ScanReport};
 use partitioner::TablePlan;
@@ -41,23 +42,57 @@ pub struct Q6Args {
     #[arg(long, value_name = "K")]
     coalesce_kib: Option<u32>,
     /// First day of the one-year shipping window.
-    #[arg(long, value_name = "YYYY-MM-DD", default_value = "1994-01-01")]
+    #[arg(long, value_name = "YYYY-MM-DD", default_value = "1994-01-01", value_parser = date_arg)]
     date: String,
     /// Discount; rows within +-0.01 of it match.
-    #[arg(long, value_name = "D", default_value = "0.06")]
+    #[arg(long, value_name = "D", default_value = "0.06", value_parser = discount_arg)]
     discount: String,
     /// Rows with a quantity below this match.
-    #[arg(long, value_name = "Q", default_value = "24")]
+    #[arg(long, value_name = "Q", default_value = "24", value_parser = quantity_arg)]
     quantity: String,
     /// Print one JSON object instead of the report.
     #[arg(long)]
     json: bool,
+    /// Print this Q6's SQL text (the table's name and the parameters substituted, as the
+    /// oracle, sqlite3, DuckDB and Turso run it) and exit without scanning.
+    #[arg(long, conflicts_with = "json")]
+    print_sql: bool,
+}
+
+/// Checks one Q6 parameter with [`Q6Params::parse`] (the others at their defaults), so a bad
+/// value is a usage error; the message is what was expected (clap names the option and value).
+fn q6_param(date: &str, discount: &str, quantity: &str, given: &str) -> Result<String, String> {
+    match Q6Params::parse(date, discount, quantity) {
+        Ok(_) => Ok(given.to_string()),
+        Err(e) => {
+            let text = e.to_string();
+            Err(text
+                .split_once(": ")
+                .map_or(text.clone(), |(_, what)| what.to_string()))
+        }
+    }
+}
+
+fn date_arg(s: &str) -> Result<String, String> {
+    q6_param(s, "0.06", "24", s)
+}
+
+fn discount_arg(s: &str) -> Result<String, String> {
+    q6_param("1994-01-01", s, "24", s)
+}
+
+fn quantity_arg(s: &str) -> Result<String, String> {
+    q6_param("1994-01-01", "0.06", s, s)
 }
 
 /// Runs `corescan q6`.
 pub fn run(args: Q6Args) -> anyhow::Result<()> {
     let params = Q6Params::parse(&args.date, &args.discount, &args.quantity)?;
     let plan = TablePlan::open(&args.db, &args.table)?;
+    if args.print_sql {
+        println!("{}", q6_sql(&plan.table.name, &params, Q6Select::Revenue));
+        return Ok(());
+    }
     let (executors, settings) = scan_setup(
         ScanOptions {
             cpus: &args.cpus,

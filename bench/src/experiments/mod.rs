@@ -12,7 +12,13 @@
 //! - [`compare`] (`corescan bench compare`): the same Q6 in corescan, SQLite (in-process and the
 //!   `sqlite3` CLI), DuckDB and Turso ([`peers`]), cold and warm.
 //!
-//! The pieces they share live here and in [`runner`] (one checked Q6 run of a [`ScanConfig`])
+//! Each experiment renders its own report: its markdown with the [`markdown`] building blocks
+//! and its charts with [`plots`], neither of which knows any experiment. Dependencies run one
+//! way: this module (errors, cache preparation, spreads, output files) and [`markdown`],
+//! [`plots`], [`machine`] at the bottom; [`runner`] and [`peers`] above them; the experiments
+//! ([`scale`], [`seed_report`], [`compare`]) on top, none importing another.
+//!
+//! The pieces they share live here and in [`runner`] (one checked Q6 run of a [`runner::ScanConfig`])
 //! and [`machine`] (what the results were measured on).
 //!
 //! ## Policy
@@ -36,12 +42,12 @@
 
 pub mod compare;
 pub mod machine;
+pub mod markdown;
 pub mod peers;
 pub mod plots;
 pub mod runner;
 pub mod scale;
 pub mod seed_report;
-pub mod summary;
 
 use std::fs::File;
 use std::io::{self, IsTerminal, Read};
@@ -53,8 +59,6 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 use crate::oracle::{OracleAnswer, OracleError};
-
-pub use runner::{RunRecord, Runner, ScanConfig};
 
 /// Why an experiment stopped. Displays as one line naming the file or the run at fault.
 #[derive(Debug, thiserror::Error)]
@@ -190,6 +194,25 @@ impl CachePrep {
             CachePrep::FadviseDontneed => "fadvise_dontneed",
             CachePrep::Warm => "warm",
         }
+    }
+}
+
+/// What the cache preparation of a set of runs was, in words.
+pub fn cache_words(mode: CacheMode, preps: &[CachePrep]) -> String {
+    let mut kinds: Vec<&str> = preps.iter().map(|p| p.name()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    match mode {
+        CacheMode::Warm => "warm: the file was read once before the runs and never dropped".into(),
+        CacheMode::Cold if kinds == ["drop_caches"] => {
+            "cold: `sync; echo 3 > /proc/sys/vm/drop_caches` before every run (root)".into()
+        }
+        CacheMode::Cold if kinds == ["fadvise_dontneed"] => {
+            "cold: `posix_fadvise(POSIX_FADV_DONTNEED)` on the file before every run (not root, \
+             or drop_caches refused; only the file's clean pages are dropped)"
+                .into()
+        }
+        CacheMode::Cold => format!("cold, dropped with: {}", kinds.join(", ")),
     }
 }
 

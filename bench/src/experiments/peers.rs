@@ -3,10 +3,9 @@
 //!
 //! - **Probing** never installs anything: [`probe_sqlite3`] and [`probe_python_module`] say
 //!   what is there, or why not, so the command can print what it skips.
-//! - **The SQL** ([`q6_sql`]) is TPC-H Q6 with the parameters substituted as literals. The
-//!   discount bounds are written as computed decimals (`0.05` and `0.07`), not as
-//!   `0.06 - 0.01` and `0.06 + 0.01`: in binary floating point `0.06 + 0.01` is
-//!   `0.06999999999999999`, which silently drops every row with discount 0.07.
+//! - **The SQL** is the one [`crate::sql::q6_sql`] renders for every engine: TPC-H Q6 with the
+//!   parameters substituted as literals (the discount bounds as computed decimals, `0.05` and
+//!   `0.07`).
 //! - **DuckDB** reads its own copy of the table ([`duckdb_copy`]): exported from SQLite to
 //!   CSV, loaded into a `.duckdb` file with TPC-H's column types (`DECIMAL(15,2)`, `DATE`),
 //!   so its sum is an exact decimal. Made once, in a cache directory beside `--out`.
@@ -20,12 +19,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use engine::q6::format_hundredths;
-use engine::Q6Params;
 use serde::{Deserialize, Serialize};
 
 use super::{ExperimentError, Result};
-use crate::oracle::{self, quote_identifier};
+use crate::oracle;
+use crate::sql::quote_identifier;
 
 /// The Python side of the peers: probes a module, builds the DuckDB copy, runs Q6 in DuckDB or
 /// Turso and prints one JSON object with the answer and the seconds from opening the database
@@ -142,22 +140,6 @@ impl Answer {
             }
         }
     }
-}
-
-/// TPC-H Q6 over `table` with `params` substituted as literals (see the module docs).
-pub fn q6_sql(table: &str, params: &Q6Params) -> String {
-    let (lo, hi) = params.discount_bounds();
-    format!(
-        "SELECT sum(l_extendedprice * l_discount) AS revenue FROM {} \
-         WHERE l_shipdate >= '{}' AND l_shipdate < '{}' \
-         AND l_discount BETWEEN {} AND {} AND l_quantity < {}",
-        quote_identifier(table),
-        params.date,
-        params.date_end(),
-        format_hundredths(lo),
-        format_hundredths(hi),
-        format_hundredths(params.quantity_hundredths)
-    )
 }
 
 /// The `sqlite3` shell's version, or why it cannot be used.
@@ -490,20 +472,6 @@ mod tests {
         assert!(!Answer::Float(7.2676).agrees_with(72_675));
         assert!(Answer::Null.agrees_with(0));
         assert!(!Answer::Exact(1).agrees_with(0));
-    }
-
-    #[test]
-    fn sql_uses_computed_bounds() {
-        let sql = q6_sql("LINEITEM", &Q6Params::default());
-        assert!(sql.contains("BETWEEN 0.05 AND 0.07"), "{sql}");
-        assert!(
-            sql.contains("'1994-01-01'") && sql.contains("'1995-01-01'"),
-            "{sql}"
-        );
-        assert!(
-            sql.contains("l_quantity < 24.00") && sql.contains("\"LINEITEM\""),
-            "{sql}"
-        );
     }
 
     #[test]

@@ -219,13 +219,11 @@ impl Runner {
     ) -> Result<RunOutcome> {
         let cache = match self.cache {
             CacheMode::Cold => {
-                // A write-ahead log beside the file holds pages the scan reads too.
-                let mut wal = self.db.clone().into_os_string();
-                wal.push("-wal");
-                let wal = PathBuf::from(wal);
+                // The write-ahead log holds pages the scan reads too: the one the plan found
+                // (beside the resolved path when the database path is a symbolic link).
                 let mut files: Vec<&Path> = vec![&self.db];
-                if wal.exists() {
-                    files.push(&wal);
+                if let Some(wal) = &self.plan.wal {
+                    files.push(&wal.path);
                 }
                 prepare_cache(CacheMode::Cold, &files)?
             }

@@ -24,10 +24,11 @@ use engine::{IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode};
 use serde::Serialize;
 
 use super::machine::Machine;
+use super::markdown::{num, thousands, Table};
 use super::runner::{RunOutcome, RunRecord, Runner, ScanConfig};
-use super::summary::{cache_words, num, thousands, Table};
 use super::{
-    create_out_dir, write_file, write_json, CacheMode, CachePrep, ExperimentError, Result, Spread,
+    cache_words, create_out_dir, write_file, write_json, CacheMode, CachePrep, ExperimentError,
+    Result, Spread,
 };
 
 /// What to run.

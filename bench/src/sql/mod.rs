@@ -8,11 +8,16 @@
 //! rowid, a double-quoted name that is no column as a string literal, `ORDER BY` and `GROUP BY`
 //! terms by output alias or position. Output column names are SQLite's: the alias, a column's
 //! declared name, or the expression's text as written.
+//!
+//! The other direction, SQL text this crate sends to SQLite and its peers (TPC-H Q6), is
+//! [`text`].
 
 mod expr;
 mod plan;
+pub mod text;
 
 pub use plan::{plan_query, PlannedQuery};
+pub use text::{q6_sql, quote_identifier, Q6Select};
 
 /// A query corescan cannot run, with the reason.
 #[derive(Debug, thiserror::Error)]

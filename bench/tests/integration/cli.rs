@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::{corescan, scratch_dir, tiny_db};
+use crate::{corescan, corescan_in, scratch_dir, tiny_db};
 
 #[test]
 fn version_and_help() {
@@ -31,11 +31,103 @@ fn version_and_help() {
 #[test]
 fn usage_errors_exit_2() {
     corescan(["frobnicate"]).assert_usage_error();
-    // No subcommand: clap prints the help to stderr, as a usage error.
-    let run = corescan(Vec::<&str>::new());
-    assert!(run.status == 2 && run.stderr.contains("Usage:"), "{run:?}");
+    // No subcommand: one line naming the subcommands, not the help text.
+    for sub in [&[][..], &["bench"], &["topology"]] {
+        let run = corescan(sub);
+        run.assert_usage_error();
+        assert!(run.stderr.contains("requires a subcommand"), "{run:?}");
+    }
     corescan(["explain"]).assert_usage_error();
     corescan(["explain", "x.db", "--no-such-flag"]).assert_usage_error();
+}
+
+/// The options of `corescan SUB... --help` that take a value: `(long name, value name)`.
+fn value_options(sub: &[&str]) -> Vec<String> {
+    let run = corescan(sub.iter().copied().chain(["--help"]));
+    assert_eq!(run.status, 0, "{run:?}");
+    let mut names = Vec::new();
+    for line in run.stdout.lines() {
+        let line = line.trim_start();
+        if !line.starts_with('-') {
+            continue;
+        }
+        let Some(at) = line.find("--") else { continue };
+        let mut words = line[at + 2..].split_whitespace();
+        if let (Some(name), Some(value)) = (words.next(), words.next()) {
+            if value.starts_with('<') && name != "help" {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_bad_option_value_is_one_usage_error_line() {
+    // A path that cannot exist: if a bad value got past parsing, the run fails with status 1
+    // (and the assertion names the option) instead of writing anything.
+    let db = "/nonexistent/corescan/x.db";
+    // Run in a scratch directory, so a relative output path taking a bad value writes nothing
+    // here, and check it stays empty.
+    let cwd = scratch_dir("cli-option-values");
+    let subcommands: [&[&str]; 8] = [
+        &["gen", db],
+        &["explain", db],
+        &["q6", db],
+        &["topology", "detect"],
+        &["bench", "scale", db],
+        &["bench", "sweep", db],
+        &["bench", "seed-report", db],
+        &["bench", "compare", db],
+    ];
+    // Free-text options (names and paths), where any of the values below is acceptable.
+    let free_text = ["table", "topology", "xml", "synthetic", "out", "output"];
+    let mut checked = 0;
+    for sub in subcommands {
+        let help_path: Vec<&str> = sub.iter().copied().filter(|a| *a != db).collect();
+        let options = value_options(&help_path);
+        assert!(!options.is_empty(), "{sub:?} lists no options");
+        for option in options.iter().filter(|o| !free_text.contains(&o.as_str())) {
+            for value in ["-1", "-0.06", "not-a-value"] {
+                let flag = format!("--{option}");
+                let args = sub.iter().copied().chain([flag.as_str(), value]);
+                let run = corescan_in(Some(&cwd), args, &[]);
+                assert_eq!(run.status, 2, "{sub:?} {flag} {value}: {run:?}");
+                run.assert_usage_error();
+                assert!(
+                    run.stderr.contains(&flag) && run.stderr.contains(value),
+                    "{sub:?} {flag} {value}: {}",
+                    run.stderr
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 60, "only {checked} option values checked");
+    assert_eq!(
+        std::fs::read_dir(&cwd).unwrap().count(),
+        0,
+        "a file was written"
+    );
+}
+
+#[test]
+fn the_issue_examples_are_one_line() {
+    let db = "/nonexistent/corescan/x.db";
+    let run = corescan(["q6", db, "--discount", "-0.06"]);
+    run.assert_usage_error();
+    assert!(
+        run.stderr.contains("--discount") && run.stderr.contains("between 0.00 and 1.00"),
+        "{}",
+        run.stderr
+    );
+    let run = corescan(["q6", db, "--cores", "0"]);
+    run.assert_usage_error();
+    assert!(run.stderr.contains("--cores"), "{}", run.stderr);
+    // A value given with `=` and an unknown option are one line too.
+    corescan(["q6", db, "--discount=-0.06"]).assert_usage_error();
+    corescan(["q6", db, "--no-such-option"]).assert_usage_error();
+    corescan(["q6", db, "--io"]).assert_usage_error();
 }
 
 #[test]
@@ -123,4 +215,28 @@ fn corrupt_files_name_the_file() {
     for path in cases {
         corescan(["explain".as_ref(), path.as_os_str()]).assert_error(&[path.to_str().unwrap()]);
     }
+}
+
+#[test]
+fn print_sql_is_the_q6_text_every_engine_runs() {
+    let db = tiny_db();
+    let run = corescan([
+        "q6".as_ref(),
+        db.as_os_str(),
+        "--print-sql".as_ref(),
+        "--discount=0.07".as_ref(),
+    ]);
+    assert_eq!(run.status, 0, "{run:?}");
+    let sql = run.stdout.trim();
+    let params = engine::Q6Params::parse("1994-01-01", "0.07", "24").unwrap();
+    assert_eq!(
+        sql,
+        bench::sql::q6_sql("LINEITEM", &params, bench::sql::Q6Select::Revenue)
+    );
+    // SQLite running that text gives the oracle's answer (as a float).
+    let revenue: f64 = crate::open(db).query_row(sql, [], |r| r.get(0)).unwrap();
+    let exact = bench::oracle::q6(db, "LINEITEM", &params).unwrap();
+    assert!(exact.rows_matched > 0);
+    let want = exact.revenue_ten_thousandths as f64 / 10_000.0;
+    assert!((revenue - want).abs() < 1e-6 * want, "{revenue} vs {want}");
 }

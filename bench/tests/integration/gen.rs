@@ -282,16 +282,8 @@ fn a_stale_partial_file_is_replaced() {
 fn bad_scale_factors_are_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("never.db");
-    for sf in ["0", "-1", "-0.5", "nan", "inf", "0.0"] {
-        let run = corescan([
-            "gen".as_ref(),
-            out.as_os_str(),
-            "--scale-factor".as_ref(),
-            sf.as_ref(),
-        ]);
-        run.assert_error(&["scale factor"]);
-    }
-    for sf in ["abc", "", "1x"] {
+    // Out of range or not a number: usage errors (exit 2, one line naming the option).
+    for sf in ["0", "-1", "-0.5", "nan", "inf", "0.0", "abc", "", "1x"] {
         let run = corescan([
             "gen".as_ref(),
             out.as_os_str(),
@@ -308,16 +300,7 @@ fn bad_scale_factors_are_rejected() {
 fn bad_page_sizes_are_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("never.db");
-    for ps in ["0", "256", "1000", "4097", "131072"] {
-        let run = corescan([
-            "gen".as_ref(),
-            out.as_os_str(),
-            "--page-size".as_ref(),
-            ps.as_ref(),
-        ]);
-        run.assert_error(&["page size", ps]);
-    }
-    for ps in ["big", "-4096", "4k"] {
+    for ps in ["0", "256", "1000", "4097", "131072", "big", "-4096", "4k"] {
         let run = corescan([
             "gen".as_ref(),
             out.as_os_str(),
@@ -325,6 +308,11 @@ fn bad_page_sizes_are_rejected() {
             ps.as_ref(),
         ]);
         run.assert_usage_error();
+        assert!(
+            run.stderr.contains("--page-size") && run.stderr.contains(ps),
+            "{}",
+            run.stderr
+        );
     }
     let run = corescan(["gen".as_ref(), out.as_os_str(), "--tables=orders".as_ref()]);
     run.assert_usage_error();

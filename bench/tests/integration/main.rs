@@ -8,13 +8,18 @@
 //! - [`scan`]: the engine's Q6 answer against the oracle under every core count, readahead
 //!   window and coalescing size ([`scan::ScanTester`]), on every layout;
 //! - [`wal`]: live WAL databases (committed, torn and uncommitted log tails) against SQLite;
+//! - [`symlinks`]: database paths that are symbolic links (the log and journal beside the
+//!   target count, as in SQLite) for `q6`, `explain` and `bench`;
 //! - [`faults`]: each I/O fallback forced through `CORESCAN_FAULTS`;
+//! - [`affinity`]: Q6 on columns of every declared affinity and collation holding values of
+//!   every storage class (and NaN), against SQLite;
 //! - [`cli`]: the error contract (one `error:` line naming the file, exit status 1; usage
 //!   errors 2) and `--version`.
 //!
 //! Shared fixtures (a tiny generated database, the layouts) are built once per run under
 //! `CARGO_TARGET_TMPDIR`.
 
+mod affinity;
 mod cli;
 mod experiments;
 mod explain;
@@ -23,6 +28,7 @@ mod gen;
 mod oracle;
 mod query;
 mod scan;
+mod symlinks;
 mod wal;
 
 use std::path::{Path, PathBuf};
@@ -55,11 +61,12 @@ impl Run {
         self.assert_error_line(needles);
     }
 
-    /// Asserts a usage error: exit status 2 and a first stderr line starting with `error:`.
+    /// Asserts a usage error: exit status 2 and exactly one stderr line, starting with
+    /// `error:`; no panic message.
     #[track_caller]
     pub fn assert_usage_error(&self) {
         assert_eq!(self.status, 2, "exit status; stderr: {}", self.stderr);
-        assert!(self.stderr.starts_with("error:"), "stderr: {}", self.stderr);
+        self.assert_error_line(&[]);
     }
 
     #[track_caller]
@@ -94,7 +101,21 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let out = Command::new(env!("CARGO_BIN_EXE_corescan"))
+    corescan_in(None, args, env)
+}
+
+/// Runs `corescan` with `args` and extra environment variables, in directory `cwd` when
+/// given.
+pub fn corescan_in<I, S>(cwd: Option<&Path>, args: I, env: &[(&str, &str)]) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut command = Command::new(env!("CARGO_BIN_EXE_corescan"));
+    if let Some(dir) = cwd {
+        command.current_dir(dir);
+    }
+    let out = command
         .args(args)
         .envs(env.iter().copied())
         .output()

@@ -14,11 +14,11 @@ use crate::layouts;
 
 /// Runs Q6 under every combination of its settings and compares with SQLite's answer.
 pub struct ScanTester {
-    io: Vec<IoBackend>,
-    cores: Vec<usize>,
-    readahead: Vec<u32>,
-    coalesce_kib: Vec<u32>,
-    params: Vec<Q6Params>,
+    pub(crate) io: Vec<IoBackend>,
+    pub(crate) cores: Vec<usize>,
+    pub(crate) readahead: Vec<u32>,
+    pub(crate) coalesce_kib: Vec<u32>,
+    pub(crate) params: Vec<Q6Params>,
 }
 
 impl Default for ScanTester {

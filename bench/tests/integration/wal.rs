@@ -36,7 +36,7 @@ fn sqlite_answer(snap: &Path, table: &str, params: &Q6Params) -> OracleAnswer {
 /// A live WAL database: the plain layout switched to WAL mode, with committed updates,
 /// deletes and inserts (growing the table onto pages that exist only in the log) left in the
 /// log. Returns the open connection (closing it would checkpoint) and the database path.
-fn live_wal_db(name: &str) -> (Connection, PathBuf) {
+pub(crate) fn live_wal_db(name: &str) -> (Connection, PathBuf) {
     let dir = scratch_dir(name);
     let db = dir.join("live.db");
     std::fs::copy(&layouts()[1].path, &db).unwrap();

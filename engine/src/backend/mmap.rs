@@ -3,6 +3,8 @@
 //! `MADV_SEQUENTIAL` lets the kernel read ahead aggressively and drop pages behind the scan; the
 //! window adds `MADV_WILLNEED` for the reads ahead. On a warm cache this path copies nothing. A
 //! file truncated under the map ends the scan with an error instead of SIGBUS (`backend::sigbus`).
+//!
+//! Layering: a backend; imports only the backend interface (`backend`) and `sigbus`.
 
 use std::fs::File;
 use std::io;

@@ -19,13 +19,13 @@
 //! ## Layering
 //!
 //! Backends sit below the scan loops: a backend is told what to read as a file, byte ranges
-//! ([`ByteRange`]) and buffer sizes ([`BackendOptions`]), and returns its own figures
-//! ([`BackendStats`]); it knows nothing of pages, tasks, decoders or reports. The rule for
+//! (`ByteRange`) and buffer sizes (`BackendOptions`), and returns its own figures
+//! (`BackendStats`); it knows nothing of pages, tasks, decoders or reports. The rule for
 //! where a loop lives: a backend is a *passive* reader, driven one call at a time by whoever
 //! owns the control flow; the code that owns the control flow (decides what to read next,
 //! waits, decodes) is a scan loop, in [`crate::scan`]. glommio's `DmaFile` is itself such a
 //! passive reader (its futures are the reads), so the `dma` loop is a scan loop
-//! ([`crate::scan::dma`]) and needs no type here. The backend policy ([`policy`]) decides from
+//! ([`crate::scan::dma`]) and needs no type here. The backend policy (`policy`) decides from
 //! the settings ([`crate::settings`]) which backend runs; it imports no scan type either.
 
 pub mod mmap;

@@ -2,6 +2,8 @@
 //!
 //! The kernel's own readahead works here (the file is not opened with `O_DIRECT`); the window
 //! adds `POSIX_FADV_WILLNEED` for the reads ahead, which starts their I/O without waiting.
+//!
+//! Layering: a backend; imports only the backend interface (`backend`).
 
 use std::fs::File;
 use std::io;

@@ -1,5 +1,7 @@
 //! Page-cache residency of a table, for `--io auto`: a warm table is read fastest through the
 //! page cache, a cold one with direct I/O.
+//!
+//! Layering: a leaf (imports nothing from the crate); the backend policy asks it.
 
 use std::fs::File;
 use std::path::Path;

@@ -14,6 +14,8 @@
 //! process as it would have.
 //!
 //! The handler only does async-signal-safe work: atomic loads and stores and `mmap`.
+//!
+//! Layering: a leaf (imports nothing from the crate); the `mmap` backend uses it.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Once, OnceLock};

@@ -18,6 +18,8 @@
 //! stops early (a damaged page, a cancelled run), dropping the backend submits whatever is still
 //! queued, then waits for exactly those completions before freeing the buffers the kernel writes
 //! into; it never waits for a completion it has already reaped or for a read never submitted.
+//!
+//! Layering: a backend; imports only the backend interface (`backend`) and `hugepages`.
 
 use std::fs::{File, OpenOptions};
 use std::io;

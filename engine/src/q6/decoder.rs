@@ -6,12 +6,16 @@
 //! returned as a [`Spill`]; the executor follows its overflow chain and calls
 //! [`LeafDecoder::eval_record`] again on the assembled prefix.
 //!
-//! SQLite's comparison rules decide every boundary: a date matches only when stored as text
-//! (numbers sort before text and blobs after it), a NULL never matches, an integer compares
-//! exactly, and a REAL compares against the double nearest to the decimal bound, which is what
-//! SQLite itself compares. The sum is exact: each matched price and discount must be a decimal
-//! with at most two places (an integer, or the REAL nearest to such a decimal); anything else is
-//! an error rather than a rounded answer.
+//! SQLite's comparison rules decide every boundary, for each column's declared affinity and
+//! collation (see the `predicate` submodule and [`crate::datatype3`]): on the usual NUMERIC
+//! columns a date matches only when stored as text (numbers sort before text and blobs after
+//! it), a NULL never matches, an integer compares exactly, and a REAL compares against the
+//! double nearest to the decimal bound, which is what SQLite itself compares; on a TEXT column
+//! the numeric literals become text and compare bytewise (or under the column's collation). A
+//! stored NaN reads as NULL, as in SQLite. The sum is exact: each matched price and discount
+//! must be a decimal with at most two places (an integer, the REAL nearest to such a decimal,
+//! or text that is wholly such a number); anything else is an error rather than a rounded
+//! answer.
 //!
 //! Layering: the decoder uses the Q6 parameters ([`crate::q6::params`]) and the scan seam's
 //! types ([`crate::scan::kernel`]); [`crate::q6::run`] makes it the scan's kernel.
@@ -23,7 +27,12 @@ use partitioner::format::{
 
 pub use crate::scan::kernel::{RecordOutcome, Spill};
 
-use crate::q6::{PartialAggregate, Q6Filter};
+use crate::q6::params::{PartialAggregate, Q6Filter};
+
+mod predicate;
+
+pub use predicate::Q6ColumnTypes;
+use predicate::{hundredths, Q6Predicates, Stored};
 
 /// Positions of the four Q6 columns in the table's records (0-based, declaration order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,20 +78,12 @@ impl MissingValue {
     }
 }
 
-/// A value of one of the numeric Q6 columns, as stored.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Stored<'a> {
-    Null,
-    Int(i64),
-    Real(f64),
-    Text(&'a [u8]),
-    Blob,
-}
-
 /// Decodes table-leaf pages and evaluates Q6 on every row.
 #[derive(Debug, Clone)]
 pub struct LeafDecoder {
     filter: Q6Filter,
+    /// The comparisons, planned for the columns' affinities and collations.
+    predicates: Q6Predicates,
     usable: u32,
     /// The highest needed column index: the header walk stops there.
     last_needed: usize,
@@ -166,6 +167,7 @@ impl LeafDecoder {
         }
         LeafDecoder {
             filter,
+            predicates: Q6Predicates::new(filter, &Q6ColumnTypes::default()),
             usable,
             last_needed,
             slot_of,
@@ -188,6 +190,14 @@ impl LeafDecoder {
     /// quantity, extended price, discount, ship date.
     pub fn with_defaults(mut self, [quantity, price, discount, ship]: [MissingValue; 4]) -> Self {
         self.missing = [ship, discount, quantity, price];
+        self
+    }
+
+    /// Sets the columns' affinities and collations (the default is the common TPC-H layout:
+    /// NUMERIC columns, no collation), which decide how SQLite compares each column with the
+    /// Q6 literals.
+    pub fn with_types(mut self, types: &Q6ColumnTypes) -> Self {
+        self.predicates = Q6Predicates::new(self.filter, types);
         self
     }
 
@@ -297,16 +307,20 @@ impl LeafDecoder {
             }
             if bad & NOT_FAST == 0 {
                 // Most rows fail the date test (the window is one year of seven): decide it
-                // before anything else. Only a text date can match (see below).
+                // before anything else when the serial type and the bytes are enough.
                 let ship = self.slot_columns[0];
                 let serial = head[ship];
-                if serial < 13 || serial & 1 == 0 {
+                let is_text = serial >= 13 && serial & 1 == 1;
+                if !is_text && self.predicates.only_text_dates_match() {
                     return Ok(RecordOutcome::Done);
                 }
                 let start = offsets[ship] as usize;
-                let len = usize::from((serial - 13) / 2);
+                let len = usize::from(serial.saturating_sub(13) / 2);
                 if let Some(date) = payload.get(start..start + len) {
-                    if !self.filter.date_in_window(date) {
+                    if is_text
+                        && self.predicates.date_bytes_decide(date)
+                        && !self.filter.date_in_window(date)
+                    {
                         return Ok(RecordOutcome::Done);
                     }
                 }
@@ -374,31 +388,11 @@ impl LeafDecoder {
         let [ship, disc, qty, price] = slots;
         let [ship_d, disc_d, qty_d, price_d] = &self.missing;
         let value = |slot: Slot, missing| value(payload, slot, missing);
-        let f = &self.filter;
-
-        // l_shipdate >= lo AND l_shipdate < hi: only text can match (SQLite orders
-        // numbers < text < blobs, and compares text bytewise under the BINARY collation).
-        match value(ship, ship_d) {
-            Stored::Text(t) if f.date_in_window(t) => {}
-            _ => return Ok(RecordOutcome::Done),
-        }
-        let discount_ok = match value(disc, disc_d) {
-            Stored::Int(v) => {
-                let h = i128::from(v) * 100;
-                h >= i128::from(f.discount_lo) && h <= i128::from(f.discount_hi)
-            }
-            Stored::Real(x) => x >= f.discount_lo_f64 && x <= f.discount_hi_f64,
-            _ => false,
-        };
-        if !discount_ok {
-            return Ok(RecordOutcome::Done);
-        }
-        let quantity_ok = match value(qty, qty_d) {
-            Stored::Int(v) => i128::from(v) * 100 < i128::from(f.quantity),
-            Stored::Real(x) => x < f.quantity_f64,
-            _ => false,
-        };
-        if !quantity_ok {
+        let p = &self.predicates;
+        if !p.ship_date(value(ship, ship_d))
+            || !p.discount(value(disc, disc_d))
+            || !p.quantity(value(qty, qty_d))
+        {
             return Ok(RecordOutcome::Done);
         }
         agg.rows_matched += 1;
@@ -431,37 +425,19 @@ fn value<'a>(payload: &'a [u8], slot: Slot, missing: &'a MissingValue) -> Stored
         7 => {
             let mut b = [0u8; 8];
             b.copy_from_slice(&payload[at..at + 8]);
-            Stored::Real(f64::from_bits(u64::from_be_bytes(b)))
+            let x = f64::from_bits(u64::from_be_bytes(b));
+            // SQLite reads a stored NaN as NULL.
+            if x.is_nan() {
+                Stored::Null
+            } else {
+                Stored::Real(x)
+            }
         }
         s if s >= 13 && s % 2 == 1 => {
             let size = ((s - 13) / 2) as usize;
             Stored::Text(&payload[at..at + size])
         }
         _ => Stored::Blob,
-    }
-}
-
-/// A matched money or discount value in hundredths, exactly; `None` for NULL.
-fn hundredths(v: Stored<'_>, column: &str) -> Result<Option<i64>, String> {
-    match v {
-        Stored::Null => Ok(None),
-        Stored::Int(i) => i
-            .checked_mul(100)
-            .map(Some)
-            .ok_or_else(|| format!("{column} value {i} is too large")),
-        Stored::Real(x) => {
-            let h = (x * 100.0).round();
-            // The REAL must be the double nearest to a two-place decimal; dividing the integer
-            // by 100 reproduces exactly that double.
-            if h.abs() < 9.0e15 && h / 100.0 == x {
-                Ok(Some(h as i64))
-            } else {
-                Err(format!(
-                    "{column} value {x} is not a decimal with at most two places"
-                ))
-            }
-        }
-        Stored::Text(_) | Stored::Blob => Err(format!("{column} holds a non-numeric value")),
     }
 }
 

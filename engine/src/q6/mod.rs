@@ -14,6 +14,6 @@ pub mod decoder;
 pub mod params;
 pub mod run;
 
-pub use decoder::{LeafDecoder, MissingValue, Q6Columns};
+pub use decoder::{LeafDecoder, MissingValue, Q6ColumnTypes, Q6Columns};
 pub use params::*;
-pub use run::{q6_columns, run_q6, Q6Kernel, Q6_COLUMNS};
+pub use run::{q6_column_types, q6_columns, run_q6, Q6Kernel, Q6_COLUMNS};

@@ -11,6 +11,8 @@
 //! `0.06999999999999999` in binary floating point and would silently drop every row with discount
 //! 0.07. Comparisons against values stored as REAL use the double nearest to each decimal bound,
 //! which is exactly what SQLite compares against, so boundary rows agree with SQLite.
+//!
+//! Layering: the bottom of [`crate::q6`]; imports nothing from the crate.
 
 use std::fmt;
 

@@ -1,10 +1,14 @@
 //! [`run_q6`]: Q6 over a planned table, as a [`ScanKernel`] run by the generic coordinator.
+//!
+//! Layering: the top of [`crate::q6`] and of the crate: it uses the coordinator, the decoder and
+//! the settings; nothing imports it but the crate root's re-exports.
 
 use partitioner::{DefaultValue, TablePlan};
 
 use crate::coordinator::run_scan;
-use crate::error::Result;
-use crate::q6::decoder::{LeafDecoder, MissingValue, Q6Columns};
+use crate::datatype3::{Affinity, Collation};
+use crate::error::{Error, Result};
+use crate::q6::decoder::{LeafDecoder, MissingValue, Q6ColumnTypes, Q6Columns};
 use crate::q6::params::{PartialAggregate, Q6Filter, Q6Params};
 use crate::report::ScanReport;
 use crate::scan::kernel::{RecordOutcome, ScanKernel, Spill};
@@ -22,6 +26,32 @@ pub fn q6_columns(plan: &TablePlan) -> Result<Q6Columns> {
         discount: plan.column(discount)?,
         ship_date: plan.column(ship_date)?,
     })
+}
+
+/// The affinity and collation of each Q6 column. A collation other than SQLite's built-in
+/// ones was registered by the application that declared it; without it SQLite refuses the
+/// query ("no such collation sequence"), and so does corescan, naming the column.
+pub fn q6_column_types(plan: &TablePlan) -> Result<Q6ColumnTypes> {
+    let mut types = Q6ColumnTypes::default();
+    for (k, name) in Q6_COLUMNS.into_iter().enumerate() {
+        let column = &plan.definition.columns[plan.column_index(name)?];
+        types.affinity[k] = Affinity::of_column(column, plan.definition.strict);
+        types.collation[k] = match column.collation.as_deref() {
+            None => Collation::Binary,
+            Some(c) => Collation::from_name(c).ok_or_else(|| {
+                Error::Plan(partitioner::Error::Invalid {
+                    path: plan.path.clone(),
+                    what: format!(
+                        "column {:?} of table {:?} is declared COLLATE {c}, a collation only \
+                         the application that defined it can apply (SQLite too refuses: no \
+                         such collation sequence: {c}); built in are BINARY, NOCASE and RTRIM",
+                        column.name, plan.table.name
+                    ),
+                })
+            })?,
+        };
+    }
+    Ok(types)
 }
 
 /// What a record written before `ALTER TABLE ADD COLUMN` holds for column `name`.
@@ -52,6 +82,7 @@ impl Q6Kernel {
             Q6Filter::from(params),
             plan.header.usable_size(),
         )
+        .with_types(&q6_column_types(plan)?)
         .with_defaults(Q6_COLUMNS.map(|name| missing_value(plan, name)));
         Ok(Q6Kernel {
             decoder,

@@ -6,7 +6,10 @@
 //! refills the window in batches that are handed to the kernel at once, so one
 //! `io_uring_enter` carries several reads. What is particular to glommio: each read is a
 //! future kept in an [`InFlight`] ring, and after each refill the loop makes glommio submit at
-//! once (see [`submit_now`]).
+//! once (see `submit_now`).
+//!
+//! Layering: a scan loop (it owns the executor's control flow, so it lives here and not among
+//! the backends); uses the readahead schedule, `pages`, `task` and the kernel trait.
 
 use std::future::Future;
 use std::io;
@@ -26,7 +29,7 @@ use crate::inflight::InFlight;
 use crate::readahead::{ReadRequest, ReadSchedule};
 use crate::scan::kernel::ScanKernel;
 use crate::scan::pages::PageDecoder;
-use crate::scan::{ExecutorReport, ExecutorTask};
+use crate::scan::task::{ExecutorReport, ExecutorTask};
 
 /// How a `dma` scan ended, when it did not fail.
 pub(crate) enum DmaScan<K: ScanKernel> {
@@ -159,7 +162,7 @@ fn submit_now() -> ReactorPass {
     ReactorPass { timer: None }
 }
 
-/// The future behind [`submit_now`]: pending once, ready on the next poll, whichever event
+/// The future behind `submit_now`: pending once, ready on the next poll, whichever event
 /// (the short timer or a completed read) wakes the task.
 struct ReactorPass {
     timer: Option<Timer>,

@@ -6,6 +6,8 @@
 //! descriptor rather than through the readahead window; the chain is walked with the
 //! partitioner's [`OverflowChain`], which checks every link (usable page, no cycle, the chain's
 //! length against the payload's).
+//!
+//! Layering: above `task` and `kernel`, below the two scan loops that call it.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -19,7 +21,7 @@ use partitioner::wal::PageLocation;
 use crate::cputime::CpuTime;
 use crate::error::Result;
 use crate::scan::kernel::{RecordOutcome, ScanKernel, Spill};
-use crate::scan::{ExecutorReport, ExecutorTask};
+use crate::scan::task::{ExecutorReport, ExecutorTask};
 
 /// Feeds one executor's pages to its kernel.
 pub(crate) struct PageDecoder<'t, K: ScanKernel> {

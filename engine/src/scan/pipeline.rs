@@ -1,6 +1,9 @@
 //! The synchronous loop over the `uring`, `pread` and `mmap` backends: the readahead
 //! schedule ([`ReadSchedule`]) and page decoder the `dma` loop drives too, over a
 //! `SyncBackend`.
+//!
+//! Layering: a scan loop; uses the backends, the readahead schedule, `pages`, `task` and the
+//! kernel trait, and is called only by the scan dispatch (`scan::run`).
 
 use std::time::Instant;
 
@@ -10,7 +13,7 @@ use crate::error::Result;
 use crate::readahead::ReadSchedule;
 use crate::scan::kernel::ScanKernel;
 use crate::scan::pages::PageDecoder;
-use crate::scan::{ExecutorReport, ExecutorTask};
+use crate::scan::task::{ExecutorReport, ExecutorTask};
 
 /// Runs the scan of `task` through `backend` on the current thread, computing `kernel`.
 pub(crate) fn scan<K: ScanKernel, B: SyncBackend>(

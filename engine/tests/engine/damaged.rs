@@ -19,15 +19,19 @@ use crate::fixture::{make_lineitem, test_dir};
 const HANG: Duration = Duration::from_secs(20);
 
 /// One configuration a damaged file must fail under.
-struct Config {
-    name: &'static str,
-    settings: ScanSettings,
-    executors: Vec<ExecutorSpec>,
+#[derive(Clone)]
+pub struct Config {
+    /// What the configuration is called in messages.
+    pub name: &'static str,
+    /// How it reads.
+    pub settings: ScanSettings,
+    /// Its executors.
+    pub executors: Vec<ExecutorSpec>,
 }
 
 /// Every backend: `dma`, `uring` with readahead 0 and the default, `uring` with SQPOLL on (one
 /// executor, so that the other CPU is idle), `pread`, `mmap`.
-fn every_backend(page_size: u32) -> Vec<Config> {
+pub fn every_backend(page_size: u32) -> Vec<Config> {
     let fixed = |io, readahead| ScanSettings {
         io: IoChoice::Fixed(io),
         readahead,
@@ -74,7 +78,7 @@ fn every_backend(page_size: u32) -> Vec<Config> {
 
 /// Runs Q6 on another thread and gives up after [`HANG`], so a hang fails the test instead of
 /// blocking the suite.
-fn run_with_timeout(
+pub fn run_with_timeout(
     plan: &TablePlan,
     config: &Config,
 ) -> Result<engine::Result<engine::ScanReport>, String> {
@@ -89,7 +93,7 @@ fn run_with_timeout(
 
 /// Asserts that a scan of `plan` (made before the damage) fails under every backend with one
 /// error naming page `victim`.
-fn assert_every_backend_names(plan: &TablePlan, victim: u32, what: &str) {
+pub fn assert_every_backend_names(plan: &TablePlan, victim: u32, what: &str) {
     for config in every_backend(4096) {
         let ctx = format!("{what}, {}", config.name);
         let outcome = run_with_timeout(plan, &config).unwrap_or_else(|e| panic!("{what}: {e}"));

@@ -7,7 +7,7 @@
 //! [`crate::default_value`]); anything else in parentheses is kept as text, since only SQLite
 //! can evaluate it.
 
-use super::token::Token;
+use super::token::{skip_group, Token};
 
 /// A column's `DEFAULT` clause.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,7 +211,7 @@ pub(super) fn parse_default(item: &[Token], at: usize) -> Result<(DefaultClause,
     let missing = || "DEFAULT without a value".to_string();
     match item.get(at).ok_or_else(missing)? {
         Token::Punct('(') => {
-            let end = super::skip_group(item, at)?;
+            let end = skip_group(item, at)?;
             let group = &item[at..end];
             let inner = &group[1..group.len() - 1];
             let clause = if let Some((signs, literal)) = signed_literal(group, Vec::new()) {

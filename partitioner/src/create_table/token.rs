@@ -179,3 +179,21 @@ pub(super) fn tokenize(sql: &str) -> Result<Vec<Token>, String> {
     }
     Ok(tokens)
 }
+
+/// The index one past the parenthesised group that opens at `open`.
+pub(super) fn skip_group(tokens: &[Token], open: usize) -> Result<usize, String> {
+    let mut depth = 0usize;
+    for (i, t) in tokens.iter().enumerate().skip(open) {
+        match t {
+            Token::Punct('(') => depth += 1,
+            Token::Punct(')') => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Ok(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    Err("unbalanced parentheses".to_string())
+}

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::check::Problem;
+use super::problem::Problem;
 
 /// An error reading the machine's topology, planning executors, or reading or writing a
 /// `topology.toml` file. Displays as one line.

@@ -5,104 +5,20 @@
 //! numbers are [`TopologyError::Parse`] errors with the line) and lenient about values: an
 //! unknown `io` or `sqpoll` string is kept as a [`Problem`] that [`Topology::check`] reports
 //! next to every other problem, so one run of `corescan topology check` lists them all. Use
-//! [`Topology::load_checked`] before running anything from a file.
+//! [`Topology::load_checked`] (in `check.rs`) before running anything from a file.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use serde::Deserialize;
 
-use super::check::Problem;
 use super::error::{Result, TopologyError};
 use super::machine::Machine;
-use super::placement::{ExecutorPlacement, Placement, SqpollPolicy, FULL_CORE_WEIGHT};
+use super::placement::{ExecutorPlacement, Placement, FULL_CORE_WEIGHT};
+use super::problem::Problem;
+use super::settings::ScanSettings;
 
-/// Largest readahead window a file may ask for, in pages (the engine's limit).
-pub const MAX_READAHEAD: u32 = 16_384;
-/// Largest coalesced read a file may ask for, in KiB (the engine's limit; 0 = no coalescing).
-pub const MAX_COALESCE_KIB: u32 = 16_384;
 /// Largest `topology.toml` read, in bytes.
 const MAX_FILE_BYTES: u64 = 16 << 20;
-
-/// How executors read the table (`[scan] io`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IoMode {
-    /// glommio `DmaFile`: `O_DIRECT` reads on the executor's own io_uring (the default).
-    #[default]
-    Dma,
-    /// A private io_uring per executor with registered buffers and `O_DIRECT`; the only path
-    /// that can use SQPOLL.
-    Uring,
-    /// Buffered `pread`: the kernel's page cache and readahead.
-    Pread,
-    /// `mmap` with sequential access advice.
-    Mmap,
-    /// DMA when the table is not in the page cache, a cached path when it is.
-    Auto,
-}
-
-impl IoMode {
-    /// The name used on the command line and in `topology.toml`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IoMode::Dma => "dma",
-            IoMode::Uring => "uring",
-            IoMode::Pread => "pread",
-            IoMode::Mmap => "mmap",
-            IoMode::Auto => "auto",
-        }
-    }
-}
-
-impl fmt::Display for IoMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for IoMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "dma" => Ok(IoMode::Dma),
-            "uring" => Ok(IoMode::Uring),
-            "pread" => Ok(IoMode::Pread),
-            "mmap" => Ok(IoMode::Mmap),
-            "auto" => Ok(IoMode::Auto),
-            _ => Err(format!(
-                "{s:?} is not an I/O mode (dma, uring, pread, mmap or auto)"
-            )),
-        }
-    }
-}
-
-/// How every executor reads (`[scan]`). Every field is optional in the file; the defaults are
-/// [`ScanSettings::default`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScanSettings {
-    /// The I/O path.
-    pub io: IoMode,
-    /// Pages kept in flight ahead of each executor's decoder (0 = one read at a time).
-    pub readahead: u32,
-    /// Adjacent pages are merged into reads of up to this many KiB (0 = one read per page).
-    pub coalesce_kib: u32,
-    /// Whether executors get SQPOLL threads (`uring` only).
-    pub sqpoll: SqpollPolicy,
-}
-
-impl Default for ScanSettings {
-    /// `auto`, 1024 pages of readahead (4 MiB at 4 KiB pages), 128 KiB reads, SQPOLL off.
-    fn default() -> Self {
-        ScanSettings {
-            io: IoMode::Auto,
-            readahead: 1024,
-            coalesce_kib: 128,
-            sqpoll: SqpollPolicy::Off,
-        }
-    }
-}
 
 /// The `[machine]` table: what the file was planned for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,21 +142,6 @@ impl Topology {
         Topology::parse(&text, path)
     }
 
-    /// Loads `path` and refuses it, with every problem, unless [`check`](Self::check) finds
-    /// none (against `machine` when given). This is what a run should use.
-    pub fn load_checked(path: &Path, machine: Option<&Machine>) -> Result<Topology> {
-        let topology = Topology::load(path)?;
-        let problems = topology.check(machine);
-        if problems.is_empty() {
-            Ok(topology)
-        } else {
-            Err(TopologyError::Invalid {
-                path: path.to_path_buf(),
-                problems,
-            })
-        }
-    }
-
     /// Parses the text of a topology file; `path` is only used in messages.
     pub fn parse(text: &str, path: &Path) -> Result<Topology> {
         let raw: RawFile = toml::from_str(text).map_err(|e| {
@@ -299,14 +200,6 @@ impl Topology {
                 sqpoll,
             },
             load_problems,
-        })
-    }
-
-    /// Writes [`render`](Self::render)'s text to `path`.
-    pub fn write(&self, path: &Path) -> Result<()> {
-        std::fs::write(path, self.render()).map_err(|source| TopologyError::Write {
-            path: path.to_path_buf(),
-            source,
         })
     }
 

@@ -56,19 +56,38 @@
 //!   [`ScanSettings`]. [`Topology::render`] writes it with a comment above every field,
 //!   [`Topology::load`] reads it back, and [`Topology::check`] lists every [`Problem`] in it.
 //! - Errors are [`TopologyError`]s; those about a file name it.
+//!
+//! # Layering
+//!
+//! The modules import each other one way only, each from the ones listed before it:
+//!
+//! 1. `settings` ([`ScanSettings`], [`IoMode`], [`SqpollPolicy`] and the limits): nothing;
+//! 2. `problem` ([`Problem`]): settings;
+//! 3. `error` ([`TopologyError`], CPU-list formatting): problem;
+//! 4. `machine` ([`Machine`], hwloc): error;
+//! 5. `placement` ([`plan_executors`]): error, machine, settings;
+//! 6. `file` ([`Topology`], parsing `topology.toml`): error, machine, placement, problem,
+//!    settings;
+//! 7. `check` ([`Topology::check`], [`Topology::load_checked`]) and `render`
+//!    ([`Topology::render`], [`Topology::write`]): the ones below, never each other.
+//!
+//! Methods follow the same rule: a lower module never calls a method defined higher up (so
+//! loading with a check lives in `check`, writing the rendered text in `render`).
 
 mod check;
 mod error;
 mod file;
 mod machine;
 mod placement;
+mod problem;
 mod render;
+mod settings;
 
-pub use check::Problem;
 pub use error::{cpu_list, Result, TopologyError};
-pub use file::{IoMode, MachineSummary, ScanSettings, Topology, MAX_COALESCE_KIB, MAX_READAHEAD};
+pub use file::{MachineSummary, Topology};
 pub use machine::{Machine, MachineSource, Pu};
 pub use placement::{
-    assign_sqpoll, plan_executors, ExecutorPlacement, Placement, SqpollPolicy, FULL_CORE_WEIGHT,
-    MAX_EXECUTORS,
+    assign_sqpoll, plan_executors, ExecutorPlacement, Placement, FULL_CORE_WEIGHT, MAX_EXECUTORS,
 };
+pub use problem::Problem;
+pub use settings::{IoMode, ScanSettings, SqpollPolicy, MAX_COALESCE_KIB, MAX_READAHEAD};

@@ -2,11 +2,10 @@
 //! runs on, its weight, and which idle CPU, if any, hosts its SQPOLL thread.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
-use std::fmt;
-use std::str::FromStr;
 
 use super::error::{Result, TopologyError};
 use super::machine::{Machine, Pu};
+use super::settings::SqpollPolicy;
 
 /// The weight of an executor that has a physical core to itself; executors sharing a core
 /// split it (two get 50 each, three 33).
@@ -14,50 +13,6 @@ pub const FULL_CORE_WEIGHT: u32 = 100;
 
 /// Most executors a plan may have (far beyond any machine; guards against absurd requests).
 pub const MAX_EXECUTORS: usize = 1 << 16;
-
-/// Whether executors get a kernel SQPOLL thread (io_uring `IORING_SETUP_SQPOLL`, pinned with
-/// `IORING_SETUP_SQ_AFF`). Only the `uring` I/O path uses it; SQPOLL needs Linux 5.11 for
-/// unprivileged use (CAP_SYS_NICE before), and pays only when its CPU is otherwise idle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SqpollPolicy {
-    /// No SQPOLL threads (the default): submissions are system calls.
-    #[default]
-    Off,
-    /// A poll thread for each executor that can get an idle CPU; the rest go without.
-    Auto,
-    /// A poll thread for every executor, or no plan at all.
-    On,
-}
-
-impl SqpollPolicy {
-    /// The name used on the command line and in `topology.toml`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SqpollPolicy::Off => "off",
-            SqpollPolicy::Auto => "auto",
-            SqpollPolicy::On => "on",
-        }
-    }
-}
-
-impl fmt::Display for SqpollPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for SqpollPolicy {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "off" => Ok(SqpollPolicy::Off),
-            "auto" => Ok(SqpollPolicy::Auto),
-            "on" => Ok(SqpollPolicy::On),
-            _ => Err(format!("{s:?} is not an SQPOLL policy (off, auto or on)")),
-        }
-    }
-}
 
 /// Where one executor runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,10 +2,12 @@
 //! crate emits no comments). [`Topology::load`] reads the result back to an equal value.
 
 use std::fmt::Write;
+use std::path::Path;
 
-use super::error::cpu_list;
-use super::file::{Topology, MAX_COALESCE_KIB, MAX_READAHEAD};
+use super::error::{cpu_list, Result, TopologyError};
+use super::file::Topology;
 use super::placement::{ExecutorPlacement, FULL_CORE_WEIGHT};
+use super::settings::{MAX_COALESCE_KIB, MAX_READAHEAD};
 
 /// Comment lines are wrapped to this width.
 const WIDTH: usize = 100;
@@ -32,6 +34,14 @@ fn quoted(s: &str) -> String {
 }
 
 impl Topology {
+    /// Writes [`render`](Self::render)'s text to `path`.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        std::fs::write(path, self.render()).map_err(|source| TopologyError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
     /// The file's text: a header, then `[machine]`, the `[[executor]]` tables and `[scan]`, with
     /// a comment above every field (in full above the first executor's).
     pub fn render(&self) -> String {

@@ -21,6 +21,9 @@
 //!   must exist in the file or the log (otherwise the log is not this database's, or the file
 //!   lost pages): both are errors, as no answer read from such a pair could be trusted.
 //!
+//! The log is the one beside the database's resolved path ([`crate::sidecar`]), as in SQLite:
+//! beside a symbolic link's target, not the link.
+//!
 //! Nothing is written: no `-shm` index is created or read, no lock is taken, and the log is
 //! opened read-only. [`WalIndex`] is the result, held by [`crate::PageFile`] (which reads
 //! every page through it) and [`crate::TablePlan`] (so the engine can read pages itself:
@@ -42,13 +45,9 @@ pub use recover::{frame_offset, recover, CommittedLog, Recovery};
 
 use crate::error::{Error, Result};
 use crate::header::DbHeader;
+use crate::sidecar::{sidecar_metadata, DbFiles};
 
-/// The path of the write-ahead log SQLite keeps beside `db`: the file name plus `-wal`.
-pub fn wal_path(db: &Path) -> PathBuf {
-    let mut name = db.as_os_str().to_os_string();
-    name.push("-wal");
-    PathBuf::from(name)
-}
+pub use crate::sidecar::wal_path;
 
 /// Where the latest committed copy of a page is read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,17 +199,19 @@ pub enum WalState {
     Active(WalIndex, File),
 }
 
-/// Opens and reads the log beside `db` (see the module docs for what counts). Errors name the
-/// database; I/O errors and an unknown log format version are errors, anything else malformed
-/// in the log makes SQLite (and so this reader) ignore the frames concerned.
-pub fn open(db: &Path) -> Result<WalState> {
-    let path = wal_path(db);
+/// Opens and reads the log SQLite uses for `files` ([`DbFiles::wal`], beside the resolved
+/// path; see the module docs for what counts). Errors name the database as given; I/O errors
+/// and an unknown log format version are errors, anything else malformed in the log makes
+/// SQLite (and so this reader) ignore the frames concerned.
+pub fn open(files: &DbFiles) -> Result<WalState> {
+    let db = files.given.as_path();
+    let path = files.wal.clone();
     let io = |op: &str, source| Error::Io {
         path: db.to_path_buf(),
         op: format!("{op} {}", path.display()),
         source,
     };
-    match crate::pager::sidecar_metadata(db, &path)? {
+    match sidecar_metadata(db, &path)? {
         None => return Ok(WalState::Absent),
         Some(meta) if meta.len() == 0 => return Ok(WalState::Absent),
         Some(_) => {}

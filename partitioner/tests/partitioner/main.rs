@@ -10,6 +10,7 @@ mod fuzz;
 mod ranges;
 mod readonly;
 mod schema;
+mod symlinks;
 mod topology;
 mod wal;
 

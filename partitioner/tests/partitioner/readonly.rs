@@ -3,7 +3,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use partitioner::pager::{check_no_hot_journal, journal_path, wal_path, JOURNAL_MAGIC};
+use partitioner::pager::{check_no_hot_journal, JOURNAL_MAGIC};
+use partitioner::sidecar::{journal_path, wal_path};
 use partitioner::{Error, PageFile, TablePlan};
 use rusqlite::Connection;
 use tempfile::tempdir;
@@ -98,7 +99,9 @@ fn a_hot_journal_is_refused_and_nothing_is_touched() {
         "{text}"
     );
     assert!(
-        text.contains("interrupted") && text.contains("roll it back"),
+        text.contains("a writer may be active")
+            && text.contains("if none is")
+            && text.contains("sqlite3 rolls it back"),
         "{text}"
     );
     assert!(PageFile::open(&path).is_err());

@@ -282,19 +282,6 @@ fn hwloc_xml_export_plans_like_the_machine_it_describes() {
         Machine::from_xml_file(&this).unwrap().pus,
         Machine::detect().unwrap().pus
     );
-    // An export by hwloc's own tool, when it is installed.
-    let lstopo = dir.path().join("lstopo.xml");
-    match std::process::Command::new("lstopo")
-        .args(["--of", "xml"])
-        .arg(&lstopo)
-        .status()
-    {
-        Ok(status) if status.success() => {
-            let m = Machine::from_xml_file(&lstopo).unwrap();
-            assert_eq!(m.pus, Machine::detect().unwrap().pus);
-        }
-        other => eprintln!("skip: lstopo --of xml is not available ({other:?})"),
-    }
     // Missing, empty and non-XML files are errors naming the file.
     let junk = dir.path().join("junk.xml");
     std::fs::write(&junk, "pack:2 core:2").unwrap();
@@ -304,6 +291,24 @@ fn hwloc_xml_export_plans_like_the_machine_it_describes() {
         let e = Machine::from_xml_file(&bad).unwrap_err().to_string();
         assert!(e.contains(&bad.display().to_string()), "{e}");
     }
+}
+
+/// An export by hwloc's own tool reads back to this machine's PUs. `lstopo` is in Debian's
+/// `hwloc` package, which `scripts/setup` does not install (the library alone is needed), so
+/// this runs only when asked for: `cargo test -p partitioner -- --ignored lstopo`.
+#[test]
+#[ignore = "needs hwloc's lstopo (Debian package hwloc), which scripts/setup does not install"]
+fn lstopo_xml_export_reads_back_to_this_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let lstopo = dir.path().join("lstopo.xml");
+    let status = std::process::Command::new("lstopo")
+        .args(["--of", "xml"])
+        .arg(&lstopo)
+        .status()
+        .expect("run lstopo (install the hwloc package)");
+    assert!(status.success(), "lstopo --of xml failed: {status}");
+    let m = Machine::from_xml_file(&lstopo).unwrap();
+    assert_eq!(m.pus, Machine::detect().unwrap().pus);
 }
 
 #[test]
@@ -516,14 +521,13 @@ fn committed_topology_file_is_valid_for_a_two_cpu_machine() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../topology.toml");
     let t = Topology::load(&path).unwrap();
     assert!(t.check(None).is_empty(), "{:?}", t.check(None));
-    // It was written for this kind of machine; check against this one only when it matches.
+    // It was written for the 2-CPU reference machine (one package, one NUMA node, two cores
+    // without SMT): it is valid against that machine, built by hwloc from its description.
+    let reference = machine("pack:1 numa:1 core:2 pu:1");
+    assert_eq!(t.check(Some(&reference)), []);
+    // And against this one, when this one is that kind of machine.
     let this = Machine::detect().unwrap();
     if this.pus.len() == t.machine.pus && this.cores == t.machine.cores {
         assert_eq!(t.check(Some(&this)), []);
-    } else {
-        eprintln!(
-            "skip: this machine is not the 2-CPU reference machine: {}",
-            this.describe()
-        );
     }
 }

@@ -19,14 +19,14 @@
 mod mutate;
 mod seeds;
 
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use partitioner::create_table::parse_create_table;
-use partitioner::pager::wal_path;
+use partitioner::sidecar::wal_path;
 use partitioner::{Affinity, DbHeader, DefaultValue, Error, PageFile, PageLocation, TablePlan};
 
 use crate::XorShift;
@@ -61,12 +61,14 @@ fn case_seed(base: u64, n: u64) -> u64 {
 enum Progress {
     Start(u64),
     Failed(u64, String),
-    Done(u64),
+    Done(u64, Outcomes),
 }
 
 /// Runs `case` (given a seed and a scratch directory) for `CORESCAN_FUZZ_SECS` seconds on a
 /// worker thread, failing with the seed of any case that panics, fails its checks or hangs.
-fn run(target: &'static str, case: fn(u64, &Path) -> Result<(), String>) {
+/// Returns how far its cases got ([`Outcomes`]), so a target can assert that its mutations
+/// reached past the first checks (`None` when only a replay ran).
+fn run(target: &'static str, case: fn(u64, &Path) -> Result<(), String>) -> Option<Outcomes> {
     let scratch = tempfile::tempdir().unwrap();
     if let Ok(replay) = std::env::var("CORESCAN_FUZZ_REPLAY") {
         if let Some((name, seed)) = replay.split_once(':') {
@@ -74,7 +76,7 @@ fn run(target: &'static str, case: fn(u64, &Path) -> Result<(), String>) {
                 let seed = parse_seed(seed).expect("CORESCAN_FUZZ_REPLAY=target:seed");
                 case(seed, scratch.path()).unwrap();
             }
-            return;
+            return None;
         }
     }
     let budget = Duration::from_secs_f64(env_f64("CORESCAN_FUZZ_SECS", 2.0).max(0.0));
@@ -111,7 +113,7 @@ fn run(target: &'static str, case: fn(u64, &Path) -> Result<(), String>) {
             }
             n += 1;
         }
-        let _ = tx.send(Progress::Done(n));
+        let _ = tx.send(Progress::Done(n, OUTCOMES.with(Cell::get)));
     });
     let replay = |seed: u64| {
         format!(
@@ -123,15 +125,13 @@ fn run(target: &'static str, case: fn(u64, &Path) -> Result<(), String>) {
     loop {
         match rx.recv_timeout(HANG) {
             Ok(Progress::Start(seed)) => current = Some(seed),
-            Ok(Progress::Done(n)) => {
-                let [refused, census, accepted] =
-                    OUTCOMES.each_ref().map(|c| c.load(Ordering::Relaxed));
+            Ok(Progress::Done(n, outcomes)) => {
+                let [refused, census, accepted] = outcomes;
                 eprintln!(
-                    "fuzz {target}: {n} cases from base seed {base:#x}, no failure (all \
-                     targets so far: {refused} files refused when planned, {census} by the \
-                     census, {accepted} accepted)"
+                    "fuzz {target}: {n} cases from base seed {base:#x}, no failure ({refused} \
+                     inputs refused at the first checks, {census} later, {accepted} accepted)"
                 );
-                return;
+                return Some(outcomes);
             }
             Ok(Progress::Failed(seed, what)) => {
                 panic!("fuzz {target}: case {seed:#x}: {what}\n{}", replay(seed))
@@ -148,12 +148,34 @@ fn run(target: &'static str, case: fn(u64, &Path) -> Result<(), String>) {
     }
 }
 
-/// How far mutated files got: refused when opened or planned, refused by the census, accepted.
-/// Printed after each run, to show the mutations reach past the first checks.
-static OUTCOMES: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+/// How far a target's inputs got: refused at the first checks (a file when opened or
+/// planned), refused later (a file by the census), accepted.
+type Outcomes = [u64; 3];
+
+thread_local! {
+    /// The outcomes of the cases run on this thread (each target runs on its own worker).
+    static OUTCOMES: Cell<Outcomes> = const { Cell::new([0; 3]) };
+}
 
 fn count(outcome: usize) {
-    OUTCOMES[outcome].fetch_add(1, Ordering::Relaxed);
+    OUTCOMES.with(|o| {
+        let mut v = o.get();
+        v[outcome] += 1;
+        o.set(v);
+    });
+}
+
+/// Asserts that a target's inputs were both refused and accepted: its mutations reach the
+/// checks past the first ones, so the run tested more than the header check.
+#[track_caller]
+fn assert_reached_both(target: &str, outcomes: Option<Outcomes>) {
+    if let Some([refused, later, accepted]) = outcomes {
+        assert!(
+            refused > 0 && accepted + later > 0,
+            "fuzz {target}: {refused} refused at the first checks, {later} later, {accepted} \
+             accepted: the mutations do not reach past the first checks"
+        );
+    }
 }
 
 /// `Ok` when `err` is one line naming `path`.
@@ -261,8 +283,12 @@ fn header_case(seed: u64, _dir: &Path) -> Result<(), String> {
     let path = Path::new("fuzz-header.db");
     let header = match DbHeader::parse_with_wal(path, bytes, size, wal_pages) {
         Ok(h) => h,
-        Err(e) => return names_file(&e, path),
+        Err(e) => {
+            count(0);
+            return names_file(&e, path);
+        }
     };
+    count(2);
     if !(512..=65536).contains(&header.page_size) || !header.page_size.is_power_of_two() {
         return Err(format!("page size {} accepted", header.page_size));
     }
@@ -424,7 +450,9 @@ fn create_table_case(seed: u64, _dir: &Path) -> Result<(), String> {
     if rng.below(2) == 0 {
         sql.push(')');
     }
-    if let Ok(table) = parse_create_table(&sql) {
+    let parsed = parse_create_table(&sql);
+    count(if parsed.is_ok() { 2 } else { 0 });
+    if let Ok(table) = parsed {
         for column in &table.columns {
             let affinity = Affinity::of_column(column, table.strict);
             let _ = DefaultValue::of_clause(column.default.as_ref(), affinity);
@@ -439,30 +467,37 @@ fn create_table_case(seed: u64, _dir: &Path) -> Result<(), String> {
 
 #[test]
 fn header() {
-    run("header", header_case);
+    assert_reached_both("header", run("header", header_case));
 }
 
 #[test]
 fn btree() {
-    run("btree", btree_case);
+    assert_reached_both("btree", run("btree", btree_case));
 }
 
 #[test]
 fn wal() {
-    run("wal", wal_case);
+    assert_reached_both("wal", run("wal", wal_case));
 }
 
 #[test]
 fn create_table() {
-    run("create_table", create_table_case);
+    assert_reached_both("create_table", run("create_table", create_table_case));
 }
 
+/// Writes the seed corpora into `CORESCAN_FUZZ_CORPUS` (what `fuzz/seed.sh` runs), or into a
+/// scratch directory, and checks every target got inputs.
 #[test]
 fn write_seed_corpora() {
-    if let Ok(dir) = std::env::var("CORESCAN_FUZZ_CORPUS") {
-        seeds::write_corpora(Path::new(&dir));
-        eprintln!("wrote the seed corpora under {dir}");
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = std::env::var_os("CORESCAN_FUZZ_CORPUS")
+        .map_or_else(|| scratch.path().to_path_buf(), std::path::PathBuf::from);
+    seeds::write_corpora(&dir);
+    for target in ["header", "btree", "record", "wal"] {
+        let inputs = std::fs::read_dir(dir.join(target)).unwrap().count();
+        assert!(inputs > 0, "no {target} inputs under {}", dir.display());
     }
+    eprintln!("wrote the seed corpora under {}", dir.display());
 }
 
 #[test]

@@ -4,8 +4,8 @@
 //! | engine | reads | answer |
 //! |---|---|---|
 //! | corescan | the SQLite file, defaults (`--io auto`, one executor per CPU) | exact |
-//! | SQLite (rusqlite) | the same file, in-process, the oracle's integer-sum SQL | exact |
-//! | `sqlite3` CLI | the same file, read-only, standard Q6 ([`peers::q6_sql`]) | float |
+//! | SQLite (rusqlite) | the same file, in-process, the same Q6 with the oracle's integer sum | exact |
+//! | `sqlite3` CLI | the same file, read-only, standard Q6 ([`crate::sql::q6_sql`]) | float |
 //! | DuckDB (`duckdb`) | its own `.duckdb` copy of the table, `DECIMAL(15,2)` columns | exact decimal |
 //! | Turso (`pyturso`) | a private copy of the file (Turso writes to what it opens) | float |
 //!
@@ -15,21 +15,26 @@
 //! "warm" means the operating system's page cache, read once right before the run; "cold"
 //! empties it first ([`super::drop_page_cache`]). Rounds interleave every engine, cold then warm.
 
+mod markdown;
+mod report;
+
+pub use report::{CompareReport, CompareResult, CompareRun, Engine, EngineInfo};
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use engine::{run_q6, Q6Params, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
-use serde::Serialize;
 
 use super::machine::Machine;
 use super::peers::{self, Answer, PeerRun, FLOAT_RULE};
 use super::runner::place;
 use super::{
     check_answer, create_out_dir, prepare_cache, progress_bar, write_file, write_json, CacheMode,
-    CachePrep, ExperimentError, Result, Spread,
+    ExperimentError, Result, Spread,
 };
-use crate::oracle::{self, quote_identifier, OracleAnswer};
+use crate::oracle::{self, OracleAnswer};
+use crate::sql::{q6_sql, Q6Select};
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,127 +51,6 @@ pub struct CompareOptions {
     pub progress: bool,
 }
 
-/// The engines, in run order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Engine {
-    /// corescan with its defaults, in-process.
-    Corescan,
-    /// SQLite through rusqlite, in-process.
-    Sqlite,
-    /// The `sqlite3` shell.
-    Sqlite3Cli,
-    /// DuckDB through Python.
-    Duckdb,
-    /// Turso through Python.
-    Turso,
-}
-
-impl Engine {
-    /// Every engine.
-    pub const ALL: [Engine; 5] = [
-        Engine::Corescan,
-        Engine::Sqlite,
-        Engine::Sqlite3Cli,
-        Engine::Duckdb,
-        Engine::Turso,
-    ];
-
-    /// The name in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Corescan => "corescan",
-            Engine::Sqlite => "sqlite (rusqlite)",
-            Engine::Sqlite3Cli => "sqlite3 CLI",
-            Engine::Duckdb => "duckdb (python)",
-            Engine::Turso => "turso (python pyturso)",
-        }
-    }
-}
-
-/// One engine as the comparison used it.
-#[derive(Debug, Clone, Serialize)]
-pub struct EngineInfo {
-    /// Which engine.
-    pub engine: Engine,
-    /// Its version, when known.
-    pub version: Option<String>,
-    /// Why it was skipped, when it was.
-    pub skipped: Option<String>,
-    /// The files it reads (dropped or warmed before each run).
-    pub files: Vec<String>,
-    /// How it reads the data.
-    pub reads: String,
-    /// The total size of `files`, in bytes (DuckDB's columnar copy is much smaller than the
-    /// SQLite file: it reads different bytes, not just fewer).
-    pub bytes: u64,
-    /// How its answer is checked: `exact` or `float`.
-    pub check: &'static str,
-}
-
-/// One timed run.
-#[derive(Debug, Clone, Serialize)]
-pub struct CompareRun {
-    /// The engine.
-    pub engine: Engine,
-    /// Cold or warm.
-    pub mode: CacheMode,
-    /// The round, 0-based.
-    pub repeat: usize,
-    /// How the page cache was prepared.
-    pub cache: CachePrep,
-    /// Seconds from opening the database to the answer.
-    pub wall_s: f64,
-    /// The answer as printed by the engine.
-    pub printed: String,
-    /// The parsed answer.
-    pub answer: Answer,
-    /// For corescan: the I/O path that ran.
-    pub detail: Option<String>,
-}
-
-/// The medians of one engine in one cache mode.
-#[derive(Debug, Clone, Serialize)]
-pub struct CompareResult {
-    /// The engine.
-    pub engine: Engine,
-    /// Cold or warm.
-    pub mode: CacheMode,
-    /// Wall time, seconds.
-    pub wall_s: Spread,
-    /// This engine's median over corescan's in the same mode (above 1: corescan is faster).
-    pub vs_corescan: Option<f64>,
-}
-
-/// Everything the comparison measured.
-#[derive(Debug, Clone, Serialize)]
-pub struct CompareReport {
-    /// The database file.
-    pub db: String,
-    /// The table.
-    pub table: String,
-    /// The machine.
-    pub machine: Machine,
-    /// The exact revenue.
-    pub revenue: String,
-    /// Rows matched.
-    pub rows_matched: u64,
-    /// Rows in the table.
-    pub rows_scanned: u64,
-    /// The SQL the peers ran.
-    pub sql: String,
-    /// How float answers were compared.
-    pub float_rule: &'static str,
-    /// Every engine, run or skipped.
-    pub engines: Vec<EngineInfo>,
-    /// Every run.
-    pub runs: Vec<CompareRun>,
-    /// Medians per engine and mode.
-    pub results: Vec<CompareResult>,
-    /// What was prepared (copies made or reused).
-    pub notes: Vec<String>,
-}
-
 /// Runs the comparison and writes `compare.md` and `compare.json`.
 pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
     if opts.repeat == 0 {
@@ -180,7 +64,7 @@ pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
     let topology = partitioner::topology::Machine::detect().ok();
     let table = plan.table.name.clone();
     let expected = oracle::q6(&opts.db, &table, &params)?;
-    let sql = peers::q6_sql(&table, &params);
+    let sql = q6_sql(&table, &params, Q6Select::Revenue);
     let cache = peers::cache_dir(&opts.out, &opts.db)?;
     let db = opts.db.display().to_string();
     let mut notes = Vec::new();
@@ -366,7 +250,7 @@ pub fn run_compare(opts: &CompareOptions) -> Result<CompareReport> {
     write_json(&opts.out.join("compare.json"), &report)?;
     write_file(
         &opts.out.join("compare.md"),
-        super::summary::compare_markdown(&report, opts.repeat),
+        markdown::compare_markdown(&report, opts.repeat),
     )?;
     Ok(report)
 }
@@ -452,7 +336,7 @@ fn run_engine(
         Engine::Sqlite3Cli => Ok((peers::run_sqlite3(file, sql)?, None)),
         Engine::Duckdb => {
             // DuckDB's copy names the table in lower case.
-            let duck_sql = peers::q6_sql(&table.to_ascii_lowercase(), params);
+            let duck_sql = q6_sql(&table.to_ascii_lowercase(), params, Q6Select::Revenue);
             Ok((
                 peers::run_python("duckdb", "duckdb-q6", file, &duck_sql)?.0,
                 None,
@@ -462,8 +346,8 @@ fn run_engine(
     }
 }
 
-/// The oracle's Q6 (integer sum of cents, parameters bound as the file stores them) without
-/// its second pass counting every row, so that SQLite is timed on the query alone.
+/// The oracle's Q6 (the same text, selecting the integer sum of cents) without its second pass
+/// counting every row, so that SQLite is timed on the query alone.
 fn sqlite_q6(db: &Path, table: &str, params: &Q6Params) -> Result<(u64, i128)> {
     let fail = |source| ExperimentError::Sqlite {
         path: db.to_path_buf(),
@@ -471,33 +355,9 @@ fn sqlite_q6(db: &Path, table: &str, params: &Q6Params) -> Result<(u64, i128)> {
         source,
     };
     let conn = oracle::open_read_only(db)?;
-    let sql = format!(
-        "SELECT count(*), coalesce(sum(CAST(round(L_EXTENDEDPRICE * 100) AS INTEGER)
-                                      * CAST(round(L_DISCOUNT * 100) AS INTEGER)), 0)
-         FROM {}
-         WHERE L_SHIPDATE >= ?1 AND L_SHIPDATE < ?2
-           AND L_DISCOUNT BETWEEN ?3 AND ?4
-           AND L_QUANTITY < ?5",
-        quote_identifier(table)
-    );
-    let real = |h: i64| {
-        engine::q6::format_hundredths(h)
-            .parse::<f64>()
-            .unwrap_or(f64::NAN)
-    };
-    let (lo, hi) = params.discount_bounds();
+    let sql = q6_sql(table, params, Q6Select::CountAndExactRevenue);
     let (matched, revenue): (i64, i64) = conn
-        .query_row(
-            &sql,
-            rusqlite::params![
-                params.date.to_string(),
-                params.date_end().to_string(),
-                real(lo),
-                real(hi),
-                real(params.quantity_hundredths)
-            ],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
+        .query_row(&sql, [], |row| Ok((row.get(0)?, row.get(1)?)))
         .map_err(fail)?;
     Ok((matched as u64, i128::from(revenue)))
 }

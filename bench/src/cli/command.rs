@@ -1,0 +1,181 @@
+//! The `corescan` command: its clap definition ([`Cli`]), the dispatch to one module per
+//! subcommand, and the error contract shared by all of them.
+//!
+//! Contract (see `design.md`): an error is one line on stderr starting with `error:` and exit
+//! status 1; a usage error is one `error:` line too, with status 2 (clap's message with its
+//! usage block and hints folded into that line, see [`usage_line`]); `--help` and `--version`
+//! exit 0. A panic is reported the same way (one `error: internal error: ...` line, status 1),
+//! never as Rust's multi-line panic message.
+//!
+//! Every option that takes a value accepts a negative-looking one (`--discount -0.06`,
+//! `--cores -1`), so that its value parser, not clap's "unexpected argument" path, rejects it
+//! with a message about the value ([`clap_command`]).
+
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use super::{bench, explain, gen, q6, query, topology};
+
+/// Thread-per-core table scans of SQLite-format files, answering TPC-H Q6.
+#[derive(Debug, Parser)]
+#[command(name = "corescan", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate a TPC-H database (SQLite format) with tpchgen.
+    Gen(gen::GenArgs),
+    /// Show how a table is laid out in a database file and how it would be split over CPUs.
+    Explain(explain::ExplainArgs),
+    /// Run TPC-H Q6 with one pinned executor per CPU and report the answer and the I/O.
+    Q6(q6::Q6Args),
+    /// Run one SELECT over one table with SQLite's answers, the thread-per-core way.
+    Query(query::QueryArgs),
+    /// Plan executor placement for a machine (hwloc) and write or check topology.toml.
+    Topology(topology::TopologyArgs),
+    /// Run an experiment: core-count scaling, readahead sweeps, the seed report, or a
+    /// comparison with SQLite, DuckDB and Turso.
+    Bench(bench::BenchArgs),
+}
+
+/// Parses the arguments, runs the subcommand and reports the outcome as the exit status.
+pub fn main() -> ExitCode {
+    install_panic_hook();
+    let cli = match clap_command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
+        Ok(cli) => cli,
+        Err(e) => return usage_exit(&e),
+    };
+    match std::panic::catch_unwind(|| run(cli)) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("error: {}", one_line(&e));
+            ExitCode::from(1)
+        }
+        // The panic hook has already printed the error line.
+        Err(_) => ExitCode::from(1),
+    }
+}
+
+/// The command line as clap builds it from [`Cli`], with two settings applied to every
+/// subcommand: an option that takes a value accepts a negative-looking one (its value parser
+/// decides), and a missing subcommand is an error rather than the help text on stderr.
+fn clap_command() -> clap::Command {
+    fn adjust(cmd: clap::Command) -> clap::Command {
+        cmd.arg_required_else_help(false)
+            .mut_args(|a| {
+                if !a.get_action().takes_values() || a.is_positional() {
+                    a
+                } else if a.get_value_delimiter().is_some() {
+                    // A list ("-1,2") is not a number to clap: take any value after the option.
+                    a.allow_hyphen_values(true)
+                } else {
+                    a.allow_negative_numbers(true)
+                }
+            })
+            .mut_subcommands(adjust)
+    }
+    adjust(Cli::command())
+}
+
+/// Prints `--help`/`--version` (exit 0) or a usage error as one `error:` line (exit 2).
+fn usage_exit(e: &clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            eprintln!("error: {}", usage_line(e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Clap's error message on one line: its first line without `error: `, then its detail lines
+/// (`[possible values: ...]`, the missing arguments, `tip: ...`), up to the usage block, which
+/// is left out (`--help` shows it).
+fn usage_line(e: &clap::Error) -> String {
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        return "a subcommand or argument is missing (see --help)".into();
+    }
+    let text = e.render().to_string();
+    let mut line = String::new();
+    for part in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if part.starts_with("Usage:") || part.starts_with("For more information") {
+            break;
+        }
+        let part = part.strip_prefix("error: ").unwrap_or(part);
+        if !line.is_empty() {
+            line.push_str(if part.starts_with("tip:") { "; " } else { " " });
+        }
+        line.push_str(part);
+    }
+    if line.is_empty() {
+        line = e.kind().to_string();
+    }
+    line
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Gen(args) => gen::run(args),
+        Command::Explain(args) => explain::run(args),
+        Command::Q6(args) => q6::run(args),
+        Command::Query(args) => query::run(args),
+        Command::Topology(args) => topology::run(args),
+        Command::Bench(args) => bench::run(args),
+    }
+}
+
+/// The error and its causes joined by `: `, on one line. Library errors often print their
+/// source already (`FILE: open: No such file ...`), so a cause whose text is already in the
+/// message is not repeated.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line.replace(['\n', '\r'], " ")
+}
+
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let what = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("panic");
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "error: internal error: {}{at}",
+            what.replace(['\n', '\r'], " ")
+        );
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+        clap_command().debug_assert();
+    }
+}
