@@ -283,9 +283,9 @@ fn plan_select(
             let t = match by_alias_or_position(g, "GROUP BY", i)? {
                 Some(p) => {
                     if has_aggregate(outputs[p].expr) {
-                        return invalid(format!(
-                            "aggregate functions are not allowed in the GROUP BY clause"
-                        ));
+                        return invalid(
+                            "aggregate functions are not allowed in the GROUP BY clause",
+                        );
                     }
                     r.resolve(outputs[p].expr, &mut Stage::Row, 0)?
                 }

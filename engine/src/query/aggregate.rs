@@ -44,7 +44,7 @@ impl KeyPart {
                 if r == 0.0 {
                     KeyPart::Integer(0)
                 } else if r.fract() == 0.0
-                    && (-9.223372036854775808e18..9.223372036854775808e18).contains(&r)
+                    && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&r)
                 {
                     KeyPart::Integer(r as i64)
                 } else {
@@ -311,7 +311,7 @@ mod tests {
         // A real after the overflow makes it a real sum.
         assert_eq!(
             run(AggFunc::Sum, &[&[i(i64::MAX), i(1)], &[Value::Real(0.5)]]),
-            Ok(Value::Real(9.223372036854775808e18))
+            Ok(Value::Real(9.223_372_036_854_776e18))
         );
         // The running total never left the range.
         assert_eq!(

@@ -160,7 +160,7 @@ fn trim_spaces(t: &[u8]) -> &[u8] {
 }
 
 fn julian(r: f64) -> Option<DateTime> {
-    (r.is_finite() && (0.0..5373484.5).contains(&r)).then(|| DateTime {
+    (r.is_finite() && (0.0..5373484.5).contains(&r)).then_some(DateTime {
         jd: (r * 86_400_000.0 + 0.5) as i64,
     })
 }

@@ -356,7 +356,7 @@ mod tests {
         let max = Value::Integer(i64::MAX);
         assert_eq!(
             arith(ArithOp::Add, &max, &Value::Integer(1)),
-            Value::Real(9.223372036854775808e18)
+            Value::Real(9.223_372_036_854_776e18)
         );
         assert_eq!(
             arith(ArithOp::Div, &Value::Integer(7), &Value::Integer(2)),

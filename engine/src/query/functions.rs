@@ -399,7 +399,7 @@ mod tests {
         let r = |x: f64, n: i64| round(&[ValueRef::Real(x), ValueRef::Integer(n)]);
         assert_eq!(r(2.5, 0), Value::Real(3.0));
         assert_eq!(r(-2.5, 0), Value::Real(-3.0));
-        assert_eq!(r(3.14159, 3), Value::Real(3.142));
+        assert_eq!(r(1.23456, 3), Value::Real(1.235));
         assert_eq!(
             apply(
                 Function::Min(Collation::Binary),

@@ -160,7 +160,7 @@ fn one(t: &Token, c: char, fold: bool) -> bool {
         Token::AnyChar => true,
         Token::Char(p) => {
             if fold {
-                p.to_ascii_lowercase() == c.to_ascii_lowercase()
+                p.eq_ignore_ascii_case(&c)
             } else {
                 *p == c
             }

@@ -336,7 +336,7 @@ fn random_queries_agree_with_sqlite() {
             }
             .query();
             let cores = 1 + (query_seed % 3) as usize;
-            let io = if query_seed % 2 == 0 {
+            let io = if query_seed.is_multiple_of(2) {
                 IoBackend::Pread
             } else {
                 IoBackend::Mmap
