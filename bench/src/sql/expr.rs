@@ -94,6 +94,12 @@ pub struct Resolver<'t> {
     resolving: Vec<usize>,
     /// The SQL text being resolved (the query, or a generated column's expression).
     source: String,
+    /// Result-column aliases and their expressions: SQLite resolves a name that is no column
+    /// to one in `WHERE`, `GROUP BY`, `HAVING` and `ORDER BY` (not in the result list).
+    pub aliases: Vec<(String, ast::Expr)>,
+    /// Whether [`Self::aliases`] apply (off while the result list itself is resolved).
+    pub aliases_enabled: bool,
+    alias_depth: usize,
 }
 
 const MAX_DEPTH: usize = 200;
@@ -123,6 +129,9 @@ impl<'t> Resolver<'t> {
             slot_of: HashMap::new(),
             resolving: Vec::new(),
             source: sql.to_string(),
+            aliases: Vec::new(),
+            aliases_enabled: false,
+            alias_depth: 0,
         }
     }
 
@@ -316,6 +325,17 @@ impl<'t> Resolver<'t> {
             self.slot_of = saved.1;
         }
         let d = depth + 1;
+        if let ast::Expr::Identifier(i) = e {
+            if let Some(aliased) = self.alias_of(&i.value) {
+                if self.alias_depth > 8 {
+                    return invalid(format!("alias {} refers to itself", i.value));
+                }
+                self.alias_depth += 1;
+                let r = self.resolve(&aliased, stage, d);
+                self.alias_depth -= 1;
+                return r;
+            }
+        }
         Ok(match e {
             ast::Expr::Identifier(i) => match stage {
                 Stage::Row => self.column(std::slice::from_ref(i))?,
@@ -573,6 +593,25 @@ impl<'t> Resolver<'t> {
             ast::Expr::Subquery(_) | ast::Expr::Exists { .. } => return unsupported("subqueries"),
             other => return unsupported(format!("the expression {other}")),
         })
+    }
+
+    /// The expression of result alias `name`, when aliases apply and `name` is no column.
+    fn alias_of(&self, name: &str) -> Option<ast::Expr> {
+        if !self.aliases_enabled || is_rowid_name(name) {
+            return None;
+        }
+        let def = &self.table.definition;
+        if def
+            .columns
+            .iter()
+            .any(|c| c.name.eq_ignore_ascii_case(name))
+        {
+            return None;
+        }
+        self.aliases
+            .iter()
+            .find(|(a, _)| a.eq_ignore_ascii_case(name))
+            .map(|(_, e)| e.clone())
     }
 
     /// A literal, telling `0x1F` (an integer) from `X'1F'` (a blob) by the source text, which

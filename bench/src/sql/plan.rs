@@ -232,6 +232,11 @@ fn plan_select(
             Ok(None)
         };
 
+    r.aliases = outputs
+        .iter()
+        .filter_map(|o| o.alias.clone().map(|a| (a, o.expr.clone())))
+        .collect();
+    r.aliases_enabled = true;
     let filter = match &select.selection {
         Some(w) => Some(r.resolve(w, &mut Stage::Row, 0)?.expr),
         None => None,
@@ -260,9 +265,11 @@ fn plan_select(
 
     let (shape, order_by) = if !grouped {
         let mut resolved = Vec::with_capacity(outputs.len());
+        r.aliases_enabled = false;
         for o in &outputs {
             resolved.push(r.resolve(o.expr, &mut Stage::Row, 0)?);
         }
+        r.aliases_enabled = true;
         let mut order_by = Vec::new();
         for (i, term) in order_terms.iter().enumerate() {
             let t = match by_alias_or_position(&term.expr, "ORDER BY", i)? {
@@ -294,9 +301,11 @@ fn plan_select(
             ctx.keys.push(t);
         }
         let mut resolved: Vec<Typed> = Vec::with_capacity(outputs.len());
+        r.aliases_enabled = false;
         for o in &outputs {
             resolved.push(r.resolve(o.expr, &mut Stage::Group(&mut ctx), 0)?);
         }
+        r.aliases_enabled = true;
         let having = match &select.having {
             Some(h) => Some(r.resolve(h, &mut Stage::Group(&mut ctx), 0)?.expr),
             None => None,
@@ -380,8 +389,8 @@ fn sort_key(term: &ast::OrderByExpr, t: Typed) -> Result<SortKey, SqlError> {
 }
 
 /// The integer an `ORDER BY`/`GROUP BY` term is, as SQLite sees it: an integer literal
-/// (parentheses and a minus sign allowed), or a non-NULL literal tested with `IS [NOT] NULL`,
-/// which SQLite's parser folds to 0 or 1.
+/// (parentheses and a minus sign allowed), a non-NULL literal tested with `IS [NOT] NULL`,
+/// which SQLite's parser folds to 0 or 1, or an `AND` with such a 0 on one side (folded to 0).
 fn integer_term(e: &ast::Expr) -> Option<i64> {
     match e {
         ast::Expr::Nested(x) | ast::Expr::Collate { expr: x, .. } => integer_term(x),
@@ -394,6 +403,12 @@ fn integer_term(e: &ast::Expr) -> Option<i64> {
             op: ast::UnaryOperator::Minus,
             expr,
         } => integer_term(expr).map(|k| -k),
+        // The parser folds `x AND y` to the integer 0 when either side is the integer 0.
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } if integer_term(left) == Some(0) || integer_term(right) == Some(0) => Some(0),
         ast::Expr::IsNull(x) | ast::Expr::IsNotNull(x) => {
             let mut inner = x.as_ref();
             loop {

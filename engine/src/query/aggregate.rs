@@ -5,7 +5,9 @@
 //! integer while every input is one (text that is wholly an integer counts as one); once any
 //! input is not, the result is a real. An integer sum whose running total leaves the 64-bit
 //! range is the error `integer overflow`, unless a non-integer input follows (SQLite then
-//! returns a real). Reals are summed exactly ([`ExactSum`]) and rounded once, so results do
+//! returns a real); the running total is followed in the order partials arrive (each
+//! executor's pages in file order, executors in range order), which is SQLite's rowid order
+//! unless the table's leaves are out of rowid order in the file. Reals are summed exactly ([`ExactSum`]) and rounded once, so results do
 //! not depend on how rows were split over executors; SQLite's own Kahan-Babuska-Neumaier sum
 //! agrees with that rounding except in rare last-bit cases.
 

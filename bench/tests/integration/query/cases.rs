@@ -270,3 +270,13 @@ fn regressions_found_by_the_differential_tester() {
         "out of range",
     );
 }
+
+#[test]
+fn result_aliases_in_where_group_by_having_and_order_by() {
+    all(&[
+        "SELECT i % 3 AS k, s FROM t WHERE k = 1",
+        "SELECT typeof(x) AS ty, count(*) AS cnt FROM t GROUP BY ty HAVING cnt > 3 ORDER BY cnt * 2 DESC, ty",
+        "SELECT length(s) AS l FROM t WHERE l > 10 ORDER BY l + 0, rowid",
+        "SELECT i AS s, s FROM t WHERE s > 0",
+    ]);
+}
