@@ -682,13 +682,13 @@ impl<'t> Resolver<'t> {
             if distinct && func == AggFunc::CountStar {
                 return invalid("DISTINCT aggregates must have exactly one argument");
             }
-            let (arg, collation) = match args.first() {
+            let (arg, collation, carried) = match args.first() {
                 Some(a) => {
                     let t = self.resolve(a, &mut Stage::Row, d)?;
                     let c = t.collation();
-                    (Some(t.expr), c)
+                    (Some(t.expr), c, t.collation.filter(|c| c.1))
                 }
-                None => (None, Collation::Binary),
+                None => (None, Collation::Binary, None),
             };
             let spec = AggSpec {
                 func,
@@ -704,7 +704,12 @@ impl<'t> Resolver<'t> {
                     ctx.aggregates.len() - 1
                 }
             };
-            return Ok(Typed::plain(Expr::Column(keys + i)));
+            // The result carries its argument's explicit COLLATE (ORDER BY on it uses it).
+            return Ok(Typed {
+                expr: Expr::Column(keys + i),
+                affinity: None,
+                collation: carried,
+            });
         }
         if star {
             return invalid(format!("wrong number of arguments to function {name}()"));

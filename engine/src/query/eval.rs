@@ -16,6 +16,35 @@ use super::like;
 /// The result of evaluating an expression.
 pub type EvalResult = Result<Value, String>;
 
+/// An operand: borrowed from the row or the plan when it is a column or a literal (the
+/// common case in filters, evaluated without copying text), else computed.
+enum Operand<'a> {
+    Borrowed(ValueRef<'a>),
+    Owned(Value),
+}
+
+impl Operand<'_> {
+    fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Operand::Borrowed(v) => *v,
+            Operand::Owned(v) => v.as_ref(),
+        }
+    }
+}
+
+fn operand<'a>(expr: &'a Expr, slots: &'a [ValueRef<'a>]) -> Result<Operand<'a>, String> {
+    Ok(match expr {
+        Expr::Column(i) => Operand::Borrowed(
+            slots
+                .get(*i)
+                .copied()
+                .ok_or_else(|| format!("internal: slot {i} out of range"))?,
+        ),
+        Expr::Literal(v) => Operand::Borrowed(v.as_ref()),
+        other => Operand::Owned(eval(other, slots)?),
+    })
+}
+
 /// Evaluates `expr` over `slots`.
 pub fn eval(expr: &Expr, slots: &[ValueRef<'_>]) -> EvalResult {
     Ok(match expr {
@@ -53,7 +82,7 @@ pub fn eval(expr: &Expr, slots: &[ValueRef<'_>]) -> EvalResult {
             affinity,
             collation,
         } => {
-            let (a, b) = (eval(left, slots)?, eval(right, slots)?);
+            let (a, b) = (operand(left, slots)?, operand(right, slots)?);
             compare_op(*op, a.as_ref(), b.as_ref(), *affinity, *collation)
         }
         Expr::And(a, b) => {
@@ -78,7 +107,7 @@ pub fn eval(expr: &Expr, slots: &[ValueRef<'_>]) -> EvalResult {
                 _ => Value::Null,
             }
         }
-        Expr::IsNull(x, negated) => bool_value(eval(x, slots)?.is_null() != *negated),
+        Expr::IsNull(x, negated) => bool_value(operand(x, slots)?.as_ref().is_null() != *negated),
         Expr::InList {
             expr,
             list,
@@ -88,13 +117,13 @@ pub fn eval(expr: &Expr, slots: &[ValueRef<'_>]) -> EvalResult {
             if list.is_empty() {
                 return Ok(bool_value(*negated));
             }
-            let x = eval(expr, slots)?;
-            if x.is_null() {
+            let x = operand(expr, slots)?;
+            if x.as_ref().is_null() {
                 return Ok(Value::Null);
             }
             let mut saw_null = false;
             for (item, affinity) in list {
-                let v = eval(item, slots)?;
+                let v = operand(item, slots)?;
                 match datatype3::compare(x.as_ref(), v.as_ref(), *affinity, *collation) {
                     None => saw_null = true,
                     Some(Ordering::Equal) => return Ok(bool_value(!negated)),

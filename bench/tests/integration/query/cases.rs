@@ -259,6 +259,8 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT i FROM t ORDER BY (1), id",
         // A CASE carries the first explicit COLLATE of its parts.
         "SELECT id, s FROM t ORDER BY CASE WHEN 1 THEN (s COLLATE NOCASE) END, id",
+        // An aggregate carries its argument's explicit COLLATE into ORDER BY.
+        "SELECT typeof(x), max(gs COLLATE NOCASE) FROM t GROUP BY 1 ORDER BY 2 DESC, 1",
         // Negative blob and hex literals.
         "SELECT -x'01', -0x10, 0x7fffffffffffffff, 0xffffffffffffffff FROM t LIMIT 1",
     ]);
