@@ -26,6 +26,7 @@ use partitioner::{Extent, TablePlan};
 pub use crate::settings::available_cpus;
 
 use crate::backend::policy::{self, Runtime};
+use crate::counters::HwCounters;
 use crate::cputime::{peak_rss_mib, CpuTime};
 use crate::device::BlockDevice;
 use crate::error::{Error, Result};
@@ -271,6 +272,7 @@ pub fn run_scan<K: ScanKernel>(
             max_read_pages: max_read,
             notice: (!notices.is_empty()).then(|| notices.join("; ")),
         },
+        counters: HwCounters::sum(reports.iter().map(|r| &r.counters)),
         executors: reports,
         device,
         device_note,

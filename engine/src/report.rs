@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use crate::counters::HwCounters;
 use crate::cputime::CpuTime;
 use crate::device::DeviceReport;
 use crate::scan::task::ExecutorReport;
@@ -82,6 +83,9 @@ pub struct RunReport {
     pub device_note: Option<String>,
     /// CPU time of the whole process over the run.
     pub cpu_time: CpuTime,
+    /// Hardware counters summed over the executors' threads (null, with the reason, where the
+    /// kernel exposes none); each executor's are in `executors`.
+    pub counters: HwCounters,
     /// The process's peak resident memory, in MiB. With `mmap` this counts the mapped file's
     /// cached pages too, which are page cache rather than memory the scan allocated.
     pub peak_rss_mib: f64,
@@ -141,6 +145,9 @@ pub struct ScanReport {
     pub device_note: Option<String>,
     /// CPU time of the whole process over the run.
     pub cpu_time: CpuTime,
+    /// Hardware counters summed over the executors' threads (null, with the reason, where the
+    /// kernel exposes none); each executor's are in `executors`.
+    pub counters: HwCounters,
     /// The process's peak resident memory, in MiB. With `mmap` this counts the mapped file's
     /// cached pages too, which are page cache rather than memory the scan allocated.
     pub peak_rss_mib: f64,
@@ -174,6 +181,7 @@ impl ScanReport {
             device,
             device_note,
             cpu_time,
+            counters,
             peak_rss_mib,
             available_cpus,
             oversubscribed,
@@ -200,6 +208,7 @@ impl ScanReport {
             device,
             device_note,
             cpu_time,
+            counters,
             peak_rss_mib,
             available_cpus,
             oversubscribed,

@@ -256,6 +256,22 @@ pub fn human(r: &ScanReport) -> String {
             ""
         }
     );
+    let c = &r.counters;
+    let _ = match (&c.unavailable, c.cycles, c.instructions, c.llc_misses) {
+        (None, Some(cy), Some(ins), Some(llc)) => writeln!(
+            s,
+            "counters    {:.3} B cycles, {:.3} B instructions ({:.2} per cycle), {:.3} M LLC misses",
+            cy as f64 / 1e9,
+            ins as f64 / 1e9,
+            ins as f64 / (cy as f64).max(1.0),
+            llc as f64 / 1e6
+        ),
+        (why, ..) => writeln!(
+            s,
+            "counters    unavailable: {}",
+            why.as_deref().unwrap_or("unknown")
+        ),
+    };
     for e in &r.executors {
         let _ = writeln!(
             s,

@@ -18,8 +18,10 @@ use partitioner::cell::OverflowChain;
 use partitioner::format::be_u32;
 use partitioner::wal::PageLocation;
 
+use crate::counters::Measure;
 use crate::cputime::CpuTime;
 use crate::error::Result;
+use crate::faults::Faults;
 use crate::scan::kernel::{RecordOutcome, ScanKernel, Spill};
 use crate::scan::task::{ExecutorReport, ExecutorTask};
 
@@ -212,14 +214,33 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
     pub(crate) fn finish(
         self,
         mut report: ExecutorReport,
-        started: Instant,
-        cpu_before: CpuTime,
+        clock: ThreadClock,
     ) -> (K::Partial, ExecutorReport) {
         report.rows = self.kernel.rows();
-        report.wall_s = started.elapsed().as_secs_f64();
-        let used = CpuTime::thread().since(cpu_before);
+        report.wall_s = clock.started.elapsed().as_secs_f64();
+        let used = CpuTime::thread().since(clock.cpu);
         report.user_s = used.user_s;
         report.sys_s = used.sys_s;
+        report.counters = clock.hw.stop();
         (self.kernel.finish(), report)
+    }
+}
+
+/// What an executor measures of its own thread from its start to its last page: wall time,
+/// CPU time and the hardware counters.
+pub(crate) struct ThreadClock {
+    started: Instant,
+    cpu: CpuTime,
+    hw: Measure,
+}
+
+impl ThreadClock {
+    /// Starts measuring the calling thread.
+    pub(crate) fn start(faults: &Faults) -> Self {
+        ThreadClock {
+            started: Instant::now(),
+            cpu: CpuTime::thread(),
+            hw: Measure::start(faults.pmu),
+        }
     }
 }

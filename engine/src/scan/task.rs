@@ -15,6 +15,7 @@ use partitioner::{DbHeader, Extent};
 use serde::Serialize;
 
 use crate::backend::{BackendOptions, BackendStats, ByteRange, IoBackend};
+use crate::counters::HwCounters;
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::readahead::{ReadRequest, ScheduleStats};
@@ -91,6 +92,9 @@ pub struct ExecutorReport {
     pub user_s: f64,
     /// CPU time in the kernel on the executor's thread.
     pub sys_s: f64,
+    /// Hardware counters of the executor's thread over its scan (null, with the reason, where
+    /// the kernel exposes none).
+    pub counters: HwCounters,
 }
 
 impl ExecutorReport {
