@@ -86,6 +86,13 @@ pub struct RunReport {
     /// Hardware counters summed over the executors' threads (null, with the reason, where the
     /// kernel exposes none); each executor's are in `executors`.
     pub counters: HwCounters,
+    /// Seconds from the start of the run (executors not yet started) to the first page decoded
+    /// by any executor: the executors' start-up.
+    pub first_page_s: Option<f64>,
+    /// Seconds from the process's start to the first page decoded: everything serial before
+    /// the scan (argument parsing, planning, the b-tree walk, executor start-up). Null when the
+    /// program did not mark its start ([`crate::cputime::mark_process_start`]).
+    pub first_page_since_process_start_s: Option<f64>,
     /// The process's peak resident memory, in MiB. With `mmap` this counts the mapped file's
     /// cached pages too, which are page cache rather than memory the scan allocated.
     pub peak_rss_mib: f64,
@@ -148,6 +155,13 @@ pub struct ScanReport {
     /// Hardware counters summed over the executors' threads (null, with the reason, where the
     /// kernel exposes none); each executor's are in `executors`.
     pub counters: HwCounters,
+    /// Seconds from the start of the run (executors not yet started) to the first page decoded
+    /// by any executor: the executors' start-up.
+    pub first_page_s: Option<f64>,
+    /// Seconds from the process's start to the first page decoded: everything serial before
+    /// the scan (argument parsing, planning, the b-tree walk, executor start-up). Null when the
+    /// program did not mark its start ([`crate::cputime::mark_process_start`]).
+    pub first_page_since_process_start_s: Option<f64>,
     /// The process's peak resident memory, in MiB. With `mmap` this counts the mapped file's
     /// cached pages too, which are page cache rather than memory the scan allocated.
     pub peak_rss_mib: f64,
@@ -182,6 +196,8 @@ impl ScanReport {
             device_note,
             cpu_time,
             counters,
+            first_page_s,
+            first_page_since_process_start_s,
             peak_rss_mib,
             available_cpus,
             oversubscribed,
@@ -209,6 +225,8 @@ impl ScanReport {
             device_note,
             cpu_time,
             counters,
+            first_page_s,
+            first_page_since_process_start_s,
             peak_rss_mib,
             available_cpus,
             oversubscribed,

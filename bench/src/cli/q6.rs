@@ -272,6 +272,17 @@ pub fn human(r: &ScanReport) -> String {
             why.as_deref().unwrap_or("unknown")
         ),
     };
+    if let Some(first) = r.first_page_s {
+        let _ = writeln!(
+            s,
+            "start-up    first page decoded {}{:.3} s after the executors started",
+            r.first_page_since_process_start_s
+                .map_or(String::new(), |p| format!(
+                    "{p:.3} s after the process started, "
+                )),
+            first
+        );
+    }
     for e in &r.executors {
         let _ = writeln!(
             s,

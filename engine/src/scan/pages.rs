@@ -38,6 +38,8 @@ pub(crate) struct PageDecoder<'t, K: ScanKernel> {
     overflow_page: Vec<u8>,
     /// The pages of the chain being walked (its cycle check).
     chain_pages: HashSet<u32>,
+    /// When the first page was decoded (the end of the executor's start-up).
+    first_page_at: Option<Instant>,
 }
 
 impl<'t, K: ScanKernel> PageDecoder<'t, K> {
@@ -51,6 +53,7 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
             wal_file: None,
             overflow_page: Vec::new(),
             chain_pages: HashSet::new(),
+            first_page_at: None,
         }
     }
 
@@ -96,6 +99,9 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
             self.kernel
                 .decode_page(page_no, page, &mut self.spills)
                 .map_err(|what| task.corrupt(page_no, what))?;
+            if report.pages == 0 {
+                self.first_page_at = Some(Instant::now());
+            }
             report.pages += 1;
         }
         while let Some(spill) = self.spills.pop() {
@@ -222,6 +228,10 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
         report.user_s = used.user_s;
         report.sys_s = used.sys_s;
         report.counters = clock.hw.stop();
+        report.first_page_at = self.first_page_at;
+        report.first_page_s = self
+            .first_page_at
+            .map(|t| t.duration_since(clock.started).as_secs_f64());
         (self.kernel.finish(), report)
     }
 }

@@ -95,6 +95,12 @@ pub struct ExecutorReport {
     /// Hardware counters of the executor's thread over its scan (null, with the reason, where
     /// the kernel exposes none).
     pub counters: HwCounters,
+    /// Seconds from the executor's start (rings, buffers, opening the file) to its first page
+    /// decoded; null when it decoded none.
+    pub first_page_s: Option<f64>,
+    /// When the first page was decoded (for the run's start-up figure).
+    #[serde(skip)]
+    pub first_page_at: Option<std::time::Instant>,
 }
 
 impl ExecutorReport {
