@@ -275,7 +275,10 @@ fn hardware_counters_are_numbers_or_null_with_the_reason() {
     // The start-up figures: the binary marks its start, so both are there, in order.
     let first = v["first_page_s"].as_f64().unwrap();
     let since_start = v["first_page_since_process_start_s"].as_f64().unwrap();
-    assert!(first >= 0.0 && since_start >= first, "{first} {since_start}");
+    assert!(
+        first >= 0.0 && since_start >= first,
+        "{first} {since_start}"
+    );
     assert!(v["executors"][0]["first_page_s"].as_f64().unwrap() <= since_start);
     // The text report says the same.
     let plain = &layouts()[0];
