@@ -103,6 +103,7 @@ pub fn run_scan<K: ScanKernel>(
             wal_pages,
             wal: wal.clone(),
             readahead: settings.readahead,
+            hints: settings.readahead > 0 && !io.cached,
             max_read_pages: max_read,
             backend,
             sqpoll_cpu: io.sqpoll_cpus[index],

@@ -35,6 +35,9 @@ pub(crate) struct ExecutorTask {
     /// The log's frame map, for overflow pages.
     pub wal: Option<Arc<WalIndex>>,
     pub readahead: u32,
+    /// Whether the window's reads ahead are also given to the kernel as hints (not when the
+    /// table is already in the page cache, where they only cost system calls).
+    pub hints: bool,
     pub max_read_pages: u32,
     pub backend: IoBackend,
     /// The CPU for this executor's kernel SQ poll thread (uring backend only).
@@ -182,7 +185,7 @@ impl ExecutorTask {
             path: &self.path,
             max_read_bytes: self.max_read_pages as usize * self.page_size() as usize,
             capacity,
-            hints: self.readahead > 0,
+            hints: self.hints,
             sqpoll_cpu: self.sqpoll_cpu,
             faults: self.faults,
         }
