@@ -13,7 +13,7 @@
 //! 1. [`settings`] ([`ScanSettings`], [`IoChoice`], [`ExecutorSpec`], CPU lists) and
 //!    [`error`]; beside them the plain building blocks [`readahead`] (the read plan, window
 //!    and [`readahead::ReadSchedule`], the one readahead loop's state machine), [`faults`],
-//!    [`hugepages`], [`inflight`], [`cputime`] and [`device`]; and SQLite's value semantics,
+//!    [`hugepages`], [`inflight`], [`cputime`], [`counters`] and [`device`]; and SQLite's value semantics,
 //!    which every evaluator calls: [`value`] (storage classes and SQLite's conversions) and
 //!    [`datatype3`] (comparison affinity, collations, the order of values);
 //! 2. [`backend`]: the I/O paths (a private io_uring with optional SQPOLL, `pread`, `mmap`) as
@@ -45,6 +45,7 @@
 pub mod backend;
 pub mod census;
 pub mod coordinator;
+pub mod counters;
 pub mod cputime;
 pub mod datatype3;
 pub mod device;

@@ -231,6 +231,33 @@ pub fn human(r: &ScanReport) -> String {
             ""
         }
     );
+    let c = &r.counters;
+    let _ = match (&c.unavailable, c.cycles, c.instructions, c.llc_misses) {
+        (None, Some(cy), Some(ins), Some(llc)) => writeln!(
+            s,
+            "counters    {:.3} B cycles, {:.3} B instructions ({:.2} per cycle), {:.3} M LLC misses",
+            cy as f64 / 1e9,
+            ins as f64 / 1e9,
+            ins as f64 / (cy as f64).max(1.0),
+            llc as f64 / 1e6
+        ),
+        (why, ..) => writeln!(
+            s,
+            "counters    unavailable: {}",
+            why.as_deref().unwrap_or("unknown")
+        ),
+    };
+    if let Some(first) = r.first_page_s {
+        let _ = writeln!(
+            s,
+            "start-up    first page decoded {}{:.3} s after the executors started",
+            r.first_page_since_process_start_s
+                .map_or(String::new(), |p| format!(
+                    "{p:.3} s after the process started, "
+                )),
+            first
+        );
+    }
     for e in &r.executors {
         let _ = writeln!(
             s,
