@@ -74,8 +74,13 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         } else {
             let rows = out.rows.len() as u64;
             let text = super::q6::human(&ScanReport::from_run(out.report, String::new(), rows));
-            // The Q6 report without its revenue line.
+            // The Q6 report without its revenue line; "matched" counts result rows here.
             for line in text.lines().skip(1) {
+                let line = if line.starts_with("rows ") {
+                    line.replace(&format!("{rows} matched"), &format!("{rows} result rows"))
+                } else {
+                    line.to_string()
+                };
                 eprintln!("{line}");
             }
         }
