@@ -35,8 +35,9 @@ fn sf001_db() -> &'static Path {
     })
 }
 
-/// Serializes the experiments: they drop the page cache and read device-wide counters.
-fn exclusive() -> MutexGuard<'static, ()> {
+/// Serializes the experiments: they drop the page cache and read device-wide counters (and
+/// other disk-heavy tests, such as the query differential tester, take it too).
+pub fn exclusive() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -316,6 +316,8 @@ fn random_queries_agree_with_sqlite() {
                 .map_or(1, |d| d.as_nanos() as u64)
         });
     println!("differential tester: seed {seed}, {secs} s (CORESCAN_DIFF_SEED, CORESCAN_DIFF_SECS)");
+    // It writes hundreds of small databases: not while an experiment reads device counters.
+    let _disk = crate::experiments::exclusive();
     let dir = crate::scratch_dir("query-differential");
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut rng = Rng(seed);
