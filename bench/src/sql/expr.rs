@@ -12,7 +12,8 @@ use partitioner::create_table::Generated;
 use partitioner::TablePlan;
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator};
 
-use super::{invalid, unsupported, SqlError};
+use super::error::{invalid, unsupported, SqlError};
+use super::source::text_at;
 
 /// A resolved expression with the affinity and collation SQLite gives it.
 #[derive(Debug, Clone, PartialEq)]
@@ -618,7 +619,7 @@ impl<'t> Resolver<'t> {
     /// the parser gives the same token.
     fn literal_at(&self, v: &ast::ValueWithSpan, negative: bool) -> Result<Value, SqlError> {
         if let ast::Value::HexStringLiteral(h) = &v.value {
-            let written = super::plan::text_at(&self.source, v.span.start);
+            let written = text_at(&self.source, v.span.start);
             if written.is_some_and(|t| t.starts_with("0x") || t.starts_with("0X")) {
                 return literal(&ast::Value::Number(format!("0x{h}"), false), negative);
             }

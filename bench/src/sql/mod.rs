@@ -12,36 +12,13 @@
 //! The other direction, SQL text this crate sends to SQLite and its peers (TPC-H Q6), is
 //! [`text`].
 
+mod error;
 mod expr;
 mod plan;
+mod source;
 pub mod text;
+
+pub use error::SqlError;
 
 pub use plan::{plan_query, PlannedQuery};
 pub use text::{q6_sql, quote_identifier, Q6Select};
-
-/// A query corescan cannot run, with the reason.
-#[derive(Debug, thiserror::Error)]
-pub enum SqlError {
-    /// The SQL does not parse.
-    #[error("SQL syntax: {0}")]
-    Syntax(String),
-    /// A construct outside single-table scans.
-    #[error("not supported by corescan query: {0}")]
-    Unsupported(String),
-    /// A name or usage error (unknown column or function, wrong argument count, ...).
-    #[error("{0}")]
-    Invalid(String),
-    /// The table could not be opened or planned.
-    #[error(transparent)]
-    Plan(#[from] partitioner::Error),
-}
-
-/// Shorthand for an unsupported construct.
-pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, SqlError> {
-    Err(SqlError::Unsupported(what.into()))
-}
-
-/// Shorthand for an invalid query.
-pub(crate) fn invalid<T>(what: impl Into<String>) -> Result<T, SqlError> {
-    Err(SqlError::Invalid(what.into()))
-}

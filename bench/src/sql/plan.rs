@@ -9,10 +9,10 @@ use partitioner::TablePlan;
 use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::Location;
 
+use super::error::{invalid, unsupported, SqlError};
 use super::expr::{GroupContext, Resolver, Stage, Typed};
-use super::{invalid, unsupported, SqlError};
+use super::source::offset_of;
 
 /// A planned query and the table it scans.
 #[derive(Debug)]
@@ -594,32 +594,6 @@ fn select_item_texts(sql: &str, start: usize) -> Vec<String> {
 
 fn is_word(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
-}
-
-/// The text of `sql` from a parser location on.
-pub(crate) fn text_at(sql: &str, at: Location) -> Option<&str> {
-    sql.get(offset_of(sql, at)?..)
-}
-
-/// The byte offset of a 1-based line and character column.
-fn offset_of(sql: &str, at: Location) -> Option<usize> {
-    if at.line == 0 {
-        return None;
-    }
-    let mut line = 1u64;
-    let mut col = 1u64;
-    for (i, c) in sql.char_indices() {
-        if line == at.line && col == at.column {
-            return Some(i);
-        }
-        if c == '\n' {
-            line += 1;
-            col = 1;
-        } else {
-            col += 1;
-        }
-    }
-    (line == at.line && col == at.column).then_some(sql.len())
 }
 
 #[cfg(test)]

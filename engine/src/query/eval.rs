@@ -10,7 +10,7 @@ use crate::datatype3::{self, Affinity};
 use crate::value::{Number, Value, ValueRef};
 
 use super::functions;
-use super::ir::{ArithOp, CmpOp, Expr};
+use super::ir::{ArithOp, CmpOp, Expr, Function};
 use super::like;
 
 /// The result of evaluating an expression.
@@ -182,7 +182,7 @@ pub fn eval(expr: &Expr, slots: &[ValueRef<'_>]) -> EvalResult {
             }
         }
         Expr::Cast(x, affinity) => cast(eval(x, slots)?.as_ref(), *affinity),
-        Expr::Function(f, args) => functions::call(*f, args, slots)?,
+        Expr::Function(f, args) => call_function(*f, args, slots)?,
     })
 }
 
@@ -369,6 +369,25 @@ pub fn cast(v: ValueRef<'_>, affinity: Affinity) -> Value {
             ValueRef::Null => Value::Null,
         },
     }
+}
+
+/// Calls `f` on `args` (evaluated over `slots`; `coalesce` evaluates them lazily).
+fn call_function(f: Function, args: &[Expr], slots: &[ValueRef<'_>]) -> Result<Value, String> {
+    if f == Function::Coalesce {
+        for a in args {
+            let v = eval(a, slots)?;
+            if !v.is_null() {
+                return Ok(v);
+            }
+        }
+        return Ok(Value::Null);
+    }
+    let values = args
+        .iter()
+        .map(|a| eval(a, slots))
+        .collect::<Result<Vec<Value>, String>>()?;
+    let refs: Vec<ValueRef<'_>> = values.iter().map(Value::as_ref).collect();
+    functions::apply(f, &refs)
 }
 
 #[cfg(test)]

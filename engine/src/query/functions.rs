@@ -6,27 +6,7 @@ use crate::datatype3::compare_values;
 use crate::value::{Value, ValueRef};
 
 use super::dates;
-use super::eval::eval;
-use super::ir::{Expr, Function};
-
-/// Calls `f` on `args` (evaluated over `slots`; `coalesce` evaluates them lazily).
-pub fn call(f: Function, args: &[Expr], slots: &[ValueRef<'_>]) -> Result<Value, String> {
-    if f == Function::Coalesce {
-        for a in args {
-            let v = eval(a, slots)?;
-            if !v.is_null() {
-                return Ok(v);
-            }
-        }
-        return Ok(Value::Null);
-    }
-    let values = args
-        .iter()
-        .map(|a| eval(a, slots))
-        .collect::<Result<Vec<Value>, String>>()?;
-    let refs: Vec<ValueRef<'_>> = values.iter().map(Value::as_ref).collect();
-    apply(f, &refs)
-}
+use super::ir::Function;
 
 /// The index after the character starting at `i`, as `SQLITE_SKIP_UTF8` steps: a byte below
 /// 0xc0 is one character, a lead byte swallows the continuation bytes after it.
