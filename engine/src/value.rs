@@ -242,6 +242,11 @@ fn text_to_i64(z: &[u8]) -> i64 {
 /// text that is wholly a number (spaces around it allowed) becomes that number, an integer
 /// when it is written as one that fits; other text is left alone (`None`).
 pub fn numeric_affinity_of_text(z: &[u8]) -> Option<Number> {
+    // Most text compared under a numeric affinity is no number at all (a `'1994-01-01'` date
+    // in a DATE column): say so without computing the value of its numeric prefix.
+    if !is_whole_number(z) {
+        return None;
+    }
     let (rc, r) = atof(z);
     if rc <= 0 {
         return None;
@@ -257,6 +262,43 @@ pub fn numeric_affinity_of_text(z: &[u8]) -> Option<Number> {
         }
     }
     Some(Number::Real(r))
+}
+
+/// Whether `z` has the shape `sqlite3AtoF` accepts as wholly a number: optional spaces, a
+/// sign, digits with an optional fraction (at least one digit), an optional exponent with
+/// digits, optional spaces, and nothing else (a NUL ends the text, as for SQLite).
+fn is_whole_number(z: &[u8]) -> bool {
+    let z = z.split(|&b| b == 0).next().unwrap_or(&[]);
+    let space = |b: &u8| partitioner::numeric_text::is_space(*b);
+    let start = z.iter().position(|b| !space(b)).unwrap_or(z.len());
+    let end = z.iter().rposition(|b| !space(b)).map_or(start, |p| p + 1);
+    let t = &z[start..end];
+    let mut i = usize::from(matches!(t.first(), Some(b'+' | b'-')));
+    let digits = |i: &mut usize| {
+        let from = *i;
+        while t.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i - from
+    };
+    let mut n = digits(&mut i);
+    if t.get(i) == Some(&b'.') {
+        i += 1;
+        n += digits(&mut i);
+    }
+    if n == 0 {
+        return false;
+    }
+    if matches!(t.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(t.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == t.len()
 }
 
 /// A real rendered as text exactly as SQLite renders it (`vdbeMemRenderNum`: `%!.17g`
@@ -358,6 +400,53 @@ mod tests {
             numeric_affinity_of_text(b"9223372036854775808"),
             Some(Number::Real(9223372036854775808.0))
         );
+    }
+
+    #[test]
+    fn the_whole_number_shape_is_what_atof_accepts() {
+        let alphabet = b" 0123456789.eE+-x\t\0a";
+        let mut seed = 0x1234_5678_9abc_def0u64;
+        let mut cases: Vec<Vec<u8>> = [
+            "",
+            " ",
+            "1",
+            "-1",
+            "+.5",
+            "5.",
+            ".",
+            "1e",
+            "1e+",
+            "1e5",
+            " 12 ",
+            "1 2",
+            "0x10",
+            "1994-01-01",
+            "--1",
+            "1.2.3",
+            "e5",
+            "1\u{0}x",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 7) as usize;
+            let case = (0..len)
+                .map(|k| alphabet[((seed >> (8 * k + 3)) % alphabet.len() as u64) as usize])
+                .collect();
+            cases.push(case);
+        }
+        for z in cases {
+            assert_eq!(
+                is_whole_number(&z),
+                atof(&z).0 > 0,
+                "{:?}",
+                String::from_utf8_lossy(&z)
+            );
+        }
     }
 
     #[test]
