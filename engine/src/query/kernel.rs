@@ -12,6 +12,8 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use smallvec::{smallvec, SmallVec};
+
 use partitioner::format::{be_u32, read_varint, table_leaf_local_payload, BtreePageHeader};
 
 use crate::datatype3::{apply_column_affinity, compare_values};
@@ -194,12 +196,14 @@ impl QueryKernel {
         payload: &[u8],
         complete: bool,
     ) -> Result<Decoded, String> {
-        let plan = Arc::clone(&self.plan);
-        let mut found: Vec<Option<ValueRef<'_>>> = vec![None; plan.columns.len()];
+        // Borrowed, not cloned: an `Arc` clone per row is an atomic on a cache line every
+        // executor shares. The row's values live on the stack for the usual widths.
+        let plan = &*self.plan;
+        let mut found: SmallVec<[Option<ValueRef<'_>>; 32]> = smallvec![None; plan.columns.len()];
         if self.decoder.decode(payload, complete, &mut found)? == Decoded::NeedMore {
             return Ok(Decoded::NeedMore);
         }
-        let mut slots: Vec<ValueRef<'_>> = Vec::with_capacity(found.len());
+        let mut slots: SmallVec<[ValueRef<'_>; 32]> = SmallVec::with_capacity(found.len());
         for (c, v) in plan.columns.iter().zip(found) {
             slots.push(match c {
                 ColumnRead::Rowid => ValueRef::Integer(rowid),
@@ -224,93 +228,99 @@ impl QueryKernel {
                 }
             }
             let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
-            self.accept(rowid, &refs)?;
+            accept(plan, &mut self.partial, rowid, &refs)?;
         } else {
-            self.accept(rowid, &slots)?;
+            accept(plan, &mut self.partial, rowid, &slots)?;
         }
         Ok(Decoded::Done)
     }
+}
 
-    fn accept(&mut self, rowid: i64, slots: &[ValueRef<'_>]) -> Result<(), String> {
-        let plan = &*self.plan;
-        if let Some(f) = &plan.filter {
-            if !holds(f, slots)? {
-                return Ok(());
-            }
+/// Keeps the row whose values are `slots`, if it passes the filter: in the executor's rows or
+/// its groups.
+fn accept(
+    plan: &QueryPlan,
+    partial: &mut Partial,
+    rowid: i64,
+    slots: &[ValueRef<'_>],
+) -> Result<(), String> {
+    if let Some(f) = &plan.filter {
+        if !holds(f, slots)? {
+            return Ok(());
         }
-        match (&plan.shape, &mut self.partial) {
-            (Shape::Rows { outputs }, Partial::Rows(rows)) => {
-                let keys = plan
-                    .order_by
-                    .iter()
-                    .map(|k| eval(&k.expr, slots))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let values = outputs
-                    .iter()
-                    .map(|e| eval(e, slots))
-                    .collect::<Result<Vec<_>, _>>()?;
-                rows.push(OutRow {
-                    keys,
-                    rowid,
-                    values,
-                });
-                if let Some(k) = plan.keep() {
-                    let k = k as usize;
-                    if rows.len() >= 2 * k.max(512) {
-                        sort_rows(&plan.order_by, rows);
-                        rows.truncate(k);
-                    }
-                }
-            }
-            (
-                Shape::Groups {
-                    keys, aggregates, ..
-                },
-                Partial::Groups(table),
-            ) => {
-                let mut key_values = Vec::with_capacity(keys.len());
-                let mut key_parts = Vec::with_capacity(keys.len());
-                for (e, collation) in keys {
-                    let v = eval(e, slots)?;
-                    key_parts.push(KeyPart::of(v.as_ref(), *collation));
-                    key_values.push(v);
-                }
-                let g = match table.index.get(&key_parts) {
-                    Some(&g) => {
-                        let group = &mut table.groups[g];
-                        if rowid < group.keys_rowid {
-                            if group.keys != key_values {
-                                group.keys = key_values;
-                            }
-                            group.keys_rowid = rowid;
-                        }
-                        g
-                    }
-                    None => {
-                        table.groups.push(Group {
-                            keys: key_values,
-                            keys_rowid: rowid,
-                            states: aggregates.iter().map(AggState::new).collect(),
-                        });
-                        table.index.insert(key_parts, table.groups.len() - 1);
-                        table.groups.len() - 1
-                    }
-                };
-                let group = &mut table.groups[g];
-                for (spec, state) in aggregates.iter().zip(&mut group.states) {
-                    match &spec.arg {
-                        None => state.update(spec, ValueRef::Null, rowid),
-                        Some(a) => {
-                            let v = eval(a, slots)?;
-                            state.update(spec, v.as_ref(), rowid);
-                        }
-                    }
-                }
-            }
-            _ => unreachable!("the partial matches the plan's shape"),
-        }
-        Ok(())
     }
+    match (&plan.shape, partial) {
+        (Shape::Rows { outputs }, Partial::Rows(rows)) => {
+            let keys = plan
+                .order_by
+                .iter()
+                .map(|k| eval(&k.expr, slots))
+                .collect::<Result<Vec<_>, _>>()?;
+            let values = outputs
+                .iter()
+                .map(|e| eval(e, slots))
+                .collect::<Result<Vec<_>, _>>()?;
+            rows.push(OutRow {
+                keys,
+                rowid,
+                values,
+            });
+            if let Some(k) = plan.keep() {
+                let k = k as usize;
+                if rows.len() >= 2 * k.max(512) {
+                    sort_rows(&plan.order_by, rows);
+                    rows.truncate(k);
+                }
+            }
+        }
+        (
+            Shape::Groups {
+                keys, aggregates, ..
+            },
+            Partial::Groups(table),
+        ) => {
+            let mut key_values = Vec::with_capacity(keys.len());
+            let mut key_parts = Vec::with_capacity(keys.len());
+            for (e, collation) in keys {
+                let v = eval(e, slots)?;
+                key_parts.push(KeyPart::of(v.as_ref(), *collation));
+                key_values.push(v);
+            }
+            let g = match table.index.get(&key_parts) {
+                Some(&g) => {
+                    let group = &mut table.groups[g];
+                    if rowid < group.keys_rowid {
+                        if group.keys != key_values {
+                            group.keys = key_values;
+                        }
+                        group.keys_rowid = rowid;
+                    }
+                    g
+                }
+                None => {
+                    table.groups.push(Group {
+                        keys: key_values,
+                        keys_rowid: rowid,
+                        states: aggregates.iter().map(AggState::new).collect(),
+                    });
+                    table.index.insert(key_parts, table.groups.len() - 1);
+                    table.groups.len() - 1
+                }
+            };
+            let group = &mut table.groups[g];
+            for (spec, state) in aggregates.iter().zip(&mut group.states) {
+                match &spec.arg {
+                    None => state.update(spec, ValueRef::Null, rowid),
+                    Some(a) => {
+                        let v = eval(a, slots)?;
+                        state.update(spec, v.as_ref(), rowid);
+                    }
+                }
+            }
+        }
+        _ => unreachable!("the partial matches the plan's shape"),
+    }
+    Ok(())
 }
 
 /// Orders two values as one `ORDER BY` term does.
