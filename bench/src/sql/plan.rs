@@ -403,24 +403,29 @@ fn integer_term(e: &ast::Expr) -> Option<i64> {
             op: ast::UnaryOperator::Minus,
             expr,
         } => integer_term(expr).map(|k| -k),
-        // The parser folds `x AND y` to the integer 0 when either side is the integer 0.
+        // The parser folds `x AND y` to the integer 0 when either side is the integer 0 and
+        // neither side calls a function (`sqlite3ExprAnd`: EP_IsFalse without EP_HasFunc).
         ast::Expr::BinaryOp {
             left,
             op: ast::BinaryOperator::And,
             right,
-        } if integer_term(left) == Some(0) || integer_term(right) == Some(0) => Some(0),
+        } if (integer_term(left) == Some(0) || integer_term(right) == Some(0))
+            && !calls_a_function(left)
+            && !calls_a_function(right) =>
+        {
+            Some(0)
+        }
         ast::Expr::IsNull(x) | ast::Expr::IsNotNull(x) => {
             let mut inner = x.as_ref();
             loop {
                 match inner {
                     ast::Expr::Nested(y) => inner = y,
-                    // A signed number is one literal to SQLite's parser.
+                    // `sqlite3ExprCanBeNull` looks through any chain of unary signs, over
+                    // any literal (`-'apple' IS NULL` is as constant as `-2.5 IS NULL`).
                     ast::Expr::UnaryOp {
                         op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
                         expr: y,
-                    } if matches!(y.as_ref(), ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..))) => {
-                        inner = y
-                    }
+                    } => inner = y,
                     _ => break,
                 }
             }
@@ -433,6 +438,15 @@ fn integer_term(e: &ast::Expr) -> Option<i64> {
         }
         _ => None,
     }
+}
+
+/// Whether `e` contains a function call anywhere (SQLite's `EP_HasFunc`).
+fn calls_a_function(e: &ast::Expr) -> bool {
+    ast::visit_expressions(e, |x| match x {
+        ast::Expr::Function(_) => std::ops::ControlFlow::Break(()),
+        _ => std::ops::ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 /// A `LIMIT`/`OFFSET` value: a constant integer expression; a negative `LIMIT` means none

@@ -257,6 +257,10 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT i, s FROM t ORDER BY (-2.5 IS NOT NULL) DESC, id",
         "SELECT i FROM t ORDER BY 9223372036854775807, id",
         "SELECT i FROM t ORDER BY (1), id",
+        // `x AND 0` folds to 0 only when neither side calls a function (the differential
+        // tester's run seed 1796115401311635259: `date('') AND ('1994-05-13' IS NULL)`).
+        "SELECT i FROM t ORDER BY (date('') AND ('1994-05-13' IS NULL)) ASC, id",
+        "SELECT i FROM t ORDER BY (abs(i) AND 0), id",
         // A CASE carries the first explicit COLLATE of its parts.
         "SELECT id, s FROM t ORDER BY CASE WHEN 1 THEN (s COLLATE NOCASE) END, id",
         // An aggregate carries its argument's explicit COLLATE into ORDER BY.
@@ -266,6 +270,13 @@ fn regressions_found_by_the_differential_tester() {
     ]);
     let db = fixture();
     check_error(db, "SELECT s FROM t ORDER BY (0.5 IS NULL)", "out of range");
+    check_error(db, "SELECT s FROM t ORDER BY (i AND 0)", "out of range");
+    // Found by the differential tester (run seed 1796115401311635259): signs over a string.
+    check_error(
+        db,
+        "SELECT s FROM t ORDER BY (-'apple' IS NULL)",
+        "out of range",
+    );
     check_error(
         db,
         "SELECT s FROM t ORDER BY (3 COLLATE NOCASE)",
