@@ -53,6 +53,10 @@ struct Report {
     extents: u64,
     mean_extent_pages: f64,
     ranges: Vec<RangeReport>,
+    /// How one committed state of the database was held while it was read.
+    snapshot: engine::SnapshotReport,
+    /// Why the snapshot was held without SQLite's locks, or retried, when it was.
+    notice: Option<String>,
 }
 
 /// One executor's share of the leaves.
@@ -72,8 +76,15 @@ struct RangeReport {
 /// Plans the table and prints the report.
 pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
     // Partitioner errors already name the file (and the page at fault).
-    let plan = TablePlan::open(&args.db, &args.table)?;
-    let census = plan.census()?;
+    let done = engine::consistent(
+        &args.db,
+        || TablePlan::open(&args.db, &args.table),
+        |plan| Ok(plan.census()?),
+    )?;
+    let (plan, census) = (&done.plan, done.value);
+    let mut snapshot = engine::SnapshotReport::of(&plan.read);
+    let mut notice = plan.read.notice.clone();
+    done.report_into(&mut snapshot, &mut notice);
     let executors = args.cpus.executors()?;
     let cpus: Vec<usize> = executors.iter().map(|e| e.cpu).collect();
     let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
@@ -115,6 +126,8 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
                 extents: r.extents.len(),
             })
             .collect(),
+        snapshot,
+        notice,
     };
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -158,6 +171,17 @@ fn print_text(r: &Report) {
         "extents         {} (mean {:.1} pages)",
         r.extents, r.mean_extent_pages
     );
+    println!(
+        "snapshot        {}{}, {} attempt(s)",
+        r.snapshot.protocol,
+        r.snapshot
+            .read_mark
+            .map_or(String::new(), |i| format!(" (READ({i}))")),
+        r.snapshot.attempts
+    );
+    if let Some(n) = &r.notice {
+        println!("notice          {n}");
+    }
     println!("ranges          {} executors", r.ranges.len());
     println!(
         "  {:>5}  {:>10}  {:>10}  {:>10}  {:>8}",

@@ -9,6 +9,7 @@ mod bench;
 pub mod command;
 mod explain;
 mod gen;
+mod live;
 mod q6;
 mod topology;
 
