@@ -9,5 +9,6 @@ mod cli;
 static ALLOC: engine::hugepages::HugePageAlloc = engine::hugepages::HugePageAlloc;
 
 fn main() -> std::process::ExitCode {
+    engine::cputime::mark_process_start();
     cli::command::main()
 }

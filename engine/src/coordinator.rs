@@ -26,7 +26,8 @@ use partitioner::{Extent, TablePlan};
 pub use crate::settings::available_cpus;
 
 use crate::backend::policy::{self, Runtime};
-use crate::cputime::{peak_rss_mib, CpuTime};
+use crate::counters::HwCounters;
+use crate::cputime::{peak_rss_mib, process_start, CpuTime};
 use crate::device::BlockDevice;
 use crate::error::{Error, Result};
 use crate::faults::Faults;
@@ -102,6 +103,7 @@ pub fn run_scan<K: ScanKernel>(
             wal_pages,
             wal: wal.clone(),
             readahead: settings.readahead,
+            hints: settings.readahead > 0 && !io.cached,
             max_read_pages: max_read,
             backend,
             sqpoll_cpu: io.sqpoll_cpus[index],
@@ -239,6 +241,7 @@ pub fn run_scan<K: ScanKernel>(
         .map_or(backend.name().to_string(), |r| r.backend.clone());
     let enters: Option<u64> = reports.iter().map(|r| r.io_uring_enters).sum();
     let sqpoll_cpu = reports.iter().find_map(|r| r.sqpoll_cpu);
+    let first_page = reports.iter().filter_map(|r| r.first_page_at).min();
     let report = RunReport {
         path: plan.path.display().to_string(),
         table: plan.table.name.clone(),
@@ -273,6 +276,11 @@ pub fn run_scan<K: ScanKernel>(
             max_read_pages: max_read,
             notice: (!notices.is_empty()).then(|| notices.join("; ")),
         },
+        counters: HwCounters::sum(reports.iter().map(|r| &r.counters)),
+        first_page_s: first_page.map(|t| t.duration_since(started).as_secs_f64()),
+        first_page_since_process_start_s: first_page
+            .zip(process_start())
+            .map(|(t, p)| t.checked_duration_since(p).map_or(0.0, |d| d.as_secs_f64())),
         executors: reports,
         device,
         device_note,

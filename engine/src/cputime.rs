@@ -55,6 +55,20 @@ fn usage(who: libc::c_int) -> (CpuTime, i64) {
     )
 }
 
+static PROCESS_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Marks now as the process's start, for the reports' start-up figure
+/// ([`crate::RunReport::first_page_since_process_start_s`]): a binary calls this first thing
+/// in `main`. Later calls change nothing.
+pub fn mark_process_start() {
+    PROCESS_START.get_or_init(std::time::Instant::now);
+}
+
+/// The instant [`mark_process_start`] recorded, if it was called.
+pub fn process_start() -> Option<std::time::Instant> {
+    PROCESS_START.get().copied()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

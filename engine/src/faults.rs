@@ -9,6 +9,7 @@
 //! | `io_uring` | io_uring is unavailable (`kernel.io_uring_disabled`, seccomp) | runs plain pinned threads with `pread` |
 //! | `sqpoll` | the kernel refuses SQPOLL | uses the plain ring |
 //! | `memlock` | `RLIMIT_MEMLOCK` is 64 KiB and the process may not exceed it | shrinks glommio's I/O memory, or fails naming the limit |
+//! | `pmu` | the CPU has no hardware performance counters | reports the counters as null, with the reason |
 //!
 //! Each fallback is reported in the run's `io.notice`.
 //!
@@ -28,6 +29,8 @@ pub struct Faults {
     pub sqpoll: bool,
     /// The locked-memory limit is tiny.
     pub memlock: bool,
+    /// There are no hardware performance counters.
+    pub pmu: bool,
 }
 
 /// The environment variable that lists the faults to inject.
@@ -43,9 +46,10 @@ impl Faults {
                 "io_uring" => f.io_uring = true,
                 "sqpoll" => f.sqpoll = true,
                 "memlock" => f.memlock = true,
+                "pmu" => f.pmu = true,
                 other => {
                     return Err(format!(
-                        "{FAULTS_ENV}: unknown fault {other:?} (known: odirect, io_uring, sqpoll, memlock)"
+                        "{FAULTS_ENV}: unknown fault {other:?} (known: odirect, io_uring, sqpoll, memlock, pmu)"
                     ))
                 }
             }

@@ -13,7 +13,7 @@
 //! 1. [`settings`] ([`ScanSettings`], [`IoChoice`], [`ExecutorSpec`], CPU lists) and
 //!    [`error`]; beside them the plain building blocks [`readahead`] (the read plan, window
 //!    and [`readahead::ReadSchedule`], the one readahead loop's state machine), [`faults`],
-//!    [`hugepages`], [`inflight`], [`cputime`] and [`device`]; and SQLite's value semantics,
+//!    [`hugepages`], [`inflight`], [`cputime`], [`counters`] and [`device`]; and SQLite's value semantics,
 //!    which every evaluator calls: [`value`] (storage classes and SQLite's conversions) and
 //!    [`datatype3`] (comparison affinity, collations, the order of values);
 //! 2. [`backend`]: the I/O paths (a private io_uring with optional SQPOLL, `pread`, `mmap`) as
@@ -28,7 +28,8 @@
 //!    crossbeam-channel and measure the run; the first failure stops the run with an error
 //!    naming the CPU and page; beside them [`retry`] ([`consistent`]), the one loop that
 //!    plans and scans again when a database read without SQLite's locks changed meanwhile;
-//! 5. [`q6`]: TPC-H Q6 on top: parameters and exact decimals ([`Q6Params`]), the record
+//! 5. kernels on top: [`census`] (rows and overflow pages, for `explain --census`) and
+//!    [`q6`]: TPC-H Q6: parameters and exact decimals ([`Q6Params`]), the record
 //!    decoder ([`LeafDecoder`]) with its predicates under each column's affinity and
 //!    collation, as a kernel, and [`run_q6`].
 //!
@@ -43,7 +44,9 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod census;
 pub mod coordinator;
+pub mod counters;
 pub mod cputime;
 pub mod datatype3;
 pub mod device;

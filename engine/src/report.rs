@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use crate::counters::HwCounters;
 use crate::cputime::CpuTime;
 use crate::device::DeviceReport;
 use crate::scan::task::ExecutorReport;
@@ -111,6 +112,16 @@ pub struct RunReport {
     pub device_note: Option<String>,
     /// CPU time of the whole process over the run.
     pub cpu_time: CpuTime,
+    /// Hardware counters summed over the executors' threads (null, with the reason, where the
+    /// kernel exposes none); each executor's are in `executors`.
+    pub counters: HwCounters,
+    /// Seconds from the start of the run (executors not yet started) to the first page decoded
+    /// by any executor: the executors' start-up.
+    pub first_page_s: Option<f64>,
+    /// Seconds from the process's start to the first page decoded: everything serial before
+    /// the scan (argument parsing, planning, the b-tree walk, executor start-up). Null when the
+    /// program did not mark its start ([`crate::cputime::mark_process_start`]).
+    pub first_page_since_process_start_s: Option<f64>,
     /// The process's peak resident memory, in MiB. With `mmap` this counts the mapped file's
     /// cached pages too, which are page cache rather than memory the scan allocated.
     pub peak_rss_mib: f64,
@@ -123,121 +134,35 @@ pub struct RunReport {
     pub snapshot: SnapshotReport,
 }
 
-/// The result of one Q6 scan.
+/// The result of one Q6 scan: the answer, and the run's report beside it (in `--json`, one
+/// object: `revenue` and `rows_matched` next to every field of [`RunReport`]). It dereferences
+/// to the [`RunReport`], so `report.wall_s` reads as on any run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScanReport {
-    /// The database file.
-    pub path: String,
-    /// The table scanned, as named in the schema.
-    pub table: String,
     /// The revenue with four decimals, exact.
     pub revenue: String,
-    /// Rows examined.
-    pub rows_scanned: u64,
     /// Rows that matched.
     pub rows_matched: u64,
-    /// Wall time of the scan (executors started to last partial merged), in seconds.
-    pub wall_s: f64,
-    /// Bytes read per second of wall time, in GB/s (10^9).
-    pub gb_per_s: f64,
-    /// Rows examined per second of wall time.
-    pub rows_per_s: f64,
-    /// Pages read: leaf pages plus overflow pages.
-    pub pages_read: u64,
-    /// Overflow pages read.
-    pub overflow_pages_read: u64,
-    /// Pages read from the write-ahead log (their latest committed copies) instead of the
-    /// database file.
-    pub wal_pages_read: u64,
-    /// Bytes read (pages x page size).
-    pub bytes_read: u64,
-    /// Read requests handed to the rings.
-    pub reads_submitted: u64,
-    /// Reactor passes that submitted reads; each costs at most one `io_uring_enter`.
-    pub submit_batches: u64,
-    /// `io_uring_enter` calls, when the backend can count them (`uring`; glommio's `dma`
-    /// cannot: null). With SQPOLL, submissions that need no wakeup are not system calls and
-    /// are not counted.
-    pub io_uring_enters: Option<u64>,
-    /// Pages read that the scan did not need: gaps between extents bridged by a coalesced read
-    /// (interior or other tables' pages) and `O_DIRECT` alignment padding, rounded up.
-    pub wasted_pages: u64,
-    /// What I/O path ran.
-    pub io: IoReport,
-    /// One entry per executor, in plan order.
-    pub executors: Vec<ExecutorReport>,
-    /// Block-device counters over the run, or null when unknown (see `device_note`).
-    pub device: Option<DeviceReport>,
-    /// Why `device` is null, when it is.
-    pub device_note: Option<String>,
-    /// CPU time of the whole process over the run.
-    pub cpu_time: CpuTime,
-    /// The process's peak resident memory, in MiB. With `mmap` this counts the mapped file's
-    /// cached pages too, which are page cache rather than memory the scan allocated.
-    pub peak_rss_mib: f64,
-    /// CPUs this process may run on.
-    pub available_cpus: usize,
-    /// Whether there were more executors than CPUs (or two on one CPU): timings then measure
-    /// time-sharing, not parallel scaling.
-    pub oversubscribed: bool,
-    /// How the scan held one committed state of the database.
-    pub snapshot: SnapshotReport,
+    /// Everything measured while computing it.
+    #[serde(flatten)]
+    pub run: RunReport,
 }
 
 impl ScanReport {
     /// The Q6 report of a run whose answer is `revenue` (four decimals) over `rows_matched` rows.
     pub fn from_run(run: RunReport, revenue: String, rows_matched: u64) -> Self {
-        let RunReport {
-            path,
-            table,
-            rows_scanned,
-            wall_s,
-            gb_per_s,
-            rows_per_s,
-            pages_read,
-            overflow_pages_read,
-            wal_pages_read,
-            bytes_read,
-            reads_submitted,
-            submit_batches,
-            io_uring_enters,
-            wasted_pages,
-            io,
-            executors,
-            device,
-            device_note,
-            cpu_time,
-            peak_rss_mib,
-            available_cpus,
-            oversubscribed,
-            snapshot,
-        } = run;
         ScanReport {
-            path,
-            table,
             revenue,
-            rows_scanned,
             rows_matched,
-            wall_s,
-            gb_per_s,
-            rows_per_s,
-            pages_read,
-            overflow_pages_read,
-            wal_pages_read,
-            bytes_read,
-            reads_submitted,
-            submit_batches,
-            io_uring_enters,
-            wasted_pages,
-            io,
-            executors,
-            device,
-            device_note,
-            cpu_time,
-            peak_rss_mib,
-            available_cpus,
-            oversubscribed,
-            snapshot,
+            run,
         }
+    }
+}
+
+impl std::ops::Deref for ScanReport {
+    type Target = RunReport;
+
+    fn deref(&self) -> &RunReport {
+        &self.run
     }
 }

@@ -143,7 +143,8 @@ pub fn run(args: Q6Args) -> anyhow::Result<()> {
         |plan| run_q6(plan, &executors, &params, &settings),
     )?;
     let mut report = done.value.clone();
-    done.report_into(&mut report.snapshot, &mut report.io.notice);
+    let run = &mut report.run;
+    done.report_into(&mut run.snapshot, &mut run.io.notice);
     if args.json {
         println!(
             "{}",
@@ -282,6 +283,33 @@ pub fn human(r: &ScanReport) -> String {
             ""
         }
     );
+    let c = &r.counters;
+    let _ = match (&c.unavailable, c.cycles, c.instructions, c.llc_misses) {
+        (None, Some(cy), Some(ins), Some(llc)) => writeln!(
+            s,
+            "counters    {:.3} B cycles, {:.3} B instructions ({:.2} per cycle), {:.3} M LLC misses",
+            cy as f64 / 1e9,
+            ins as f64 / 1e9,
+            ins as f64 / (cy as f64).max(1.0),
+            llc as f64 / 1e6
+        ),
+        (why, ..) => writeln!(
+            s,
+            "counters    unavailable: {}",
+            why.as_deref().unwrap_or("unknown")
+        ),
+    };
+    if let Some(first) = r.first_page_s {
+        let _ = writeln!(
+            s,
+            "start-up    first page decoded {}{:.3} s after the executors started",
+            r.first_page_since_process_start_s
+                .map_or(String::new(), |p| format!(
+                    "{p:.3} s after the process started, "
+                )),
+            first
+        );
+    }
     for e in &r.executors {
         let _ = writeln!(
             s,

@@ -6,8 +6,14 @@ use serde_json::Value;
 
 use crate::{corescan, layouts, open, tiny_db};
 
+/// `explain --json --census` (the counts `dbstat` is compared with need the census).
 fn explain_json(path: &Path, extra: &[&str]) -> Value {
-    let mut args = vec!["explain".as_ref(), path.as_os_str(), "--json".as_ref()];
+    let mut args = vec![
+        "explain".as_ref(),
+        path.as_os_str(),
+        "--json".as_ref(),
+        "--census".as_ref(),
+    ];
     args.extend(extra.iter().map(std::ffi::OsStr::new));
     let run = corescan(args);
     assert_eq!(run.status, 0, "{}: {}", path.display(), run.stderr);
@@ -183,8 +189,11 @@ fn layouts_have_the_properties_they_exist_for() {
 
 #[test]
 fn table_name_is_case_insensitive_and_defaults_to_lineitem() {
-    let default = explain_json(tiny_db(), &["--cores", "2"]);
-    let upper = explain_json(tiny_db(), &["--table", "LineItem", "--cores", "2"]);
+    let mut default = explain_json(tiny_db(), &["--cores", "2"]);
+    let mut upper = explain_json(tiny_db(), &["--table", "LineItem", "--cores", "2"]);
+    // The census's timing differs from run to run; everything else must not.
+    default["census"]["wall_s"] = Value::Null;
+    upper["census"]["wall_s"] = Value::Null;
     assert_eq!(default, upper);
     check_against_dbstat(tiny_db(), "LINEITEM", &default, &spread_cpus(2));
     let orders = explain_json(tiny_db(), &["--table", "orders", "--cores", "1"]);
@@ -262,4 +271,21 @@ fn conflicting_or_bad_cpu_options_are_usage_errors() {
     corescan(["explain".as_ref(), db, "--cores=0".as_ref()]).assert_usage_error();
     corescan(["explain".as_ref(), db, "--cpus=3-1".as_ref()]).assert_usage_error();
     corescan(["explain".as_ref(), db, "--cpus=x".as_ref()]).assert_usage_error();
+}
+
+#[test]
+fn without_census_explain_reads_no_leaf_and_leaves_the_counts_null() {
+    let db = tiny_db();
+    let run = corescan(["explain".as_ref(), db.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(v["rows"].is_null() && v["overflow_pages"].is_null() && v["census"].is_null());
+    let with = explain_json(db, &[]);
+    assert_eq!(v["leaf_pages"], with["leaf_pages"]);
+    assert_eq!(v["ranges"], with["ranges"]);
+    // The census read every leaf once, through a scan backend that says what ran.
+    let census = &with["census"];
+    assert!(census["io"]["backend"].is_string(), "{census}");
+    let text = corescan(["explain".as_ref(), db.as_os_str()]);
+    assert!(text.stdout.contains("--census counts"), "{}", text.stdout);
 }

@@ -240,3 +240,56 @@ fn a_file_truncated_during_an_mmap_scan_ends_in_an_error_not_sigbus() {
         outcomes.join("\n")
     );
 }
+
+#[test]
+fn hardware_counters_are_numbers_or_null_with_the_reason() {
+    // Forced absent: every backend reports null counters and says why.
+    for io in ["dma", "uring", "pread", "mmap"] {
+        let v = answer(&q6_with_faults("pmu", &["--io", io]));
+        let c = &v["counters"];
+        assert!(
+            c["cycles"].is_null() && c["llc_misses"].is_null(),
+            "{io}: {c}"
+        );
+        assert_eq!(c["unavailable"], "injected: no PMU", "{io}");
+        assert_eq!(
+            v["executors"][0]["counters"]["unavailable"],
+            "injected: no PMU"
+        );
+    }
+    // As the machine has them: either all three counts, or null with a reason (this VM has no
+    // PMU: perf stat -e cycles says <not supported>).
+    let v = answer(&q6_with_faults("", &[]));
+    let c = &v["counters"];
+    match c["unavailable"].as_str() {
+        Some(why) => {
+            assert!(c["cycles"].is_null() && c["instructions"].is_null(), "{c}");
+            assert!(why.contains("perf_event_open"), "{why}");
+        }
+        None => {
+            assert!(c["instructions"].as_u64().unwrap() > 0, "{c}");
+            assert!(c["cycles"].as_u64().unwrap() > 0, "{c}");
+            assert!(c["llc_misses"].is_u64(), "{c}");
+        }
+    }
+    // The start-up figures: the binary marks its start, so both are there, in order.
+    let first = v["first_page_s"].as_f64().unwrap();
+    let since_start = v["first_page_since_process_start_s"].as_f64().unwrap();
+    assert!(
+        first >= 0.0 && since_start >= first,
+        "{first} {since_start}"
+    );
+    assert!(v["executors"][0]["first_page_s"].as_f64().unwrap() <= since_start);
+    // The text report says the same.
+    let plain = &layouts()[0];
+    let text = corescan_with_env(
+        ["q6", plain.path.to_str().unwrap(), "--table", &plain.table],
+        &[("CORESCAN_FAULTS", "pmu")],
+    );
+    assert!(
+        text.stdout
+            .contains("counters    unavailable: injected: no PMU"),
+        "{}",
+        text.stdout
+    );
+}

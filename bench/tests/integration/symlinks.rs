@@ -80,6 +80,7 @@ fn q6_and_explain_through_links_to_a_live_wal_database_answer_as_sqlite() {
             "explain".as_ref(),
             link.as_os_str(),
             "--json".as_ref(),
+            "--census".as_ref(),
         ]));
         assert_eq!(explain["rows"], want.rows_scanned, "{}", link.display());
     }

@@ -40,6 +40,9 @@ pub(crate) struct ResolvedIo {
     pub io_memory: usize,
     /// Why the run differs from what was asked, one entry per decision, in order.
     pub notices: Vec<String>,
+    /// Whether `auto` found the table in the page cache: readahead hints (`MADV_WILLNEED`,
+    /// `POSIX_FADV_WILLNEED`) then only cost system calls, so the executors give none.
+    pub cached: bool,
 }
 
 /// Decides the backend, runtime, SQ poll CPUs and glommio I/O memory of a run of `executors`
@@ -55,6 +58,7 @@ pub(crate) fn resolve(
 ) -> Result<ResolvedIo> {
     let mut notices = Vec::new();
     let (mut backend, auto_notice) = choose_backend(plan, settings)?;
+    let cached = settings.io == IoChoice::Auto && backend == IoBackend::Mmap;
     notices.extend(auto_notice);
     let (sqpoll_cpus, sqpoll_notice) =
         sqpoll_placement(executors, available, backend, settings.sqpoll)?;
@@ -90,6 +94,7 @@ pub(crate) fn resolve(
         sqpoll_cpus,
         io_memory,
         notices,
+        cached,
     })
 }
 

@@ -17,18 +17,17 @@ use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use glommio::io::DmaFile;
 use glommio::timer::Timer;
 
-use crate::cputime::CpuTime;
 use crate::error::Result;
 use crate::hugepages::huge_page_bytes;
 use crate::inflight::InFlight;
 use crate::readahead::{ReadRequest, ReadSchedule};
 use crate::scan::kernel::ScanKernel;
-use crate::scan::pages::PageDecoder;
+use crate::scan::pages::{PageDecoder, ThreadClock};
 use crate::scan::task::{ExecutorReport, ExecutorTask};
 
 /// How a `dma` scan ended, when it did not fail.
@@ -54,8 +53,7 @@ fn into_io_error<T>(e: glommio::GlommioError<T>) -> io::Error {
 
 /// Runs the scan of `task` on the current glommio executor, computing `kernel`.
 pub(crate) async fn scan<K: ScanKernel>(task: &ExecutorTask, kernel: K) -> Result<DmaScan<K>> {
-    let started = Instant::now();
-    let cpu_before = CpuTime::thread();
+    let clock = ThreadClock::start(&task.faults);
     let mut report = ExecutorReport {
         cpu: task.cpu,
         backend: "dma".into(),
@@ -122,9 +120,7 @@ pub(crate) async fn scan<K: ScanKernel>(task: &ExecutorTask, kernel: K) -> Resul
     }
     report.add_schedule(schedule.stats());
     decoder.decode_wal_pages(&mut report)?;
-    Ok(DmaScan::Done(Box::new(
-        decoder.finish(report, started, cpu_before),
-    )))
+    Ok(DmaScan::Done(Box::new(decoder.finish(report, clock))))
 }
 
 /// Queues every read the window admits into the ring, as one batch; they go to the kernel

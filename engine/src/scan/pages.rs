@@ -18,8 +18,10 @@ use partitioner::cell::OverflowChain;
 use partitioner::format::be_u32;
 use partitioner::wal::PageLocation;
 
+use crate::counters::Measure;
 use crate::cputime::CpuTime;
 use crate::error::Result;
+use crate::faults::Faults;
 use crate::scan::kernel::{RecordOutcome, ScanKernel, Spill};
 use crate::scan::task::{ExecutorReport, ExecutorTask};
 
@@ -36,6 +38,8 @@ pub(crate) struct PageDecoder<'t, K: ScanKernel> {
     overflow_page: Vec<u8>,
     /// The pages of the chain being walked (its cycle check).
     chain_pages: HashSet<u32>,
+    /// When the first page was decoded (the end of the executor's start-up).
+    first_page_at: Option<Instant>,
 }
 
 impl<'t, K: ScanKernel> PageDecoder<'t, K> {
@@ -49,6 +53,7 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
             wal_file: None,
             overflow_page: Vec::new(),
             chain_pages: HashSet::new(),
+            first_page_at: None,
         }
     }
 
@@ -94,6 +99,9 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
             self.kernel
                 .decode_page(page_no, page, &mut self.spills)
                 .map_err(|what| task.corrupt(page_no, what))?;
+            if report.pages == 0 {
+                self.first_page_at = Some(Instant::now());
+            }
             report.pages += 1;
         }
         while let Some(spill) = self.spills.pop() {
@@ -212,14 +220,37 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
     pub(crate) fn finish(
         self,
         mut report: ExecutorReport,
-        started: Instant,
-        cpu_before: CpuTime,
+        clock: ThreadClock,
     ) -> (K::Partial, ExecutorReport) {
         report.rows = self.kernel.rows();
-        report.wall_s = started.elapsed().as_secs_f64();
-        let used = CpuTime::thread().since(cpu_before);
+        report.wall_s = clock.started.elapsed().as_secs_f64();
+        let used = CpuTime::thread().since(clock.cpu);
         report.user_s = used.user_s;
         report.sys_s = used.sys_s;
+        report.counters = clock.hw.stop();
+        report.first_page_at = self.first_page_at;
+        report.first_page_s = self
+            .first_page_at
+            .map(|t| t.duration_since(clock.started).as_secs_f64());
         (self.kernel.finish(), report)
+    }
+}
+
+/// What an executor measures of its own thread from its start to its last page: wall time,
+/// CPU time and the hardware counters.
+pub(crate) struct ThreadClock {
+    started: Instant,
+    cpu: CpuTime,
+    hw: Measure,
+}
+
+impl ThreadClock {
+    /// Starts measuring the calling thread.
+    pub(crate) fn start(faults: &Faults) -> Self {
+        ThreadClock {
+            started: Instant::now(),
+            cpu: CpuTime::thread(),
+            hw: Measure::start(faults.pmu),
+        }
     }
 }

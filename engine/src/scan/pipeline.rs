@@ -5,14 +5,11 @@
 //! Layering: a scan loop; uses the backends, the readahead schedule, `pages`, `task` and the
 //! kernel trait, and is called only by the scan dispatch (`scan::run`).
 
-use std::time::Instant;
-
 use crate::backend::SyncBackend;
-use crate::cputime::CpuTime;
 use crate::error::Result;
 use crate::readahead::ReadSchedule;
 use crate::scan::kernel::ScanKernel;
-use crate::scan::pages::PageDecoder;
+use crate::scan::pages::{PageDecoder, ThreadClock};
 use crate::scan::task::{ExecutorReport, ExecutorTask};
 
 /// Runs the scan of `task` through `backend` on the current thread, computing `kernel`.
@@ -21,8 +18,7 @@ pub(crate) fn scan<K: ScanKernel, B: SyncBackend>(
     kernel: K,
     mut backend: B,
 ) -> Result<(K::Partial, ExecutorReport)> {
-    let started = Instant::now();
-    let cpu_before = CpuTime::thread();
+    let clock = ThreadClock::start(&task.faults);
     let mut report = ExecutorReport {
         cpu: task.cpu,
         backend: backend.name().to_string(),
@@ -78,5 +74,5 @@ pub(crate) fn scan<K: ScanKernel, B: SyncBackend>(
     report.add_schedule(schedule.stats());
     report.add_backend(backend.stats());
     decoder.decode_wal_pages(&mut report)?;
-    Ok(decoder.finish(report, started, cpu_before))
+    Ok(decoder.finish(report, clock))
 }

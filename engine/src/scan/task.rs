@@ -15,6 +15,7 @@ use partitioner::{DbHeader, Extent};
 use serde::Serialize;
 
 use crate::backend::{BackendOptions, BackendStats, ByteRange, IoBackend};
+use crate::counters::HwCounters;
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::readahead::{ReadRequest, ScheduleStats};
@@ -34,6 +35,9 @@ pub(crate) struct ExecutorTask {
     /// The log's frame map, for overflow pages.
     pub wal: Option<Arc<WalIndex>>,
     pub readahead: u32,
+    /// Whether the window's reads ahead are also given to the kernel as hints (not when the
+    /// table is already in the page cache, where they only cost system calls).
+    pub hints: bool,
     pub max_read_pages: u32,
     pub backend: IoBackend,
     /// The CPU for this executor's kernel SQ poll thread (uring backend only).
@@ -91,6 +95,15 @@ pub struct ExecutorReport {
     pub user_s: f64,
     /// CPU time in the kernel on the executor's thread.
     pub sys_s: f64,
+    /// Hardware counters of the executor's thread over its scan (null, with the reason, where
+    /// the kernel exposes none).
+    pub counters: HwCounters,
+    /// Seconds from the executor's start (rings, buffers, opening the file) to its first page
+    /// decoded; null when it decoded none.
+    pub first_page_s: Option<f64>,
+    /// When the first page was decoded (for the run's start-up figure).
+    #[serde(skip)]
+    pub first_page_at: Option<std::time::Instant>,
 }
 
 impl ExecutorReport {
@@ -172,7 +185,7 @@ impl ExecutorTask {
             path: &self.path,
             max_read_bytes: self.max_read_pages as usize * self.page_size() as usize,
             capacity,
-            hints: self.readahead > 0,
+            hints: self.hints,
             sqpoll_cpu: self.sqpoll_cpu,
             faults: self.faults,
         }

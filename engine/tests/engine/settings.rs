@@ -166,7 +166,7 @@ fn sqpoll_runs_only_where_an_idle_cpu_can_host_it() {
     };
     let r = run_q6(&plan, &spread(1), &Q6Params::default(), &dma_auto).unwrap();
     assert!(!r.io.sqpoll, "{:?}", r.io);
-    let notice = r.io.notice.unwrap_or_default();
+    let notice = r.run.io.notice.unwrap_or_default();
     assert!(notice.contains("no SQ poll thread"), "{notice}");
     let one = spread(1);
     let r = run_q6(&plan, &one, &Q6Params::default(), &uring(SqpollMode::Auto)).unwrap();
@@ -180,7 +180,7 @@ fn sqpoll_runs_only_where_an_idle_cpu_can_host_it() {
     // One executor leaves a CPU idle: auto gives it the poll thread, unless the kernel refuses
     // SQPOLL, which the backend then says (and runs a plain ring).
     if !r.io.sqpoll {
-        let notice = r.io.notice.unwrap_or_default();
+        let notice = r.run.io.notice.unwrap_or_default();
         assert!(
             notice.contains("refused SQPOLL"),
             "no poll thread and no reason: {notice}"
