@@ -104,7 +104,11 @@ pub fn consistent<T>(
             }
         }
     }
-    let last = changes.last().cloned().unwrap_or_default();
+    // The last change without its file name (the error names the file once).
+    let prefix = format!("{}: ", db.display());
+    let last = changes
+        .last()
+        .map_or("", |c| c.strip_prefix(&prefix).unwrap_or(c));
     Err(Error::Plan(partitioner::Error::Changed {
         path: db.to_path_buf(),
         what: format!(
@@ -112,4 +116,57 @@ pub fn consistent<T>(
              state (SQLite's read locks could not be held); last: {last}"
         ),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_that_keeps_changing_is_one_error_line_after_the_attempts() {
+        let db = Path::new("/data/live.db");
+        let mut planned = 0;
+        let err = consistent(
+            db,
+            || {
+                planned += 1;
+                Err(partitioner::Error::Changed {
+                    path: db.to_path_buf(),
+                    what: format!("the log moved ({planned})"),
+                })
+            },
+            |_| Ok(()),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(planned, MAX_ATTEMPTS);
+        assert!(
+            err.starts_with("/data/live.db: the database changed during each of 8"),
+            "{err}"
+        );
+        assert!(
+            err.contains("the log moved (8)") && !err.contains('\n'),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn other_errors_end_the_loop_at_once() {
+        let db = Path::new("/data/live.db");
+        let mut planned = 0;
+        let err = consistent(
+            db,
+            || {
+                planned += 1;
+                Err(partitioner::Error::Invalid {
+                    path: db.to_path_buf(),
+                    what: "not a SQLite database".into(),
+                })
+            },
+            |_| Ok(()),
+        )
+        .unwrap_err();
+        assert_eq!(planned, 1);
+        assert!(err.to_string().contains("not a SQLite database"));
+    }
 }

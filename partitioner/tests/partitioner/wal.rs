@@ -501,32 +501,3 @@ fn reading_a_log_writes_nothing() {
     assert_eq!(names(folder), listed, "no -shm or other file was created");
     drop(dir);
 }
-
-#[test]
-fn a_plan_keeps_its_snapshot_while_the_writer_commits_and_checkpoints() {
-    let dir = tempdir().unwrap();
-    let (db, conn) = wal_db(dir.path(), "live.db", 1024, 1000);
-    insert_rows(&conn, "t", 1000..1400, 100, None);
-    let plan = assert_plan_matches(&db, "t", &Oracle::of(&conn, "t"));
-    assert_eq!(plan.read.protocol, partitioner::Protocol::WalReadMark);
-    let rows = plan.census().unwrap().rows;
-
-    // Later commits are not part of the plan's snapshot (frames after its mxFrame).
-    insert_rows(&conn, "t", 2000..2010, 100, None);
-    plan.check_unchanged().unwrap();
-    assert_eq!(plan.census().unwrap().rows, rows);
-    // The plan's read mark stops a TRUNCATE checkpoint from resetting the log (SQLite
-    // reports it busy), so the snapshot's frames stay readable.
-    let busy: i64 = conn
-        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(busy, 1, "the checkpoint must wait for the reader");
-    assert_eq!(plan.census().unwrap().rows, rows);
-    drop(plan);
-    let busy: i64 = conn
-        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(busy, 0, "without the reader the checkpoint completes");
-    let plan = TablePlan::open(&db, "t").unwrap();
-    assert_eq!(plan.census().unwrap().rows, rows + 10);
-}
