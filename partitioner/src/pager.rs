@@ -363,25 +363,27 @@ fn wal_state(files: &DbFiles, read: &ReadSnapshot, file_size: u64) -> Result<Wal
             frame_checksum,
             db_pages,
             page_size,
-        } => match wal::open_upto(files, Some((max_frame, page_size)))? {
-            WalState::Active(mut index, log) => {
-                let f = index.fingerprint;
-                if f.salts != salts
-                    || f.last_commit_frame != max_frame
-                    || f.commit_checksum != frame_checksum
-                    || (db_pages != 0 && f.db_pages != db_pages)
-                {
-                    return Err(changed(format!(
-                        "its frames up to {} do not match the -shm index's snapshot (frame {max_frame})",
-                        f.last_commit_frame
-                    )));
-                }
-                index.keep_from(min_frame);
-                Ok(WalState::Active(index, log))
-            }
-            _ => Err(changed(format!(
-                "it holds no committed frame {max_frame} that the -shm index's snapshot ends at"
-            ))),
-        },
+        } => {
+            let pages = if min_frame > max_frame {
+                Vec::new()
+            } else {
+                read.frame_pages(min_frame, max_frame)
+                    .map_err(|e| Error::Io {
+                        path: files.given.clone(),
+                        op: format!("read {}", files.shm.display()),
+                        source: e,
+                    })?
+                    .ok_or_else(|| changed("the -shm index is shorter than its snapshot".into()))?
+            };
+            let snap = wal::indexed::IndexedSnapshot {
+                min_frame,
+                max_frame,
+                salts,
+                frame_checksum,
+                db_pages,
+                page_size,
+            };
+            wal::indexed::open_indexed(files, &snap, &pages)
+        }
     }
 }

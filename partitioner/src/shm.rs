@@ -146,6 +146,46 @@ pub fn read_checkpoint_info(shm: &File) -> io::Result<Option<CheckpointInfo>> {
     }))
 }
 
+/// Frames whose page numbers the first 32 KiB block of the index holds (after the 136-byte
+/// header: `HASHTABLE_NPAGE_ONE`).
+const FIRST_BLOCK_FRAMES: u32 = 4096 - 136 / 4;
+/// Frames per later block (`HASHTABLE_NPAGE`); each block is 32 KiB (`WALINDEX_PGSZ`).
+const BLOCK_FRAMES: u32 = 4096;
+
+/// The byte offset in `-shm` of the page number of 1-based frame `frame` (`aPgno` of the hash
+/// block `walFramePage` names).
+fn page_number_offset(frame: u32) -> u64 {
+    let block = (frame + BLOCK_FRAMES - FIRST_BLOCK_FRAMES - 1) / BLOCK_FRAMES;
+    if block == 0 {
+        136 + 4 * u64::from(frame - 1)
+    } else {
+        let zero = FIRST_BLOCK_FRAMES + (block - 1) * BLOCK_FRAMES;
+        u64::from(block) * 32768 + 4 * u64::from(frame - zero - 1)
+    }
+}
+
+/// The page number of every frame `first..=last` from the index's page-number arrays, as
+/// SQLite's readers look frames up (it never reads frame headers from `-wal` for that).
+/// `None` when the file is too short to hold them.
+pub fn frame_pages(shm: &File, first: u32, last: u32) -> io::Result<Option<Vec<u32>>> {
+    let mut out = Vec::with_capacity(last.saturating_sub(first) as usize + 1);
+    let mut frame = first;
+    while frame <= last {
+        // The frames up to the end of this frame's block are contiguous in the file.
+        let block = (frame + BLOCK_FRAMES - FIRST_BLOCK_FRAMES - 1) / BLOCK_FRAMES;
+        let block_last = FIRST_BLOCK_FRAMES + block * BLOCK_FRAMES;
+        let upto = last.min(block_last);
+        let n = (upto - frame + 1) as usize;
+        let mut buf = vec![0u8; 4 * n];
+        if read_full(shm, &mut buf, page_number_offset(frame))? < buf.len() {
+            return Ok(None);
+        }
+        out.extend(buf.chunks_exact(4).map(|c| native(c, 0)));
+        frame = upto + 1;
+    }
+    Ok(Some(out))
+}
+
 fn read_full(f: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
     let mut done = 0;
     while done < buf.len() {
@@ -162,6 +202,15 @@ fn read_full(f: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn page_numbers_sit_in_sqlites_hash_blocks() {
+        assert_eq!(page_number_offset(1), 136);
+        assert_eq!(page_number_offset(4062), 136 + 4 * 4061);
+        assert_eq!(page_number_offset(4063), 32768);
+        assert_eq!(page_number_offset(4062 + 4096), 32768 + 4 * 4095);
+        assert_eq!(page_number_offset(4062 + 4097), 2 * 32768);
+    }
 
     #[test]
     fn a_header_with_a_bad_checksum_or_no_init_is_dirty() {

@@ -29,7 +29,8 @@
 //!    read and the mark and header re-checked (else retry). Holding `READ(i)` caps every
 //!    checkpoint at the mark and forbids a log reset, so frames `minFrame..=mxFrame` stay as
 //!    they are, and the database file holds everything older: [`WalView::Frames`], with the
-//!    database `nPage` pages long. Frames after `mxFrame` are ignored even if they commit.
+//!    database `nPage` pages long and each frame's page number read from the index, as SQLite
+//!    does ([`crate::wal::indexed`]). Frames after `mxFrame` are ignored even if they commit.
 //! 5. **Unreliable `-shm`** (`walBeginShmUnreliable`): `READ(0)` read-locked (no checkpoint
 //!    can copy frames into the file), the log recovered privately, then the dead-man switch
 //!    must still be free and a second recovery (when the pages are read) must find the same
@@ -141,7 +142,7 @@ pub enum WalView {
 #[derive(Debug)]
 struct Locks {
     // Field order is drop order: READ(i) and the dead-man switch go before SHARED.
-    _shm: Option<File>,
+    shm: Option<File>,
     _db: File,
 }
 
@@ -165,6 +166,15 @@ impl ReadSnapshot {
     /// Whether the scan must compare the files afterwards (nothing stops a writer).
     pub fn needs_verification(&self) -> bool {
         self.protocol == Protocol::VerifyRetry
+    }
+
+    /// The page numbers of frames `first..=last` from the locked `-shm` index
+    /// ([`shm::frame_pages`]); `None` without an index or when it is too short.
+    pub fn frame_pages(&self, first: u32, last: u32) -> std::io::Result<Option<Vec<u32>>> {
+        match self._locks.as_ref().and_then(|l| l.shm.as_ref()) {
+            Some(shm) => shm::frame_pages(shm, first, last),
+            None => Ok(None),
+        }
     }
 }
 
@@ -276,10 +286,7 @@ fn attempt(files: &DbFiles) -> Result<Attempt> {
             view: WalView::FileOnly,
             lock_retries: 0,
             notice: None,
-            _locks: Some(Locks {
-                _shm: None,
-                _db: db,
-            }),
+            _locks: Some(Locks { shm: None, _db: db }),
         }));
     }
     let shm = match File::open(&files.shm) {
@@ -400,7 +407,7 @@ fn held(db: File, shm: File, mark: usize, view: WalView) -> Attempt {
         lock_retries: 0,
         notice: None,
         _locks: Some(Locks {
-            _shm: Some(shm),
+            shm: Some(shm),
             _db: db,
         }),
     })
@@ -445,7 +452,7 @@ fn unreliable(files: &DbFiles, db: File, shm: File) -> Result<Attempt> {
         lock_retries: 0,
         notice: None,
         _locks: Some(Locks {
-            _shm: Some(shm),
+            shm: Some(shm),
             _db: db,
         }),
     }))

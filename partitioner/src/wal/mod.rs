@@ -25,13 +25,15 @@
 //! beside a symbolic link's target, not the link.
 //!
 //! Nothing is written: the log is opened read-only; which frames count while a writer works is
-//! decided by [`crate::snapshot`] (it bounds the frames read with [`open_upto`] and
-//! [`WalIndex::keep_from`]). [`WalIndex`] is the result, held by [`crate::PageFile`] (which reads
+//! decided by [`crate::snapshot`]: under a `-shm` read mark the frame map is built from the
+//! index's page numbers ([`indexed`]), and recovery ([`open`]) serves the snapshots without a
+//! live index. [`WalIndex`] is the result, held by [`crate::PageFile`] (which reads
 //! every page through it) and [`crate::TablePlan`] (so the engine can read pages itself:
 //! [`WalIndex::location`]). Its [`WalFingerprint`] lets a scan check at the end that no
 //! transaction committed and no checkpoint reset the log meanwhile.
 
 mod header;
+pub mod indexed;
 mod recover;
 
 use std::fs::File;
@@ -105,16 +107,6 @@ pub struct WalIndex {
 }
 
 impl WalIndex {
-    /// Drops the frames before 1-based frame `min_frame`: the database file holds the
-    /// committed state they carry (a checkpoint copied them), so pages without a later frame
-    /// are read from the file, as SQLite's readers do (`minFrame` in `wal.c`).
-    pub fn keep_from(&mut self, min_frame: u32) {
-        let frame_len = u64::from(self.page_size) + FRAME_HEADER_SIZE as u64;
-        let first = (WAL_HEADER_SIZE + FRAME_HEADER_SIZE) as u64;
-        self.frames
-            .retain(|f| (f.offset.saturating_sub(first) / frame_len + 1) >= u64::from(min_frame));
-    }
-
     /// The offset in the log of the latest committed image of `page`, when the log has one.
     pub fn frame_offset(&self, page: u32) -> Option<u64> {
         self.frames
@@ -215,13 +207,6 @@ pub enum WalState {
 /// and an unknown log format version are errors, anything else malformed in the log makes
 /// SQLite (and so this reader) ignore the frames concerned.
 pub fn open(files: &DbFiles) -> Result<WalState> {
-    open_upto(files, None)
-}
-
-/// Like [`open`], but reads no frame after frame `max_frame` of a log of `page_size`-byte
-/// pages (`(max_frame, page_size)`): the snapshot a `-shm` read mark holds ends there, whatever
-/// a writer appends meanwhile.
-pub fn open_upto(files: &DbFiles, upto: Option<(u32, u32)>) -> Result<WalState> {
     let db = files.given.as_path();
     let path = files.wal.clone();
     let io = |op: &str, source| Error::Io {
@@ -236,10 +221,7 @@ pub fn open_upto(files: &DbFiles, upto: Option<(u32, u32)>) -> Result<WalState> 
     }
     let file = File::open(&path).map_err(|e| io("open", e))?;
     // The length of the file as opened: a writer appending meanwhile adds frames we ignore.
-    let mut len = file.metadata().map_err(|e| io("stat", e))?.len();
-    if let Some((max_frame, page_size)) = upto {
-        len = len.min(frame_offset(max_frame.saturating_add(1), page_size));
-    }
+    let len = file.metadata().map_err(|e| io("stat", e))?.len();
     let reader = BufReader::with_capacity(1 << 20, &file);
     let log = match recover(reader, len).map_err(|e| io("read", e))? {
         Recovery::NoCommits(reason) => return Ok(WalState::Ignored(reason)),

@@ -14,14 +14,15 @@
 //!
 //! In WAL mode the log is checkpointed aggressively: `wal_autocheckpoint` of a few pages, and
 //! every `checkpoint_every` transactions an explicit `wal_checkpoint(RESTART)` or
-//! `(TRUNCATE)`, alternately. A busy handler waits 1 ms at a time (up to 30 s) and counts the
-//! time: that is the writer's wait for readers (corescan's `SHARED` lock in rollback mode, its
-//! read mark for RESTART and TRUNCATE).
+//! `(TRUNCATE)`, alternately. A busy handler waits 1 ms at a time and counts the time: that
+//! is the writer's wait for readers (corescan's `SHARED` lock in rollback mode, up to 30 s per
+//! commit; its read mark for RESTART and TRUNCATE, up to 50 ms, after which the checkpoint
+//! reports busy, as it would behind any reader, and the writer goes on committing).
 //!
 //! Layering: the bottom of [`super`]; it knows SQLite, not corescan.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::types::Value;
@@ -84,12 +85,20 @@ pub struct WriterStats {
 }
 
 static WAITED_NS: AtomicU64 = AtomicU64::new(0);
+/// Busy-handler calls (about 1 ms each) before SQLite gives up with `SQLITE_BUSY`.
+static BUSY_LIMIT: AtomicI32 = AtomicI32::new(COMMIT_PATIENCE);
+/// A commit waits up to 30 s for readers (corescan's `SHARED` lock in rollback mode).
+const COMMIT_PATIENCE: i32 = 30_000;
+/// An explicit RESTART or TRUNCATE waits up to 50 ms for the readers of the log, then reports
+/// busy: back-to-back read transactions (a scan loop, or any busy SQLite reader) would
+/// otherwise starve it, and the commits behind it.
+const CHECKPOINT_PATIENCE: i32 = 50;
 
 fn busy_handler(attempt: i32) -> bool {
     let t = Instant::now();
     std::thread::sleep(Duration::from_millis(1));
     WAITED_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    attempt < 30_000
+    attempt < BUSY_LIMIT.load(Ordering::Relaxed)
 }
 
 /// The rows the swaps exchange: matching rowids from the first and the last tenth.
@@ -175,7 +184,10 @@ pub fn run_writer(
                 "RESTART"
             };
             let sql = format!("PRAGMA wal_checkpoint({mode})");
-            match conn.query_row(&sql, [], |r| r.get::<_, i64>(0)) {
+            BUSY_LIMIT.store(CHECKPOINT_PATIENCE, Ordering::Relaxed);
+            let done = conn.query_row(&sql, [], |r| r.get::<_, i64>(0));
+            BUSY_LIMIT.store(COMMIT_PATIENCE, Ordering::Relaxed);
+            match done {
                 Ok(busy) => {
                     stats.checkpoints += 1;
                     stats.checkpoints_busy += u64::from(busy != 0);
