@@ -258,7 +258,15 @@ fn io_error(files: &DbFiles, op: String, source: std::io::Error) -> Error {
 }
 
 fn attempt(files: &DbFiles) -> Result<Attempt> {
-    let db_io = |op: &str, e| io_error(files, format!("{op} {}", files.real.display()), e);
+    // Name the resolved file only when it is not the path given (a symbolic link).
+    let db_io = |op: &str, e| {
+        let op = if files.real == files.given {
+            op.to_string()
+        } else {
+            format!("{op} {}", files.real.display())
+        };
+        io_error(files, op, e)
+    };
     let db = File::open(&files.real).map_err(|e| db_io("open", e))?;
     let locked = |r: std::io::Result<LockOutcome>| r.map_err(|e| db_io("lock", e));
     match locked(read_lock(&db, PENDING_BYTE, 1))? {
