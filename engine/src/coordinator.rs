@@ -32,7 +32,7 @@ use crate::device::BlockDevice;
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::readahead::max_read_pages;
-use crate::report::{IoReport, RunReport};
+use crate::report::{IoReport, RunReport, SnapshotReport};
 use crate::scan::{self, ExecutorReport, ExecutorTask, ScanKernel};
 use crate::settings::{list_cpus, ExecutorSpec, ScanSettings};
 
@@ -212,7 +212,8 @@ pub fn run_scan<K: ScanKernel>(
             Ok(report) => (Some(report), None),
             Err(reason) => (None, Some(reason)),
         };
-    // Pages read before and after a commit or checkpoint could mix two versions of the table.
+    // Without SQLite's locks (verify-retry), pages read before and after a commit or
+    // checkpoint could mix two versions of the table; under the locks this is a no-op.
     plan.check_unchanged()?;
 
     let mut results = Vec::with_capacity(executors.len());
@@ -232,6 +233,7 @@ pub fn run_scan<K: ScanKernel>(
     let rows = sum(|r| r.rows);
     let o_direct = reports.iter().all(|r| r.o_direct);
     let mut notices = io.notices;
+    notices.extend(plan.read.notice.clone());
     // A fallback inside an executor (O_DIRECT or SQPOLL refused) changes what ran.
     notices.extend(reports.iter().find_map(|r| r.notice.clone()));
     let ran = reports
@@ -286,6 +288,7 @@ pub fn run_scan<K: ScanKernel>(
         peak_rss_mib: peak_rss_mib(),
         available_cpus: available.len(),
         oversubscribed,
+        snapshot: SnapshotReport::of(&plan.read),
     };
     Ok((results, report))
 }

@@ -26,7 +26,8 @@
 //! 4. [`report`] and [`coordinator`] ([`run_scan`]): start the executors, hand each a clone of
 //!    the kernel and its [`partitioner::LeafRange`], collect the partials in range order over
 //!    crossbeam-channel and measure the run; the first failure stops the run with an error
-//!    naming the CPU and page;
+//!    naming the CPU and page; beside them [`retry`] ([`consistent`]), the one loop that
+//!    plans and scans again when a database read without SQLite's locks changed meanwhile;
 //! 5. kernels on top: [`census`] (rows and overflow pages, for `explain --census`) and
 //!    [`q6`]: TPC-H Q6: parameters and exact decimals ([`Q6Params`]), the record
 //!    decoder ([`LeafDecoder`]) with its predicates under each column's affinity and
@@ -57,6 +58,7 @@ pub mod q6;
 pub mod query;
 pub mod readahead;
 pub mod report;
+pub mod retry;
 pub mod scan;
 pub mod settings;
 pub mod value;
@@ -67,7 +69,8 @@ pub use backend::{IoBackend, SqpollMode};
 pub use coordinator::run_scan;
 pub use error::{Error, Result};
 pub use q6::{run_q6, LeafDecoder, PartialAggregate, Q6ColumnTypes, Q6Columns, Q6Kernel, Q6Params};
-pub use report::{IoReport, RunReport, ScanReport};
+pub use report::{IoReport, RunReport, ScanReport, SnapshotReport};
+pub use retry::{consistent, Consistent};
 pub use scan::{RecordOutcome, ScanKernel, Spill};
 pub use settings::{
     spread, ExecutorSpec, IoChoice, ScanSettings, DEFAULT_COALESCE_KIB, DEFAULT_IO,

@@ -38,6 +38,35 @@ pub struct IoReport {
     pub notice: Option<String>,
 }
 
+/// How the scan held one committed state of the database (see [`partitioner::snapshot`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SnapshotReport {
+    /// `wal-read-mark`, `wal-unreliable-shm`, `rollback-shared` or `verify-retry`.
+    pub protocol: String,
+    /// The `-shm` read mark `READ(i)` held (WAL mode).
+    pub read_mark: Option<usize>,
+    /// Times the locks were found busy (or the index moving) before they were taken, over
+    /// the last attempt.
+    pub lock_retries: u32,
+    /// Plans and scans run to get the answer (1 unless a change forced a retry).
+    pub attempts: u32,
+    /// Attempts abandoned because the database changed (`attempts - 1` on success).
+    pub retries: u32,
+}
+
+impl SnapshotReport {
+    /// The report of one attempt under `read`.
+    pub fn of(read: &partitioner::ReadSnapshot) -> Self {
+        Self {
+            protocol: read.protocol.name().to_string(),
+            read_mark: read.read_mark,
+            lock_retries: read.lock_retries,
+            attempts: 1,
+            retries: 0,
+        }
+    }
+}
+
 /// What one scan run measured, whatever its kernel computed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunReport {
@@ -101,6 +130,8 @@ pub struct RunReport {
     /// Whether there were more executors than CPUs (or two on one CPU): timings then measure
     /// time-sharing, not parallel scaling.
     pub oversubscribed: bool,
+    /// How the scan held one committed state of the database.
+    pub snapshot: SnapshotReport,
 }
 
 /// The result of one Q6 scan: the answer, and the run's report beside it (in `--json`, one

@@ -38,6 +38,16 @@ pub enum Error {
         /// What is wrong, in a few words.
         what: String,
     },
+    /// The database changed while it was read without a lock that stops writers (see
+    /// [`crate::snapshot::Protocol::VerifyRetry`]), or its log no longer matches the index
+    /// it was locked by: planning and scanning again reads a consistent state.
+    #[error("{}: {what}", path.display())]
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// What changed.
+        what: String,
+    },
 }
 
 impl Error {
@@ -47,6 +57,11 @@ impl Error {
             Error::Corrupt { page, .. } => Some(*page),
             _ => None,
         }
+    }
+
+    /// Whether this error says the database changed (planning and scanning again may succeed).
+    pub fn is_change(&self) -> bool {
+        matches!(self, Error::Changed { .. })
     }
 }
 

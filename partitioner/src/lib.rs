@@ -5,8 +5,12 @@
 //!
 //! - [`sidecar`] resolves the database path as SQLite's unix VFS does (symbolic links
 //!   followed) and names the `-wal` and `-journal` files beside the result;
-//! - [`pager::PageFile`] opens the file read-only, refuses a hot `-journal` (an interrupted
-//!   write), and reads pages with bounds-checked `pread`, each from its latest committed copy:
+//! - [`snapshot`] holds one committed state of a live database as a SQLite reader does:
+//!   the database's `SHARED` lock, and in WAL mode a read lock on a `-shm` read mark
+//!   ([`lock`] has the open-file-description locks, [`shm`] reads the wal-index, read-only);
+//!   where that cannot be done, the files are compared after the scan;
+//! - [`pager::PageFile`] opens the file read-only within such a snapshot, refuses a hot
+//!   `-journal` (an interrupted write), and reads pages with bounds-checked `pread`, each from its latest committed copy:
 //!   the `-wal` log's frame when [`wal::WalIndex`] (the log's frame map, built as SQLite's
 //!   recovery does: valid salts and cumulative checksums, frames up to the last commit) has
 //!   one, else the file;
@@ -28,7 +32,7 @@
 //! - [`format`](mod@format) holds the format primitives (varints, serial types, page headers, the
 //!   local-payload rule) that the engine's record decoder shares.
 //!
-//! Nothing here writes to the file, and nothing panics on a malformed one: every error is an
+//! Nothing here writes to any file (the locks are read locks), and nothing panics on a malformed one: every error is an
 //! [`Error`] that names the file and, where one is at fault, the page.
 #![deny(missing_docs)]
 
@@ -40,12 +44,15 @@ pub mod default_value;
 pub mod error;
 pub mod format;
 pub mod header;
+pub mod lock;
 pub mod numeric_text;
 pub mod pager;
 pub mod partition;
 pub mod plan;
 pub mod schema;
+pub mod shm;
 pub mod sidecar;
+pub mod snapshot;
 pub mod topology;
 pub mod wal;
 
@@ -57,4 +64,5 @@ pub use pager::{FileSnapshot, PageFile};
 pub use partition::{Extent, LeafRange};
 pub use plan::{ColumnSource, PageCensus, TablePlan};
 pub use schema::TableSchema;
+pub use snapshot::{Protocol, ReadSnapshot};
 pub use wal::{PageLocation, WalIndex};

@@ -21,56 +21,13 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::format::{be_u32, DB_HEADER_SIZE};
 use crate::header::DbHeader;
-use crate::sidecar::{sidecar_metadata, DbFiles};
+use crate::sidecar::DbFiles;
+use crate::snapshot::{self, ReadSnapshot, WalView};
 use crate::wal::{self, PageLocation, WalFingerprint, WalIndex, WalState};
+use std::sync::Arc;
+use std::time::SystemTime;
 
-/// The 8 bytes a rollback journal's header starts with while it holds a transaction
-/// (`aJournalMagic` in SQLite's `pager.c`).
-pub const JOURNAL_MAGIC: [u8; 8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7];
-
-/// Fails with [`Error::Invalid`] when a hot rollback journal sits beside `db`: a `-journal`
-/// file whose header starts with [`JOURNAL_MAGIC`], left by a write that was interrupted (or
-/// is still in progress). An absent or empty journal, or one whose header has been zeroed
-/// (`journal_mode=PERSIST` after a commit), is fine; one that is not a regular file is refused.
-/// The journal is opened read-only and only its first 8 bytes are read. The journal is the one
-/// beside `db`'s resolved path ([`crate::sidecar`]), as in SQLite.
-pub fn check_no_hot_journal(db: &Path) -> Result<()> {
-    check_journal(&DbFiles::resolve(db)?)
-}
-
-fn check_journal(files: &DbFiles) -> Result<()> {
-    let db = files.given.as_path();
-    let journal = &files.journal;
-    let io = |op: &str, source| Error::Io {
-        path: db.to_path_buf(),
-        op: format!("{op} {}", journal.display()),
-        source,
-    };
-    match sidecar_metadata(db, journal)? {
-        None => return Ok(()),
-        // Empty (journal_mode=TRUNCATE) or too short to hold a header: nothing to roll back.
-        Some(meta) if meta.len() < JOURNAL_MAGIC.len() as u64 => return Ok(()),
-        Some(_) => {}
-    }
-    let file = File::open(journal).map_err(|e| io("open", e))?;
-    let mut magic = [0u8; JOURNAL_MAGIC.len()];
-    match file.read_exact_at(&mut magic, 0) {
-        Ok(()) if magic == JOURNAL_MAGIC => Err(Error::Invalid {
-            path: db.to_path_buf(),
-            what: format!(
-                "hot rollback journal {} beside the database: a writer may be active (or a \
-                 write was interrupted); if none is, opening the database once with sqlite3 \
-                 rolls it back",
-                journal.display()
-            ),
-        }),
-        // A zeroed (or otherwise non-magic) header: SQLite finds nothing to roll back.
-        Ok(()) => Ok(()),
-        // Truncated since the stat (a writer finished): nothing to roll back.
-        Err(e) if e.kind() == ErrorKind::UnexpectedEof => Ok(()),
-        Err(e) => Err(io("read", e)),
-    }
-}
+pub use crate::snapshot::{check_no_hot_journal, JOURNAL_MAGIC};
 
 /// What the database file and its log looked like when opened, to detect a change (a
 /// transaction committed, a checkpoint ran) between planning a scan and its end.
@@ -84,6 +41,9 @@ pub struct FileSnapshot {
     /// The log's committed state; `None` when no committed frame counts (no log, an empty
     /// one, or one SQLite ignores).
     pub wal: Option<WalFingerprint>,
+    /// The database file's modification time (a checkpoint writes the file without changing
+    /// its size or its change counter).
+    pub db_modified: Option<SystemTime>,
 }
 
 impl FileSnapshot {
@@ -100,6 +60,9 @@ impl FileSnapshot {
                 "the change counter {} became {}",
                 self.db_change_counter, now.db_change_counter
             ));
+        }
+        if self.db_modified != now.db_modified {
+            return Some("the file was written".into());
         }
         match (self.wal, now.wal) {
             (None, None) => None,
@@ -128,16 +91,27 @@ pub struct PageFile {
     wal: Option<(WalIndex, File)>,
     wal_ignored: Option<String>,
     snapshot: FileSnapshot,
+    read: Arc<ReadSnapshot>,
 }
 
 impl PageFile {
-    /// Opens `path` read-only, refuses a hot `-journal` (see [`check_no_hot_journal`]), reads
-    /// the `-wal` log (see [`crate::wal`]), and reads and validates the header (from the log's
-    /// copy of page 1 when it has one). The path is resolved first as SQLite resolves it
-    /// ([`crate::sidecar`]): through a symbolic link, the file, log and journal read are the
-    /// ones beside the link's target; errors still name `path` as given.
+    /// Opens `path` read-only and takes a consistent snapshot of it ([`crate::snapshot`]:
+    /// the locks a SQLite reader takes, held until the `PageFile` and every clone of its
+    /// [`PageFile::read_snapshot`] are dropped), refuses a hot `-journal`, reads the `-wal`
+    /// log's frames that belong to the snapshot (see [`crate::wal`]), and reads and validates
+    /// the header (from the log's copy of page 1 when it has one). The path is resolved first
+    /// as SQLite resolves it ([`crate::sidecar`]): through a symbolic link, the file, log and
+    /// journal read are the ones beside the link's target; errors still name `path` as given.
     pub fn open(path: &Path) -> Result<Self> {
         let files = DbFiles::resolve(path)?;
+        let read = Arc::new(snapshot::acquire(&files)?);
+        Self::open_in(&files, read)
+    }
+
+    /// Opens the database of `files` within an already held snapshot `read` (a second reader
+    /// of the same state: [`crate::TablePlan::census`]).
+    pub fn open_in(files: &DbFiles, read: Arc<ReadSnapshot>) -> Result<Self> {
+        let path = files.given.as_path();
         let io = |op: &str, source| Error::Io {
             path: path.to_path_buf(),
             op: op.to_string(),
@@ -152,18 +126,12 @@ impl PageFile {
                 what: "not a regular file".to_string(),
             });
         }
-        check_journal(&files)?;
         let file_size = meta.len();
         let mut main_head = [0u8; DB_HEADER_SIZE];
         let have = usize::try_from(file_size).map_or(DB_HEADER_SIZE, |n| n.min(DB_HEADER_SIZE));
         file.read_exact_at(&mut main_head[..have], 0)
             .map_err(|e| io("read header", e))?;
-        // SQLite deletes the log of an empty database file; reading, we ignore it.
-        let state = if file_size == 0 {
-            WalState::Absent
-        } else {
-            wal::open(&files)?
-        };
+        let state = wal_state(files, &read, file_size)?;
         let (wal, wal_ignored) = match state {
             WalState::Absent => (None, None),
             WalState::Ignored(reason) => (None, Some(reason)),
@@ -198,16 +166,23 @@ impl PageFile {
             db_size: file_size,
             db_change_counter: be_u32(&main_head[..have], 24).unwrap_or(0),
             wal: wal.as_ref().map(|(index, _)| index.fingerprint),
+            db_modified: meta.modified().ok(),
         };
         Ok(Self {
             path: path.to_path_buf(),
-            real_path: files.real,
+            real_path: files.real.clone(),
             file,
             header,
             wal,
             wal_ignored,
             snapshot,
+            read,
         })
+    }
+
+    /// The snapshot this file is read in (its locks last as long as any clone of it).
+    pub fn read_snapshot(&self) -> &Arc<ReadSnapshot> {
+        &self.read
     }
 
     /// The file's path as given to [`PageFile::open`].
@@ -351,6 +326,64 @@ impl PageFile {
         Error::Invalid {
             path: self.path.clone(),
             what: what.into(),
+        }
+    }
+}
+
+/// The log as the snapshot sees it. With every frame backfilled the file alone is the
+/// database, its own header included.
+fn wal_state(files: &DbFiles, read: &ReadSnapshot, file_size: u64) -> Result<WalState> {
+    let changed = |what: String| Error::Changed {
+        path: files.given.clone(),
+        what: format!("write-ahead log {}: {what}", files.wal.display()),
+    };
+    // SQLite deletes the log of an empty database file; reading, we ignore it.
+    if file_size == 0 {
+        return Ok(WalState::Absent);
+    }
+    match read.view {
+        WalView::FileOnly | WalView::Backfilled { .. } => Ok(WalState::Absent),
+        WalView::Recovered { expect } => {
+            let state = wal::open(files)?;
+            if let Some(expect) = expect {
+                let now = match &state {
+                    WalState::Active(index, _) => Some(index.fingerprint),
+                    _ => None,
+                };
+                if now != Some(expect) {
+                    return Err(changed("it changed while its frames were recovered".into()));
+                }
+            }
+            Ok(state)
+        }
+        WalView::Frames {
+            min_frame,
+            max_frame,
+            salts,
+            frame_checksum,
+            db_pages,
+            page_size,
+        } => {
+            let pages = if min_frame > max_frame {
+                Vec::new()
+            } else {
+                read.frame_pages(min_frame, max_frame)
+                    .map_err(|e| Error::Io {
+                        path: files.given.clone(),
+                        op: format!("read {}", files.shm.display()),
+                        source: e,
+                    })?
+                    .ok_or_else(|| changed("the -shm index is shorter than its snapshot".into()))?
+            };
+            let snap = wal::indexed::IndexedSnapshot {
+                min_frame,
+                max_frame,
+                salts,
+                frame_checksum,
+                db_pages,
+                page_size,
+            };
+            wal::indexed::open_indexed(files, &snap, &pages)
         }
     }
 }

@@ -1,6 +1,7 @@
 //! [`TablePlan`]: everything the engine needs to scan one table of one file.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::affinity::Affinity;
 use crate::btree::{table_page_header, walk_table, LeafCheck, PageSet};
@@ -12,6 +13,8 @@ use crate::header::DbHeader;
 use crate::pager::{FileSnapshot, PageFile};
 use crate::partition::{extents_of, split_leaves, Extent, LeafRange};
 use crate::schema::{find_table, read_schema, TableSchema};
+use crate::sidecar::DbFiles;
+use crate::snapshot::ReadSnapshot;
 use crate::wal::{PageLocation, WalIndex};
 
 /// A table's layout in a database file: header facts, schema, and leaf pages in file order.
@@ -42,6 +45,9 @@ pub struct TablePlan {
     pub wal_ignored: Option<String>,
     /// The file and log as planned; [`TablePlan::check_unchanged`] compares against it.
     pub snapshot: FileSnapshot,
+    /// The committed state the plan (and a scan of it) reads, with the locks that keep it
+    /// ([`crate::snapshot`]): released when the last clone of the plan is dropped.
+    pub read: Arc<ReadSnapshot>,
 }
 
 /// Where a column's value comes from when a row is decoded.
@@ -100,6 +106,7 @@ impl TablePlan {
             wal: file.wal().cloned(),
             wal_ignored: file.wal_ignored().map(str::to_string),
             snapshot: file.snapshot(),
+            read: file.read_snapshot().clone(),
         })
     }
 
@@ -114,24 +121,31 @@ impl TablePlan {
         }
     }
 
-    /// Fails with [`crate::Error::Invalid`] naming the file when it or its write-ahead log
+    /// Fails with [`crate::Error::Changed`] naming the file when the snapshot is held without
+    /// locks ([`crate::snapshot::Protocol::VerifyRetry`]) and the file or its write-ahead log
     /// changed since planning (a transaction committed, a checkpoint ran, the file was
     /// replaced): pages read before and after such a change may belong to different versions.
-    /// Reopens both files and rereads the log.
+    /// Reopens both files and rereads the log. Under SQLite's locks nothing a scan reads can
+    /// change, and this returns `Ok` at once.
     pub fn check_unchanged(&self) -> Result<()> {
-        let now = PageFile::open(&self.path)?;
+        if !self.read.needs_verification() {
+            return Ok(());
+        }
+        let now = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
         self.check_same_as(&now)
     }
 
     fn check_same_as(&self, now: &PageFile) -> Result<()> {
+        if !self.read.needs_verification() {
+            return Ok(());
+        }
+        let changed = |what: &str| crate::Error::Changed {
+            path: self.path.clone(),
+            what: format!("the file changed since the table was planned: {what}"),
+        };
         match self.snapshot.difference(&now.snapshot()) {
-            Some(what) => Err(self.invalid(format!(
-                "the file changed since the table was planned: {what}"
-            ))),
-            None if now.header() != &self.header => {
-                Err(self
-                    .invalid("the file changed since the table was planned: its header differs"))
-            }
+            Some(what) => Err(changed(&what)),
+            None if now.header() != &self.header => Err(changed("its header differs")),
             None => Ok(()),
         }
     }
@@ -231,7 +245,7 @@ impl TablePlan {
     /// Reads every leaf page and follows every overflow chain, checking page types, cells and
     /// chain lengths; the file is opened again and must not have changed since planning.
     pub fn census(&self) -> Result<PageCensus> {
-        let file = PageFile::open(&self.path)?;
+        let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
         self.check_same_as(&file)?;
         let usable = file.header().usable_size();
         let mut seen = PageSet::new(file.header().page_count);

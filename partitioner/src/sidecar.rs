@@ -1,4 +1,4 @@
-//! The files SQLite keeps beside a database (`DB-wal`, `DB-journal`), and which path they sit
+//! The files SQLite keeps beside a database (`DB-wal`, `DB-shm`, `DB-journal`), and which path they sit
 //! beside.
 //!
 //! SQLite never derives a sidecar name from the path it was given: its unix VFS first turns
@@ -48,6 +48,8 @@ pub struct DbFiles {
     pub wal: PathBuf,
     /// The rollback journal SQLite uses: [`DbFiles::real`] plus `-journal`.
     pub journal: PathBuf,
+    /// The wal-index SQLite shares between connections: [`DbFiles::real`] plus `-shm`.
+    pub shm: PathBuf,
 }
 
 impl DbFiles {
@@ -58,6 +60,7 @@ impl DbFiles {
             given: db.to_path_buf(),
             wal: wal_path(&real),
             journal: journal_path(&real),
+            shm: with_suffix(&real, "-shm"),
             real,
         })
     }

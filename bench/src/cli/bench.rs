@@ -1,4 +1,4 @@
-//! `corescan bench scale|sweep|seed-report|compare`: the experiments of
+//! `corescan bench scale|sweep|seed-report|compare|live`: the experiments of
 //! [`bench::experiments`], each one command writing its results into one directory
 //! (`--out`, by default a dated directory under `corescan-results/`).
 
@@ -35,6 +35,13 @@ enum Experiment {
     /// The same Q6 in corescan, SQLite, the sqlite3 CLI, DuckDB and Turso (when installed),
     /// cold and warm; writes compare.md and compare.json.
     Compare(CompareArgs),
+    /// Consecutive Q6 scans while a writer process commits and checkpoints, in both journal
+    /// modes and with every backend: answered, retried, refused, wrong, and the writer's
+    /// commits and waits.
+    Live(super::live::LiveArgs),
+    /// The writer of `bench live` (commits until standard input closes).
+    #[command(hide = true)]
+    LiveWriter(super::live::LiveWriterArgs),
 }
 
 /// Cold or warm runs.
@@ -214,6 +221,8 @@ fn parse_counts(s: &str) -> Result<Counts, String> {
 /// Runs `corescan bench`.
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.experiment {
+        Experiment::Live(a) => super::live::run(a)?,
+        Experiment::LiveWriter(a) => super::live::run_writer_process(a)?,
         Experiment::Scale(a) => {
             let opts = ScaleOptions {
                 experiment: "scale",

@@ -64,6 +64,10 @@ struct Report {
     extents: u64,
     mean_extent_pages: f64,
     ranges: Vec<RangeReport>,
+    /// How one committed state of the database was held while it was read.
+    snapshot: engine::SnapshotReport,
+    /// Why the snapshot was held without SQLite's locks, or retried, when it was.
+    notice: Option<String>,
 }
 
 /// How `--census` read the table.
@@ -94,18 +98,28 @@ struct RangeReport {
 /// Plans the table and prints the report.
 pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
     // Partitioner errors already name the file (and the page at fault).
-    let plan = TablePlan::open(&args.db, &args.table)?;
     let executors = args.cpus.executors()?;
-    let census = if args.census {
-        let settings = engine::ScanSettings::defaults(plan.header.page_size);
-        let kernel = engine::census::CensusKernel::new(plan.header.usable_size());
-        let (partials, run) = engine::run_scan(&plan, &settings, &executors, kernel)?;
-        let mut total = engine::census::Census::default();
-        partials.iter().for_each(|c| total.merge(c));
-        Some((total, run))
-    } else {
-        None
-    };
+    // Planning alone reads the interior pages; with --census every leaf too. Either way
+    // from one committed state (engine::retry plans again if an unlocked one changed).
+    let done = engine::consistent(
+        &args.db,
+        || TablePlan::open(&args.db, &args.table),
+        |plan| {
+            if !args.census {
+                return Ok(None);
+            }
+            let settings = engine::ScanSettings::defaults(plan.header.page_size);
+            let kernel = engine::census::CensusKernel::new(plan.header.usable_size());
+            let (partials, run) = engine::run_scan(plan, &settings, &executors, kernel)?;
+            let mut total = engine::census::Census::default();
+            partials.iter().for_each(|c| total.merge(c));
+            Ok(Some((total, run)))
+        },
+    )?;
+    let mut snapshot = engine::SnapshotReport::of(&done.plan.read);
+    let mut notice = done.plan.read.notice.clone();
+    done.report_into(&mut snapshot, &mut notice);
+    let (plan, census) = (&done.plan, done.value);
     let cpus: Vec<usize> = executors.iter().map(|e| e.cpu).collect();
     let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
     let ranges = plan.split(&weights);
@@ -153,6 +167,8 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
                 extents: r.extents.len(),
             })
             .collect(),
+        snapshot,
+        notice,
     };
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -209,6 +225,17 @@ fn print_text(r: &Report) {
         "extents         {} (mean {:.1} pages)",
         r.extents, r.mean_extent_pages
     );
+    println!(
+        "snapshot        {}{}, {} attempt(s)",
+        r.snapshot.protocol,
+        r.snapshot
+            .read_mark
+            .map_or(String::new(), |i| format!(" (READ({i}))")),
+        r.snapshot.attempts
+    );
+    if let Some(n) = &r.notice {
+        println!("notice          {n}");
+    }
     println!("ranges          {} executors", r.ranges.len());
     println!(
         "  {:>5}  {:>10}  {:>10}  {:>10}  {:>8}",

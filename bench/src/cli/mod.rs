@@ -9,6 +9,7 @@ mod bench;
 pub mod command;
 mod explain;
 mod gen;
+mod live;
 mod q6;
 mod query;
 mod query_output;

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use engine::query::run_query;
+use engine::query::{run_query, QueryError};
 use engine::ScanReport;
+use partitioner::TablePlan;
 
 use super::query_output::{render, Format};
 use super::scan_setup::{scan_setup, ScanOptions};
@@ -63,7 +64,29 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         },
         planned.table.header.page_size,
     )?;
-    let out = run_query(&planned.table, planned.query, &settings, &executors)?;
+    // The first plan is the first attempt; a database read without SQLite's locks that changed
+    // meanwhile is planned and scanned again (engine::consistent), as for q6. An error
+    // finishing the result (`integer overflow`) is the answer, not a change: it ends the loop.
+    let table = planned.table.table.name.clone();
+    let mut first = Some(planned.table);
+    let mut done = engine::consistent(
+        &args.db,
+        || {
+            first
+                .take()
+                .map_or_else(|| TablePlan::open(&args.db, &table), Ok)
+        },
+        |plan| match run_query(plan, planned.query.clone(), &settings, &executors) {
+            Ok(out) => Ok(Ok(out)),
+            Err(QueryError::Scan(e)) => Err(e),
+            Err(QueryError::Eval(e)) => Ok(Err(e)),
+        },
+    )?;
+    let mut out = match std::mem::replace(&mut done.value, Err(String::new())) {
+        Ok(out) => out,
+        Err(e) => anyhow::bail!("{e}"),
+    };
+    done.report_into(&mut out.report.snapshot, &mut out.report.io.notice);
     print!("{}", render(args.format, &out.names, &out.rows));
     if args.report {
         if matches!(args.format, Format::Json | Format::Jsonl) {

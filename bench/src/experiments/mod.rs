@@ -10,7 +10,9 @@
 //!   32-page window, SQPOLL vs a plain ring, DMA vs `pread`) measured again, beside the seed's
 //!   figures;
 //! - [`compare`] (`corescan bench compare`): the same Q6 in corescan, SQLite (in-process and the
-//!   `sqlite3` CLI), DuckDB and Turso ([`peers`]), cold and warm.
+//!   `sqlite3` CLI), DuckDB and Turso ([`peers`]), cold and warm;
+//! - [`live`] (`corescan bench live`): consecutive Q6 scans while a writer process commits
+//!   and checkpoints, in both journal modes and with every backend.
 //!
 //! Each experiment renders its own report: its markdown with the [`markdown`] building blocks
 //! and its charts with [`plots`], neither of which knows any experiment. Dependencies run one
@@ -41,6 +43,7 @@
 //!   thread, or `--sqpoll on` without an idle CPU per executor, is recorded with its reason.
 
 pub mod compare;
+pub mod live;
 pub mod machine;
 pub mod markdown;
 pub mod peers;

@@ -8,6 +8,8 @@
 //! - [`scan`]: the engine's Q6 answer against the oracle under every core count, readahead
 //!   window and coalescing size ([`scan::ScanTester`]), on every layout;
 //! - [`wal`]: live WAL databases (committed, torn and uncommitted log tails) against SQLite;
+//! - [`live`]: scans while a writer process commits and checkpoints, in both journal modes
+//!   and with every backend (one committed state per answer, the writer unharmed);
 //! - [`symlinks`]: database paths that are symbolic links (the log and journal beside the
 //!   target count, as in SQLite) for `q6`, `explain` and `bench`;
 //! - [`faults`]: each I/O fallback forced through `CORESCAN_FAULTS`;
@@ -25,6 +27,7 @@ mod experiments;
 mod explain;
 mod faults;
 mod gen;
+mod live;
 mod oracle;
 mod query;
 mod scan;

@@ -24,13 +24,16 @@
 //! The log is the one beside the database's resolved path ([`crate::sidecar`]), as in SQLite:
 //! beside a symbolic link's target, not the link.
 //!
-//! Nothing is written: no `-shm` index is created or read, no lock is taken, and the log is
-//! opened read-only. [`WalIndex`] is the result, held by [`crate::PageFile`] (which reads
+//! Nothing is written: the log is opened read-only; which frames count while a writer works is
+//! decided by [`crate::snapshot`]: under a `-shm` read mark the frame map is built from the
+//! index's page numbers ([`indexed`]), and recovery ([`open`]) serves the snapshots without a
+//! live index. [`WalIndex`] is the result, held by [`crate::PageFile`] (which reads
 //! every page through it) and [`crate::TablePlan`] (so the engine can read pages itself:
 //! [`WalIndex::location`]). Its [`WalFingerprint`] lets a scan check at the end that no
 //! transaction committed and no checkpoint reset the log meanwhile.
 
 mod header;
+pub mod indexed;
 mod recover;
 
 use std::fs::File;

@@ -7,6 +7,7 @@ mod corrupt;
 mod dbstat;
 mod defaults;
 mod fuzz;
+mod locks;
 mod ranges;
 mod readonly;
 mod schema;

@@ -501,24 +501,3 @@ fn reading_a_log_writes_nothing() {
     assert_eq!(names(folder), listed, "no -shm or other file was created");
     drop(dir);
 }
-
-#[test]
-fn a_live_database_is_read_and_a_later_commit_or_checkpoint_is_noticed() {
-    let dir = tempdir().unwrap();
-    let (db, conn) = wal_db(dir.path(), "live.db", 1024, 1000);
-    insert_rows(&conn, "t", 1000..1400, 100, None);
-    let plan = assert_plan_matches(&db, "t", &Oracle::of(&conn, "t"));
-    plan.check_unchanged().unwrap();
-
-    insert_rows(&conn, "t", 2000..2010, 100, None);
-    let err = plan.check_unchanged().unwrap_err().to_string();
-    assert!(err.starts_with(&db.display().to_string()), "{err}");
-    assert!(err.contains("last commit moved"), "{err}");
-    assert!(plan.census().is_err(), "the census must notice too");
-
-    let plan = TablePlan::open(&db, "t").unwrap();
-    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
-        .unwrap();
-    let err = plan.check_unchanged().unwrap_err().to_string();
-    assert!(err.contains("changed since the table was planned"), "{err}");
-}
