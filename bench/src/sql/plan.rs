@@ -429,12 +429,13 @@ fn integer_term(e: &ast::Expr) -> Option<i64> {
                     _ => break,
                 }
             }
-            match inner {
-                ast::Expr::Value(v) if v.value != ast::Value::Null => {
-                    Some(i64::from(matches!(e, ast::Expr::IsNotNull(_))))
-                }
-                _ => None,
-            }
+            // The resolver folds the operand first (`('a' IS NOT NULL) IS NOT NULL` is `1 IS
+            // NOT NULL`, then 1), so an operand that folds to an integer cannot be NULL either.
+            let not_null = match inner {
+                ast::Expr::Value(v) => v.value != ast::Value::Null,
+                other => integer_term(other).is_some(),
+            };
+            not_null.then(|| i64::from(matches!(e, ast::Expr::IsNotNull(_))))
         }
         _ => None,
     }

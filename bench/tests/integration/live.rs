@@ -122,6 +122,35 @@ fn commands_during_writes(journal: Journal) {
         assert_eq!(r["revenue"], expected.as_str(), "{io}: {r}");
         assert_eq!(r["snapshot"]["protocol"], protocol, "{io}: {r}");
         assert_eq!(r["snapshot"]["attempts"], 1, "{io}: {r}");
+        // The general query path takes the same locks: Q6 as SQL, its report on stderr.
+        let sql = bench::sql::q6_sql(
+            "lineitem",
+            &Q6Params::default(),
+            bench::sql::Q6Select::Revenue,
+        );
+        let run = corescan([
+            "query".as_ref(),
+            db.as_os_str(),
+            sql.as_ref(),
+            "--io".as_ref(),
+            io.as_ref(),
+            "--format".as_ref(),
+            "json".as_ref(),
+            "--report".as_ref(),
+        ]);
+        assert_eq!(run.status, 0, "query {io}: {}", run.stderr);
+        let rows = json(&run.stdout);
+        let got = rows[0]["revenue"].as_f64().unwrap();
+        let want: f64 = expected.parse().unwrap();
+        assert!(
+            (got - want).abs() <= want.abs() * 1e-12,
+            "query {io}: {got} vs {want}"
+        );
+        let report = json(run.stderr.lines().last().unwrap());
+        assert_eq!(
+            report["snapshot"]["protocol"], protocol,
+            "query {io}: {report}"
+        );
     }
     let run = corescan(["explain".as_ref(), db.as_os_str(), "--json".as_ref()]);
     assert_eq!(run.status, 0, "{}", run.stderr);

@@ -261,6 +261,8 @@ fn regressions_found_by_the_differential_tester() {
         // tester's run seed 1796115401311635259: `date('') AND ('1994-05-13' IS NULL)`).
         "SELECT i FROM t ORDER BY (date('') AND ('1994-05-13' IS NULL)) ASC, id",
         "SELECT i FROM t ORDER BY (abs(i) AND 0), id",
+        // Folds nest (the tester's run seed 13899738002835332845).
+        "SELECT i, s FROM t ORDER BY (('APPLE' IS NOT NULL) IS NOT NULL) DESC, id",
         // A CASE carries the first explicit COLLATE of its parts.
         "SELECT id, s FROM t ORDER BY CASE WHEN 1 THEN (s COLLATE NOCASE) END, id",
         // An aggregate carries its argument's explicit COLLATE into ORDER BY.

@@ -66,7 +66,11 @@ pub fn corescan_answer(path: &Path, sql: &str, settings: &ScanSettings, cores: u
 }
 
 /// Whether two result values agree: the same storage class and value; reals equal or, when
-/// `loose_reals`, within one unit in the last place.
+/// `loose_reals`, within two units in the last place. corescan sums reals exactly and rounds
+/// once (so its answer is the same for every core count and file order); SQLite's compensated
+/// summation is exact only while the partial sums stay within its error bound, so on values of
+/// wide dynamic range its sum can be one unit from the correctly rounded one, and `avg`
+/// divides that sum, adding a rounding of its own: two units between the engines' averages.
 pub fn same_value(a: &Value, b: &Value, loose_reals: bool) -> bool {
     match (a, b) {
         (Value::Real(x), Value::Real(y)) => {
@@ -75,7 +79,7 @@ pub fn same_value(a: &Value, b: &Value, loose_reals: bool) -> bool {
                 || (loose_reals
                     && x.is_finite()
                     && y.is_finite()
-                    && (x.to_bits() as i64 - y.to_bits() as i64).abs() <= 1
+                    && (x.to_bits() as i64 - y.to_bits() as i64).abs() <= 2
                     && x.signum() == y.signum())
         }
         _ => a == b,
