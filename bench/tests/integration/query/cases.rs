@@ -261,6 +261,10 @@ fn regressions_found_by_the_differential_tester() {
         // tester's run seed 1796115401311635259: `date('') AND ('1994-05-13' IS NULL)`).
         "SELECT i FROM t ORDER BY (date('') AND ('1994-05-13' IS NULL)) ASC, id",
         "SELECT i FROM t ORDER BY (abs(i) AND 0), id",
+        // The parser's own substr/trim forms carry a COLLATE of their arguments (the tester's
+        // run seed 1796116005243764172).
+        "SELECT id, s FROM t ORDER BY substr((s COLLATE NOCASE), -3, 3) ASC NULLS LAST, id",
+        "SELECT id, s FROM t ORDER BY trim(s COLLATE NOCASE), id",
         // Folds nest (the tester's run seed 13899738002835332845).
         "SELECT i, s FROM t ORDER BY (('APPLE' IS NOT NULL) IS NOT NULL) DESC, id",
         // A CASE carries the first explicit COLLATE of its parts.
