@@ -12,9 +12,8 @@
 //! Layering: a kernel on top of [`crate::scan::kernel`], beside [`crate::q6`].
 
 use partitioner::cell::TableLeafCell;
-use partitioner::format::BtreePageHeader;
 
-use crate::scan::kernel::{RecordOutcome, ScanKernel, Spill};
+use crate::scan::kernel::{table_leaf, RecordOutcome, ScanKernel, Spill};
 
 /// One executor's counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -66,16 +65,7 @@ impl ScanKernel for CensusKernel {
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
         let usable = self.usable as usize;
-        let page = page
-            .get(..usable)
-            .ok_or_else(|| "page shorter than its usable size".to_string())?;
-        let header = BtreePageHeader::parse(page, 0)?;
-        if !header.is_table_leaf() {
-            return Err(format!(
-                "expected a table leaf page (0x0d), found page type 0x{:02x}",
-                header.page_type
-            ));
-        }
+        let (page, header) = table_leaf(page, self.usable)?;
         for i in 0..usize::from(header.cell_count) {
             let at = header.cell_offset(page, 0, i, usable)?;
             let cell = TableLeafCell::parse(page, at, self.usable)

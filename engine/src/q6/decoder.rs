@@ -20,11 +20,12 @@
 //! Layering: the decoder uses the Q6 parameters ([`crate::q6::params`]) and the scan seam's
 //! types ([`crate::scan::kernel`]); [`crate::q6::run`] makes it the scan's kernel.
 
-use partitioner::format::{be_u32, BtreePageHeader};
+use partitioner::format::be_u32;
 use partitioner::format::{
     read_be_int, read_varint, serial_type_size, table_leaf_local_payload, varint_len,
 };
 
+use crate::scan::kernel::table_leaf;
 pub use crate::scan::kernel::{RecordOutcome, Spill};
 
 use crate::q6::params::{PartialAggregate, Q6Filter};
@@ -213,16 +214,7 @@ impl LeafDecoder {
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
         let usable = self.usable as usize;
-        let page = page
-            .get(..usable)
-            .ok_or_else(|| "page shorter than its usable size".to_string())?;
-        let hdr = BtreePageHeader::parse(page, 0)?;
-        if !hdr.is_table_leaf() {
-            return Err(format!(
-                "expected a table leaf page (0x0d), found page type 0x{:02x}",
-                hdr.page_type
-            ));
-        }
+        let (page, hdr) = table_leaf(page, self.usable)?;
         for i in 0..usize::from(hdr.cell_count) {
             let off = hdr.cell_offset(page, 0, i, usable)?;
             let (payload_len, a) = read_varint(&page[off..])

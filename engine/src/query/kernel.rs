@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use smallvec::{smallvec, SmallVec};
 
-use partitioner::format::{be_u32, read_varint, table_leaf_local_payload, BtreePageHeader};
+use partitioner::cell::TableLeafCell;
 
 use crate::datatype3::{apply_column_affinity, compare_values};
 use crate::value::{Value, ValueRef};
@@ -26,6 +26,7 @@ use super::record::{Decoded, RecordDecoder};
 use crate::coordinator::run_scan;
 use crate::error::Error;
 use crate::report::RunReport;
+use crate::scan::kernel::table_leaf;
 use crate::scan::{RecordOutcome, ScanKernel, Spill};
 use crate::settings::{ExecutorSpec, ScanSettings};
 use partitioner::TablePlan;
@@ -132,34 +133,14 @@ impl ScanKernel for QueryKernel {
         page: &[u8],
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
-        let usable = self.usable as usize;
-        let page = page
-            .get(..usable)
-            .ok_or_else(|| "page shorter than its usable size".to_string())?;
-        let hdr = BtreePageHeader::parse(page, 0)?;
-        if !hdr.is_table_leaf() {
-            return Err(format!(
-                "expected a table leaf page (0x0d), found page type 0x{:02x}",
-                hdr.page_type
-            ));
-        }
+        let (page, hdr) = table_leaf(page, self.usable)?;
         for i in 0..usize::from(hdr.cell_count) {
-            let off = hdr.cell_offset(page, 0, i, usable)?;
-            let (payload_len, a) = read_varint(&page[off..])
-                .ok_or_else(|| format!("cell {i}: payload size runs past the page"))?;
-            let (rowid, b) = read_varint(&page[off + a..])
-                .ok_or_else(|| format!("cell {i}: rowid runs past the page"))?;
-            let rowid = rowid as i64;
-            let start = off + a + b;
-            let local = table_leaf_local_payload(self.usable, payload_len) as usize;
-            let spills_over = (local as u64) < payload_len;
-            let end = start + local + if spills_over { 4 } else { 0 };
-            if end > usable {
-                return Err(format!(
-                    "cell {i}: payload of {payload_len} bytes runs past the end of the page"
-                ));
-            }
-            let payload = &page[start..start + local];
+            let at = hdr.cell_offset(page, 0, i, self.usable as usize)?;
+            let cell = TableLeafCell::parse(page, at, self.usable)
+                .map_err(|w| format!("cell {i}: {w}"))?;
+            let (rowid, payload_len) = (cell.rowid, cell.payload_len);
+            let spills_over = cell.first_overflow.is_some();
+            let payload = cell.local(page);
             self.rows += 1;
             match self.eval_row(rowid, payload, !spills_over) {
                 Ok(Decoded::Done) => {}
@@ -168,7 +149,7 @@ impl ScanKernel for QueryKernel {
                     rowid,
                     local: payload.to_vec(),
                     payload_len,
-                    first_overflow: be_u32(page, start + local).unwrap_or(0),
+                    first_overflow: cell.first_overflow.unwrap_or(0),
                 }),
                 Err(e) => return Err(format!("cell {i}: {e}")),
             }

@@ -12,8 +12,28 @@
 //! [`ScanKernel::eval_spill`] with the payload assembled so far.
 //!
 //! The loop is generic over the kernel (monomorphised, no `dyn`): a kernel's per-row code runs
-//! as if written into the loop. Layering: this file imports nothing from the engine; the scan
+//! as if written into the loop. [`table_leaf`] is the page check every kernel starts with.
+//! Layering: this file imports nothing from the engine; the scan
 //! loops below it call it, and kernels (such as the Q6 decoder, [`crate::q6`]) implement it.
+
+/// The usable part of a table-leaf page and its b-tree header, checked: every kernel starts
+/// its `decode_page` here. Errors say what is wrong (the scan adds the file and page).
+pub fn table_leaf(
+    page: &[u8],
+    usable: u32,
+) -> Result<(&[u8], partitioner::format::BtreePageHeader), String> {
+    let page = page
+        .get(..usable as usize)
+        .ok_or_else(|| "page shorter than its usable size".to_string())?;
+    let header = partitioner::format::BtreePageHeader::parse(page, 0)?;
+    if !header.is_table_leaf() {
+        return Err(format!(
+            "expected a table leaf page (0x0d), found page type 0x{:02x}",
+            header.page_type
+        ));
+    }
+    Ok((page, header))
+}
 
 /// A cell whose needed bytes continue on overflow pages.
 #[derive(Debug, Clone, PartialEq, Eq)]
