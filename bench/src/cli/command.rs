@@ -18,7 +18,8 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use super::{bench, explain, gen, q6, query, topology};
 
-/// Thread-per-core table scans of SQLite-format files, answering TPC-H Q6.
+/// Thread-per-core table scans of SQLite-format files: TPC-H Q6 and single-table SELECT queries,
+/// with the answers SQLite gives.
 #[derive(Debug, Parser)]
 #[command(name = "corescan", version, propagate_version = true)]
 struct Cli {
