@@ -10,8 +10,7 @@ use clap::Args;
 use engine::{run_q6, Q6Params, ScanReport};
 use partitioner::TablePlan;
 
-use super::scan_setup::{scan_setup, ScanOptions};
-use super::{CpuArgs, IoArg, SqpollArg};
+use super::scan_setup::{scan_setup, ScanArgs};
 
 /// Arguments of `corescan q6`.
 #[derive(Debug, Args)]
@@ -22,26 +21,7 @@ pub struct Q6Args {
     #[arg(long, default_value = "lineitem")]
     table: String,
     #[command(flatten)]
-    cpus: CpuArgs,
-    /// Run with the executors and scan settings of this topology file (from `corescan
-    /// topology detect`); --io, --sqpoll, --readahead and --coalesce-kib override its [scan].
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["cores", "cpus"])]
-    topology: Option<PathBuf>,
-    /// The I/O backend [default: auto: mmap when the table is in the page cache, dma (O_DIRECT)
-    /// when it is not].
-    #[arg(long, value_enum)]
-    io: Option<IoArg>,
-    /// Kernel SQ poll thread for --io uring: auto uses one only where an idle CPU can host it
-    /// [default: off].
-    #[arg(long, value_enum)]
-    sqpoll: Option<SqpollArg>,
-    /// Pages kept in flight ahead of each executor's decoder (0 = one read at a time)
-    /// [default: 4 MiB worth of pages, 1024 at 4 KiB].
-    #[arg(long, value_name = "PAGES")]
-    readahead: Option<u32>,
-    /// Merge adjacent pages into reads of up to K KiB (0 = one read per page) [default: 128].
-    #[arg(long, value_name = "K")]
-    coalesce_kib: Option<u32>,
+    scan: ScanArgs,
     /// First day of the one-year shipping window.
     #[arg(long, value_name = "YYYY-MM-DD", default_value = "1994-01-01", value_parser = date_arg)]
     date: String,
@@ -94,17 +74,7 @@ pub fn run(args: Q6Args) -> anyhow::Result<()> {
         println!("{}", q6_sql(&plan.table.name, &params, Q6Select::Revenue));
         return Ok(());
     }
-    let (executors, settings) = scan_setup(
-        ScanOptions {
-            cpus: &args.cpus,
-            topology: args.topology.as_deref(),
-            io: args.io,
-            sqpoll: args.sqpoll,
-            readahead: args.readahead,
-            coalesce_kib: args.coalesce_kib,
-        },
-        plan.header.page_size,
-    )?;
+    let (executors, settings) = scan_setup(&args.scan, plan.header.page_size)?;
     // The first plan is the first attempt; a database read without SQLite's locks that
     // changed meanwhile is planned and scanned again (engine::retry).
     let mut first = Some(plan);

@@ -11,8 +11,7 @@ use engine::ScanReport;
 use partitioner::TablePlan;
 
 use super::query_output::{render, Format};
-use super::scan_setup::{scan_setup, ScanOptions};
-use super::{CpuArgs, IoArg, SqpollArg};
+use super::scan_setup::{scan_setup, ScanArgs};
 
 /// Arguments of `corescan query`.
 #[derive(Debug, Args)]
@@ -22,25 +21,7 @@ pub struct QueryArgs {
     /// One SELECT over one table of DB.
     sql: String,
     #[command(flatten)]
-    cpus: CpuArgs,
-    /// Run with the executors and scan settings of this topology file (from `corescan
-    /// topology detect`); --io, --sqpoll, --readahead and --coalesce-kib override its [scan].
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["cores", "cpus"])]
-    topology: Option<PathBuf>,
-    /// The I/O backend [default: auto: mmap when the table is in the page cache, dma (O_DIRECT)
-    /// when it is not].
-    #[arg(long, value_enum)]
-    io: Option<IoArg>,
-    /// Kernel SQ poll thread for --io uring [default: off].
-    #[arg(long, value_enum)]
-    sqpoll: Option<SqpollArg>,
-    /// Pages kept in flight ahead of each executor's decoder (0 = one read at a time)
-    /// [default: 4 MiB worth of pages].
-    #[arg(long, value_name = "PAGES")]
-    readahead: Option<u32>,
-    /// Merge adjacent pages into reads of up to K KiB (0 = one read per page) [default: 128].
-    #[arg(long, value_name = "K")]
-    coalesce_kib: Option<u32>,
+    scan: ScanArgs,
     /// Output mode, as the sqlite3 shell's -box, -csv -header, -json, -line (jsonl: one JSON
     /// object per line).
     #[arg(long, value_enum, default_value = "table")]
@@ -53,17 +34,7 @@ pub struct QueryArgs {
 /// Runs `corescan query`.
 pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     let planned = bench::sql::plan_query(&args.db, &args.sql)?;
-    let (executors, settings) = scan_setup(
-        ScanOptions {
-            cpus: &args.cpus,
-            topology: args.topology.as_deref(),
-            io: args.io,
-            sqpoll: args.sqpoll,
-            readahead: args.readahead,
-            coalesce_kib: args.coalesce_kib,
-        },
-        planned.table.header.page_size,
-    )?;
+    let (executors, settings) = scan_setup(&args.scan, planned.table.header.page_size)?;
     // The first plan is the first attempt; a database read without SQLite's locks that changed
     // meanwhile is planned and scanned again (engine::consistent), as for q6. An error
     // finishing the result (`integer overflow`) is the answer, not a change: it ends the loop.

@@ -2,41 +2,53 @@
 //! `--topology`, `--io`, `--sqpoll`, `--readahead` and `--coalesce-kib` (shared by `q6` and
 //! `query`).
 
-use std::path::Path;
+use std::path::PathBuf;
+
+use clap::Args;
 
 use engine::{ExecutorSpec, ScanSettings, SqpollMode};
 use partitioner::topology::{IoMode, Machine, Topology};
 
 use super::{CpuArgs, IoArg, SqpollArg};
 
-/// The scan-related options as given (each `None` when not given).
-#[derive(Debug, Clone, Copy)]
-pub struct ScanOptions<'a> {
-    /// `--cores` / `--cpus`.
-    pub cpus: &'a CpuArgs,
-    /// `--topology FILE`.
-    pub topology: Option<&'a Path>,
-    /// `--io`.
-    pub io: Option<IoArg>,
-    /// `--sqpoll`.
-    pub sqpoll: Option<SqpollArg>,
-    /// `--readahead`.
-    pub readahead: Option<u32>,
-    /// `--coalesce-kib`.
-    pub coalesce_kib: Option<u32>,
+/// The scan options of `q6` and `query`, as given on the command line (each `None` when not
+/// given): flattened into both commands' arguments.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    cpus: CpuArgs,
+    /// Run with the executors and scan settings of this topology file (from `corescan
+    /// topology detect`); --io, --sqpoll, --readahead and --coalesce-kib override its [scan].
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["cores", "cpus"])]
+    topology: Option<PathBuf>,
+    /// The I/O backend [default: auto: mmap when the table is in the page cache, dma (O_DIRECT)
+    /// when it is not].
+    #[arg(long, value_enum)]
+    io: Option<IoArg>,
+    /// Kernel SQ poll thread for --io uring: auto uses one only where an idle CPU can host it
+    /// [default: off].
+    #[arg(long, value_enum)]
+    sqpoll: Option<SqpollArg>,
+    /// Pages kept in flight ahead of each executor's decoder (0 = one read at a time)
+    /// [default: 4 MiB worth of pages, 1024 at 4 KiB].
+    #[arg(long, value_name = "PAGES")]
+    readahead: Option<u32>,
+    /// Merge adjacent pages into reads of up to K KiB (0 = one read per page) [default: 128].
+    #[arg(long, value_name = "K")]
+    coalesce_kib: Option<u32>,
 }
 
 /// The executors and settings for a file with `page_size`-byte pages: a topology file's
 /// executors and `[scan]` section, or the planner's placement for `--cores`/`--cpus` with the
 /// engine's defaults; explicit options override either.
 pub fn scan_setup(
-    o: ScanOptions<'_>,
+    o: &ScanArgs,
     page_size: u32,
 ) -> anyhow::Result<(Vec<ExecutorSpec>, ScanSettings)> {
     let defaults = ScanSettings::defaults(page_size);
     let sqpoll: Option<SqpollMode> = o.sqpoll.map(Into::into);
     let io: Option<IoMode> = o.io.map(Into::into);
-    let (executors, base) = match o.topology {
+    let (executors, base) = match &o.topology {
         Some(path) => {
             let machine = Machine::detect()?;
             let topo = Topology::load_checked(path, Some(&machine))?;
