@@ -126,6 +126,11 @@ fn usage_line(e: &clap::Error) -> String {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    if matches!(cli.command, Command::Q6(_) | Command::Query(_)) {
+        // hwloc's discovery (milliseconds) overlaps with opening and planning the table; the
+        // placement waits for it.
+        partitioner::topology::Machine::detect_in_background();
+    }
     match cli.command {
         Command::Gen(args) => gen::run(args),
         Command::Explain(args) => explain::run(args),

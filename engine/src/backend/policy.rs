@@ -65,8 +65,14 @@ pub(crate) fn resolve(
     notices.extend(sqpoll_notice);
     // Without io_uring (kernel.io_uring_disabled, seccomp in containers) neither glommio nor
     // the uring backend can run: plain pinned threads read with pread instead.
+    //
+    // The synchronous backends (`pread`, `mmap`) use no ring at all, so they run on plain
+    // pinned threads from the start: a glommio executor would set up three rings and
+    // register its I/O memory for nothing, a fixed cost the warm path feels most.
     let mut runtime = Runtime::Glommio;
-    if let Err(why) = io_uring_available(faults) {
+    if matches!(backend, IoBackend::Pread | IoBackend::Mmap) {
+        runtime = Runtime::Threads;
+    } else if let Err(why) = io_uring_available(faults) {
         runtime = Runtime::Threads;
         if matches!(backend, IoBackend::Dma | IoBackend::Uring) {
             notices.push(format!(

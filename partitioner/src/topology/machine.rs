@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::thread::JoinHandle;
 
 use hwlocality::errors::RawHwlocError;
 use hwlocality::object::types::ObjectType;
@@ -218,10 +220,50 @@ pub struct Machine {
     pub memory_bytes: Option<u64>,
 }
 
+/// This machine, once detected.
+static DETECTED: OnceLock<Machine> = OnceLock::new();
+
+/// The discovery [`Machine::detect_in_background`] started, until someone waits for it.
+static PENDING: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
+
 impl Machine {
     /// Reads this machine's topology with hwloc (the PUs this process may use), and its CPU
-    /// model and memory with `sysinfo`.
+    /// model and memory with `sysinfo`. The first success is kept for the life of the process
+    /// (hwloc's discovery takes milliseconds: it loads its plugins and reads sysfs); if
+    /// [`Machine::detect_in_background`] started the discovery, this waits for it.
     pub fn detect() -> Result<Machine> {
+        let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(handle) = pending {
+            let _ = handle.join();
+        }
+        if let Some(machine) = DETECTED.get() {
+            return Ok(machine.clone());
+        }
+        let machine = Machine::detect_uncached()?;
+        let _ = DETECTED.set(machine.clone());
+        Ok(machine)
+    }
+
+    /// Starts [`Machine::detect`]'s discovery on a thread of its own, so that it overlaps with
+    /// other start-up work (opening and planning the table); a later `detect` waits for it.
+    pub fn detect_in_background() {
+        if DETECTED.get().is_some() {
+            return;
+        }
+        let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        if pending.is_none() {
+            *pending = std::thread::Builder::new()
+                .name("corescan-hwloc".into())
+                .spawn(|| {
+                    if let Ok(machine) = Machine::detect_uncached() {
+                        let _ = DETECTED.set(machine);
+                    }
+                })
+                .ok();
+        }
+    }
+
+    fn detect_uncached() -> Result<Machine> {
         let source = MachineSource::ThisMachine;
         let mut machine = Machine::from_hwloc(&source.hwloc()?, source.describe());
         // sysinfo's facts are extras: without them the topology is still complete.
