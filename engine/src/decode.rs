@@ -21,7 +21,9 @@
 //! the kernel decodes the assembled prefix with [`CellBatch::decode_record`], a batch of one.
 //! Rows keep page order within a batch (cell pointer order, which is rowid order).
 
-use partitioner::format::{read_be_int, read_varint, serial_type_size, table_leaf_local_payload};
+use partitioner::format::{
+    read_be_int, read_varint, serial_type_size, table_leaf_local_payload, varint_len,
+};
 
 use crate::scan::kernel::{table_leaf, RecordOutcome, Spill};
 use crate::value::ValueRef;
@@ -118,6 +120,9 @@ const FAST_SIZES: [u8; 256] = {
 /// Which record columns a kernel needs, in the order it numbers them ("slots").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NeededColumns {
+    /// Whether the kernel reads every row's rowid (otherwise [`CellBatch::rowid`] reads one on
+    /// demand, for a message).
+    rowid: bool,
     /// The record column of each slot.
     columns: Vec<usize>,
     /// For each record column up to the last needed one, its slot or [`NOT_NEEDED`].
@@ -137,9 +142,17 @@ impl NeededColumns {
             slot_of[c] = slot as u16;
         }
         NeededColumns {
+            rowid: true,
             columns: columns.to_vec(),
             slot_of,
         }
+    }
+
+    /// The same columns for a kernel that needs no rowids in the steady state: the decoder
+    /// skips each rowid's varint instead of reading its value.
+    pub fn without_rowid(mut self) -> Self {
+        self.rowid = false;
+        self
     }
 
     /// How many slots there are.
@@ -171,8 +184,15 @@ impl NeededColumns {
 pub struct CellBatch {
     slots: usize,
     len: usize,
-    /// `rowids[row]`; longer than `len` (kept from bigger pages), never read past it.
-    rowids: Vec<i64>,
+    /// Whether `keys` holds rowids (else cell offsets in the page).
+    eager_rowids: bool,
+    /// For a batch of one from [`Self::decode_record`]: its rowid.
+    record_rowid: Option<i64>,
+    /// `keys[row]`: the row's rowid, or for batches decoded without rowids
+    /// ([`NeededColumns::without_rowid`]) its cell's offset in the page, from which
+    /// [`Self::rowid`] reads the rowid on demand. Longer than `len` (kept from bigger pages),
+    /// never read past it.
+    keys: Vec<i64>,
     /// `cells[row * slots + slot]`; longer than `len * slots`, likewise.
     cells: Vec<Slot>,
 }
@@ -193,16 +213,27 @@ impl CellBatch {
         self.len == 0
     }
 
-    /// The rowids of the rows, in cell order.
+    /// The rowids of the rows, in cell order, when the columns asked for them (`None` after
+    /// [`NeededColumns::without_rowid`]: use [`Self::rowid`]).
     #[inline]
-    pub fn rowids(&self) -> &[i64] {
-        &self.rowids[..self.len]
+    pub fn rowids(&self) -> Option<&[i64]> {
+        self.eager_rowids.then(|| &self.keys[..self.len])
     }
 
-    /// Row `row`'s rowid.
+    /// Row `row`'s rowid; `base` is the batch's base buffer (the page), from which a batch
+    /// decoded without rowids reads it.
     #[inline]
-    pub fn rowid(&self, row: usize) -> i64 {
-        self.rowids[row]
+    pub fn rowid(&self, base: &[u8], row: usize) -> i64 {
+        if let Some(rowid) = self.record_rowid {
+            return rowid;
+        }
+        if self.eager_rowids {
+            return self.keys[row];
+        }
+        // The cell was decoded once, so both varints are known to fit.
+        let cell = &base[self.keys[row] as usize..];
+        let (_, a) = varint(cell).unwrap_or((0, 0));
+        varint(&cell[a..]).map_or(0, |(rowid, _)| rowid as i64)
     }
 
     /// Every row's slots, row after row (`slots` of them each: see [`NeededColumns::len`]).
@@ -228,8 +259,10 @@ impl CellBatch {
     fn start(&mut self, columns: &NeededColumns, rows: usize) {
         self.slots = columns.len();
         self.len = 0;
-        if self.rowids.len() < rows {
-            self.rowids.resize(rows, 0);
+        self.eager_rowids = columns.rowid;
+        self.record_rowid = None;
+        if self.keys.len() < rows {
+            self.keys.resize(rows, 0);
         }
         if self.cells.len() < rows * self.slots {
             self.cells.resize(rows * self.slots, Slot::default());
@@ -283,8 +316,17 @@ impl CellBatch {
         let cell = &page[at..];
         let (payload_len, a) =
             varint(cell).ok_or_else(|| "payload size runs past the page".to_string())?;
-        let (rowid, b) =
-            varint(&cell[a..]).ok_or_else(|| "rowid runs past the page".to_string())?;
+        let rowid_missing = || "rowid runs past the page".to_string();
+        let (rowid, b) = if columns.rowid {
+            varint(&cell[a..]).ok_or_else(rowid_missing)?
+        } else {
+            (0, skip_varint(&cell[a..]).ok_or_else(rowid_missing)?)
+        };
+        let key = if columns.rowid {
+            rowid as i64
+        } else {
+            at as i64
+        };
         let start = a + b;
         let local = table_leaf_local_payload(usable, payload_len) as usize;
         let spills_over = (local as u64) < payload_len;
@@ -296,10 +338,15 @@ impl CellBatch {
         }
         let payload = &cell[start..start + local];
         let base = at + start;
-        match self.push_record(columns, rowid as i64, payload, base, !spills_over)? {
+        match self.push_record(columns, key, payload, base, !spills_over)? {
             RecordOutcome::Done => Ok(()),
             RecordOutcome::NeedMore => {
                 let o = start + local;
+                let rowid = if columns.rowid {
+                    rowid
+                } else {
+                    varint(&cell[a..]).map_or(0, |(r, _)| r)
+                };
                 spills.push(Spill {
                     page: page_no,
                     rowid: rowid as i64,
@@ -329,6 +376,7 @@ impl CellBatch {
         complete: bool,
     ) -> Result<RecordOutcome, String> {
         self.start(columns, 1);
+        self.record_rowid = Some(rowid);
         self.push_record(columns, rowid, payload, 0, complete)
     }
 
@@ -339,7 +387,7 @@ impl CellBatch {
     fn push_record(
         &mut self,
         columns: &NeededColumns,
-        rowid: i64,
+        key: i64,
         payload: &[u8],
         base: usize,
         complete: bool,
@@ -352,9 +400,9 @@ impl CellBatch {
             let header_len = usize::from(h);
             if h < 0x80 && walk < header_len && header_len <= payload.len() {
                 let done = if walk <= 16 {
-                    self.push_fast::<16>(columns, rowid, payload, base, header_len)
+                    self.push_fast::<16>(columns, key, payload, base, header_len)
                 } else if walk <= MAX_FAST_COLUMNS {
-                    self.push_fast::<MAX_FAST_COLUMNS>(columns, rowid, payload, base, header_len)
+                    self.push_fast::<MAX_FAST_COLUMNS>(columns, key, payload, base, header_len)
                 } else {
                     None
                 };
@@ -365,7 +413,7 @@ impl CellBatch {
                 }
             }
         }
-        self.push_record_slow(columns, rowid, payload, base, complete)
+        self.push_record_slow(columns, key, payload, base, complete)
     }
 
     /// The fast header walk for records whose needed columns are among the first `N`:
@@ -375,7 +423,7 @@ impl CellBatch {
     fn push_fast<const N: usize>(
         &mut self,
         columns: &NeededColumns,
-        rowid: i64,
+        key: i64,
         payload: &[u8],
         base: usize,
         header_len: usize,
@@ -398,8 +446,23 @@ impl CellBatch {
         if acc > payload.len() {
             return Some(false);
         }
+        self.push_slots(columns, key, base, types, &offsets);
+        Some(true)
+    }
+
+    /// Appends a row whose column `c` has serial type `types[c]` and body offset `offsets[c]`
+    /// in its record, which starts at `base`.
+    #[inline(always)]
+    fn push_slots(
+        &mut self,
+        columns: &NeededColumns,
+        key: i64,
+        base: usize,
+        types: &[u8],
+        offsets: &[u32],
+    ) {
         let row = self.len;
-        self.rowids[row] = rowid;
+        self.keys[row] = key;
         let cells = &mut self.cells[row * columns.len()..(row + 1) * columns.len()];
         for (cell, &c) in cells.iter_mut().zip(&columns.columns) {
             *cell = Slot {
@@ -408,7 +471,6 @@ impl CellBatch {
             };
         }
         self.len += 1;
-        Some(true)
     }
 
     /// The general header walk: multi-byte serial types, records shorter than the schema,
@@ -418,7 +480,7 @@ impl CellBatch {
     fn push_record_slow(
         &mut self,
         columns: &NeededColumns,
-        rowid: i64,
+        key: i64,
         payload: &[u8],
         base: usize,
         complete: bool,
@@ -479,10 +541,23 @@ impl CellBatch {
         if !matches!(result, Ok(RecordOutcome::Done)) {
             return result;
         }
-        self.rowids[self.len] = rowid;
+        self.keys[self.len] = key;
         self.len += 1;
         Ok(RecordOutcome::Done)
     }
+}
+
+/// The length of the varint at the start of `buf`, from one eight-byte word when `buf` has one.
+#[inline(always)]
+fn skip_varint(buf: &[u8]) -> Option<usize> {
+    if let Some(word) = buf.get(..8) {
+        let w = u64::from_be_bytes(word.try_into().ok()?);
+        let stops = !w & 0x8080_8080_8080_8080;
+        if stops != 0 {
+            return Some((stops.leading_zeros() / 8 + 1) as usize);
+        }
+    }
+    varint_len(buf)
 }
 
 /// What a record that ends before a needed byte is: an error when its payload is complete, a

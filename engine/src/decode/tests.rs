@@ -160,15 +160,23 @@ fn batches_read_what_sqlite_reads() {
         let ps = page_size as usize;
         let usable = plan.header.usable_size();
         let conn = rusqlite::Connection::open(&path).unwrap();
-        for wanted in [
+        let sets = [
             vec![],
             vec![0],
             vec![2, 5],
             vec![5, 0, 3],
             vec![6, 1],
             vec![4, 3, 2, 1],
-        ] {
-            let columns = NeededColumns::new(&wanted);
+        ];
+        let cases = sets
+            .iter()
+            .flat_map(|w| [(w.clone(), false), (w.clone(), true)]);
+        for (wanted, lazy_rowids) in cases {
+            let columns = if lazy_rowids {
+                NeededColumns::new(&wanted).without_rowid()
+            } else {
+                NeededColumns::new(&wanted)
+            };
             let mut got: Vec<(i64, Vec<Option<ValueRef<'_>>>)> = Vec::new();
             let mut spilled: Vec<Vec<u8>> = Vec::new();
             let mut spill_rowids = Vec::new();
@@ -180,9 +188,10 @@ fn batches_read_what_sqlite_reads() {
                 scanned += batch
                     .decode_page(&columns, leaf, page, usable, &mut spills)
                     .unwrap();
+                assert_eq!(batch.rowids().is_some(), !lazy_rowids);
                 for r in 0..batch.len() {
                     let values = (0..wanted.len()).map(|s| batch.value(page, r, s)).collect();
-                    got.push((batch.rowid(r), values));
+                    got.push((batch.rowid(page, r), values));
                 }
                 for spill in spills {
                     spill_rowids.push(spill.rowid);
@@ -198,7 +207,7 @@ fn batches_read_what_sqlite_reads() {
                 let values = (0..wanted.len())
                     .map(|s| one.value(payload, 0, s))
                     .collect();
-                got.push((one.rowid(0), values));
+                got.push((one.rowid(payload, 0), values));
             }
             got.sort_by_key(|(rowid, _)| *rowid);
             let names = ["a", "b", "c", "d", "e", "f", "g"];

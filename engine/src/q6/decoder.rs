@@ -109,7 +109,9 @@ impl LeafDecoder {
                 cols.discount,
                 cols.quantity,
                 cols.extended_price,
-            ]),
+            ])
+            // Q6 reads no rowid; a message about a row reads it on demand.
+            .without_rowid(),
             missing: [
                 MissingValue::Null,
                 MissingValue::Null,
@@ -212,7 +214,7 @@ impl LeafDecoder {
             if !p.ship_date(ship) || !p.discount(discount) || !p.quantity(quantity) {
                 continue;
             }
-            let rowid = batch.rowid(row);
+            let rowid = batch.rowid(base, row);
             agg.rows_matched += 1;
             let discount = hundredths(discount, "l_discount")
                 .map_err(|e| format!("row {rowid}: {e}"))?
