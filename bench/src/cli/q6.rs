@@ -258,7 +258,7 @@ pub fn human(r: &ScanReport) -> String {
     for e in &r.executors {
         let _ = writeln!(
             s,
-            "  CPU {:<3} {} pages, {} rows, {} matched, {} reads, {:.3} s wall, user {:.3} s, sys {:.3} s{}",
+            "  CPU {:<3} {} pages, {} rows, {} matched, {} reads, {:.3} s wall, user {:.3} s, sys {:.3} s{}{}",
             e.cpu,
             e.pages,
             e.rows,
@@ -267,6 +267,10 @@ pub fn human(r: &ScanReport) -> String {
             e.wall_s,
             e.user_s,
             e.sys_s,
+            match (e.rows_per_s, e.gb_per_s) {
+                (Some(r), Some(g)) => format!("; decoded {:.1} M rows/s, {g:.2} GB/s", r / 1e6),
+                _ => String::new(),
+            },
             match (e.sqpoll_cpu, e.sqpoll_cpu_s) {
                 (Some(c), Some(t)) => format!(", SQ poll thread on CPU {c}: {t:.3} s"),
                 (Some(c), None) => format!(", SQ poll thread on CPU {c}"),

@@ -232,6 +232,16 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
         report.first_page_s = self
             .first_page_at
             .map(|t| t.duration_since(clock.started).as_secs_f64());
+        // Per-core decode throughput: from the first page decoded to the last (start-up is
+        // reported on its own), over the leaf bytes decoded.
+        let decoding = self
+            .first_page_at
+            .map_or(0.0, |t| t.elapsed().as_secs_f64());
+        if decoding > 0.0 {
+            report.rows_per_s = Some(report.rows as f64 / decoding);
+            let leaf_bytes = report.pages * u64::from(self.task.page_size());
+            report.gb_per_s = Some(leaf_bytes as f64 / decoding / 1e9);
+        }
         (self.kernel.finish(), report)
     }
 }

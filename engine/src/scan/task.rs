@@ -101,6 +101,11 @@ pub struct ExecutorReport {
     /// Seconds from the executor's start (rings, buffers, opening the file) to its first page
     /// decoded; null when it decoded none.
     pub first_page_s: Option<f64>,
+    /// Rows decoded per second on this core, from its first page to its last (null when it
+    /// decoded none).
+    pub rows_per_s: Option<f64>,
+    /// Leaf-page bytes decoded per second (10^9 bytes) on this core over the same time.
+    pub gb_per_s: Option<f64>,
     /// When the first page was decoded (for the run's start-up figure).
     #[serde(skip)]
     pub first_page_at: Option<std::time::Instant>,
