@@ -188,6 +188,11 @@ pub fn walk_table(file: &PageFile, root: u32, check: LeafCheck) -> Result<TableT
                 format!("interior page at depth {depth}: the b-tree is deeper than {MAX_DEPTH}"),
             ));
         }
+        // The whole level is asked for at once, so a cold walk waits for the disk once per
+        // level rather than once per page (5,520 interior pages at SF 10).
+        if level.len() > 1 {
+            file.will_need(&level[1..]);
+        }
         let mut next = Vec::new();
         for (k, &page) in level.iter().enumerate() {
             let header = if k == 0 {
