@@ -36,25 +36,74 @@ fn text(v: &Value) -> String {
     }
 }
 
-/// `rows` with column `names` in `format`.
+/// `rows` with column `names` in `format` (what a [`RowWriter`] writes for them).
+#[cfg(test)]
 pub fn render(format: Format, names: &[String], rows: &[Vec<Value>]) -> String {
-    if rows.is_empty() {
-        return String::new();
+    let mut out = Vec::new();
+    let mut w = RowWriter::new(format, names.to_vec(), &mut out);
+    for r in rows {
+        w.row(r).expect("writing to memory");
     }
-    match format {
-        Format::Table => boxed(names, rows),
-        Format::Csv => {
-            let mut s = String::new();
-            let line = |s: &mut String, cells: Vec<String>| {
-                let quoted: Vec<String> = cells.iter().map(|c| csv_field(c)).collect();
-                s.push_str(&quoted.join(","));
-                s.push('\n');
-            };
-            line(&mut s, names.to_vec());
-            for r in rows {
+    w.finish().expect("writing to memory");
+    String::from_utf8(out).expect("the formats write UTF-8")
+}
+
+/// Writes result rows one by one as they come, in one output mode: every mode but `table`
+/// writes each row at once (the CSV header and JSON's `[` come with the first row, so an
+/// empty result prints nothing, as the shell does); `table` must see every row to size its
+/// columns, as `sqlite3 -box` does, and writes at [`RowWriter::finish`].
+pub struct RowWriter<W: std::io::Write> {
+    format: Format,
+    names: Vec<String>,
+    out: W,
+    rows: u64,
+    /// The rows of a `table`, kept until the widths are known.
+    table: Vec<Vec<Value>>,
+    line: String,
+}
+
+impl<W: std::io::Write> RowWriter<W> {
+    /// A writer of rows with column `names` to `out`.
+    pub fn new(format: Format, names: Vec<String>, out: W) -> Self {
+        RowWriter {
+            format,
+            names,
+            out,
+            rows: 0,
+            table: Vec::new(),
+            line: String::new(),
+        }
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Writes one row.
+    pub fn row(&mut self, row: &[Value]) -> std::io::Result<()> {
+        let first = self.rows == 0;
+        self.rows += 1;
+        let s = &mut self.line;
+        s.clear();
+        match self.format {
+            Format::Table => {
+                self.table.push(row.to_vec());
+                return Ok(());
+            }
+            Format::Csv => {
+                let line = |s: &mut String, cells: Vec<String>| {
+                    let quoted: Vec<String> = cells.iter().map(|c| csv_field(c)).collect();
+                    s.push_str(&quoted.join(","));
+                    s.push('\n');
+                };
+                if first {
+                    line(s, self.names.clone());
+                }
+                // NULL is an empty unquoted field; the empty string is quoted.
                 line(
-                    &mut s,
-                    r.iter()
+                    s,
+                    row.iter()
                         .map(|v| match v {
                             Value::Null => String::new(),
                             other => text(other),
@@ -62,27 +111,43 @@ pub fn render(format: Format, names: &[String], rows: &[Vec<Value>]) -> String {
                         .collect(),
                 );
             }
-            // NULL is an empty unquoted field; the empty string is quoted.
-            s
-        }
-        Format::Json => {
-            let objects: Vec<String> = rows.iter().map(|r| json_object(names, r)).collect();
-            format!("[{}]\n", objects.join(",\n"))
-        }
-        Format::Jsonl => rows.iter().map(|r| json_object(names, r) + "\n").collect(),
-        Format::Line => {
-            let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
-            let mut s = String::new();
-            for (i, r) in rows.iter().enumerate() {
-                if i > 0 {
+            Format::Json => {
+                s.push_str(if first { "[" } else { ",\n" });
+                s.push_str(&json_object(&self.names, row));
+            }
+            Format::Jsonl => {
+                s.push_str(&json_object(&self.names, row));
+                s.push('\n');
+            }
+            Format::Line => {
+                let w = self
+                    .names
+                    .iter()
+                    .map(|n| n.chars().count())
+                    .max()
+                    .unwrap_or(0);
+                if !first {
                     s.push('\n');
                 }
-                for (n, v) in names.iter().zip(r) {
+                for (n, v) in self.names.iter().zip(row) {
                     let _ = writeln!(s, "{n:>w$} = {}", text(v));
                 }
             }
-            s
         }
+        self.out.write_all(self.line.as_bytes())
+    }
+
+    /// Ends the output (closes the JSON array, writes the table) and flushes it.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        match self.format {
+            Format::Json if self.rows > 0 => self.out.write_all(b"]\n")?,
+            Format::Table if !self.table.is_empty() => {
+                let text = boxed(&self.names, &self.table);
+                self.out.write_all(text.as_bytes())?;
+            }
+            _ => {}
+        }
+        self.out.flush()
     }
 }
 
@@ -219,5 +284,10 @@ mod tests {
             "┌───┬─────┐\n│ a │  b  │\n├───┼─────┤\n│ 1 │ x\"y │\n│   │ a,b │\n└───┴─────┘\n"
         );
         assert_eq!(render(Format::Json, &names, &[]), "");
+        assert_eq!(render(Format::Csv, &names, &[]), "");
+        assert_eq!(
+            render(Format::Jsonl, &names, &rows),
+            "{\"a\":1,\"b\":\"x\\\"y\"}\n{\"a\":null,\"b\":\"a,b\"}\n"
+        );
     }
 }

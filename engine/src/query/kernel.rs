@@ -23,6 +23,7 @@ use super::aggregate::{AggState, KeyPart};
 use super::eval::{eval, holds};
 use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
 use super::record::{Decoded, RecordDecoder};
+use super::stream::RowStream;
 use crate::coordinator::run_scan;
 use crate::error::Error;
 use crate::report::RunReport;
@@ -83,6 +84,9 @@ pub struct QueryKernel {
     has_virtual: bool,
     partial: Partial,
     rows: u64,
+    /// A streaming query's channel to the coordinator (see [`super::stream`]): the rows in
+    /// `partial` are then only those not yet sent.
+    stream: Option<RowStream>,
 }
 
 impl QueryKernel {
@@ -102,6 +106,16 @@ impl QueryKernel {
             usable,
             partial,
             rows: 0,
+            stream: None,
+        }
+    }
+
+    /// A kernel for a plain projection without `ORDER BY` that sends its rows, in rowid order,
+    /// through `stream` as it scans (the range must be decoded in key order).
+    pub fn streaming(plan: Arc<QueryPlan>, usable: u32, stream: RowStream) -> Self {
+        QueryKernel {
+            stream: Some(stream),
+            ..QueryKernel::new(plan, usable)
         }
     }
 
@@ -117,7 +131,26 @@ impl ScanKernel for QueryKernel {
         self.rows
     }
 
+    fn page_done(&mut self) {
+        if let (Some(stream), Partial::Rows(rows)) = (&mut self.stream, &mut self.partial) {
+            stream.page_done(rows);
+        }
+    }
+
+    fn wants_more(&self) -> bool {
+        match (&self.stream, &self.partial) {
+            (Some(stream), Partial::Rows(rows)) => stream.wants_more(rows.len()),
+            _ => true,
+        }
+    }
+
     fn finish(mut self) -> Partial {
+        if let (Some(stream), Partial::Rows(rows)) = (&mut self.stream, &mut self.partial) {
+            // Rows of a page whose decoding did not complete are not output; finish comes
+            // after the last complete page.
+            rows.clear();
+            stream.finish();
+        }
         if let Partial::Rows(rows) = &mut self.partial {
             if let Some(k) = self.plan.keep() {
                 sort_rows(&self.plan.order_by, rows);
@@ -492,6 +525,9 @@ pub enum QueryError {
     /// Finishing the result failed (`integer overflow` in `sum`, ...).
     #[error("{0}")]
     Eval(String),
+    /// Writing a result row failed (the output was closed, the disk is full).
+    #[error("writing the result: {0}")]
+    Output(std::io::Error),
 }
 
 /// Runs `query` over `table` with one executor per entry of `executors`: each evaluates the
