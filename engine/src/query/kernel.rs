@@ -22,6 +22,7 @@ use crate::value::{Value, ValueRef};
 use super::aggregate::{AggState, KeyPart};
 use super::eval::{eval, holds};
 use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
+use super::key_row::{self, KeyRow};
 use super::record::{Decoded, RecordDecoder};
 use super::stream::RowStream;
 use crate::coordinator::run_scan;
@@ -46,11 +47,10 @@ pub struct OutRow {
 /// One group: its key values and aggregate states.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
-    /// The key values of the group's row with the lowest rowid, the values SQLite shows (they
-    /// differ only under NOCASE or RTRIM, or as 1 and 1.0): its GROUP BY sorter keeps equal
-    /// keys in reverse scan order and reads the key from the group's last sorted row. (With
-    /// a one-argument `min()` or `max()` SQLite takes them from the row that aggregate chose
-    /// instead; that case is not reproduced.)
+    /// The key values SQLite shows for the group (they differ from row to row only under
+    /// NOCASE or RTRIM, or as 1 and 1.0): those of its row with the lowest rowid, or, with a
+    /// one-argument `min()` or `max()`, of the row that aggregate chose (see
+    /// [`super::key_row`]).
     pub keys: Vec<Value>,
     /// The rowid of the row `keys` came from.
     pub keys_rowid: i64,
@@ -84,6 +84,8 @@ pub struct QueryKernel {
     has_virtual: bool,
     partial: Partial,
     rows: u64,
+    /// Which row of a group shows its keys.
+    key_row: KeyRow,
     /// A streaming query's channel to the coordinator (see [`super::stream`]): the rows in
     /// `partial` are then only those not yet sent.
     stream: Option<RowStream>,
@@ -97,6 +99,7 @@ impl QueryKernel {
             Shape::Groups { .. } => Partial::Groups(GroupTable::default()),
         };
         QueryKernel {
+            key_row: KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr)),
             decoder: RecordDecoder::new(&plan.columns),
             has_virtual: plan
                 .columns
@@ -242,9 +245,9 @@ impl QueryKernel {
                 }
             }
             let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
-            accept(plan, &mut self.partial, rowid, &refs)?;
+            accept(plan, self.key_row, &mut self.partial, rowid, &refs)?;
         } else {
-            accept(plan, &mut self.partial, rowid, &slots)?;
+            accept(plan, self.key_row, &mut self.partial, rowid, &slots)?;
         }
         Ok(Decoded::Done)
     }
@@ -254,6 +257,7 @@ impl QueryKernel {
 /// its groups.
 fn accept(
     plan: &QueryPlan,
+    key_row: KeyRow,
     partial: &mut Partial,
     rowid: i64,
     slots: &[ValueRef<'_>],
@@ -300,10 +304,12 @@ fn accept(
                 key_parts.push(KeyPart::of(v.as_ref(), *collation));
                 key_values.push(v);
             }
+            // With a min()/max() deciding the shown keys, they are chosen after the update.
+            let chosen = (key_row != KeyRow::First).then(|| key_values.clone());
             let g = match table.index.get(&key_parts) {
                 Some(&g) => {
                     let group = &mut table.groups[g];
-                    if rowid < group.keys_rowid {
+                    if key_row == KeyRow::First && rowid < group.keys_rowid {
                         if group.keys != key_values {
                             group.keys = key_values;
                         }
@@ -330,6 +336,9 @@ fn accept(
                         state.update(spec, v.as_ref(), rowid);
                     }
                 }
+            }
+            if let Some(k) = chosen {
+                key_row::after_update(key_row, group, &k, rowid);
             }
         }
         _ => unreachable!("the partial matches the plan's shape"),
@@ -412,6 +421,7 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
             having,
             outputs,
         } => {
+            let key_row = KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr));
             let mut table = GroupTable::default();
             for p in partials {
                 let Partial::Groups(t) = p else { continue };
@@ -424,16 +434,13 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
                         .collect();
                     match table.index.get(&parts) {
                         Some(&i) => {
-                            let into = &mut table.groups[i];
-                            if g.keys_rowid < into.keys_rowid {
-                                into.keys = g.keys;
-                                into.keys_rowid = g.keys_rowid;
-                            }
-                            for ((spec, s), later) in
-                                aggregates.iter().zip(&mut into.states).zip(g.states)
-                            {
-                                s.merge(spec, later);
-                            }
+                            key_row::merge(key_row, &mut table.groups[i], g, |into, later| {
+                                for ((spec, s), later) in
+                                    aggregates.iter().zip(&mut into.states).zip(later)
+                                {
+                                    s.merge(spec, later);
+                                }
+                            });
                         }
                         None => {
                             table.groups.push(g);

@@ -10,6 +10,7 @@
 mod cases;
 mod cli;
 mod differential;
+mod group_keys;
 mod settings;
 mod stream;
 
