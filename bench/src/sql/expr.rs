@@ -804,24 +804,13 @@ impl<'t> Resolver<'t> {
                 arity(n >= 2)?;
                 Function::Max(first_collation)
             }
-            "date" => {
-                arity(n >= 1)?;
-                Function::Date
-            }
-            "time" => {
-                arity(n >= 1)?;
-                Function::Time
-            }
-            "datetime" => {
-                arity(n >= 1)?;
-                Function::DateTime
-            }
-            "julianday" => {
-                arity(n >= 1)?;
-                Function::JulianDay
-            }
+            "date" => Function::Date,
+            "time" => Function::Time,
+            "datetime" => Function::DateTime,
+            "julianday" => Function::JulianDay,
+            "unixepoch" => Function::UnixEpoch,
             "strftime" => {
-                arity(n >= 2)?;
+                arity(n >= 1)?;
                 Function::Strftime
             }
             _ => return invalid(format!("no such function: {name}")),

@@ -20,6 +20,7 @@ use crate::datatype3::{apply_column_affinity, compare_values};
 use crate::value::{Value, ValueRef};
 
 use super::aggregate::{AggState, KeyPart};
+use super::dates;
 use super::eval::{eval, holds};
 use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
 use super::key_row::{self, KeyRow};
@@ -86,6 +87,8 @@ pub struct QueryKernel {
     rows: u64,
     /// Which row of a group shows its keys.
     key_row: KeyRow,
+    /// The statement's time, what `'now'` reads (see [`super::dates`]).
+    now: i64,
     /// A streaming query's channel to the coordinator (see [`super::stream`]): the rows in
     /// `partial` are then only those not yet sent.
     stream: Option<RowStream>,
@@ -99,6 +102,7 @@ impl QueryKernel {
             Shape::Groups { .. } => Partial::Groups(GroupTable::default()),
         };
         QueryKernel {
+            now: dates::statement_time(),
             key_row: KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr)),
             decoder: RecordDecoder::new(&plan.columns),
             has_virtual: plan
@@ -115,11 +119,19 @@ impl QueryKernel {
 
     /// A kernel for a plain projection without `ORDER BY` that sends its rows, in rowid order,
     /// through `stream` as it scans (the range must be decoded in key order).
-    pub fn streaming(plan: Arc<QueryPlan>, usable: u32, stream: RowStream) -> Self {
+    /// `now` is the statement's time ([`dates::statement_time`], read once for all
+    /// executors).
+    pub fn streaming(plan: Arc<QueryPlan>, usable: u32, stream: RowStream, now: i64) -> Self {
         QueryKernel {
             stream: Some(stream),
+            now,
             ..QueryKernel::new(plan, usable)
         }
+    }
+
+    /// The statement's time this kernel's `'now'` reads.
+    pub fn statement_time(&self) -> i64 {
+        self.now
     }
 
     fn eval_row(&mut self, rowid: i64, payload: &[u8], complete: bool) -> Result<Decoded, String> {
@@ -169,6 +181,7 @@ impl ScanKernel for QueryKernel {
         page: &[u8],
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
+        dates::set_statement_time(self.now);
         let (page, hdr) = table_leaf(page, self.usable)?;
         for i in 0..usize::from(hdr.cell_count) {
             let at = hdr.cell_offset(page, 0, i, self.usable as usize)?;
@@ -199,6 +212,7 @@ impl ScanKernel for QueryKernel {
         payload: &[u8],
         complete: bool,
     ) -> Result<RecordOutcome, String> {
+        dates::set_statement_time(self.now);
         Ok(match self.eval_row(spill.rowid, payload, complete)? {
             Decoded::Done => RecordOutcome::Done,
             Decoded::NeedMore => RecordOutcome::NeedMore,
@@ -547,7 +561,10 @@ pub fn run_query(
 ) -> std::result::Result<QueryOutput, QueryError> {
     let query = Arc::new(query);
     let kernel = QueryKernel::new(Arc::clone(&query), table.header.usable_size());
+    let now = kernel.statement_time();
     let (partials, report) = run_scan(table, settings, executors, kernel)?;
+    // HAVING and the outputs of groups are evaluated here: the same 'now' as the rows.
+    dates::set_statement_time(now);
     let rows = merge(&query, partials).map_err(QueryError::Eval)?;
     Ok(QueryOutput {
         names: query.names.clone(),

@@ -39,6 +39,7 @@ use crate::report::RunReport;
 use crate::settings::{ExecutorSpec, ScanSettings};
 use crate::value::Value;
 
+use super::dates;
 use super::ir::{QueryPlan, Shape};
 use super::kernel::{run_query, OutRow, QueryError, QueryKernel};
 
@@ -235,6 +236,8 @@ pub fn run_query_streaming(
     let query = Arc::new(query);
     let usable = table.header.usable_size();
     let stop = Arc::new(AtomicBool::new(false));
+    // One 'now' for the whole statement, whichever executor evaluates it.
+    let now = dates::statement_time();
     let mut receivers = Vec::with_capacity(executors.len());
     let waited: Vec<Arc<AtomicU64>> = (0..executors.len()).map(|_| Arc::default()).collect();
     let kernel_for = |index: usize| {
@@ -246,7 +249,7 @@ pub fn run_query_streaming(
             query.keep(),
             Arc::clone(&waited[index]),
         );
-        QueryKernel::streaming(Arc::clone(&query), usable, stream)
+        QueryKernel::streaming(Arc::clone(&query), usable, stream, now)
     };
     // The kernels are all made before `consume` runs (one per executor, as they start).
     let mut kernels: Vec<QueryKernel> = (0..executors.len()).map(kernel_for).collect();

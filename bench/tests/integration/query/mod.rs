@@ -9,6 +9,7 @@
 
 mod cases;
 mod cli;
+mod dates;
 mod differential;
 mod group_keys;
 mod settings;
