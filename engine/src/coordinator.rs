@@ -1,10 +1,14 @@
 //! The coordinator: plans the executors, starts one pinned glommio executor per planned CPU,
-//! hands each a clone of the scan's kernel ([`ScanKernel`]), collects their partial results
-//! over a channel and returns them in range order with a [`RunReport`].
+//! hands each its kernel ([`ScanKernel`]: clones of one for [`run_scan`], one per range for
+//! [`run_scan_with`]), collects their partial results over a channel and returns them in range
+//! order with a [`RunReport`]. [`run_scan_with`] also runs a consumer on the calling thread
+//! while the executors scan (the streamed rows of a projection, `crate::query::stream`), with
+//! ranges cut in file order or in b-tree key order ([`RangeOrder`]).
 //!
-//! Executors share nothing mutable but a cancellation flag: the first one to fail sets it, the
-//! others stop at their next read, and the run ends with that first error, which names the CPU,
-//! the page and the cause. A panicking executor is caught and reported the same way; the
+//! Executors share nothing mutable but a cancellation mark: the first one to fail sets it, the
+//! others stop at their next read (in a key-ordered run only the ranges after the failed one,
+//! whose output would come after the error), and the run ends with that first error, which
+//! names the CPU, the page and the cause. A panicking executor is caught and reported the same way; the
 //! coordinator always receives exactly one message per executor, so it never waits forever.
 //!
 //! Layering: the top of the generic engine. It uses the settings, the backend policy

@@ -4,9 +4,12 @@
 //!
 //! Order: a plain query's rows carry their rowid, and rows are ordered by the `ORDER BY` keys,
 //! then by rowid; without `ORDER BY` that is rowid order, SQLite's full-scan order, whatever
-//! the order of the leaf pages in the file (the partitioner lists leaves by page number, which
-//! is rowid order only for an unfragmented table). With `LIMIT`, each executor keeps only its
-//! best `LIMIT + OFFSET` rows. Grouped results come in group-key order (then `ORDER BY`).
+//! the order of the leaf pages in the file. [`run_query`] collects the rows and sorts them
+//! here (ranges cut by page number); `corescan query` streams a plain projection without
+//! `ORDER BY` instead ([`super::stream`]: ranges in b-tree order, rows sent in chunks as the
+//! kernel decodes them). With `LIMIT`, each executor keeps only its best `LIMIT + OFFSET`
+//! rows. Grouped results come in group-key order (then `ORDER BY`), each group showing the
+//! key values of the row [`super::key_row`] picks.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;

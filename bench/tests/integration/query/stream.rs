@@ -290,3 +290,31 @@ fn a_large_projection_does_not_hold_the_table() {
         "streamed: {streamed} MiB for a {table_mib} MiB table (collected: {collected})"
     );
 }
+
+#[test]
+fn the_first_rows_come_before_the_scan_ends() {
+    let db = scratch_dir("stream-first-rows").join("rows.db");
+    fragmented(&db, 4096, 40_000, false);
+    let planned = bench::sql::plan_query(&db, "SELECT rowid, x, y FROM a").unwrap();
+    let started = std::time::Instant::now();
+    let mut first: Option<std::time::Duration> = None;
+    let out = run_query_streaming(
+        &planned.table,
+        planned.query,
+        &settings(IoBackend::Pread, 0),
+        &spread(2),
+        |_| {
+            first.get_or_insert_with(|| started.elapsed());
+            Ok(())
+        },
+    )
+    .unwrap();
+    let total = started.elapsed();
+    let first = first.expect("rows");
+    assert!(out.streamed && out.rows > 50_000, "{} rows", out.rows);
+    // The first chunk is written after a few pages of range 0, long before the last page.
+    assert!(
+        first * 4 < total,
+        "first row after {first:?} of a {total:?} scan"
+    );
+}
