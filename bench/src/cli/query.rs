@@ -3,14 +3,15 @@
 //! and with `--report` the I/O report on stderr.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use engine::query::{run_query_streaming, QueryError};
+use engine::query::{run_query_rendered, run_query_streaming, QueryError, RowRender};
 use engine::ScanReport;
 use partitioner::TablePlan;
 
-use super::query_output::{Format, RowWriter};
+use super::query_output::{Format, FormatRender, RowWriter};
 use super::scan_setup::{scan_setup, ScanArgs};
 
 /// Arguments of `corescan query`.
@@ -47,6 +48,10 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         planned.query.names.clone(),
         std::io::BufWriter::with_capacity(64 * 1024, stdout),
     );
+    let render: Arc<dyn RowRender> = Arc::new(FormatRender {
+        format: args.format,
+        names: planned.query.names.clone(),
+    });
     let result = engine::consistent(
         &args.db,
         || {
@@ -54,13 +59,21 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
                 .take()
                 .map_or_else(|| TablePlan::open(&args.db, &table), Ok)
         },
-        |plan| match run_query_streaming(
-            plan,
-            planned.query.clone(),
-            &settings,
-            &executors,
-            |row| writer.row(row),
-        ) {
+        |plan| match if args.format == Format::Table {
+            run_query_streaming(plan, planned.query.clone(), &settings, &executors, |row| {
+                writer.row(row)
+            })
+        } else {
+            // The executors format the rows in parallel; this thread only writes them.
+            run_query_rendered(
+                plan,
+                planned.query.clone(),
+                &settings,
+                &executors,
+                Arc::clone(&render),
+                |bytes| writer.rendered(bytes),
+            )
+        } {
             Ok(out) => Ok(Ok(out)),
             Err(QueryError::Scan(e)) => Err(e),
             Err(e) => Ok(Err(e.to_string())),

@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use engine::query::RowRender;
 use engine::value::{real_to_text, Value};
 
 /// An output mode.
@@ -82,59 +83,34 @@ impl<W: std::io::Write> RowWriter<W> {
 
     /// Writes one row.
     pub fn row(&mut self, row: &[Value]) -> std::io::Result<()> {
+        if self.format == Format::Table {
+            self.rows += 1;
+            self.table.push(row.to_vec());
+            return Ok(());
+        }
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        render_row(self.format, &self.names, row, &mut line);
+        let written = self.rendered(line.as_bytes());
+        self.line = line;
+        written
+    }
+
+    /// Writes one row rendered by [`render_row`] (not for `table`, which needs the values).
+    pub fn rendered(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         let first = self.rows == 0;
         self.rows += 1;
-        let s = &mut self.line;
-        s.clear();
         match self.format {
-            Format::Table => {
-                self.table.push(row.to_vec());
-                return Ok(());
+            Format::Csv if first => {
+                let header: Vec<String> = self.names.iter().map(|c| csv_field(c)).collect();
+                self.out.write_all(header.join(",").as_bytes())?;
+                self.out.write_all(b"\n")?;
             }
-            Format::Csv => {
-                let line = |s: &mut String, cells: Vec<String>| {
-                    let quoted: Vec<String> = cells.iter().map(|c| csv_field(c)).collect();
-                    s.push_str(&quoted.join(","));
-                    s.push('\n');
-                };
-                if first {
-                    line(s, self.names.clone());
-                }
-                // NULL is an empty unquoted field; the empty string is quoted.
-                line(
-                    s,
-                    row.iter()
-                        .map(|v| match v {
-                            Value::Null => String::new(),
-                            other => text(other),
-                        })
-                        .collect(),
-                );
-            }
-            Format::Json => {
-                s.push_str(if first { "[" } else { ",\n" });
-                s.push_str(&json_object(&self.names, row));
-            }
-            Format::Jsonl => {
-                s.push_str(&json_object(&self.names, row));
-                s.push('\n');
-            }
-            Format::Line => {
-                let w = self
-                    .names
-                    .iter()
-                    .map(|n| n.chars().count())
-                    .max()
-                    .unwrap_or(0);
-                if !first {
-                    s.push('\n');
-                }
-                for (n, v) in self.names.iter().zip(row) {
-                    let _ = writeln!(s, "{n:>w$} = {}", text(v));
-                }
-            }
+            Format::Json => self.out.write_all(if first { b"[" } else { b",\n" })?,
+            Format::Line if !first => self.out.write_all(b"\n")?,
+            _ => {}
         }
-        self.out.write_all(self.line.as_bytes())
+        self.out.write_all(bytes)
     }
 
     /// Ends the output (closes the JSON array, writes the table) and flushes it.
@@ -148,6 +124,54 @@ impl<W: std::io::Write> RowWriter<W> {
             _ => {}
         }
         self.out.flush()
+    }
+}
+
+/// One row's text in `format`, without what depends on its place (the CSV header, JSON's
+/// `[` and separators, the blank line between `line` records): what the executors render in
+/// parallel when a projection streams. Not for `table`.
+pub fn render_row(format: Format, names: &[String], row: &[Value], s: &mut String) {
+    match format {
+        Format::Table => {}
+        Format::Csv => {
+            for (i, v) in row.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                // NULL is an empty unquoted field; the empty string is quoted.
+                if !v.is_null() {
+                    s.push_str(&csv_field(&text(v)));
+                }
+            }
+            s.push('\n');
+        }
+        Format::Json => s.push_str(&json_object(names, row)),
+        Format::Jsonl => {
+            s.push_str(&json_object(names, row));
+            s.push('\n');
+        }
+        Format::Line => {
+            let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+            for (n, v) in names.iter().zip(row) {
+                let _ = writeln!(s, "{n:>w$} = {}", text(v));
+            }
+        }
+    }
+}
+
+/// [`render_row`] as the engine's [`RowRender`], run in the executors' threads.
+pub struct FormatRender {
+    /// The output mode (not `table`).
+    pub format: Format,
+    /// The column names.
+    pub names: Vec<String>,
+}
+
+impl RowRender for FormatRender {
+    fn render(&self, row: &[Value], out: &mut Vec<u8>) {
+        let mut s = String::new();
+        render_row(self.format, &self.names, row, &mut s);
+        out.extend_from_slice(s.as_bytes());
     }
 }
 

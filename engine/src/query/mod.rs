@@ -34,4 +34,4 @@ pub mod stream;
 
 pub use ir::QueryPlan;
 pub use kernel::{merge, run_query, Partial, QueryError, QueryKernel, QueryOutput};
-pub use stream::{run_query_streaming, streams, StreamedQuery};
+pub use stream::{run_query_rendered, run_query_streaming, streams, RowRender, StreamedQuery};

@@ -58,11 +58,44 @@ pub fn streams(plan: &QueryPlan) -> bool {
     matches!(plan.shape, Shape::Rows { .. }) && plan.order_by.is_empty()
 }
 
+/// Renders a result row as output bytes. Given to [`run_query_rendered`], it runs in the
+/// executors' threads as they stream, so the rows are formatted in parallel and the
+/// coordinator only writes bytes in order.
+pub trait RowRender: Send + Sync {
+    /// Appends the bytes of `row` to `out`.
+    fn render(&self, row: &[Value], out: &mut Vec<u8>);
+}
+
+/// A shared [`RowRender`].
+#[derive(Clone)]
+struct Renderer(Arc<dyn RowRender>);
+
+impl std::fmt::Debug for Renderer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Renderer")
+    }
+}
+
+/// One result row as the coordinator hands it over.
+enum ResultRow<'a> {
+    /// Its values.
+    Values(&'a [Value]),
+    /// Its bytes, from the query's [`RowRender`].
+    Rendered(&'a [u8]),
+}
+
 /// What an executor sends the coordinator.
 #[derive(Debug)]
 pub enum StreamMsg {
     /// Rows, in rowid order.
     Rows(Vec<Vec<Value>>),
+    /// Rendered rows, in rowid order: row `i` is `bytes[ends[i - 1]..ends[i]]`.
+    Rendered {
+        /// The rows' bytes, one after the other.
+        bytes: Vec<u8>,
+        /// Where each row ends in `bytes`.
+        ends: Vec<usize>,
+    },
     /// The executor's range is done (or it has the rows its `LIMIT` needs). A channel that
     /// closes without it belongs to an executor that failed.
     End,
@@ -90,6 +123,8 @@ pub struct RowStream {
     ended: bool,
     /// Nanoseconds spent waiting for room in the channel (the cost of the order).
     waited_ns: Arc<AtomicU64>,
+    /// Renders the rows before they are sent, when the caller gave a renderer.
+    render: Option<Renderer>,
 }
 
 impl RowStream {
@@ -103,6 +138,7 @@ impl RowStream {
     ) -> Self {
         RowStream {
             waited_ns,
+            render: None,
             tx,
             stop,
             keep: keep.unwrap_or(u64::MAX),
@@ -149,11 +185,23 @@ impl RowStream {
             return;
         }
         self.sent += self.sealed.len() as u64;
-        let chunk: Vec<Vec<Value>> = self.sealed.drain(..).map(|r| r.values).collect();
         if self.gone {
+            self.sealed.clear();
             return;
         }
-        match self.tx.try_send(StreamMsg::Rows(chunk)) {
+        let msg = match &self.render {
+            Some(Renderer(render)) => {
+                let mut bytes = Vec::with_capacity(64 * self.sealed.len());
+                let mut ends = Vec::with_capacity(self.sealed.len());
+                for r in self.sealed.drain(..) {
+                    render.render(&r.values, &mut bytes);
+                    ends.push(bytes.len());
+                }
+                StreamMsg::Rendered { bytes, ends }
+            }
+            None => StreamMsg::Rows(self.sealed.drain(..).map(|r| r.values).collect()),
+        };
+        match self.tx.try_send(msg) {
             Ok(()) => {}
             Err(TrySendError::Full(msg)) => {
                 let waiting = Instant::now();
@@ -220,10 +268,61 @@ pub fn run_query_streaming(
     executors: &[ExecutorSpec],
     mut on_row: impl FnMut(&[Value]) -> std::io::Result<()>,
 ) -> Result<StreamedQuery, QueryError> {
+    run(
+        table,
+        query,
+        settings,
+        executors,
+        None,
+        &mut |row| match row {
+            ResultRow::Values(v) => on_row(v),
+            ResultRow::Rendered(_) => unreachable!("no renderer was given"),
+        },
+    )
+}
+
+/// [`run_query_streaming`] with every row rendered by `render`, in the executors' threads for
+/// a query that [`streams`] (on the calling thread for the others), and handed to `on_row` as
+/// bytes, in the result's order.
+pub fn run_query_rendered(
+    table: &TablePlan,
+    query: QueryPlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+    render: Arc<dyn RowRender>,
+    mut on_row: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> Result<StreamedQuery, QueryError> {
+    let mut buf = Vec::new();
+    let here = Arc::clone(&render);
+    run(
+        table,
+        query,
+        settings,
+        executors,
+        Some(Renderer(render)),
+        &mut |row| match row {
+            ResultRow::Rendered(b) => on_row(b),
+            ResultRow::Values(v) => {
+                buf.clear();
+                here.render(v, &mut buf);
+                on_row(&buf)
+            }
+        },
+    )
+}
+
+fn run(
+    table: &TablePlan,
+    query: QueryPlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+    render: Option<Renderer>,
+    on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
+) -> Result<StreamedQuery, QueryError> {
     if !streams(&query) || table.read.needs_verification() {
         let out = run_query(table, query, settings, executors)?;
         for row in &out.rows {
-            on_row(row).map_err(QueryError::Output)?;
+            on_row(ResultRow::Values(row)).map_err(QueryError::Output)?;
         }
         return Ok(StreamedQuery {
             names: out.names,
@@ -243,12 +342,13 @@ pub fn run_query_streaming(
     let kernel_for = |index: usize| {
         let (tx, rx) = bounded(CHANNEL_CHUNKS);
         receivers.push(rx);
-        let stream = RowStream::new(
+        let mut stream = RowStream::new(
             tx,
             Arc::clone(&stop),
             query.keep(),
             Arc::clone(&waited[index]),
         );
+        stream.render = render.clone();
         QueryKernel::streaming(Arc::clone(&query), usable, stream, now)
     };
     // The kernels are all made before `consume` runs (one per executor, as they start).
@@ -262,7 +362,7 @@ pub fn run_query_streaming(
         executors,
         RangeOrder::Key,
         |_| kernels.pop().expect("one kernel per executor"),
-        || drain(receivers, offset, limit, &stop, &mut on_row),
+        || drain(receivers, offset, limit, &stop, on_row),
     )?;
     let rows = written.map_err(QueryError::Output)?;
     Ok(StreamedQuery {
@@ -285,41 +385,56 @@ fn drain(
     offset: u64,
     limit: u64,
     stop: &AtomicBool,
-    on_row: &mut impl FnMut(&[Value]) -> std::io::Result<()>,
+    on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
 ) -> (std::io::Result<u64>, usize) {
     let n = receivers.len();
-    let (mut skipped, mut written) = (0u64, 0u64);
+    let (mut skipped, written) = (0u64, std::cell::Cell::new(0u64));
     if limit == 0 {
         // SQLite computes nothing for LIMIT 0: no row, and no error can come.
         stop.store(true, Ordering::Relaxed);
         return (Ok(0), 0);
     }
+    // Hands one row over; `Some` when the drain ends here.
+    let mut take = |row: ResultRow<'_>, i: usize| -> Option<(std::io::Result<u64>, usize)> {
+        if skipped < offset {
+            skipped += 1;
+            return None;
+        }
+        if let Err(e) = on_row(row) {
+            stop.store(true, Ordering::Relaxed);
+            return Some((Err(e), 0));
+        }
+        written.set(written.get() + 1);
+        // Ranges before this one are complete; nothing after matters.
+        (written.get() == limit).then(|| {
+            stop.store(true, Ordering::Relaxed);
+            (Ok(written.get()), i)
+        })
+    };
     for (i, rx) in receivers.into_iter().enumerate() {
         loop {
             match rx.recv() {
                 Ok(StreamMsg::Rows(chunk)) => {
-                    for row in chunk {
-                        if skipped < offset {
-                            skipped += 1;
-                            continue;
+                    for row in &chunk {
+                        if let Some(end) = take(ResultRow::Values(row), i) {
+                            return end;
                         }
-                        if let Err(e) = on_row(&row) {
-                            stop.store(true, Ordering::Relaxed);
-                            return (Err(e), 0);
+                    }
+                }
+                Ok(StreamMsg::Rendered { bytes, ends }) => {
+                    let mut from = 0;
+                    for &to in &ends {
+                        if let Some(end) = take(ResultRow::Rendered(&bytes[from..to]), i) {
+                            return end;
                         }
-                        written += 1;
-                        if written == limit {
-                            // Ranges before this one are complete; nothing after matters.
-                            stop.store(true, Ordering::Relaxed);
-                            return (Ok(written), i);
-                        }
+                        from = to;
                     }
                 }
                 Ok(StreamMsg::End) => break,
                 // The executor failed: its error ends the query, after the rows before it.
-                Err(_) => return (Ok(written), i + 1),
+                Err(_) => return (Ok(written.get()), i + 1),
             }
         }
     }
-    (Ok(written), n)
+    (Ok(written.get()), n)
 }

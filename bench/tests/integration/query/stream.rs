@@ -318,3 +318,34 @@ fn the_first_rows_come_before_the_scan_ends() {
         "first row after {first:?} of a {total:?} scan"
     );
 }
+
+#[test]
+fn the_command_line_writes_streamed_rows_as_it_writes_collected_ones() {
+    // Streamed rows are formatted by the executors; collected ones (ORDER BY) by the
+    // coordinator: every mode gives the same bytes.
+    let db = super::fixture().to_str().unwrap();
+    for (sql, tail) in [
+        ("SELECT * FROM t", ""),
+        (
+            "SELECT id, s, b, r FROM t WHERE i > 0",
+            " LIMIT 30 OFFSET 7",
+        ),
+        ("SELECT id FROM t WHERE id < -1000000", ""),
+    ] {
+        let streamed = format!("{sql}{tail}");
+        let collected = format!("{sql} ORDER BY rowid{tail}");
+        for format in ["csv", "json", "jsonl", "line", "table"] {
+            for cores in ["1", "3"] {
+                let args =
+                    |q: &str| corescan(["query", db, q, "--format", format, "--cores", cores]);
+                let (s, c) = (args(&streamed), args(&collected));
+                assert_eq!(s.status, 0, "{streamed}: {}", s.stderr);
+                assert_eq!(c.status, 0, "{collected}: {}", c.stderr);
+                assert_eq!(
+                    s.stdout, c.stdout,
+                    "{streamed} --format {format} --cores {cores}"
+                );
+            }
+        }
+    }
+}
