@@ -146,6 +146,24 @@ mod tests {
     }
 
     #[test]
+    fn leaves_in_key_order_keep_their_order() {
+        // Leaves 7, 8, then 3, 4, 5, then 9 in key order: runs consecutive in the file and in
+        // the order, listed in the order; the ranges are slices of the order.
+        let e = extents_of(&[7, 8, 3, 4, 5, 9]);
+        let runs: Vec<(u32, u32)> = e.iter().map(|e| (e.first_page, e.pages)).collect();
+        assert_eq!(runs, [(7, 2), (3, 3), (9, 1)]);
+        let r = split_leaves(&[7, 8, 3, 4, 5, 9], &[1, 1]);
+        let pages = |r: &LeafRange| -> Vec<u32> {
+            r.extents
+                .iter()
+                .flat_map(|e| e.first_page..=e.last_page())
+                .collect()
+        };
+        assert_eq!(pages(&r[0]), [7, 8, 3]);
+        assert_eq!(pages(&r[1]), [4, 5, 9]);
+    }
+
+    #[test]
     fn ranges_cut_extents_at_boundaries() {
         let r = split_leaves(&[1, 2, 3, 4, 5, 8], &[1, 1]);
         assert_eq!(

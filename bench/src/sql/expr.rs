@@ -809,6 +809,17 @@ impl<'t> Resolver<'t> {
             "datetime" => Function::DateTime,
             "julianday" => Function::JulianDay,
             "unixepoch" => Function::UnixEpoch,
+            // SQLite's keywords for the statement's time (keywords: no parentheses).
+            "current_date" | "current_time" | "current_timestamp" => {
+                if !matches!(f.args, ast::FunctionArguments::None) {
+                    return invalid(format!("near \"(\": syntax error after {name}"));
+                }
+                match name.as_str() {
+                    "current_date" => Function::Date,
+                    "current_time" => Function::Time,
+                    _ => Function::DateTime,
+                }
+            }
             "strftime" => {
                 arity(n >= 1)?;
                 Function::Strftime

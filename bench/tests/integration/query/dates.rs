@@ -163,6 +163,8 @@ fn now_is_one_instant_per_statement() {
         "SELECT i % 3, min(datetime('now', 'subsec')) = datetime('now', 'subsec') FROM n GROUP BY 1",
         "SELECT date() = date('now'), time() = time('now'), strftime('%s') = strftime('%s', 'now') \
          FROM n LIMIT 3",
+        "SELECT current_date = date('now'), current_time = time(), current_timestamp = datetime() \
+         FROM n LIMIT 2",
     ];
     for sql in sqls {
         let want = sqlite_answer(&db, sql);
@@ -173,6 +175,12 @@ fn now_is_one_instant_per_statement() {
             }
         }
     }
+    let keyword = "SELECT current_date() FROM n";
+    let got = corescan_answer(&db, keyword, &settings(IoBackend::Pread, 0), 1);
+    assert!(
+        sqlite_answer(&db, keyword).is_err() && got.is_err(),
+        "{got:?}"
+    );
     // And the instant is the clock's.
     let (_, rows) = corescan_answer(
         &db,
