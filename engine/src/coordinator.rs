@@ -1,10 +1,14 @@
 //! The coordinator: plans the executors, starts one pinned glommio executor per planned CPU,
-//! hands each a clone of the scan's kernel ([`ScanKernel`]), collects their partial results
-//! over a channel and returns them in range order with a [`RunReport`].
+//! hands each its kernel ([`ScanKernel`]: clones of one for [`run_scan`], one per range for
+//! [`run_scan_with`]), collects their partial results over a channel and returns them in range
+//! order with a [`RunReport`]. [`run_scan_with`] also runs a consumer on the calling thread
+//! while the executors scan (the streamed rows of a projection, `crate::query::stream`), with
+//! ranges cut in file order or in b-tree key order ([`RangeOrder`]).
 //!
-//! Executors share nothing mutable but a cancellation flag: the first one to fail sets it, the
-//! others stop at their next read, and the run ends with that first error, which names the CPU,
-//! the page and the cause. A panicking executor is caught and reported the same way; the
+//! Executors share nothing mutable but a cancellation mark: the first one to fail sets it, the
+//! others stop at their next read (in a key-ordered run only the ranges after the failed one,
+//! whose output would come after the error), and the run ends with that first error, which
+//! names the CPU, the page and the cause. A panicking executor is caught and reported the same way; the
 //! coordinator always receives exactly one message per executor, so it never waits forever.
 //!
 //! Layering: the top of the generic engine. It uses the settings, the backend policy
@@ -13,7 +17,6 @@
 //! [`run_scan`].
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -33,19 +36,78 @@ use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::readahead::max_read_pages;
 use crate::report::{IoReport, RunReport, SnapshotReport};
+use crate::scan::task::Cancel;
 use crate::scan::{self, ExecutorReport, ExecutorTask, ScanKernel};
 use crate::settings::{list_cpus, ExecutorSpec, ScanSettings};
 
 /// Scans `plan`'s table with one executor per entry of `executors`, each computing a clone of
-/// `kernel` over its range of leaf pages. Returns each executor's partial in range order (range
-/// 0, the table's first leaf pages, first: concatenating streamed rows keeps file order) and
-/// the run's report.
+/// `kernel` over its range of leaf pages (cut by page number, read in file order). Returns each
+/// executor's partial in range order (range 0, the table's first leaf pages, first) and the
+/// run's report.
 pub fn run_scan<K: ScanKernel>(
     plan: &TablePlan,
     settings: &ScanSettings,
     executors: &[ExecutorSpec],
     kernel: K,
 ) -> Result<(Vec<K::Partial>, RunReport)> {
+    let (partials, report, ()) = run_scan_with(
+        plan,
+        settings,
+        executors,
+        RangeOrder::File,
+        |_| kernel.clone(),
+        || ((), executors.len()),
+    )?;
+    let partials = partials
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            p.ok_or_else(|| Error::Start {
+                cpu: executors[i].cpu,
+                cause: "the executor thread ended without reporting".into(),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((partials, report))
+}
+
+/// What [`run_scan_with`] returns: the partials in range order (`None` for an executor that
+/// did not finish), the run's report, and what the consumer returned.
+pub type ScanWith<P, T> = (Vec<Option<P>>, RunReport, T);
+
+/// What one executor ends with.
+type Outcome<P> = Result<(P, ExecutorReport)>;
+
+/// How the leaves are cut into ranges and in which order an executor reads and decodes its
+/// range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeOrder {
+    /// Ranges cut from the leaves by page number, each read in file order: the most
+    /// coalesced I/O, for kernels that do not care in which order rows come.
+    File,
+    /// Ranges cut from the leaves in b-tree order
+    /// ([`partitioner::TablePlan::split_in_key_order`]), each read and decoded in that order,
+    /// so that range 0's rows, then range 1's, ... are the table in rowid order, whatever the
+    /// order of the leaves in the file. An executor that fails cancels only the executors
+    /// after it: the output before a failure still comes out.
+    Key,
+}
+
+/// [`run_scan`] with a kernel per executor (`kernel_for(index)`), ranges in `order`, and
+/// `consume` run on the calling thread while the executors scan (a consumer of rows the
+/// kernels stream through channels of their own). `consume` returns its value and how many
+/// executors, from range 0, its answer depends on: the errors of the others are ignored (a
+/// `LIMIT` reached in range 2 does not depend on a damaged page in range 3), and their
+/// partials may be missing. The partials come back in range order, `None` for an executor
+/// that did not finish.
+pub fn run_scan_with<K: ScanKernel, T>(
+    plan: &TablePlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+    order: RangeOrder,
+    mut kernel_for: impl FnMut(usize) -> K,
+    consume: impl FnOnce() -> (T, usize),
+) -> Result<ScanWith<K::Partial, T>> {
     if executors.is_empty() {
         return Err(Error::Config("at least one executor is needed".into()));
     }
@@ -66,9 +128,12 @@ pub fn run_scan<K: ScanKernel>(
 
     let header = &plan.header;
     let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
-    let ranges = plan.split(&weights);
+    let ranges = match order {
+        RangeOrder::File => plan.split(&weights),
+        RangeOrder::Key => plan.split_in_key_order(&weights),
+    };
     let max_read = max_read_pages(settings.coalesce_kib, header.page_size);
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Arc::new(Cancel::new());
     let faults = Faults::from_env().map_err(Error::Config)?;
     let window_bytes = (u64::from(settings.readahead.max(1)) + u64::from(max_read) + 2)
         * u64::from(header.page_size);
@@ -96,10 +161,16 @@ pub fn run_scan<K: ScanKernel>(
     for (index, (spec, range)) in executors.iter().zip(ranges).enumerate() {
         let (extents, wal_pages) = split_by_location(&range.extents, wal.as_deref());
         let task = ExecutorTask {
+            index,
             cpu: spec.cpu,
             path: plan.path.clone(),
             header: header.clone(),
             extents,
+            order: range
+                .extents
+                .iter()
+                .flat_map(|e| e.first_page..=e.last_page())
+                .collect(),
             wal_pages,
             wal: wal.clone(),
             readahead: settings.readahead,
@@ -110,7 +181,7 @@ pub fn run_scan<K: ScanKernel>(
             faults,
             cancel: cancel.clone(),
         };
-        let kernel = kernel.clone();
+        let kernel = kernel_for(index);
         let (exec_tx, exec_cancel) = (tx.clone(), cancel.clone());
         let report = move |result: std::thread::Result<Result<_>>, cpu: usize| {
             let result = result.unwrap_or_else(|payload| {
@@ -120,7 +191,10 @@ pub fn run_scan<K: ScanKernel>(
                 })
             });
             if result.is_err() {
-                exec_cancel.store(true, Ordering::Relaxed);
+                match order {
+                    RangeOrder::File => exec_cancel.all(),
+                    RangeOrder::Key => exec_cancel.after(index),
+                }
             }
             let _ = exec_tx.send((index, result));
         };
@@ -160,7 +234,10 @@ pub fn run_scan<K: ScanKernel>(
         match spawned {
             Ok(h) => handles.push((spec.cpu, h)),
             Err(e) => {
-                cancel.store(true, Ordering::Relaxed);
+                match order {
+                    RangeOrder::File => cancel.all(),
+                    RangeOrder::Key => cancel.after(index),
+                }
                 let _ = tx.send((
                     index,
                     Err(Error::Start {
@@ -172,32 +249,21 @@ pub fn run_scan<K: ScanKernel>(
         }
     }
     drop(tx);
+    let (consumed, matters) = consume();
+    let matters = matters.min(executors.len());
 
-    let mut partials: Vec<Option<(K::Partial, ExecutorReport)>> =
+    let mut outcomes: Vec<Option<Outcome<K::Partial>>> =
         (0..executors.len()).map(|_| None).collect();
-    let mut first_error: Option<Error> = None;
     // Every executor sends exactly one message, even when it panics; if a thread dies before
     // sending (glommio failing to build its reactor), its sender drops and recv ends early.
     for _ in 0..executors.len() {
         let Ok((index, result)) = rx.recv() else {
             break;
         };
-        match result {
-            Ok(p) => partials[index] = Some(p),
-            Err(e) => {
-                let better = match (&first_error, &e) {
-                    (None, _) => true,
-                    (Some(Error::Cancelled { .. }), Error::Cancelled { .. }) => false,
-                    (Some(Error::Cancelled { .. }), _) => true,
-                    _ => false,
-                };
-                if better {
-                    first_error = Some(e);
-                }
-            }
-        }
+        outcomes[index] = Some(result);
     }
     let wall = started.elapsed().as_secs_f64();
+    let mut first_error = first_error(order, &mut outcomes[..matters]);
     for (cpu, h) in handles {
         if let Err(cause) = h.join() {
             first_error.get_or_insert(Error::Start { cpu, cause });
@@ -218,13 +284,20 @@ pub fn run_scan<K: ScanKernel>(
 
     let mut results = Vec::with_capacity(executors.len());
     let mut reports = Vec::with_capacity(executors.len());
-    for (i, p) in partials.into_iter().enumerate() {
-        let (partial, report) = p.ok_or_else(|| Error::Start {
-            cpu: executors[i].cpu,
-            cause: "the executor thread ended without reporting".into(),
-        })?;
-        results.push(partial);
-        reports.push(report);
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        match outcome {
+            Some(Ok((partial, report))) => {
+                results.push(Some(partial));
+                reports.push(report);
+            }
+            None if i < matters => {
+                return Err(Error::Start {
+                    cpu: executors[i].cpu,
+                    cause: "the executor thread ended without reporting".into(),
+                })
+            }
+            _ => results.push(None),
+        }
     }
     let sum = |f: fn(&ExecutorReport) -> u64| reports.iter().map(f).sum::<u64>();
     let bytes_read = sum(|r| r.bytes_read);
@@ -290,7 +363,25 @@ pub fn run_scan<K: ScanKernel>(
         oversubscribed,
         snapshot: SnapshotReport::of(&plan.read),
     };
-    Ok((results, report))
+    Ok((results, report, consumed))
+}
+
+/// The error a run ends with, taken out of `outcomes` (the executors the answer depends on):
+/// in file order the first that is not a cancellation (the cause, not its echo); in key order
+/// the lowest range's, as the rows before it were the output.
+fn first_error<P>(order: RangeOrder, outcomes: &mut [Option<Result<P>>]) -> Option<Error> {
+    let failed = |o: &Option<Result<P>>, cancelled: bool| matches!(o, Some(Err(e)) if matches!(e, Error::Cancelled { .. }) == cancelled);
+    let at = match order {
+        RangeOrder::File => outcomes
+            .iter()
+            .position(|o| failed(o, false))
+            .or_else(|| outcomes.iter().position(|o| failed(o, true))),
+        RangeOrder::Key => outcomes.iter().position(|o| matches!(o, Some(Err(_)))),
+    }?;
+    match outcomes[at].take() {
+        Some(Err(e)) => Some(e),
+        _ => None,
+    }
 }
 
 /// Splits extents into the runs of pages read from the database file and the pages whose

@@ -34,9 +34,19 @@ impl CpuTime {
     }
 }
 
-/// The process's peak resident set size so far, in MiB.
+/// The process's peak resident set size so far, in MiB: `VmHWM` of `/proc/self/status`, the
+/// high-water mark of this program's own memory. (`getrusage`'s `ru_maxrss`, the fallback,
+/// keeps the peak of the process image before `execve`: a corescan started by a large
+/// parent would report the parent's peak.)
 pub fn peak_rss_mib() -> f64 {
-    usage(libc::RUSAGE_SELF).1 as f64 / 1024.0
+    let hwm = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        });
+    hwm.unwrap_or_else(|| usage(libc::RUSAGE_SELF).1 as f64) / 1024.0
 }
 
 fn usage(who: libc::c_int) -> (CpuTime, i64) {

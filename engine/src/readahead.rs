@@ -92,7 +92,10 @@ impl<'a> ReadPlan<'a> {
             let Some(next) = self.extents.get(idx) else {
                 break;
             };
-            let gap = next.first_page - end;
+            // Extents in key order can step back in the file: never bridge backwards.
+            let Some(gap) = next.first_page.checked_sub(end) else {
+                break;
+            };
             if gap > self.bridge || gap >= room {
                 break;
             }

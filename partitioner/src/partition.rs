@@ -19,13 +19,15 @@ impl Extent {
     }
 }
 
-/// The leaf pages one executor scans: a contiguous slice of the table's sorted leaf list,
-/// expressed as extents in file order.
+/// The leaf pages one executor scans: a contiguous slice of the table's leaf list (by page
+/// number, or in b-tree order for [`crate::TablePlan::split_in_key_order`]), expressed as
+/// extents in the list's order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeafRange {
     /// Position of this range among the ranges of one split (0-based).
     pub index: usize,
-    /// The extents of the range, in ascending page order.
+    /// The extents of the range, in the order of the list it was cut from (ascending page
+    /// order for a split by page number).
     pub extents: Vec<Extent>,
 }
 
@@ -44,7 +46,8 @@ impl LeafRange {
     }
 }
 
-/// Groups sorted, distinct page numbers into runs of consecutive pages.
+/// Groups distinct page numbers into runs of consecutive pages, keeping their order (a page
+/// joins the run before it only when it is that run's next page number).
 pub fn extents_of(pages: &[u32]) -> Vec<Extent> {
     let mut extents: Vec<Extent> = Vec::new();
     for &page in pages {
@@ -94,7 +97,7 @@ pub fn proportional_shares(total: u64, weights: &[u32]) -> Vec<u64> {
     shares
 }
 
-/// Cuts sorted, distinct `leaves` into `weights.len()` contiguous ranges whose page counts are
+/// Cuts distinct `leaves` (in the order they are to be read) into `weights.len()` contiguous ranges whose page counts are
 /// [`proportional_shares`] of the weights. Extents are cut where a range boundary falls inside
 /// them.
 pub fn split_leaves(leaves: &[u32], weights: &[u32]) -> Vec<LeafRange> {
@@ -140,6 +143,24 @@ mod tests {
             proportional_shares(u64::from(u32::MAX), &[u32::MAX, u32::MAX, 1]),
             [2_147_483_647, 2_147_483_647, 1]
         );
+    }
+
+    #[test]
+    fn leaves_in_key_order_keep_their_order() {
+        // Leaves 7, 8, then 3, 4, 5, then 9 in key order: runs consecutive in the file and in
+        // the order, listed in the order; the ranges are slices of the order.
+        let e = extents_of(&[7, 8, 3, 4, 5, 9]);
+        let runs: Vec<(u32, u32)> = e.iter().map(|e| (e.first_page, e.pages)).collect();
+        assert_eq!(runs, [(7, 2), (3, 3), (9, 1)]);
+        let r = split_leaves(&[7, 8, 3, 4, 5, 9], &[1, 1]);
+        let pages = |r: &LeafRange| -> Vec<u32> {
+            r.extents
+                .iter()
+                .flat_map(|e| e.first_page..=e.last_page())
+                .collect()
+        };
+        assert_eq!(pages(&r[0]), [7, 8, 3]);
+        assert_eq!(pages(&r[1]), [4, 5, 9]);
     }
 
     #[test]

@@ -28,6 +28,11 @@ pub struct TablePlan {
     pub table: TableSchema,
     /// Every leaf page of the table, sorted by page number.
     pub leaves: Vec<u32>,
+    /// Every leaf page of the table in b-tree (rowid) order, as the walk met them left to
+    /// right: the order of SQLite's full scan. It differs from [`TablePlan::leaves`] when the
+    /// table is fragmented (leaves allocated out of key order, by interleaved inserts into
+    /// several tables or by page reuse after deletes).
+    pub leaves_in_key_order: Vec<u32>,
     /// Every interior page of the table, sorted by page number.
     pub interior_pages: Vec<u32>,
     /// The leaves grouped into runs of consecutive pages, in file order.
@@ -90,7 +95,8 @@ impl TablePlan {
         let schema = find_table(&file, &entries, table)?;
         let definition = schema.definition().map_err(|w| file.invalid(w))?;
         let tree = walk_table(&file, schema.root_page, LeafCheck::First)?;
-        let mut leaves = tree.leaves;
+        let leaves_in_key_order = tree.leaves;
+        let mut leaves = leaves_in_key_order.clone();
         leaves.sort_unstable();
         let mut interior_pages = tree.interior_pages;
         interior_pages.sort_unstable();
@@ -100,6 +106,7 @@ impl TablePlan {
             table: schema,
             extents: extents_of(&leaves),
             leaves,
+            leaves_in_key_order,
             interior_pages,
             definition,
             depth: tree.depth,
@@ -158,6 +165,24 @@ impl TablePlan {
     /// no ranges.
     pub fn split(&self, weights: &[u32]) -> Vec<LeafRange> {
         split_leaves(&self.leaves, weights)
+    }
+
+    /// Cuts the leaves in b-tree order ([`TablePlan::leaves_in_key_order`]) into
+    /// `weights.len()` contiguous ranges of that order, sized as [`TablePlan::split`] sizes
+    /// them: range `i` holds only rowids below those of range `i + 1`, and each range's
+    /// extents are its runs of pages consecutive both in the file and in key order, listed in
+    /// key order. Reading and decoding a range's extents in the order given, and the ranges
+    /// one after the other, yields the rows in rowid order, as SQLite's full scan does, on any
+    /// table. On an unfragmented table this is the same split as [`TablePlan::split`]; on a
+    /// fragmented one the extents are shorter (less coalesced I/O).
+    pub fn split_in_key_order(&self, weights: &[u32]) -> Vec<LeafRange> {
+        split_leaves(&self.leaves_in_key_order, weights)
+    }
+
+    /// Whether the leaves in b-tree order are in page-number order (the table is not
+    /// fragmented): then file order is rowid order.
+    pub fn leaves_in_file_order(&self) -> bool {
+        self.leaves_in_key_order.windows(2).all(|w| w[0] < w[1])
     }
 
     /// The declaration index of column `name` (ASCII case-insensitive), or an

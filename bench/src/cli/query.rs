@@ -3,14 +3,15 @@
 //! and with `--report` the I/O report on stderr.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use engine::query::{run_query, QueryError};
+use engine::query::{run_query_rendered, run_query_streaming, QueryError, RowRender};
 use engine::ScanReport;
 use partitioner::TablePlan;
 
-use super::query_output::{render, Format};
+use super::query_output::{Format, FormatRender, RowWriter};
 use super::scan_setup::{scan_setup, ScanArgs};
 
 /// Arguments of `corescan query`.
@@ -40,33 +41,63 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     // finishing the result (`integer overflow`) is the answer, not a change: it ends the loop.
     let table = planned.table.table.name.clone();
     let mut first = Some(planned.table);
-    let mut done = engine::consistent(
+    // Rows go to stdout as the coordinator receives them (see engine::query::stream).
+    let stdout = std::io::stdout().lock();
+    let mut writer = RowWriter::new(
+        args.format,
+        planned.query.names.clone(),
+        std::io::BufWriter::with_capacity(64 * 1024, stdout),
+    );
+    let render: Arc<dyn RowRender> = Arc::new(FormatRender {
+        format: args.format,
+        names: planned.query.names.clone(),
+    });
+    let result = engine::consistent(
         &args.db,
         || {
             first
                 .take()
                 .map_or_else(|| TablePlan::open(&args.db, &table), Ok)
         },
-        |plan| match run_query(plan, planned.query.clone(), &settings, &executors) {
+        |plan| match if args.format == Format::Table {
+            run_query_streaming(plan, planned.query.clone(), &settings, &executors, |row| {
+                writer.row(row)
+            })
+        } else {
+            // The executors format the rows in parallel; this thread only writes them.
+            run_query_rendered(
+                plan,
+                planned.query.clone(),
+                &settings,
+                &executors,
+                Arc::clone(&render),
+                |bytes| writer.rendered(bytes),
+            )
+        } {
             Ok(out) => Ok(Ok(out)),
             Err(QueryError::Scan(e)) => Err(e),
-            Err(QueryError::Eval(e)) => Ok(Err(e)),
+            Err(e) => Ok(Err(e.to_string())),
         },
-    )?;
+    );
+    // The rows written before an error stay written, ended as their format ends them.
+    let rows = writer.rows();
+    let finished = writer.finish();
+    let mut done = result?;
     let mut out = match std::mem::replace(&mut done.value, Err(String::new())) {
         Ok(out) => out,
         Err(e) => anyhow::bail!("{e}"),
     };
+    finished.context("writing the result")?;
     done.report_into(&mut out.report.snapshot, &mut out.report.io.notice);
-    print!("{}", render(args.format, &out.names, &out.rows));
     if args.report {
+        // A streamed projection: how long each executor waited for the output of the ranges
+        // before its own (null when the rows were collected).
+        let waited = out.streamed.then_some(&out.waited_s);
         if matches!(args.format, Format::Json | Format::Jsonl) {
-            eprintln!(
-                "{}",
-                serde_json::to_string(&out.report).context("serializing the report")?
-            );
+            let mut json = serde_json::to_value(&out.report).context("serializing the report")?;
+            json["stream_wait_s"] = serde_json::json!(waited);
+            eprintln!("{json}");
         } else {
-            let rows = out.rows.len() as u64;
             let text = super::q6::human(&ScanReport::from_run(out.report, String::new(), rows));
             // The Q6 report without its revenue line; "matched" counts result rows here.
             for line in text.lines().skip(1) {
@@ -76,6 +107,13 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
                     line.to_string()
                 };
                 eprintln!("{line}");
+            }
+            if let Some(w) = waited {
+                let each: Vec<String> = w.iter().map(|s| format!("{s:.3} s")).collect();
+                eprintln!(
+                    "streamed        in rowid order; waits for the output per executor: {}",
+                    each.join(", ")
+                );
             }
         }
     }

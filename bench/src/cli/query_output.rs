@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use engine::query::RowRender;
 use engine::value::{real_to_text, Value};
 
 /// An output mode.
@@ -36,53 +37,141 @@ fn text(v: &Value) -> String {
     }
 }
 
-/// `rows` with column `names` in `format`.
+/// `rows` with column `names` in `format` (what a [`RowWriter`] writes for them).
+#[cfg(test)]
 pub fn render(format: Format, names: &[String], rows: &[Vec<Value>]) -> String {
-    if rows.is_empty() {
-        return String::new();
+    let mut out = Vec::new();
+    let mut w = RowWriter::new(format, names.to_vec(), &mut out);
+    for r in rows {
+        w.row(r).expect("writing to memory");
     }
-    match format {
-        Format::Table => boxed(names, rows),
-        Format::Csv => {
-            let mut s = String::new();
-            let line = |s: &mut String, cells: Vec<String>| {
-                let quoted: Vec<String> = cells.iter().map(|c| csv_field(c)).collect();
-                s.push_str(&quoted.join(","));
-                s.push('\n');
-            };
-            line(&mut s, names.to_vec());
-            for r in rows {
-                line(
-                    &mut s,
-                    r.iter()
-                        .map(|v| match v {
-                            Value::Null => String::new(),
-                            other => text(other),
-                        })
-                        .collect(),
-                );
+    w.finish().expect("writing to memory");
+    String::from_utf8(out).expect("the formats write UTF-8")
+}
+
+/// Writes result rows one by one as they come, in one output mode: every mode but `table`
+/// writes each row at once (the CSV header and JSON's `[` come with the first row, so an
+/// empty result prints nothing, as the shell does); `table` must see every row to size its
+/// columns, as `sqlite3 -box` does, and writes at [`RowWriter::finish`].
+pub struct RowWriter<W: std::io::Write> {
+    format: Format,
+    names: Vec<String>,
+    out: W,
+    rows: u64,
+    /// The rows of a `table`, kept until the widths are known.
+    table: Vec<Vec<Value>>,
+    line: String,
+}
+
+impl<W: std::io::Write> RowWriter<W> {
+    /// A writer of rows with column `names` to `out`.
+    pub fn new(format: Format, names: Vec<String>, out: W) -> Self {
+        RowWriter {
+            format,
+            names,
+            out,
+            rows: 0,
+            table: Vec::new(),
+            line: String::new(),
+        }
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Writes one row.
+    pub fn row(&mut self, row: &[Value]) -> std::io::Result<()> {
+        if self.format == Format::Table {
+            self.rows += 1;
+            self.table.push(row.to_vec());
+            return Ok(());
+        }
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        render_row(self.format, &self.names, row, &mut line);
+        let written = self.rendered(line.as_bytes());
+        self.line = line;
+        written
+    }
+
+    /// Writes one row rendered by [`render_row`] (not for `table`, which needs the values).
+    pub fn rendered(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let first = self.rows == 0;
+        self.rows += 1;
+        match self.format {
+            Format::Csv if first => {
+                let header: Vec<String> = self.names.iter().map(|c| csv_field(c)).collect();
+                self.out.write_all(header.join(",").as_bytes())?;
+                self.out.write_all(b"\n")?;
             }
-            // NULL is an empty unquoted field; the empty string is quoted.
-            s
+            Format::Json => self.out.write_all(if first { b"[" } else { b",\n" })?,
+            Format::Line if !first => self.out.write_all(b"\n")?,
+            _ => {}
         }
-        Format::Json => {
-            let objects: Vec<String> = rows.iter().map(|r| json_object(names, r)).collect();
-            format!("[{}]\n", objects.join(",\n"))
+        self.out.write_all(bytes)
+    }
+
+    /// Ends the output (closes the JSON array, writes the table) and flushes it.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        match self.format {
+            Format::Json if self.rows > 0 => self.out.write_all(b"]\n")?,
+            Format::Table if !self.table.is_empty() => {
+                let text = boxed(&self.names, &self.table);
+                self.out.write_all(text.as_bytes())?;
+            }
+            _ => {}
         }
-        Format::Jsonl => rows.iter().map(|r| json_object(names, r) + "\n").collect(),
+        self.out.flush()
+    }
+}
+
+/// One row's text in `format`, without what depends on its place (the CSV header, JSON's
+/// `[` and separators, the blank line between `line` records): what the executors render in
+/// parallel when a projection streams. Not for `table`.
+pub fn render_row(format: Format, names: &[String], row: &[Value], s: &mut String) {
+    match format {
+        Format::Table => {}
+        Format::Csv => {
+            for (i, v) in row.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                // NULL is an empty unquoted field; the empty string is quoted.
+                if !v.is_null() {
+                    s.push_str(&csv_field(&text(v)));
+                }
+            }
+            s.push('\n');
+        }
+        Format::Json => s.push_str(&json_object(names, row)),
+        Format::Jsonl => {
+            s.push_str(&json_object(names, row));
+            s.push('\n');
+        }
         Format::Line => {
             let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
-            let mut s = String::new();
-            for (i, r) in rows.iter().enumerate() {
-                if i > 0 {
-                    s.push('\n');
-                }
-                for (n, v) in names.iter().zip(r) {
-                    let _ = writeln!(s, "{n:>w$} = {}", text(v));
-                }
+            for (n, v) in names.iter().zip(row) {
+                let _ = writeln!(s, "{n:>w$} = {}", text(v));
             }
-            s
         }
+    }
+}
+
+/// [`render_row`] as the engine's [`RowRender`], run in the executors' threads.
+pub struct FormatRender {
+    /// The output mode (not `table`).
+    pub format: Format,
+    /// The column names.
+    pub names: Vec<String>,
+}
+
+impl RowRender for FormatRender {
+    fn render(&self, row: &[Value], out: &mut Vec<u8>) {
+        let mut s = String::new();
+        render_row(self.format, &self.names, row, &mut s);
+        out.extend_from_slice(s.as_bytes());
     }
 }
 
@@ -219,5 +308,10 @@ mod tests {
             "┌───┬─────┐\n│ a │  b  │\n├───┼─────┤\n│ 1 │ x\"y │\n│   │ a,b │\n└───┴─────┘\n"
         );
         assert_eq!(render(Format::Json, &names, &[]), "");
+        assert_eq!(render(Format::Csv, &names, &[]), "");
+        assert_eq!(
+            render(Format::Jsonl, &names, &rows),
+            "{\"a\":1,\"b\":\"x\\\"y\"}\n{\"a\":null,\"b\":\"a,b\"}\n"
+        );
     }
 }

@@ -804,24 +804,24 @@ impl<'t> Resolver<'t> {
                 arity(n >= 2)?;
                 Function::Max(first_collation)
             }
-            "date" => {
-                arity(n >= 1)?;
-                Function::Date
-            }
-            "time" => {
-                arity(n >= 1)?;
-                Function::Time
-            }
-            "datetime" => {
-                arity(n >= 1)?;
-                Function::DateTime
-            }
-            "julianday" => {
-                arity(n >= 1)?;
-                Function::JulianDay
+            "date" => Function::Date,
+            "time" => Function::Time,
+            "datetime" => Function::DateTime,
+            "julianday" => Function::JulianDay,
+            "unixepoch" => Function::UnixEpoch,
+            // SQLite's keywords for the statement's time (keywords: no parentheses).
+            "current_date" | "current_time" | "current_timestamp" => {
+                if !matches!(f.args, ast::FunctionArguments::None) {
+                    return invalid(format!("near \"(\": syntax error after {name}"));
+                }
+                match name.as_str() {
+                    "current_date" => Function::Date,
+                    "current_time" => Function::Time,
+                    _ => Function::DateTime,
+                }
             }
             "strftime" => {
-                arity(n >= 2)?;
+                arity(n >= 1)?;
                 Function::Strftime
             }
             _ => return invalid(format!("no such function: {name}")),

@@ -149,7 +149,8 @@ pub fn apply(f: Function, a: &[ValueRef<'_>]) -> Result<Value, String> {
         | Function::Time
         | Function::DateTime
         | Function::Strftime
-        | Function::JulianDay => dates::try_call(f, a)?.unwrap_or(Value::Null),
+        | Function::JulianDay
+        | Function::UnixEpoch => dates::try_call(f, a)?.unwrap_or(Value::Null),
     })
 }
 

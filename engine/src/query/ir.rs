@@ -178,6 +178,8 @@ pub enum Function {
     Strftime,
     /// `julianday(x, ...)`.
     JulianDay,
+    /// `unixepoch(x, ...)`.
+    UnixEpoch,
 }
 
 /// Aggregate functions.

@@ -4,9 +4,12 @@
 //!
 //! Order: a plain query's rows carry their rowid, and rows are ordered by the `ORDER BY` keys,
 //! then by rowid; without `ORDER BY` that is rowid order, SQLite's full-scan order, whatever
-//! the order of the leaf pages in the file (the partitioner lists leaves by page number, which
-//! is rowid order only for an unfragmented table). With `LIMIT`, each executor keeps only its
-//! best `LIMIT + OFFSET` rows. Grouped results come in group-key order (then `ORDER BY`).
+//! the order of the leaf pages in the file. [`run_query`] collects the rows and sorts them
+//! here (ranges cut by page number); `corescan query` streams a plain projection without
+//! `ORDER BY` instead ([`super::stream`]: ranges in b-tree order, rows sent in chunks as the
+//! kernel decodes them). With `LIMIT`, each executor keeps only its best `LIMIT + OFFSET`
+//! rows. Grouped results come in group-key order (then `ORDER BY`), each group showing the
+//! key values of the row [`super::key_row`] picks.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -20,9 +23,12 @@ use crate::datatype3::{apply_column_affinity, compare_values};
 use crate::value::{Value, ValueRef};
 
 use super::aggregate::{AggState, KeyPart};
+use super::dates;
 use super::eval::{eval, holds};
 use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
+use super::key_row::{self, KeyRow};
 use super::record::{Decoded, RecordDecoder};
+use super::stream::RowStream;
 use crate::coordinator::run_scan;
 use crate::error::Error;
 use crate::report::RunReport;
@@ -45,11 +51,10 @@ pub struct OutRow {
 /// One group: its key values and aggregate states.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
-    /// The key values of the group's row with the lowest rowid, the values SQLite shows (they
-    /// differ only under NOCASE or RTRIM, or as 1 and 1.0): its GROUP BY sorter keeps equal
-    /// keys in reverse scan order and reads the key from the group's last sorted row. (With
-    /// a one-argument `min()` or `max()` SQLite takes them from the row that aggregate chose
-    /// instead; that case is not reproduced.)
+    /// The key values SQLite shows for the group (they differ from row to row only under
+    /// NOCASE or RTRIM, or as 1 and 1.0): those of its row with the lowest rowid, or, with a
+    /// one-argument `min()` or `max()`, of the row that aggregate chose (see
+    /// [`super::key_row`]).
     pub keys: Vec<Value>,
     /// The rowid of the row `keys` came from.
     pub keys_rowid: i64,
@@ -83,6 +88,13 @@ pub struct QueryKernel {
     has_virtual: bool,
     partial: Partial,
     rows: u64,
+    /// Which row of a group shows its keys.
+    key_row: KeyRow,
+    /// The statement's time, what `'now'` reads (see [`super::dates`]).
+    now: i64,
+    /// A streaming query's channel to the coordinator (see [`super::stream`]): the rows in
+    /// `partial` are then only those not yet sent.
+    stream: Option<RowStream>,
 }
 
 impl QueryKernel {
@@ -93,6 +105,8 @@ impl QueryKernel {
             Shape::Groups { .. } => Partial::Groups(GroupTable::default()),
         };
         QueryKernel {
+            now: dates::statement_time(),
+            key_row: KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr)),
             decoder: RecordDecoder::new(&plan.columns),
             has_virtual: plan
                 .columns
@@ -102,7 +116,25 @@ impl QueryKernel {
             usable,
             partial,
             rows: 0,
+            stream: None,
         }
+    }
+
+    /// A kernel for a plain projection without `ORDER BY` that sends its rows, in rowid order,
+    /// through `stream` as it scans (the range must be decoded in key order).
+    /// `now` is the statement's time ([`dates::statement_time`], read once for all
+    /// executors).
+    pub fn streaming(plan: Arc<QueryPlan>, usable: u32, stream: RowStream, now: i64) -> Self {
+        QueryKernel {
+            stream: Some(stream),
+            now,
+            ..QueryKernel::new(plan, usable)
+        }
+    }
+
+    /// The statement's time this kernel's `'now'` reads.
+    pub fn statement_time(&self) -> i64 {
+        self.now
     }
 
     fn eval_row(&mut self, rowid: i64, payload: &[u8], complete: bool) -> Result<Decoded, String> {
@@ -117,7 +149,26 @@ impl ScanKernel for QueryKernel {
         self.rows
     }
 
+    fn page_done(&mut self) {
+        if let (Some(stream), Partial::Rows(rows)) = (&mut self.stream, &mut self.partial) {
+            stream.page_done(rows);
+        }
+    }
+
+    fn wants_more(&self) -> bool {
+        match (&self.stream, &self.partial) {
+            (Some(stream), Partial::Rows(rows)) => stream.wants_more(rows.len()),
+            _ => true,
+        }
+    }
+
     fn finish(mut self) -> Partial {
+        if let (Some(stream), Partial::Rows(rows)) = (&mut self.stream, &mut self.partial) {
+            // Rows of a page whose decoding did not complete are not output; finish comes
+            // after the last complete page.
+            rows.clear();
+            stream.finish();
+        }
         if let Partial::Rows(rows) = &mut self.partial {
             if let Some(k) = self.plan.keep() {
                 sort_rows(&self.plan.order_by, rows);
@@ -133,6 +184,7 @@ impl ScanKernel for QueryKernel {
         page: &[u8],
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
+        dates::set_statement_time(self.now);
         let (page, hdr) = table_leaf(page, self.usable)?;
         for i in 0..usize::from(hdr.cell_count) {
             let at = hdr.cell_offset(page, 0, i, self.usable as usize)?;
@@ -163,6 +215,7 @@ impl ScanKernel for QueryKernel {
         payload: &[u8],
         complete: bool,
     ) -> Result<RecordOutcome, String> {
+        dates::set_statement_time(self.now);
         Ok(match self.eval_row(spill.rowid, payload, complete)? {
             Decoded::Done => RecordOutcome::Done,
             Decoded::NeedMore => RecordOutcome::NeedMore,
@@ -209,9 +262,9 @@ impl QueryKernel {
                 }
             }
             let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
-            accept(plan, &mut self.partial, rowid, &refs)?;
+            accept(plan, self.key_row, &mut self.partial, rowid, &refs)?;
         } else {
-            accept(plan, &mut self.partial, rowid, &slots)?;
+            accept(plan, self.key_row, &mut self.partial, rowid, &slots)?;
         }
         Ok(Decoded::Done)
     }
@@ -221,6 +274,7 @@ impl QueryKernel {
 /// its groups.
 fn accept(
     plan: &QueryPlan,
+    key_row: KeyRow,
     partial: &mut Partial,
     rowid: i64,
     slots: &[ValueRef<'_>],
@@ -267,10 +321,12 @@ fn accept(
                 key_parts.push(KeyPart::of(v.as_ref(), *collation));
                 key_values.push(v);
             }
+            // With a min()/max() deciding the shown keys, they are chosen after the update.
+            let chosen = (key_row != KeyRow::First).then(|| key_values.clone());
             let g = match table.index.get(&key_parts) {
                 Some(&g) => {
                     let group = &mut table.groups[g];
-                    if rowid < group.keys_rowid {
+                    if key_row == KeyRow::First && rowid < group.keys_rowid {
                         if group.keys != key_values {
                             group.keys = key_values;
                         }
@@ -297,6 +353,9 @@ fn accept(
                         state.update(spec, v.as_ref(), rowid);
                     }
                 }
+            }
+            if let Some(k) = chosen {
+                key_row::after_update(key_row, group, &k, rowid);
             }
         }
         _ => unreachable!("the partial matches the plan's shape"),
@@ -379,6 +438,7 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
             having,
             outputs,
         } => {
+            let key_row = KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr));
             let mut table = GroupTable::default();
             for p in partials {
                 let Partial::Groups(t) = p else { continue };
@@ -391,16 +451,13 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
                         .collect();
                     match table.index.get(&parts) {
                         Some(&i) => {
-                            let into = &mut table.groups[i];
-                            if g.keys_rowid < into.keys_rowid {
-                                into.keys = g.keys;
-                                into.keys_rowid = g.keys_rowid;
-                            }
-                            for ((spec, s), later) in
-                                aggregates.iter().zip(&mut into.states).zip(g.states)
-                            {
-                                s.merge(spec, later);
-                            }
+                            key_row::merge(key_row, &mut table.groups[i], g, |into, later| {
+                                for ((spec, s), later) in
+                                    aggregates.iter().zip(&mut into.states).zip(later)
+                                {
+                                    s.merge(spec, later);
+                                }
+                            });
                         }
                         None => {
                             table.groups.push(g);
@@ -492,6 +549,9 @@ pub enum QueryError {
     /// Finishing the result failed (`integer overflow` in `sum`, ...).
     #[error("{0}")]
     Eval(String),
+    /// Writing a result row failed (the output was closed, the disk is full).
+    #[error("writing the result: {0}")]
+    Output(std::io::Error),
 }
 
 /// Runs `query` over `table` with one executor per entry of `executors`: each evaluates the
@@ -504,7 +564,10 @@ pub fn run_query(
 ) -> std::result::Result<QueryOutput, QueryError> {
     let query = Arc::new(query);
     let kernel = QueryKernel::new(Arc::clone(&query), table.header.usable_size());
+    let now = kernel.statement_time();
     let (partials, report) = run_scan(table, settings, executors, kernel)?;
+    // HAVING and the outputs of groups are evaluated here: the same 'now' as the rows.
+    dates::set_statement_time(now);
     let rows = merge(&query, partials).map_err(QueryError::Eval)?;
     Ok(QueryOutput {
         names: query.names.clone(),

@@ -14,7 +14,11 @@
 //!   real sums accumulated exactly and rounded once;
 //! - [`kernel`]: one executor's work ([`kernel::QueryKernel`]: filter, projection, partial
 //!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`], and
-//!   the coordinator's merge ([`kernel::merge`]); [`run_query`] runs both.
+//!   the coordinator's merge ([`kernel::merge`]); [`run_query`] runs both;
+//! - [`key_row`]: which row of a group shows its key values (the first, or the one a
+//!   `min()`/`max()` chose);
+//! - [`stream`]: a plain projection without `ORDER BY` streamed in rowid order through bounded
+//!   channels while the scan runs ([`run_query_streaming`]).
 
 pub mod aggregate;
 pub mod dates;
@@ -23,8 +27,11 @@ pub mod exact_sum;
 pub mod functions;
 pub mod ir;
 pub mod kernel;
+pub mod key_row;
 pub mod like;
 pub mod record;
+pub mod stream;
 
 pub use ir::QueryPlan;
 pub use kernel::{merge, run_query, Partial, QueryError, QueryKernel, QueryOutput};
+pub use stream::{run_query_rendered, run_query_streaming, streams, RowRender, StreamedQuery};

@@ -89,6 +89,10 @@ pub(crate) async fn scan<K: ScanKernel>(task: &ExecutorTask, kernel: K) -> Resul
 
     let mut buffers_checked = false;
     loop {
+        if !decoder.kernel.wants_more() {
+            // The kernel has what it needs (a LIMIT): reads still in flight are dropped.
+            break;
+        }
         if schedule.fill_before_wait() {
             // The start, or one read at a time: the next read goes out after the decoder.
             report.wasted_bytes += fill(&mut schedule, &mut ring, &read, task, align).await;
@@ -119,7 +123,9 @@ pub(crate) async fn scan<K: ScanKernel>(task: &ExecutorTask, kernel: K) -> Resul
         task.check_cancelled()?;
     }
     report.add_schedule(schedule.stats());
-    decoder.decode_wal_pages(&mut report)?;
+    if decoder.kernel.wants_more() {
+        decoder.decode_wal_pages(&mut report)?;
+    }
     Ok(DmaScan::Done(Box::new(decoder.finish(report, clock))))
 }
 

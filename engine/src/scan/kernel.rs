@@ -2,10 +2,11 @@
 //!
 //! The scan loop (I/O, readahead, page order, overflow chains, the WAL) is the same for every
 //! query; what it computes is a kernel, as ripgrep's `Sink` is what a search does with its
-//! matches. The coordinator clones the kernel once per executor; each clone is fed its
-//! executor's table-leaf pages in file order, then [`ScanKernel::finish`]es into a partial that
-//! the coordinator returns in range order (range 0, the lowest pages, first), so that a query
-//! streaming rows can concatenate the partials and keep the table's order.
+//! matches. The coordinator makes one kernel per executor; each is fed its executor's
+//! table-leaf pages in the range's order (file order, or b-tree key order for an ordered run),
+//! then [`ScanKernel::finish`]es into a partial that the coordinator returns in range order
+//! (range 0 first). In an ordered run the ranges and the pages in each follow the b-tree, so
+//! a kernel streaming rows sees them in rowid order.
 //!
 //! Records whose needed bytes continue on overflow pages come back as [`Spill`]s: the scan
 //! follows the chain only as far as the kernel asks ([`RecordOutcome::NeedMore`]) and calls
@@ -59,7 +60,7 @@ pub enum RecordOutcome {
     NeedMore,
 }
 
-/// What a scan computes: one clone per executor, fed that executor's leaf pages in file order.
+/// What a scan computes: one per executor, fed that executor's leaf pages in its range's order.
 pub trait ScanKernel: Clone + Send + 'static {
     /// One executor's partial result, sent to the coordinator.
     type Partial: Send + 'static;
@@ -84,6 +85,17 @@ pub trait ScanKernel: Clone + Send + 'static {
         payload: &[u8],
         complete: bool,
     ) -> Result<RecordOutcome, String>;
+
+    /// Called once a page's cells, including those completed from overflow pages, have all
+    /// been given to the kernel (a kernel streaming rows in order learns here that the
+    /// page's rows are complete: records with overflow come after the page's other cells).
+    fn page_done(&mut self) {}
+
+    /// Whether the scan should go on; once `false`, the executor stops reading (after the read
+    /// it is decoding) and finishes normally: a `LIMIT` without `ORDER BY` that has its rows.
+    fn wants_more(&self) -> bool {
+        true
+    }
 
     /// Rows examined so far (for the executor's report).
     fn rows(&self) -> u64;

@@ -1,5 +1,7 @@
-//! One executor's scan: reads its range in file order, keeps a readahead window in flight, and
-//! feeds the pages, in order, to a [`ScanKernel`] (what is computed from the rows).
+//! One executor's scan: reads its range in the order of its extents (file order, or b-tree key
+//! order for a run whose rows must come out in rowid order), keeps a readahead window in
+//! flight, and feeds the pages, in that order, to a [`ScanKernel`] (what is computed from the
+//! rows); the kernel can end the scan early ([`ScanKernel::wants_more`]).
 //!
 //! - [`kernel`]: the [`ScanKernel`] trait, the seam between the loop and the computation;
 //! - [`task`]: what an executor is asked to do and the report of what it did;

@@ -1,6 +1,7 @@
 //! What both scan loops do with the bytes of a completed read: pick the range's leaf pages out
-//! of it, hand them to the kernel in file order, and complete records that continue on overflow
-//! pages. Also reads the pages whose latest copy is in the write-ahead log.
+//! of it, hand them to the kernel in the range's order (file order, or key order for an ordered
+//! run), and complete records that continue on overflow pages, page by page. Also reads the
+//! pages whose latest copy is in the write-ahead log, at their places in that order.
 //!
 //! Overflow pages are rare and scattered, so they are read with a plain `pread` on a second
 //! descriptor rather than through the readahead window; the chain is walked with the
@@ -29,9 +30,13 @@ use crate::scan::task::{ExecutorReport, ExecutorTask};
 pub(crate) struct PageDecoder<'t, K: ScanKernel> {
     task: &'t ExecutorTask,
     pub kernel: K,
-    /// The extent the next leaf page falls in: reads arrive in file order, so membership of a
-    /// page in the range is a forward-moving cursor.
-    extent_cursor: usize,
+    /// The position in the task's `order` of the next page to give the kernel: reads arrive in
+    /// the order of the extents, so whether a page read is the range's next leaf is a
+    /// forward-moving cursor, in file order and in key order alike.
+    next: usize,
+    /// The range's pages whose latest copy is in the write-ahead log, sorted (looked up when
+    /// the log holds any).
+    wal_set: Vec<u32>,
     spills: Vec<Spill>,
     overflow_file: Option<File>,
     wal_file: Option<File>,
@@ -44,10 +49,13 @@ pub(crate) struct PageDecoder<'t, K: ScanKernel> {
 
 impl<'t, K: ScanKernel> PageDecoder<'t, K> {
     pub(crate) fn new(task: &'t ExecutorTask, kernel: K) -> Self {
+        let mut wal_set: Vec<u32> = task.wal_pages.iter().map(|&(p, _)| p).collect();
+        wal_set.sort_unstable();
         PageDecoder {
             task,
             kernel,
-            extent_cursor: 0,
+            next: 0,
+            wal_set,
             spills: Vec::new(),
             overflow_file: None,
             wal_file: None,
@@ -59,24 +67,15 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
 
     /// Decodes the leaf pages among the `pages` whole pages starting at `first_page` (a read
     /// may bridge a small gap between extents; those pages are skipped and counted as wasted);
-    /// `bytes` must hold at least them.
+    /// `bytes` must hold at least them. Pages of the range whose latest copy is in the log and
+    /// that come before a page of this read in the range's order are decoded first, from the
+    /// log, so the kernel sees every page in the range's order.
     pub(crate) fn decode(
         &mut self,
         first_page: u32,
         pages: u32,
         bytes: &[u8],
         report: &mut ExecutorReport,
-    ) -> Result<()> {
-        self.decode_pages(first_page, pages, bytes, report, true)
-    }
-
-    fn decode_pages(
-        &mut self,
-        first_page: u32,
-        pages: u32,
-        bytes: &[u8],
-        report: &mut ExecutorReport,
-        only_leaves: bool,
     ) -> Result<()> {
         let task = self.task;
         let page_size = task.page_size() as usize;
@@ -92,41 +91,59 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
         }
         for (k, page) in bytes[..want].chunks_exact(page_size).enumerate() {
             let page_no = first_page + k as u32;
-            if only_leaves && !self.is_leaf(page_no) {
-                report.wasted_bytes += page_size as u64;
-                continue;
+            loop {
+                match task.order.get(self.next) {
+                    Some(&logged) if self.in_wal(logged) => {
+                        self.next += 1;
+                        self.decode_wal_page(logged, report)?;
+                    }
+                    Some(&leaf) if leaf == page_no => {
+                        self.next += 1;
+                        self.decode_one(page_no, page, report)?;
+                        break;
+                    }
+                    _ => {
+                        // A gap page a coalesced read bridged (or a stale copy of a logged page).
+                        report.wasted_bytes += page_size as u64;
+                        break;
+                    }
+                }
             }
-            self.kernel
-                .decode_page(page_no, page, &mut self.spills)
-                .map_err(|what| task.corrupt(page_no, what))?;
-            if report.pages == 0 {
-                self.first_page_at = Some(Instant::now());
-            }
-            report.pages += 1;
-        }
-        while let Some(spill) = self.spills.pop() {
-            self.follow_overflow(spill, report)?;
         }
         Ok(())
     }
 
-    /// Whether `page` is one of the range's leaf pages (pages must be asked in file order).
-    fn is_leaf(&mut self, page: u32) -> bool {
-        let extents = &self.task.extents;
-        while extents
-            .get(self.extent_cursor)
-            .is_some_and(|e| e.last_page() < page)
-        {
-            self.extent_cursor += 1;
+    fn in_wal(&self, page: u32) -> bool {
+        !self.wal_set.is_empty() && self.wal_set.binary_search(&page).is_ok()
+    }
+
+    /// Gives one leaf page to the kernel, completes its records that continue on overflow
+    /// pages, and tells the kernel the page is done.
+    fn decode_one(&mut self, page_no: u32, page: &[u8], report: &mut ExecutorReport) -> Result<()> {
+        let task = self.task;
+        self.kernel
+            .decode_page(page_no, page, &mut self.spills)
+            .map_err(|what| task.corrupt(page_no, what))?;
+        if report.pages == 0 {
+            self.first_page_at = Some(Instant::now());
         }
-        extents
-            .get(self.extent_cursor)
-            .is_some_and(|e| e.first_page <= page)
+        report.pages += 1;
+        if !self.spills.is_empty() {
+            let mut spills = std::mem::take(&mut self.spills);
+            let followed = spills
+                .iter()
+                .try_for_each(|spill| self.follow_overflow(spill, report));
+            spills.clear();
+            self.spills = spills;
+            followed?;
+        }
+        self.kernel.page_done();
+        Ok(())
     }
 
     /// Completes a record whose needed bytes continue on overflow pages, reading the chain
     /// only as far as the kernel asks.
-    fn follow_overflow(&mut self, spill: Spill, report: &mut ExecutorReport) -> Result<()> {
+    fn follow_overflow(&mut self, spill: &Spill, report: &mut ExecutorReport) -> Result<()> {
         let task = self.task;
         let header = &task.header;
         let broken = |e: partitioner::cell::ChainError| task.corrupt(e.page, e.what);
@@ -145,7 +162,7 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
             let complete = payload.len() as u64 == spill.payload_len;
             match self
                 .kernel
-                .eval_spill(&spill, &payload, complete)
+                .eval_spill(spill, &payload, complete)
                 .map_err(|what| task.corrupt(spill.page, what))?
             {
                 RecordOutcome::Done => return Ok(()),
@@ -199,19 +216,33 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
             .map_err(|e| task.io_error(format!("read {what} {page}"), path, Some(offset), e))
     }
 
-    /// Decodes the range's pages whose latest copy is in the write-ahead log. A live log holds
+    /// Reads one page of the range from the write-ahead log and decodes it. A live log holds
     /// few pages (it is checkpointed every 1000 by default), so they are read one by one.
+    fn decode_wal_page(&mut self, page: u32, report: &mut ExecutorReport) -> Result<()> {
+        self.read_page(page, "page")?;
+        let bytes = std::mem::take(&mut self.overflow_page);
+        let decoded = self.decode_one(page, &bytes, report);
+        self.overflow_page = bytes;
+        decoded?;
+        report.reads_submitted += 1;
+        report.bytes_read += u64::from(self.task.page_size());
+        report.wal_pages += 1;
+        Ok(())
+    }
+
+    /// Decodes the range's pages left after its last read from the database file: those
+    /// whose latest copy is in the write-ahead log.
     pub(crate) fn decode_wal_pages(&mut self, report: &mut ExecutorReport) -> Result<()> {
         let task = self.task;
-        for &(page, _) in &task.wal_pages {
-            self.read_page(page, "page")?;
-            let bytes = std::mem::take(&mut self.overflow_page);
-            let decoded = self.decode_pages(page, 1, &bytes, report, false);
-            self.overflow_page = bytes;
-            decoded?;
-            report.reads_submitted += 1;
-            report.bytes_read += u64::from(task.page_size());
-            report.wal_pages += 1;
+        while let Some(&page) = task.order.get(self.next) {
+            self.next += 1;
+            if !self.in_wal(page) {
+                return Err(task.corrupt(
+                    page,
+                    "leaf page never read: the reads did not follow the range's order".into(),
+                ));
+            }
+            self.decode_wal_page(page, report)?;
         }
         Ok(())
     }

@@ -52,6 +52,10 @@ pub(crate) fn scan<K: ScanKernel, B: SyncBackend>(
     };
 
     loop {
+        if !decoder.kernel.wants_more() {
+            // The kernel has what it needs (a LIMIT): reads still in flight are dropped.
+            break;
+        }
         if schedule.fill_before_wait() {
             fill(&mut schedule, &mut backend)?;
         }
@@ -73,6 +77,8 @@ pub(crate) fn scan<K: ScanKernel, B: SyncBackend>(
     }
     report.add_schedule(schedule.stats());
     report.add_backend(backend.stats());
-    decoder.decode_wal_pages(&mut report)?;
+    if decoder.kernel.wants_more() {
+        decoder.decode_wal_pages(&mut report)?;
+    }
     Ok(decoder.finish(report, clock))
 }

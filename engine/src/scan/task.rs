@@ -7,7 +7,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use partitioner::wal::WalIndex;
@@ -20,15 +20,54 @@ use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::readahead::{ReadRequest, ScheduleStats};
 
+/// Which executors of a run must stop because another one failed: all of them, or, in a run
+/// whose output is consumed in range order, only those after the failed one (the rows before
+/// a failure are still output, as SQLite outputs the rows it scanned before a damaged page).
+#[derive(Debug)]
+pub(crate) struct Cancel {
+    /// Executors with this index or a higher one stop (`usize::MAX`: none).
+    from: AtomicUsize,
+}
+
+impl Cancel {
+    /// Nothing cancelled.
+    pub(crate) fn new() -> Self {
+        Cancel {
+            from: AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// Every executor stops.
+    pub(crate) fn all(&self) {
+        self.from.store(0, Ordering::Relaxed);
+    }
+
+    /// The executors after `index` stop.
+    pub(crate) fn after(&self, index: usize) {
+        self.from.fetch_min(index + 1, Ordering::Relaxed);
+    }
+
+    /// Whether executor `index` must stop.
+    pub(crate) fn applies(&self, index: usize) -> bool {
+        index >= self.from.load(Ordering::Relaxed)
+    }
+}
+
 /// What one executor is asked to do.
 #[derive(Debug, Clone)]
 pub(crate) struct ExecutorTask {
+    /// The executor's position among the run's ranges.
+    pub index: usize,
     pub cpu: usize,
     pub path: PathBuf,
     /// The database header as of the snapshot (page size, page count, usable size).
     pub header: DbHeader,
-    /// The range's pages whose latest committed copy is in the database file.
+    /// The range's pages whose latest committed copy is in the database file, in the order
+    /// they are read (file order, or key order for an ordered run).
     pub extents: Vec<Extent>,
+    /// Every leaf page of the range in the order the kernel is fed them: the pages of
+    /// `extents` in their order with the `wal_pages` at their places among them.
+    pub order: Vec<u32>,
     /// The range's pages whose latest committed copy is in the write-ahead log, with the
     /// offset of that copy in the log.
     pub wal_pages: Vec<(u32, u64)>,
@@ -43,7 +82,7 @@ pub(crate) struct ExecutorTask {
     /// The CPU for this executor's kernel SQ poll thread (uring backend only).
     pub sqpoll_cpu: Option<usize>,
     pub faults: Faults,
-    pub cancel: Arc<AtomicBool>,
+    pub cancel: Arc<Cancel>,
 }
 
 /// One executor's statistics.
@@ -198,7 +237,7 @@ impl ExecutorTask {
 
     /// Fails with [`Error::Cancelled`] once another executor has failed.
     pub(crate) fn check_cancelled(&self) -> Result<()> {
-        if self.cancel.load(Ordering::Relaxed) {
+        if self.cancel.applies(self.index) {
             Err(Error::Cancelled { cpu: self.cpu })
         } else {
             Ok(())

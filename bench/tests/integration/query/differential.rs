@@ -250,8 +250,9 @@ impl Gen<'_> {
                 )
             }
             1 => {
-                // Keys whose equal values are identical (min()/max() would otherwise pick the
-                // shown key value from their own row; see kernel::Group).
+                // Keys whose equal values are identical (a DISTINCT min()/max() chooses the
+                // row that shows a key in a way corescan does not reproduce; see
+                // engine::query::key_row, and the group_keys tests for the rest).
                 let keys = [
                     "typeof(x)",
                     "length(s)",

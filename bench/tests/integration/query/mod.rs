@@ -1,6 +1,7 @@
 //! `corescan query` against SQLite on the same file: hand-written cases for every supported
 //! construct ([`cases`]), the same queries under every scan setting ([`settings`]), the
-//! command line ([`cli`]), and a random differential tester ([`differential`]).
+//! command line ([`cli`]), streamed projections in rowid order on fragmented tables
+//! ([`stream`]), and a random differential tester ([`differential`]).
 //!
 //! Rows compare exactly (integers, text, blobs, NULL, and their storage classes), except reals
 //! from `sum`/`avg`/`total`, which may differ from SQLite's in the last bit: corescan sums
@@ -8,12 +9,15 @@
 
 mod cases;
 mod cli;
+mod dates;
 mod differential;
+mod group_keys;
 mod settings;
+mod stream;
 
 use std::path::{Path, PathBuf};
 
-use engine::query::run_query;
+use engine::query::{run_query, run_query_streaming};
 use engine::value::Value;
 use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use rusqlite::{Connection, OpenFlags};
@@ -57,8 +61,29 @@ pub fn settings(io: IoBackend, readahead: u32) -> ScanSettings {
     }
 }
 
-/// corescan's answer with `cores` executors under `settings`.
+/// corescan's answer with `cores` executors under `settings`, as `corescan query` computes
+/// it: streamed during the scan for a plain projection without `ORDER BY`, collected and
+/// merged for the others.
 pub fn corescan_answer(path: &Path, sql: &str, settings: &ScanSettings, cores: usize) -> Answer {
+    let planned = bench::sql::plan_query(path, sql).map_err(|e| e.to_string())?;
+    let mut rows = Vec::new();
+    let out = run_query_streaming(
+        &planned.table,
+        planned.query,
+        settings,
+        &spread(cores),
+        |row| {
+            rows.push(row.to_vec());
+            Ok(())
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((out.names, rows))
+}
+
+/// corescan's answer through the collect-everything path ([`run_query`]: every executor's
+/// rows merged and sorted by rowid at the end).
+pub fn collected_answer(path: &Path, sql: &str, settings: &ScanSettings, cores: usize) -> Answer {
     let planned = bench::sql::plan_query(path, sql).map_err(|e| e.to_string())?;
     let out = run_query(&planned.table, planned.query, settings, &spread(cores))
         .map_err(|e| e.to_string())?;

@@ -1,0 +1,116 @@
+//! The key values a group shows when its rows hold keys SQLite calls equal but that differ
+//! (`NOCASE`, `RTRIM`, `1` and `1.0`): those of the group's first row, or, with a one-argument
+//! `min()`/`max()`, of the row the last such aggregate chose (the first holding its final
+//! value, or the group's last row when its values are all NULL). Checked against SQLite for
+//! every core count, on a table whose leaves are out of rowid order.
+
+use std::path::Path;
+
+use engine::IoBackend;
+use rusqlite::Connection;
+
+use super::{corescan_answer, difference, settings, sqlite_answer};
+use crate::scratch_dir;
+
+fn build(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(
+        "PRAGMA page_size = 512;
+         CREATE TABLE k(c TEXT COLLATE NOCASE, r TEXT COLLATE RTRIM, n, x, y TEXT COLLATE NOCASE,
+                        pad TEXT);",
+    )
+    .unwrap();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let cs = ["a", "A", "b", "B", "c"];
+    let rs = ["p", "p ", "p  ", "q", "q "];
+    let ns = ["1", "1.0", "2", "2.0", "NULL"];
+    let xs = [
+        "1", "1.0", "0", "0.0", "NULL", "NULL", "3", "-1", "'t'", "'T'",
+    ];
+    let ys = ["'m'", "'M'", "'n'", "NULL", "'N'"];
+    let insert = |rowid: Option<i64>, next: &mut dyn FnMut(u64) -> u64| {
+        let v = |list: &[&str], next: &mut dyn FnMut(u64) -> u64| {
+            list[next(list.len() as u64) as usize].to_string()
+        };
+        let row = [
+            v(&cs, next),
+            v(&rs, next),
+            v(&ns, next),
+            v(&xs, next),
+            v(&ys, next),
+        ];
+        let quote = |s: &str| {
+            if s.starts_with('\'') || s == "NULL" || s.parse::<f64>().is_ok() {
+                s.to_string()
+            } else {
+                format!("'{s}'")
+            }
+        };
+        let (cols, id) = match rowid {
+            Some(r) => ("rowid, ", format!("{r}, ")),
+            None => ("", String::new()),
+        };
+        conn.execute_batch(&format!(
+            "INSERT INTO k({cols}c, r, n, x, y, pad) VALUES ({id}{}, {}, {}, {}, {}, \
+             printf('%.*c', {}, 'z'))",
+            quote(&row[0]),
+            quote(&row[1]),
+            row[2],
+            row[3],
+            row[4],
+            next(120)
+        ))
+        .unwrap();
+    };
+    conn.execute_batch("BEGIN").unwrap();
+    for _ in 0..600 {
+        insert(None, &mut next);
+    }
+    // Rowids below all others on pages at the end of the file.
+    for r in 0..150 {
+        insert(Some(-1 - r), &mut next);
+    }
+    conn.execute_batch("COMMIT").unwrap();
+}
+
+const QUERIES: &[&str] = &[
+    "SELECT c, count(*) FROM k GROUP BY c",
+    "SELECT c, min(x) FROM k GROUP BY c",
+    "SELECT c, max(x) FROM k GROUP BY c",
+    "SELECT r, min(n), max(n) FROM k GROUP BY r",
+    "SELECT r, max(n), min(n) FROM k GROUP BY r",
+    "SELECT n, min(y) FROM k GROUP BY n",
+    "SELECT n, c, r, max(y), count(*) FROM k GROUP BY n, c, r",
+    "SELECT c, r, min(x), sum(n), count(x) FROM k GROUP BY 1, 2",
+    "SELECT c, count(*) FROM k GROUP BY c HAVING min(x) IS NULL OR 1 ORDER BY max(y)",
+    "SELECT c, count(*) FROM k GROUP BY c HAVING max(y) IS NULL OR 1 ORDER BY min(x)",
+    "SELECT c, max(n) FROM k WHERE n IS NULL GROUP BY c",
+    "SELECT upper(c), lower(r), min(x) FROM k GROUP BY c, r ORDER BY 3, 1, 2",
+    "SELECT c, min(x) + max(n) FROM k GROUP BY c",
+    "SELECT c, max(min(n, x)) FROM k GROUP BY c",
+];
+
+#[test]
+fn group_keys_come_from_the_row_sqlite_shows() {
+    let db = scratch_dir("query-group-keys").join("keys.db");
+    build(&db);
+    for sql in QUERIES {
+        let want = sqlite_answer(&db, sql);
+        assert!(want.is_ok(), "{sql}: {want:?}");
+        for cores in [1, 2, 3] {
+            for io in [IoBackend::Pread, IoBackend::Dma] {
+                let got = corescan_answer(&db, sql, &settings(io, 8), cores);
+                if let Some(d) = difference(&want, &got, true) {
+                    panic!("{sql}: {cores} cores, {io:?}: {d}");
+                }
+            }
+        }
+    }
+}

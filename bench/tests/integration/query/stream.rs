@@ -1,0 +1,351 @@
+//! Streamed projections (a plain `SELECT` without `ORDER BY`): rows in SQLite's rowid order on
+//! tables whose leaves are not in page-number order, for every backend, core count and window;
+//! the same rows as the collect-everything path; `LIMIT` ending the scan early; an error after
+//! rows were written; memory that does not grow with the table.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use engine::query::run_query_streaming;
+use engine::{spread, IoBackend};
+use partitioner::TablePlan;
+use rusqlite::Connection;
+
+use super::{collected_answer, corescan_answer, difference, settings, sqlite_answer};
+use crate::{corescan, scratch_dir};
+
+/// Two tables filled by interleaved inserts, then table `b` mostly deleted (its pages go to
+/// the freelist) and table `a` grown again, at both ends of its key range and in the middle
+/// (longer values split pages): `a`'s new leaves reuse `b`'s freed pages, before its older
+/// ones in the file. With `wal`, the last changes stay in the log (the connection that wrote
+/// them is returned, so no checkpoint runs).
+fn fragmented(path: &Path, page_size: u32, rows: i64, wal: bool) -> Option<Connection> {
+    let _ = std::fs::remove_file(path);
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(&format!("PRAGMA page_size = {page_size};"))
+        .unwrap();
+    conn.execute_batch(
+        "CREATE TABLE a(x INTEGER, y TEXT, z); CREATE TABLE b(x, y);
+         PRAGMA wal_autocheckpoint = 0;",
+    )
+    .unwrap();
+    if wal {
+        conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+            .unwrap();
+    }
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    conn.execute_batch("BEGIN").unwrap();
+    for i in 0..rows {
+        let len = (next() % 200) as usize;
+        conn.execute("INSERT INTO b VALUES (?1, ?2)", (i, "b".repeat(150)))
+            .unwrap();
+        conn.execute(
+            "INSERT INTO a VALUES (?1, ?2, ?3)",
+            (i, "v".repeat(len), (next() % 1000) as f64 / 8.0),
+        )
+        .unwrap();
+    }
+    conn.execute_batch("DELETE FROM b WHERE x % 4 != 0; COMMIT; BEGIN;")
+        .unwrap();
+    for i in 0..rows / 2 {
+        conn.execute(
+            "INSERT INTO a(rowid, x, y) VALUES (?1, ?2, ?3)",
+            (-1 - i, -i, "w".repeat((next() % 120) as usize)),
+        )
+        .unwrap();
+    }
+    conn.execute_batch(&format!(
+        "UPDATE a SET y = y || y || 'grown' WHERE x BETWEEN {} AND {}; COMMIT;",
+        rows / 3,
+        rows / 2
+    ))
+    .unwrap();
+    if wal {
+        conn.execute_batch(&format!(
+            "UPDATE a SET z = 'logged' WHERE x BETWEEN {} AND {};",
+            rows / 5,
+            rows / 4
+        ))
+        .unwrap();
+        Some(conn)
+    } else {
+        drop(conn);
+        None
+    }
+}
+
+const QUERIES: &[&str] = &[
+    "SELECT rowid, x, y, z FROM a",
+    "SELECT rowid, length(y) FROM a WHERE x % 3 = 1",
+    "SELECT x, z FROM a LIMIT 40 OFFSET 1500",
+    "SELECT rowid FROM a WHERE x < 0 LIMIT 7",
+];
+
+fn assert_streams_in_rowid_order(db: &Path, cores_list: &[usize], windows: &[u32]) {
+    let plan = TablePlan::open(db, "a").unwrap();
+    assert!(
+        !plan.leaves_in_file_order(),
+        "the fixture must have leaves out of page-number order"
+    );
+    for sql in QUERIES {
+        let want = sqlite_answer(db, sql);
+        assert!(want.is_ok(), "{sql}: {want:?}");
+        let collected = collected_answer(db, sql, &settings(IoBackend::Pread, 0), 2);
+        if let Some(d) = difference(&want, &collected, false) {
+            panic!("{sql}: the collect path differs from SQLite: {d}");
+        }
+        for io in [
+            IoBackend::Dma,
+            IoBackend::Uring,
+            IoBackend::Pread,
+            IoBackend::Mmap,
+        ] {
+            for &cores in cores_list {
+                for &readahead in windows {
+                    let got = corescan_answer(db, sql, &settings(io, readahead), cores);
+                    if let Some(d) = difference(&want, &got, false) {
+                        panic!("{sql}: {io:?}, {cores} cores, readahead {readahead}: {d}");
+                    }
+                    assert_eq!(got, collected, "{sql}: streamed and collected rows differ");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn rows_stream_in_rowid_order_on_a_fragmented_table() {
+    let db = scratch_dir("stream-fragmented").join("frag.db");
+    fragmented(&db, 1024, 3000, false);
+    assert_streams_in_rowid_order(&db, &[1, 2, 3], &[0, 32]);
+}
+
+#[test]
+fn pages_in_the_log_keep_their_place_in_the_order() {
+    let db = scratch_dir("stream-fragmented-wal").join("frag.db");
+    let _writer = fragmented(&db, 1024, 2000, true);
+    let plan = TablePlan::open(&db, "a").unwrap();
+    let logged = plan
+        .leaves
+        .iter()
+        .filter(|&&p| {
+            plan.wal
+                .as_ref()
+                .is_some_and(|w| w.frame_offset(p).is_some())
+        })
+        .count();
+    assert!(
+        logged > 0,
+        "some leaves must have their latest copy in the log"
+    );
+    assert_streams_in_rowid_order(&db, &[1, 3], &[16]);
+}
+
+#[test]
+fn limit_ends_the_scan_early() {
+    let db = scratch_dir("stream-limit").join("big.db");
+    fragmented(&db, 1024, 12_000, false);
+    let sql = "SELECT rowid, x FROM a LIMIT 10";
+    let planned = bench::sql::plan_query(&db, sql).unwrap();
+    let leaves = planned.table.leaves.len() as u64;
+    for cores in [1, 2] {
+        let mut rows = Vec::new();
+        let out = run_query_streaming(
+            &planned.table,
+            planned.query.clone(),
+            &settings(IoBackend::Pread, 8),
+            &spread(cores),
+            |r| {
+                rows.push(r.to_vec());
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert!(out.streamed);
+        assert_eq!(Ok((out.names, rows)), sqlite_answer(&db, sql));
+        // Range 0 stops after its first pages; a later range stops once its channel is full
+        // (a few chunks of rows) or the coordinator has its rows.
+        assert!(
+            out.report.pages_read * 4 < leaves,
+            "{cores} cores: {} of {leaves} leaf pages read for LIMIT 10",
+            out.report.pages_read
+        );
+    }
+}
+
+/// The number of cells on each page of `pages` (table leaves) of the file at `db`.
+fn cell_counts(db: &Path, page_size: u32, pages: &[u32]) -> Vec<usize> {
+    let bytes = std::fs::read(db).unwrap();
+    pages
+        .iter()
+        .map(|&p| {
+            let at = (p as usize - 1) * page_size as usize;
+            usize::from(u16::from_be_bytes([bytes[at + 3], bytes[at + 4]]))
+        })
+        .collect()
+}
+
+#[test]
+fn an_error_after_rows_were_written_ends_the_output() {
+    let dir = scratch_dir("stream-damaged");
+    let db = dir.join("damaged.db");
+    fragmented(&db, 1024, 3000, false);
+    let sql = "SELECT rowid, x FROM a";
+    let (_, want) = sqlite_answer(&db, sql).unwrap();
+    let plan = TablePlan::open(&db, "a").unwrap();
+    let order = plan.leaves_in_key_order.clone();
+    // A leaf two thirds into the key order (in the second range of two): its page type byte
+    // becomes an index page's.
+    let k = order.len() * 2 / 3;
+    let before: usize = cell_counts(&db, 1024, &order[..k]).iter().sum();
+    drop(plan);
+    let mut bytes = std::fs::read(&db).unwrap();
+    bytes[(order[k] as usize - 1) * 1024] = 0x0a;
+    std::fs::write(&db, &bytes).unwrap();
+    let db = db.to_str().unwrap();
+    for cores in ["1", "2", "3"] {
+        let run = corescan(["query", db, sql, "--format", "csv", "--cores", cores]);
+        run.assert_error(&[&format!("page {}", order[k])]);
+        let lines: Vec<&str> = run.stdout.lines().collect();
+        assert_eq!(lines.first(), Some(&"rowid,x"), "{cores} cores");
+        assert_eq!(
+            lines.len() - 1,
+            before,
+            "{cores} cores: rows before the page"
+        );
+        for (line, row) in lines[1..].iter().zip(&want) {
+            let expect = format!("{},{}", text(&row[0]), text(&row[1]));
+            assert_eq!(*line, expect, "{cores} cores");
+        }
+        // A LIMIT met before the damaged page never reaches it, as in SQLite.
+        let run = corescan([
+            "query",
+            db,
+            "SELECT rowid, x FROM a LIMIT 20",
+            "--format",
+            "json",
+            "--cores",
+            cores,
+        ]);
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("valid JSON");
+        assert_eq!(v.as_array().unwrap().len(), 20);
+    }
+}
+
+fn text(v: &engine::value::Value) -> String {
+    match v {
+        engine::value::Value::Integer(i) => i.to_string(),
+        other => panic!("unexpected value {other:?}"),
+    }
+}
+
+/// Peak RSS in MiB of `corescan query DB SQL --format jsonl --report`, its output discarded.
+fn peak_rss_mib(db: &Path, sql: &str) -> f64 {
+    let out = Command::new(env!("CARGO_BIN_EXE_corescan"))
+        .args(["query", db.to_str().unwrap(), sql, "--format", "jsonl"])
+        .args(["--report", "--cores", "2", "--io", "pread"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run corescan");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(stderr.lines().last().unwrap()).expect("the JSON report");
+    report["peak_rss_mib"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no peak_rss_mib in {report}"))
+}
+
+#[test]
+fn a_large_projection_does_not_hold_the_table() {
+    let db = scratch_dir("stream-memory").join("large.db");
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+         INSERT INTO t SELECT i, printf('%.*c', 40000, 'x') FROM n;",
+    )
+    .unwrap();
+    drop(conn);
+    let table_mib = std::fs::metadata(&db).unwrap().len() as f64 / (1 << 20) as f64;
+    assert!(table_mib > 100.0, "{table_mib} MiB");
+    let streamed = peak_rss_mib(&db, "SELECT id, body FROM t");
+    // The same rows through the collect path (ORDER BY) hold the whole table: the measure
+    // can tell the difference.
+    let collected = peak_rss_mib(&db, "SELECT id, body FROM t ORDER BY id");
+    assert!(
+        collected > table_mib,
+        "collected: {collected} MiB for a {table_mib} MiB table"
+    );
+    assert!(
+        streamed < table_mib / 3.0,
+        "streamed: {streamed} MiB for a {table_mib} MiB table (collected: {collected})"
+    );
+}
+
+#[test]
+fn the_first_rows_come_before_the_scan_ends() {
+    let db = scratch_dir("stream-first-rows").join("rows.db");
+    fragmented(&db, 4096, 40_000, false);
+    let planned = bench::sql::plan_query(&db, "SELECT rowid, x, y FROM a").unwrap();
+    let started = std::time::Instant::now();
+    let mut first: Option<std::time::Duration> = None;
+    let out = run_query_streaming(
+        &planned.table,
+        planned.query,
+        &settings(IoBackend::Pread, 0),
+        &spread(2),
+        |_| {
+            first.get_or_insert_with(|| started.elapsed());
+            Ok(())
+        },
+    )
+    .unwrap();
+    let total = started.elapsed();
+    let first = first.expect("rows");
+    assert!(out.streamed && out.rows > 50_000, "{} rows", out.rows);
+    // The first chunk is written after a few pages of range 0, long before the last page.
+    assert!(
+        first * 4 < total,
+        "first row after {first:?} of a {total:?} scan"
+    );
+}
+
+#[test]
+fn the_command_line_writes_streamed_rows_as_it_writes_collected_ones() {
+    // Streamed rows are formatted by the executors; collected ones (ORDER BY) by the
+    // coordinator: every mode gives the same bytes.
+    let db = super::fixture().to_str().unwrap();
+    for (sql, tail) in [
+        ("SELECT * FROM t", ""),
+        (
+            "SELECT id, s, b, r FROM t WHERE i > 0",
+            " LIMIT 30 OFFSET 7",
+        ),
+        ("SELECT id FROM t WHERE id < -1000000", ""),
+    ] {
+        let streamed = format!("{sql}{tail}");
+        let collected = format!("{sql} ORDER BY rowid{tail}");
+        for format in ["csv", "json", "jsonl", "line", "table"] {
+            for cores in ["1", "3"] {
+                let args =
+                    |q: &str| corescan(["query", db, q, "--format", format, "--cores", cores]);
+                let (s, c) = (args(&streamed), args(&collected));
+                assert_eq!(s.status, 0, "{streamed}: {}", s.stderr);
+                assert_eq!(c.status, 0, "{collected}: {}", c.stderr);
+                assert_eq!(
+                    s.stdout, c.stdout,
+                    "{streamed} --format {format} --cores {cores}"
+                );
+            }
+        }
+    }
+}
