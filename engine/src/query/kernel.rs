@@ -9,18 +9,18 @@
 //! best `LIMIT + OFFSET` rows. Grouped results come in group-key order (then `ORDER BY`).
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use smallvec::{smallvec, SmallVec};
 
 use partitioner::cell::TableLeafCell;
 
-use crate::datatype3::{apply_column_affinity, compare_values};
+use crate::datatype3::{apply_column_affinity, compare_values, Collation};
 use crate::value::{Value, ValueRef};
 
-use super::aggregate::{AggState, KeyPart};
-use super::eval::{eval, holds};
+use super::aggregate::AggState;
+use super::eval::{eval, eval_ref, holds, Operand};
+pub use super::groups::{Group, GroupTable};
 use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
 use super::record::{Decoded, RecordDecoder};
 use crate::coordinator::run_scan;
@@ -40,29 +40,6 @@ pub struct OutRow {
     pub rowid: i64,
     /// The output values.
     pub values: Vec<Value>,
-}
-
-/// One group: its key values and aggregate states.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Group {
-    /// The key values of the group's row with the lowest rowid, the values SQLite shows (they
-    /// differ only under NOCASE or RTRIM, or as 1 and 1.0): its GROUP BY sorter keeps equal
-    /// keys in reverse scan order and reads the key from the group's last sorted row. (With
-    /// a one-argument `min()` or `max()` SQLite takes them from the row that aggregate chose
-    /// instead; that case is not reproduced.)
-    pub keys: Vec<Value>,
-    /// The rowid of the row `keys` came from.
-    pub keys_rowid: i64,
-    /// One state per aggregate.
-    pub states: Vec<AggState>,
-}
-
-/// Groups by normalized key.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GroupTable {
-    index: HashMap<Vec<KeyPart>, usize>,
-    /// The groups in order of first appearance.
-    pub groups: Vec<Group>,
 }
 
 /// What one executor hands the coordinator.
@@ -260,40 +237,23 @@ fn accept(
             },
             Partial::Groups(table),
         ) => {
-            let mut key_values = Vec::with_capacity(keys.len());
-            let mut key_parts = Vec::with_capacity(keys.len());
-            for (e, collation) in keys {
-                let v = eval(e, slots)?;
-                key_parts.push(KeyPart::of(v.as_ref(), *collation));
-                key_values.push(v);
+            // Borrowed key values: an owned key is made only for a new group.
+            let mut key_values: SmallVec<[Operand<'_>; 4]> = SmallVec::new();
+            for (e, _) in keys {
+                key_values.push(eval_ref(e, slots)?);
             }
-            let g = match table.index.get(&key_parts) {
-                Some(&g) => {
-                    let group = &mut table.groups[g];
-                    if rowid < group.keys_rowid {
-                        if group.keys != key_values {
-                            group.keys = key_values;
-                        }
-                        group.keys_rowid = rowid;
-                    }
-                    g
-                }
-                None => {
-                    table.groups.push(Group {
-                        keys: key_values,
-                        keys_rowid: rowid,
-                        states: aggregates.iter().map(AggState::new).collect(),
-                    });
-                    table.index.insert(key_parts, table.groups.len() - 1);
-                    table.groups.len() - 1
-                }
-            };
+            let refs: SmallVec<[ValueRef<'_>; 4]> =
+                key_values.iter().map(Operand::as_ref).collect();
+            let collations: SmallVec<[Collation; 4]> = keys.iter().map(|k| k.1).collect();
+            let g = table.find_or_insert(&refs, &collations, rowid, || {
+                aggregates.iter().map(AggState::new).collect()
+            });
             let group = &mut table.groups[g];
             for (spec, state) in aggregates.iter().zip(&mut group.states) {
                 match &spec.arg {
                     None => state.update(spec, ValueRef::Null, rowid),
                     Some(a) => {
-                        let v = eval(a, slots)?;
+                        let v = eval_ref(a, slots)?;
                         state.update(spec, v.as_ref(), rowid);
                     }
                 }
@@ -380,17 +340,17 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
             outputs,
         } => {
             let mut table = GroupTable::default();
+            let collations: Vec<Collation> = keys.iter().map(|k| k.1).collect();
             for p in partials {
                 let Partial::Groups(t) = p else { continue };
                 for g in t.groups {
-                    let parts: Vec<KeyPart> = g
-                        .keys
-                        .iter()
-                        .zip(keys)
-                        .map(|(v, (_, c))| KeyPart::of(v.as_ref(), *c))
-                        .collect();
-                    match table.index.get(&parts) {
-                        Some(&i) => {
+                    let found = {
+                        let refs: SmallVec<[ValueRef<'_>; 4]> =
+                            g.keys.iter().map(Value::as_ref).collect();
+                        table.find(&refs, &collations)
+                    };
+                    match found {
+                        Some(i) => {
                             let into = &mut table.groups[i];
                             if g.keys_rowid < into.keys_rowid {
                                 into.keys = g.keys;
@@ -403,8 +363,7 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
                             }
                         }
                         None => {
-                            table.groups.push(g);
-                            table.index.insert(parts, table.groups.len() - 1);
+                            table.push(g, &collations);
                         }
                     }
                 }

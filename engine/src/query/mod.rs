@@ -10,8 +10,11 @@
 //! - [`eval`], [`functions`], [`like`], [`dates`]: expressions, scalar functions, `LIKE`/`GLOB`
 //!   and the date functions, every comparison and conversion through [`crate::datatype3`] and
 //!   [`crate::value`];
+//! - [`fold`]: constant folding at planning time (constant subexpressions evaluated once,
+//!   comparison literals converted by their affinity where that is exact);
 //! - [`aggregate`] and [`exact_sum`]: aggregate states with `update`, `merge` and `finish`,
 //!   real sums accumulated exactly and rounded once;
+//! - [`groups`]: the group table, looked up by borrowed key values;
 //! - [`kernel`]: one executor's work ([`kernel::QueryKernel`]: filter, projection, partial
 //!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`], and
 //!   the coordinator's merge ([`kernel::merge`]); [`run_query`] runs both.
@@ -20,7 +23,9 @@ pub mod aggregate;
 pub mod dates;
 pub mod eval;
 pub mod exact_sum;
+pub mod fold;
 pub mod functions;
+pub mod groups;
 pub mod ir;
 pub mod kernel;
 pub mod like;
