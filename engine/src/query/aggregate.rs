@@ -67,23 +67,28 @@ impl KeyPart {
 }
 
 /// The running state of `sum`, `total` and `avg`.
+///
+/// Integer inputs are summed in an `i128` (exact for up to 2^64 of them) and real inputs in an
+/// [`ExactSum`]; the two meet only when the result is read, so adding an integer is an `i128`
+/// addition plus the overflow bookkeeping, and adding a real a few limb additions.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SumState {
     /// Non-NULL inputs.
     pub count: i64,
     /// Whether any input was not an integer.
     pub approx: bool,
-    /// The sum of the integer inputs seen while every input was an integer.
+    /// The sum of every integer input (while `approx` is false, the running integer total).
     int_sum: i128,
-    /// The lowest and highest running integer totals (to detect an overflow of the running
-    /// sum however the inputs were split).
+    /// The lowest and highest running integer totals while every input was an integer (to
+    /// detect an overflow of the running sum however the inputs were split).
     int_min: i128,
     int_max: i128,
-    /// Everything, exactly.
-    exact: ExactSum,
+    /// The real inputs, exactly.
+    reals: ExactSum,
 }
 
 impl SumState {
+    #[inline]
     fn update(&mut self, v: ValueRef<'_>) {
         let n = match v {
             ValueRef::Null => return,
@@ -97,16 +102,15 @@ impl SumState {
         self.count += 1;
         match n {
             Number::Integer(i) => {
-                self.exact.add_i64(i);
+                self.int_sum += i128::from(i);
                 if !self.approx {
-                    self.int_sum += i128::from(i);
                     self.int_min = self.int_min.min(self.int_sum);
                     self.int_max = self.int_max.max(self.int_sum);
                 }
             }
             Number::Real(r) => {
                 self.approx = true;
-                self.exact.add_f64(r);
+                self.reals.add_f64(r);
             }
         }
     }
@@ -115,19 +119,22 @@ impl SumState {
         if !self.approx {
             self.int_min = self.int_min.min(self.int_sum + later.int_min);
             self.int_max = self.int_max.max(self.int_sum + later.int_max);
-            self.int_sum += later.int_sum;
         }
+        self.int_sum += later.int_sum;
         self.count += later.count;
         self.approx |= later.approx;
-        self.exact.merge(&later.exact);
+        self.reals.merge(&later.reals);
     }
 
     fn overflowed(&self) -> bool {
         self.int_max > i128::from(i64::MAX) || self.int_min < i128::from(i64::MIN)
     }
 
+    /// Everything, exactly, rounded once.
     fn real(&self) -> f64 {
-        self.exact.to_f64()
+        let mut all = self.reals.clone();
+        all.add_i128(self.int_sum);
+        all.to_f64()
     }
 }
 
@@ -160,6 +167,7 @@ impl AggState {
 
     /// Adds the argument of the row with rowid `rowid` (`Null` for `count(*)`, which counts
     /// every row).
+    #[inline]
     pub fn update(&mut self, spec: &AggSpec, v: ValueRef<'_>, rowid: i64) {
         match self {
             AggState::Count(n) => {

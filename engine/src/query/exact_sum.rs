@@ -41,7 +41,9 @@ impl Default for ExactSum {
 }
 
 impl ExactSum {
-    /// Adds `magnitude * 2^(bit - OFFSET)` with the given sign.
+    /// Adds `magnitude * 2^(bit - OFFSET)` with the given sign: three limb additions, no
+    /// branch on the data (the carries wait for [`ExactSum::normalize`]).
+    #[inline]
     fn add_scaled(&mut self, magnitude: u64, bit: usize, negative: bool) {
         if self.pending >= NORMALIZE_EVERY {
             self.normalize();
@@ -49,19 +51,15 @@ impl ExactSum {
         self.pending += 1;
         let (k, r) = (bit / 32, bit % 32);
         let shifted = u128::from(magnitude) << r;
-        for j in 0..3 {
-            let chunk = ((shifted >> (32 * j)) & 0xffff_ffff) as i64;
-            if chunk != 0 {
-                if negative {
-                    self.limbs[k + j] -= chunk;
-                } else {
-                    self.limbs[k + j] += chunk;
-                }
-            }
-        }
+        let sign = if negative { -1 } else { 1 };
+        let limbs: &mut [i64; 3] = (&mut self.limbs[k..k + 3]).try_into().expect("3 limbs");
+        limbs[0] += sign * (shifted as u32 as i64);
+        limbs[1] += sign * ((shifted >> 32) as u32 as i64);
+        limbs[2] += sign * ((shifted >> 64) as u32 as i64);
     }
 
     /// Adds a double (an infinity is remembered; NaN never reaches here: SQLite has none).
+    #[inline]
     pub fn add_f64(&mut self, x: f64) {
         if x.is_infinite() {
             if x > 0.0 {
@@ -89,6 +87,18 @@ impl ExactSum {
     pub fn add_i64(&mut self, i: i64) {
         if i != 0 {
             self.add_scaled(i.unsigned_abs(), OFFSET as usize, i < 0);
+        }
+    }
+
+    /// Adds a 128-bit integer, exactly (a sum of integers).
+    pub fn add_i128(&mut self, i: i128) {
+        let (m, negative) = (i.unsigned_abs(), i < 0);
+        let (low, high) = (m as u64, (m >> 64) as u64);
+        if low != 0 {
+            self.add_scaled(low, OFFSET as usize, negative);
+        }
+        if high != 0 {
+            self.add_scaled(high, OFFSET as usize + 64, negative);
         }
     }
 

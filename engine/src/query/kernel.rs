@@ -157,23 +157,13 @@ impl QueryKernel {
         // Borrowed, not cloned: an `Arc` clone per row is an atomic on a cache line every
         // executor shares. The row's values live on the stack for the usual widths.
         let plan = &*self.plan;
-        let mut found: SmallVec<[Option<ValueRef<'_>>; 32]> = smallvec![None; plan.columns.len()];
-        if self.decoder.decode(payload, complete, &mut found)? == Decoded::NeedMore {
+        let mut slots: SmallVec<[ValueRef<'_>; 32]> = smallvec![ValueRef::Null; plan.columns.len()];
+        if self
+            .decoder
+            .decode_row(payload, complete, &plan.columns, rowid, &mut slots)?
+            == Decoded::NeedMore
+        {
             return Ok(Decoded::NeedMore);
-        }
-        let mut slots: SmallVec<[ValueRef<'_>; 32]> = SmallVec::with_capacity(found.len());
-        for (c, v) in plan.columns.iter().zip(found) {
-            slots.push(match c {
-                ColumnRead::Rowid => ValueRef::Integer(rowid),
-                ColumnRead::Record { default, .. } => match v {
-                    Some(v) => v,
-                    None => match default {
-                        Ok(d) => d.as_ref(),
-                        Err(why) => return Err(why.clone()),
-                    },
-                },
-                ColumnRead::Virtual { .. } => ValueRef::Null,
-            });
         }
         if self.has_virtual {
             // Generated columns: computed in slot order over owned copies.

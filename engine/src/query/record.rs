@@ -23,6 +23,8 @@ pub enum Decoded {
 pub struct RecordDecoder {
     /// `(record position, slot, real affinity)`, sorted by position.
     needed: Vec<(usize, usize, bool)>,
+    /// The slots that hold the rowid.
+    rowid_slots: Vec<usize>,
 }
 
 impl RecordDecoder {
@@ -41,7 +43,16 @@ impl RecordDecoder {
             })
             .collect();
         needed.sort_unstable();
-        RecordDecoder { needed }
+        let rowid_slots = columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c, ColumnRead::Rowid))
+            .map(|(i, _)| i)
+            .collect();
+        RecordDecoder {
+            needed,
+            rowid_slots,
+        }
     }
 
     /// Fills the record slots of `slots` from `payload` (`complete`: the whole payload).
@@ -52,6 +63,52 @@ impl RecordDecoder {
         payload: &'a [u8],
         complete: bool,
         slots: &mut [Option<ValueRef<'a>>],
+    ) -> Result<Decoded, String> {
+        self.walk(payload, complete, |slot, v| {
+            slots[slot] = v;
+            Ok(())
+        })
+    }
+
+    /// The row's slots of `columns` (this decoder's plan columns) from the record `payload`
+    /// of the cell `rowid`: record columns (their defaults when the record ends before them),
+    /// the rowid, and NULL for virtual columns (computed by the caller). `slots` has one
+    /// entry per column.
+    #[inline]
+    pub fn decode_row<'a>(
+        &self,
+        payload: &'a [u8],
+        complete: bool,
+        columns: &'a [ColumnRead],
+        rowid: i64,
+        slots: &mut [ValueRef<'a>],
+    ) -> Result<Decoded, String> {
+        for &i in &self.rowid_slots {
+            slots[i] = ValueRef::Integer(rowid);
+        }
+        self.walk(payload, complete, |slot, v| {
+            slots[slot] = match v {
+                Some(v) => v,
+                None => match &columns[slot] {
+                    ColumnRead::Record { default, .. } => match default {
+                        Ok(d) => d.as_ref(),
+                        Err(why) => return Err(why.clone()),
+                    },
+                    _ => ValueRef::Null,
+                },
+            };
+            Ok(())
+        })
+    }
+
+    /// Walks the record header up to the last needed column, handing each needed column's
+    /// value (`None`: the record ends before it) to `put`.
+    #[inline]
+    fn walk<'a>(
+        &self,
+        payload: &'a [u8],
+        complete: bool,
+        mut put: impl FnMut(usize, Option<ValueRef<'a>>) -> Result<(), String>,
     ) -> Result<Decoded, String> {
         let need_more = || {
             if complete {
@@ -70,6 +127,7 @@ impl RecordDecoder {
         if header_len < n || (complete && header_len > payload.len()) {
             return Err(format!("record header size {header_len} is invalid"));
         }
+        let header = &payload[..header_len.min(payload.len())];
         let mut pos = n;
         let mut body = header_len;
         let mut column = 0usize;
@@ -78,13 +136,19 @@ impl RecordDecoder {
             loop {
                 if pos >= header_len {
                     // The record ends before this column (ALTER TABLE ADD COLUMN).
-                    slots[slot] = None;
+                    put(slot, None)?;
                     break;
                 }
-                let Some((serial, k)) =
-                    read_varint(&payload[pos.min(payload.len())..header_len.min(payload.len())])
-                else {
-                    return need_more();
+                // One-byte serial types (every type but long text and blobs) skip the
+                // varint loop.
+                let (serial, k) = match header.get(pos) {
+                    Some(&b) if b < 0x80 => (u64::from(b), 1),
+                    _ => {
+                        let Some(sk) = read_varint(&header[pos.min(header.len())..]) else {
+                            return need_more();
+                        };
+                        sk
+                    }
                 };
                 if pos + k > header_len {
                     return Err("record header's last serial type runs past the header".into());
@@ -99,7 +163,7 @@ impl RecordDecoder {
                     else {
                         return need_more();
                     };
-                    slots[slot] = Some(value(serial, bytes, real));
+                    put(slot, Some(value(serial, bytes, real)))?;
                     pos += k;
                     body += size;
                     column += 1;
