@@ -7,8 +7,9 @@
 //!   overflow in `abs()`, a bad `ESCAPE`, `'now'`) stays as it is, so its error surfaces only if
 //!   and when a row reaches it, as before; the evaluator is deterministic, so evaluating a
 //!   constant once or per row gives the same value.
-//! - **Bottom-up.** Children fold first; a node folds when none of its children reads a slot
-//!   any more. A node that reads a slot keeps its shape, with its constant parts folded.
+//! - **Bottom-up.** Children fold first; then a node that reads no slot is evaluated as a
+//!   whole (a `CASE` whose untaken branch would fail still folds). A node that reads a slot
+//!   keeps its shape, with its constant parts folded.
 //! - **Affinities and collations are already fixed** in the IR (a comparison carries the
 //!   affinity its operands had before folding), so replacing `CAST('5' AS INTEGER)` by the
 //!   literal `5` does not change how a comparison with it converts.
@@ -63,10 +64,6 @@ pub fn fold_plan(plan: &mut QueryPlan) {
 fn fold_in_place(e: &mut Expr) {
     let taken = std::mem::replace(e, Expr::Literal(Value::Null));
     *e = fold(taken);
-}
-
-fn is_literal(e: &Expr) -> bool {
-    matches!(e, Expr::Literal(_))
 }
 
 fn fold_box(e: Box<Expr>) -> Box<Expr> {
@@ -151,7 +148,9 @@ pub fn fold(expr: Expr) -> Expr {
         Expr::Cast(x, a) => Expr::Cast(fold_box(x), a),
         Expr::Function(f, args) => Expr::Function(f, args.into_iter().map(fold).collect()),
     };
-    if children_constant(&folded) {
+    // A constant node whose children did not all fold (an error in a branch it may not take)
+    // can still fold as a whole.
+    if !reads_slots(&folded) {
         if let Ok(v) = eval(&folded, &[]) {
             return Expr::Literal(v);
         }
@@ -159,42 +158,43 @@ pub fn fold(expr: Expr) -> Expr {
     folded
 }
 
-/// Whether every direct child of `e` is a literal (after folding, a child that reads no slot
-/// is one unless its evaluation failed).
-fn children_constant(e: &Expr) -> bool {
+/// Whether `e` reads any slot of its stage.
+pub fn reads_slots(e: &Expr) -> bool {
     match e {
-        Expr::Column(_) => false,
-        Expr::Literal(_) => true,
+        Expr::Column(_) => true,
+        Expr::Literal(_) => false,
         Expr::Negate(x)
         | Expr::Not(x)
         | Expr::BitNot(x)
         | Expr::IsNull(x, _)
-        | Expr::Cast(x, _) => is_literal(x),
+        | Expr::Cast(x, _) => reads_slots(x),
         Expr::Arith(_, a, b) | Expr::Concat(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
-            is_literal(a) && is_literal(b)
+            reads_slots(a) || reads_slots(b)
         }
-        Expr::Compare { left, right, .. } => is_literal(left) && is_literal(right),
+        Expr::Compare { left, right, .. } => reads_slots(left) || reads_slots(right),
         Expr::InList { expr, list, .. } => {
-            is_literal(expr) && list.iter().all(|(x, _)| is_literal(x))
+            reads_slots(expr) || list.iter().any(|(x, _)| reads_slots(x))
         }
         Expr::Like {
             expr,
             pattern,
             escape,
             ..
-        } => is_literal(expr) && is_literal(pattern) && escape.as_deref().is_none_or(is_literal),
+        } => {
+            reads_slots(expr) || reads_slots(pattern) || escape.as_deref().is_some_and(reads_slots)
+        }
         Expr::Case {
             operand,
             whens,
             otherwise,
         } => {
-            operand.as_deref().is_none_or(is_literal)
-                && whens
+            operand.as_deref().is_some_and(reads_slots)
+                || whens
                     .iter()
-                    .all(|(w, t, _, _)| is_literal(w) && is_literal(t))
-                && otherwise.as_deref().is_none_or(is_literal)
+                    .any(|(w, t, _, _)| reads_slots(w) || reads_slots(t))
+                || otherwise.as_deref().is_some_and(reads_slots)
         }
-        Expr::Function(_, args) => args.iter().all(is_literal),
+        Expr::Function(_, args) => args.iter().any(reads_slots),
     }
 }
 
