@@ -297,7 +297,22 @@ pub fn compare_truth(
         };
         return Some(same == (op == CmpOp::Is));
     }
-    let o = datatype3::compare(a, b, affinity, collation)?;
+    let o = match (a, b) {
+        (ValueRef::Null, _) | (_, ValueRef::Null) => return None,
+        // No conversion can apply: numeric affinity converts only text, text affinity only
+        // when an operand is text.
+        (
+            ValueRef::Integer(_) | ValueRef::Real(_) | ValueRef::Blob(_),
+            ValueRef::Integer(_) | ValueRef::Real(_) | ValueRef::Blob(_),
+        ) => datatype3::compare_values(a, b, collation),
+        (ValueRef::Text(x), ValueRef::Text(y))
+            if matches!(affinity, None | Some(Affinity::Text | Affinity::Blob))
+                || (!maybe_number(x) && !maybe_number(y)) =>
+        {
+            collation.compare(x, y)
+        }
+        _ => datatype3::compare(a, b, affinity, collation)?,
+    };
     Some(match op {
         CmpOp::Eq => o == Ordering::Equal,
         CmpOp::Ne => o != Ordering::Equal,
@@ -307,6 +322,28 @@ pub fn compare_truth(
         CmpOp::Ge => o != Ordering::Less,
         CmpOp::Is | CmpOp::IsNot => unreachable!("handled above"),
     })
+}
+
+/// A quick test that `t` cannot be wholly a number (so a numeric affinity leaves it text):
+/// false only when `t` starts with a byte no number starts with, or has a sign that neither
+/// follows the leading spaces nor an exponent (`'1994-01-01'`). True means "maybe": the full
+/// test (`numeric_affinity_of_text`) decides.
+#[inline]
+fn maybe_number(t: &[u8]) -> bool {
+    let space = partitioner::numeric_text::is_space;
+    match t.first() {
+        None => return false,
+        Some(&b) if b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.') || space(b) => {}
+        Some(_) => return false,
+    }
+    for w in t.windows(2) {
+        match w[1] {
+            0 => return true,
+            b'+' | b'-' if !(matches!(w[0], b'e' | b'E') || space(w[0])) => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 fn negate(v: ValueRef<'_>) -> Value {
@@ -328,6 +365,12 @@ pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Value {
         (ArithOp::Add, ValueRef::Real(r), ValueRef::Real(s)) => return Value::real(r + s),
         (ArithOp::Sub, ValueRef::Real(r), ValueRef::Real(s)) => return Value::real(r - s),
         (ArithOp::Mul, ValueRef::Real(r), ValueRef::Real(s)) => return Value::real(r * s),
+        (ArithOp::Add | ArithOp::Sub | ArithOp::Mul, ValueRef::Integer(i), ValueRef::Real(s)) => {
+            return real_arith(op, i as f64, s)
+        }
+        (ArithOp::Add | ArithOp::Sub | ArithOp::Mul, ValueRef::Real(r), ValueRef::Integer(j)) => {
+            return real_arith(op, r, j as f64)
+        }
         _ => {}
     }
     let (Some(x), Some(y)) = (a.to_number(), b.to_number()) else {
@@ -394,6 +437,15 @@ pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Value {
         }
         _ => unreachable!("bitwise handled above"),
     }
+}
+
+#[inline]
+fn real_arith(op: ArithOp, r: f64, s: f64) -> Value {
+    Value::real(match op {
+        ArithOp::Add => r + s,
+        ArithOp::Sub => r - s,
+        _ => r * s,
+    })
 }
 
 fn f64_to_i64(r: f64) -> i64 {
@@ -556,5 +608,29 @@ mod tests {
             cast(ValueRef::Real(2.5), Affinity::Text),
             Value::text("2.5")
         );
+    }
+
+    /// The quick rejection never rejects text that numeric affinity converts.
+    #[test]
+    fn maybe_number_is_conservative() {
+        let pieces: [&[u8]; 14] = [
+            b"", b" ", b"\t", b"+", b"-", b".", b"1", b"23", b"e", b"E", b"x", b"\0", b"0x1",
+            b"-01",
+        ];
+        let mut count = 0;
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let t = [a, b, c].concat();
+                    if crate::value::numeric_affinity_of_text(&t).is_some() {
+                        assert!(maybe_number(&t), "{:?}", String::from_utf8_lossy(&t));
+                        count += 1;
+                    }
+                }
+            }
+        }
+        assert!(count > 100, "{count}");
+        assert!(!maybe_number(b"1994-01-01"));
+        assert!(!maybe_number(b"abc"));
     }
 }

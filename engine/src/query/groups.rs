@@ -41,6 +41,8 @@ pub struct GroupTable {
     parts: Vec<Vec<KeyPart>>,
     /// The groups in order of first appearance.
     pub groups: Vec<Group>,
+    /// The group the last row went to.
+    last: Option<usize>,
 }
 
 impl PartialEq for GroupTable {
@@ -202,7 +204,16 @@ impl GroupTable {
         rowid: i64,
         states: impl FnOnce() -> Vec<AggState>,
     ) -> usize {
-        match self.find(values, collations) {
+        // Neighbouring rows often share a group: try the last one before hashing.
+        let last = self.last.filter(|&g| {
+            self.parts[g]
+                .iter()
+                .zip(values)
+                .zip(collations)
+                .all(|((p, v), c)| part_matches(p, *v, *c))
+        });
+        let found = last.or_else(|| self.find(values, collations));
+        match found {
             Some(g) => {
                 let group = &mut self.groups[g];
                 if rowid < group.keys_rowid {
@@ -211,6 +222,7 @@ impl GroupTable {
                     }
                     group.keys_rowid = rowid;
                 }
+                self.last = Some(g);
                 g
             }
             None => self.push(
@@ -250,6 +262,7 @@ impl GroupTable {
         }
         self.parts.push(parts);
         self.groups.push(group);
+        self.last = Some(g);
         g
     }
 }

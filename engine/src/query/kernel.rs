@@ -19,6 +19,7 @@ use crate::datatype3::{apply_column_affinity, compare_values, Collation};
 use crate::value::{Value, ValueRef};
 
 use super::aggregate::AggState;
+use super::batch::{self, Batch, Selection};
 use super::eval::{eval, eval_ref, holds, Operand};
 pub use super::groups::{Group, GroupTable};
 use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
@@ -58,6 +59,8 @@ pub struct QueryKernel {
     decoder: RecordDecoder,
     usable: u32,
     has_virtual: bool,
+    /// Whether pages are evaluated as batches ([`super::batch`]).
+    batched: bool,
     partial: Partial,
     rows: u64,
 }
@@ -69,12 +72,14 @@ impl QueryKernel {
             Shape::Rows { .. } => Partial::Rows(Vec::new()),
             Shape::Groups { .. } => Partial::Groups(GroupTable::default()),
         };
+        let has_virtual = plan
+            .columns
+            .iter()
+            .any(|c| matches!(c, ColumnRead::Virtual { .. }));
         QueryKernel {
             decoder: RecordDecoder::new(&plan.columns),
-            has_virtual: plan
-                .columns
-                .iter()
-                .any(|c| matches!(c, ColumnRead::Virtual { .. })),
+            has_virtual,
+            batched: batch::plan_batchable(&plan, has_virtual),
             plan,
             usable,
             partial,
@@ -110,6 +115,9 @@ impl ScanKernel for QueryKernel {
         page: &[u8],
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
+        if self.batched {
+            return self.decode_page_batch(page_no, page, spills);
+        }
         let (page, hdr) = table_leaf(page, self.usable)?;
         for i in 0..usize::from(hdr.cell_count) {
             let at = hdr.cell_offset(page, 0, i, self.usable as usize)?;
@@ -148,6 +156,100 @@ impl ScanKernel for QueryKernel {
 }
 
 impl QueryKernel {
+    /// A grouped query's page as one batch: decode every cell's needed columns, filter the
+    /// batch, evaluate keys and aggregate arguments node by node, then update the groups in
+    /// cell order. Cells whose needed columns spill onto overflow pages go to `spills`, as on
+    /// the row path.
+    fn decode_page_batch(
+        &mut self,
+        page_no: u32,
+        page: &[u8],
+        spills: &mut Vec<Spill>,
+    ) -> Result<(), String> {
+        let (page, hdr) = table_leaf(page, self.usable)?;
+        let plan = &*self.plan;
+        let width = plan.columns.len();
+        let cells = usize::from(hdr.cell_count);
+        let mut b = Batch {
+            slots: smallvec![ValueRef::Null; cells * width],
+            rowids: SmallVec::with_capacity(cells),
+            width,
+        };
+        for i in 0..cells {
+            let at = hdr.cell_offset(page, 0, i, self.usable as usize)?;
+            let cell = TableLeafCell::parse(page, at, self.usable)
+                .map_err(|w| format!("cell {i}: {w}"))?;
+            let (rowid, payload_len) = (cell.rowid, cell.payload_len);
+            let spills_over = cell.first_overflow.is_some();
+            let payload = cell.local(page);
+            self.rows += 1;
+            let r = b.rowids.len();
+            let row = &mut b.slots[r * width..(r + 1) * width];
+            match self
+                .decoder
+                .decode_row(payload, !spills_over, &plan.columns, rowid, row)
+            {
+                Ok(Decoded::Done) => b.rowids.push(rowid),
+                Ok(Decoded::NeedMore) => {
+                    row.fill(ValueRef::Null);
+                    spills.push(Spill {
+                        page: page_no,
+                        rowid,
+                        local: payload.to_vec(),
+                        payload_len,
+                        first_overflow: cell.first_overflow.unwrap_or(0),
+                    })
+                }
+                Err(e) => return Err(format!("cell {i}: {e}")),
+            }
+        }
+        let mut sel: Selection = (0..b.rowids.len() as u32).collect();
+        if let Some(f) = &plan.filter {
+            batch::filter(f, &b, &mut sel);
+        }
+        let (
+            Shape::Groups {
+                keys, aggregates, ..
+            },
+            Partial::Groups(table),
+        ) = (&plan.shape, &mut self.partial)
+        else {
+            unreachable!("only grouped plans are batched");
+        };
+        // Keys, then aggregate arguments: one run of `sel.len()` values each.
+        let n = sel.len();
+        let mut values: Vec<ValueRef<'_>> =
+            vec![ValueRef::Null; (keys.len() + aggregates.len()) * n];
+        if n > 0 {
+            let mut runs = values.chunks_mut(n);
+            for (e, _) in keys {
+                batch::eval(e, &b, &sel, runs.next().expect("a run per key"));
+            }
+            for spec in aggregates {
+                let run = runs.next().expect("a run per aggregate");
+                if let Some(a) = &spec.arg {
+                    batch::eval(a, &b, &sel, run);
+                }
+            }
+        }
+        let (key_values, arg_values) = values.split_at(keys.len() * n);
+        let collations: SmallVec<[Collation; 8]> = keys.iter().map(|k| k.1).collect();
+        let mut key: SmallVec<[ValueRef<'_>; 4]> = SmallVec::new();
+        for (k, &r) in sel.iter().enumerate() {
+            let rowid = b.rowids[r as usize];
+            key.clear();
+            key.extend((0..keys.len()).map(|j| key_values[j * n + k]));
+            let g = table.find_or_insert(&key, &collations, rowid, || {
+                aggregates.iter().map(AggState::new).collect()
+            });
+            let group = &mut table.groups[g];
+            for (j, (spec, state)) in aggregates.iter().zip(&mut group.states).enumerate() {
+                state.update(spec, arg_values[j * n + k], rowid);
+            }
+        }
+        Ok(())
+    }
+
     fn eval_row_body(
         &mut self,
         rowid: i64,
@@ -234,7 +336,7 @@ fn accept(
             }
             let refs: SmallVec<[ValueRef<'_>; 4]> =
                 key_values.iter().map(Operand::as_ref).collect();
-            let collations: SmallVec<[Collation; 4]> = keys.iter().map(|k| k.1).collect();
+            let collations: SmallVec<[Collation; 8]> = keys.iter().map(|k| k.1).collect();
             let g = table.find_or_insert(&refs, &collations, rowid, || {
                 aggregates.iter().map(AggState::new).collect()
             });

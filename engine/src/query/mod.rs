@@ -14,12 +14,14 @@
 //!   comparison literals converted by their affinity where that is exact);
 //! - [`aggregate`] and [`exact_sum`]: aggregate states with `update`, `merge` and `finish`,
 //!   real sums accumulated exactly and rounded once;
+//! - [`batch`]: a grouped query's infallible expressions evaluated over a page's rows at once;
 //! - [`groups`]: the group table, looked up by borrowed key values;
 //! - [`kernel`]: one executor's work ([`kernel::QueryKernel`]: filter, projection, partial
 //!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`], and
 //!   the coordinator's merge ([`kernel::merge`]); [`run_query`] runs both.
 
 pub mod aggregate;
+pub mod batch;
 pub mod dates;
 pub mod eval;
 pub mod exact_sum;

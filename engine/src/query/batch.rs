@@ -1,0 +1,278 @@
+//! Evaluation over a page's batch of rows: a grouped query's filter, keys and aggregate
+//! arguments are evaluated node by node over all the page's decoded rows (with a selection
+//! vector for the filter), so the cost of walking the expression tree is paid once per page,
+//! not once per row.
+//!
+//! Only **infallible** expressions run this way ([`batchable`]): columns, literals,
+//! arithmetic, comparisons and logic, none of which can raise an error. So the order in which
+//! the batch evaluates them (a whole conjunct for every row before the next one, `AND`
+//! without per-row short-circuits) cannot change which error a query reports, and every
+//! value is the one the row-at-a-time evaluator gives. Anything else (functions, `LIKE`,
+//! `CASE`, computed text) keeps the row path ([`super::eval`]).
+
+use smallvec::SmallVec;
+
+use crate::value::{Value, ValueRef};
+
+use super::eval::{arith, compare_truth, eval_ref, truth_of};
+use super::ir::{AggSpec, Expr, QueryPlan, Shape};
+
+/// A page's rows, row-major: `width` slots per row, and each row's rowid.
+pub struct Batch<'a> {
+    /// The slots of every row.
+    pub slots: SmallVec<[ValueRef<'a>; 512]>,
+    /// The rowid of every row.
+    pub rowids: SmallVec<[i64; 128]>,
+    /// Slots per row.
+    pub width: usize,
+}
+
+/// Row indices into a [`Batch`].
+pub type Selection = SmallVec<[u32; 128]>;
+
+/// Scratch values, one per selected row.
+pub type Column<'a> = SmallVec<[ValueRef<'a>; 64]>;
+
+impl<'a> Batch<'a> {
+    fn row(&self, r: u32) -> &[ValueRef<'a>] {
+        let at = r as usize * self.width;
+        &self.slots[at..at + self.width]
+    }
+
+    fn slot(&self, r: u32, i: usize) -> ValueRef<'a> {
+        self.slots[r as usize * self.width + i]
+    }
+}
+
+/// Whether `e` can be evaluated over a batch: it cannot fail and computes no text.
+pub fn batchable(e: &Expr) -> bool {
+    match e {
+        Expr::Column(_) | Expr::Literal(_) => true,
+        Expr::Negate(x) | Expr::Not(x) | Expr::BitNot(x) | Expr::IsNull(x, _) => batchable(x),
+        Expr::Arith(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => batchable(a) && batchable(b),
+        Expr::Compare { left, right, .. } => batchable(left) && batchable(right),
+        Expr::InList { expr, list, .. } => {
+            batchable(expr) && list.iter().all(|(x, _)| batchable(x))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a plan's row stage can run over batches: a grouped query without generated
+/// columns whose filter, keys and aggregate arguments are all [`batchable`].
+pub fn plan_batchable(plan: &QueryPlan, has_virtual: bool) -> bool {
+    let Shape::Groups {
+        keys, aggregates, ..
+    } = &plan.shape
+    else {
+        return false;
+    };
+    !has_virtual
+        && plan.filter.as_ref().is_none_or(batchable)
+        && keys.iter().all(|(e, _)| batchable(e))
+        && aggregates
+            .iter()
+            .all(|AggSpec { arg, .. }| arg.as_ref().is_none_or(batchable))
+}
+
+/// Keeps in `sel` the rows for which `filter` is true.
+pub fn filter(filter: &Expr, batch: &Batch<'_>, sel: &mut Selection) {
+    match filter {
+        // Each conjunct narrows the selection (infallible, so skipping the rows an earlier
+        // conjunct dropped changes nothing but the work done).
+        Expr::And(a, b) => {
+            self::filter(a, batch, sel);
+            self::filter(b, batch, sel);
+        }
+        // The common filter term: a column against a literal, in a tight loop.
+        Expr::Compare {
+            op,
+            left,
+            right,
+            affinity,
+            collation,
+        } => match (&**left, &**right) {
+            (Expr::Column(i), Expr::Literal(v)) => {
+                let v = v.as_ref();
+                sel.retain(|r| {
+                    compare_truth(*op, batch.slot(*r, *i), v, *affinity, *collation) == Some(true)
+                });
+            }
+            (Expr::Literal(v), Expr::Column(i)) => {
+                let v = v.as_ref();
+                sel.retain(|r| {
+                    compare_truth(*op, v, batch.slot(*r, *i), *affinity, *collation) == Some(true)
+                });
+            }
+            _ => retain_true(filter, batch, sel),
+        },
+        other => retain_true(other, batch, sel),
+    }
+}
+
+fn retain_true(e: &Expr, batch: &Batch<'_>, sel: &mut Selection) {
+    // Infallible (see `batchable`): an error cannot happen, and would keep no row.
+    sel.retain(|r| truth_of(e, batch.row(*r)) == Ok(Some(true)));
+}
+
+/// A number (or NULL) as a value that borrows nothing.
+fn number_ref(v: Value) -> ValueRef<'static> {
+    match v {
+        Value::Integer(i) => ValueRef::Integer(i),
+        Value::Real(r) => ValueRef::Real(r),
+        _ => ValueRef::Null,
+    }
+}
+
+/// `e` for every selected row, into `out` (one entry per entry of `sel`).
+pub fn eval<'a>(e: &'a Expr, batch: &Batch<'a>, sel: &Selection, out: &mut [ValueRef<'a>]) {
+    debug_assert_eq!(out.len(), sel.len());
+    match e {
+        Expr::Column(i) => {
+            for (o, &r) in out.iter_mut().zip(sel) {
+                *o = batch.slot(r, *i);
+            }
+        }
+        Expr::Literal(v) => out.fill(v.as_ref()),
+        Expr::Arith(op, a, b) => {
+            let n = sel.len();
+            let mut x: Column<'a> = smallvec::smallvec![ValueRef::Null; n];
+            let mut y: Column<'a> = smallvec::smallvec![ValueRef::Null; n];
+            eval(a, batch, sel, &mut x);
+            eval(b, batch, sel, &mut y);
+            for ((o, x), y) in out.iter_mut().zip(&x).zip(&y) {
+                *o = number_ref(arith(*op, *x, *y));
+            }
+        }
+        // Negation, bit-not and the logical nodes: the row evaluator, per selected row (they
+        // yield numbers or NULL, which borrow nothing).
+        other => {
+            for (o, &r) in out.iter_mut().zip(sel) {
+                *o = eval_ref(other, batch.row(r)).map_or(ValueRef::Null, |v| match v.as_ref() {
+                    ValueRef::Integer(i) => ValueRef::Integer(i),
+                    ValueRef::Real(x) => ValueRef::Real(x),
+                    _ => ValueRef::Null,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype3::{Affinity, Collation};
+    use crate::query::eval::eval as eval_row;
+    use crate::query::ir::{ArithOp, CmpOp};
+
+    fn b(e: Expr) -> Box<Expr> {
+        Box::new(e)
+    }
+
+    /// Every batchable node gives, for each row, what the row evaluator gives, and the filter
+    /// keeps exactly the rows the row evaluator keeps.
+    #[test]
+    fn batches_agree_with_the_row_evaluator() {
+        let cmp = |op, l: Expr, r: Expr, affinity| Expr::Compare {
+            op,
+            left: b(l),
+            right: b(r),
+            affinity,
+            collation: Collation::NoCase,
+        };
+        let lit = |v: Value| Expr::Literal(v);
+        let exprs = [
+            Expr::Arith(ArithOp::Mul, b(Expr::Column(0)), b(Expr::Column(1))),
+            Expr::Arith(
+                ArithOp::Sub,
+                b(lit(Value::Integer(1))),
+                b(Expr::Arith(
+                    ArithOp::Add,
+                    b(Expr::Column(1)),
+                    b(lit(Value::Real(0.5))),
+                )),
+            ),
+            Expr::Arith(ArithOp::Rem, b(Expr::Column(0)), b(Expr::Column(1))),
+            Expr::Negate(b(Expr::Column(0))),
+            cmp(
+                CmpOp::Lt,
+                Expr::Column(0),
+                lit(Value::Integer(24)),
+                Some(Affinity::Numeric),
+            ),
+            cmp(
+                CmpOp::Ge,
+                lit(Value::text("ABC")),
+                Expr::Column(1),
+                Some(Affinity::Text),
+            ),
+            cmp(CmpOp::Is, Expr::Column(0), Expr::Column(1), None),
+            Expr::And(
+                b(cmp(CmpOp::Ne, Expr::Column(0), lit(Value::Null), None)),
+                b(Expr::Column(1)),
+            ),
+            Expr::Or(
+                b(Expr::Not(b(Expr::Column(0)))),
+                b(Expr::IsNull(b(Expr::Column(1)), false)),
+            ),
+            Expr::And(
+                b(cmp(
+                    CmpOp::Gt,
+                    Expr::Column(0),
+                    lit(Value::Real(1.0)),
+                    Some(Affinity::Real),
+                )),
+                b(cmp(
+                    CmpOp::Le,
+                    Expr::Column(1),
+                    lit(Value::text("24")),
+                    Some(Affinity::Text),
+                )),
+            ),
+        ];
+        let values = [
+            ValueRef::Null,
+            ValueRef::Integer(3),
+            ValueRef::Integer(i64::MAX),
+            ValueRef::Real(2.5),
+            ValueRef::Real(-0.0),
+            ValueRef::Text(b"24"),
+            ValueRef::Text(b"abc"),
+            ValueRef::Blob(b"\x01"),
+        ];
+        let mut slots = SmallVec::new();
+        for x in values {
+            for y in values {
+                slots.extend([x, y]);
+            }
+        }
+        let n = slots.len() / 2;
+        let batch = Batch {
+            slots,
+            rowids: (0..n as i64).collect(),
+            width: 2,
+        };
+        let all: Selection = (0..n as u32).collect();
+        for e in &exprs {
+            assert!(batchable(e), "{e:?}");
+            let mut out = vec![ValueRef::Null; n];
+            eval(e, &batch, &all, &mut out);
+            let mut sel = all.clone();
+            filter(e, &batch, &mut sel);
+            let mut kept = Selection::new();
+            for r in 0..n as u32 {
+                let want = eval_row(e, batch.row(r)).unwrap();
+                assert_eq!(
+                    out[r as usize].to_owned(),
+                    want,
+                    "{e:?} on {:?}",
+                    batch.row(r)
+                );
+                if truth_of(e, batch.row(r)) == Ok(Some(true)) {
+                    kept.push(r);
+                }
+            }
+            assert_eq!(sel, kept, "{e:?}");
+        }
+    }
+}
