@@ -28,6 +28,9 @@
 //!    crossbeam-channel and measure the run; the first failure stops the run with an error
 //!    naming the CPU and page; beside them [`retry`] ([`consistent`]), the one loop that
 //!    plans and scans again when a database read without SQLite's locks changed meanwhile;
+//!    above the seam, [`decode`]: the page-batch record decoder every kernel shares (a page's
+//!    cells into the serial types and offsets of the needed columns, fast path without
+//!    per-byte branches);
 //! 5. kernels on top: [`census`] (rows and overflow pages, for `explain --census`) and
 //!    [`q6`]: TPC-H Q6: parameters and exact decimals ([`Q6Params`]), the record
 //!    decoder ([`LeafDecoder`]) with its predicates under each column's affinity and
@@ -49,6 +52,7 @@ pub mod coordinator;
 pub mod counters;
 pub mod cputime;
 pub mod datatype3;
+pub mod decode;
 pub mod device;
 pub mod error;
 pub mod faults;

@@ -70,7 +70,7 @@ fn mutated_leaf_pages_never_panic_the_decoder() {
         })
         .collect();
     let cols = engine::q6::q6_columns(&plan).unwrap();
-    let decoder = LeafDecoder::new(cols, Q6Filter::from(&Q6Params::default()), 1024);
+    let mut decoder = LeafDecoder::new(cols, Q6Filter::from(&Q6Params::default()), 1024);
     let secs: u64 = std::env::var("CORESCAN_FUZZ_SECS")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -25,6 +25,19 @@ pub(super) enum Stored<'a> {
     Blob,
 }
 
+impl<'a> From<ValueRef<'a>> for Stored<'a> {
+    #[inline(always)]
+    fn from(v: ValueRef<'a>) -> Self {
+        match v {
+            ValueRef::Null => Stored::Null,
+            ValueRef::Integer(i) => Stored::Int(i),
+            ValueRef::Real(x) => Stored::Real(x),
+            ValueRef::Text(t) => Stored::Text(t),
+            ValueRef::Blob(_) => Stored::Blob,
+        }
+    }
+}
+
 impl<'a> Stored<'a> {
     pub(super) fn as_value_ref(self) -> ValueRef<'a> {
         match self {

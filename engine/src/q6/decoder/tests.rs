@@ -156,7 +156,7 @@ fn prefixes_ask_for_more_and_full_records_decode() {
         V::Real(0.06),
         V::Text("1994-06-01"),
     );
-    let d = decoder();
+    let mut d = decoder();
     for cut in 0..rec.len() {
         let mut agg = PartialAggregate::default();
         let out = d.eval_record(&rec[..cut], false, &mut agg).unwrap();
@@ -217,7 +217,7 @@ fn reserved_serial_types_and_bad_headers_are_errors() {
 
 #[test]
 fn decode_page_rejects_non_leaf_pages_and_wild_cell_pointers() {
-    let d = decoder();
+    let mut d = decoder();
     let mut agg = PartialAggregate::default();
     let mut spills = Vec::new();
     let mut page = vec![0u8; 4096];
@@ -241,7 +241,7 @@ fn decode_page_rejects_non_leaf_pages_and_wild_cell_pointers() {
 fn short_records_read_column_defaults() {
     // Only the first five columns are stored; price, discount and date come from defaults.
     let rec = record(&[V::Int(1), V::Int(2), V::Int(3), V::Int(4), V::Int(5)]);
-    let d = decoder().with_defaults([
+    let mut d = decoder().with_defaults([
         MissingValue::Null,
         MissingValue::Integer(200),
         MissingValue::Real(0.06),
@@ -251,7 +251,7 @@ fn short_records_read_column_defaults() {
     d.eval_record(&rec, true, &mut agg).unwrap();
     assert_eq!((agg.rows_matched, agg.revenue), (1, 20_000 * 6));
     // A default that cannot be evaluated is an error only when a record needs it.
-    let d = decoder().with_defaults([
+    let mut d = decoder().with_defaults([
         MissingValue::Null,
         MissingValue::Null,
         MissingValue::Null,
@@ -270,7 +270,7 @@ fn absurd_header_sizes_in_a_prefix_are_not_arithmetic_overflows() {
     // Found by the record fuzzer: a 9-byte header-size varint of 2^64-1 in a cell that spills.
     let mut rec = vec![0xff; 13];
     rec.extend_from_slice(&[0, 0]);
-    let d = decoder();
+    let mut d = decoder();
     let mut agg = PartialAggregate::default();
     for complete in [false, true] {
         let _ = d.eval_record(&rec, complete, &mut agg);

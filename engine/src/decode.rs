@@ -1,0 +1,522 @@
+//! The page-batch record decoder every scan kernel shares: one table-leaf page's cells decoded
+//! together into the serial types and body offsets of the columns a query needs.
+//!
+//! A kernel names the record columns it needs once ([`NeededColumns`]); for each page,
+//! [`CellBatch::decode_page`] walks the cell pointer array and, for every cell, reads the
+//! payload size and rowid varints, the record header up to the last needed column, and keeps
+//! each needed column's serial type and offset. Values are read afterwards, only for the rows
+//! and columns a filter still cares about ([`CellBatch::value`]): a predicate that rejects most
+//! rows on one column never materialises the others.
+//!
+//! The common case takes a fast path without per-byte branches: the varints are read from one
+//! eight-byte word (the continuation bits found with a mask, the seven-bit groups packed with
+//! three shift-and-mask steps: SIMD within a register, portable to every target), and a record
+//! header whose serial types are single bytes is summed through a size table with one check
+//! for "all of them were single-byte" at the end. Anything else (multi-byte serial types, a
+//! record that ends before a needed column, cells at the very end of the page) takes the
+//! general path, which checks every byte.
+//!
+//! A cell whose needed columns lie beyond the part of its payload stored on the leaf is not
+//! part of the batch: it is returned as a [`Spill`]; the scan follows its overflow chain and
+//! the kernel decodes the assembled prefix with [`CellBatch::decode_record`], a batch of one.
+//! Rows keep page order within a batch (cell pointer order, which is rowid order).
+
+use partitioner::format::{read_be_int, read_varint, serial_type_size, table_leaf_local_payload};
+
+use crate::scan::kernel::{table_leaf, RecordOutcome, Spill};
+use crate::value::ValueRef;
+
+/// A needed column's "serial type" when the record ends before it: a row written before
+/// `ALTER TABLE ... ADD COLUMN` added the column. The kernel reads the column's DEFAULT.
+pub const ABSENT: u32 = u32::MAX;
+
+/// Records whose needed columns are all among the first this many take the fast path.
+const MAX_FAST_COLUMNS: usize = 64;
+
+/// Where one needed column's value lies in one row: its serial type ([`ABSENT`] when the record
+/// ends before the column) and the offset of its body in the batch's base buffer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Slot {
+    /// The serial type (values of 2 GiB and more, serial types above `u32::MAX - 1`, are
+    /// refused when decoded).
+    pub serial: u32,
+    /// The first byte of the body.
+    pub offset: u32,
+}
+
+impl Slot {
+    /// Whether the value is text.
+    #[inline(always)]
+    pub fn is_text(self) -> bool {
+        self.serial >= 13 && self.serial & 1 == 1 && self.serial != ABSENT
+    }
+
+    /// The body bytes of a text or blob value (empty for other types).
+    #[inline(always)]
+    pub fn bytes(self, base: &[u8]) -> &[u8] {
+        if self.serial >= 12 && self.serial != ABSENT {
+            let at = self.offset as usize;
+            &base[at..at + ((self.serial - 12) / 2) as usize]
+        } else {
+            &[]
+        }
+    }
+
+    /// The value, borrowed from `base`; `None` when the record ends before the column. A
+    /// stored NaN reads as NULL, as in SQLite.
+    #[inline(always)]
+    pub fn value(self, base: &[u8]) -> Option<ValueRef<'_>> {
+        let at = self.offset as usize;
+        Some(match self.serial {
+            0 => ValueRef::Null,
+            8 => ValueRef::Integer(0),
+            9 => ValueRef::Integer(1),
+            s @ 1..=6 => {
+                let size = serial_type_size(u64::from(s)).unwrap_or(0) as usize;
+                ValueRef::Integer(read_be_int(&base[at..at + size]))
+            }
+            7 => {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&base[at..at + 8]);
+                let x = f64::from_bits(u64::from_be_bytes(b));
+                if x.is_nan() {
+                    ValueRef::Null
+                } else {
+                    ValueRef::Real(x)
+                }
+            }
+            ABSENT => return None,
+            s => {
+                let bytes = &base[at..at + ((s - 12) / 2) as usize];
+                if s % 2 == 1 {
+                    ValueRef::Text(bytes)
+                } else {
+                    ValueRef::Blob(bytes)
+                }
+            }
+        })
+    }
+}
+
+/// Marks, in [`FAST_SIZES`], a header byte the fast path cannot take: the first byte of a
+/// multi-byte varint (>= 0x80) or a reserved serial type (10, 11). Real sizes stay below it.
+const NOT_FAST: u8 = 0x80;
+
+/// Body sizes by header byte for the fast path, or [`NOT_FAST`].
+const FAST_SIZES: [u8; 256] = {
+    let mut t = [NOT_FAST; 256];
+    let mut b = 0;
+    while b < 128 {
+        if let Some(size) = serial_type_size(b as u64) {
+            t[b] = size as u8;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// Which record columns a kernel needs, in the order it numbers them ("slots").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeededColumns {
+    /// The record column of each slot.
+    columns: Vec<usize>,
+    /// For each record column up to the last needed one, its slot or [`NOT_NEEDED`].
+    slot_of: Vec<u16>,
+}
+
+const NOT_NEEDED: u16 = u16::MAX;
+
+impl NeededColumns {
+    /// The record columns (0-based, in declaration order of the stored columns) a kernel reads,
+    /// slot `i` being `columns[i]`. A column may not be listed twice.
+    pub fn new(columns: &[usize]) -> Self {
+        let last = columns.iter().copied().max().map_or(0, |c| c + 1);
+        let mut slot_of = vec![NOT_NEEDED; last];
+        for (slot, &c) in columns.iter().enumerate() {
+            debug_assert_eq!(slot_of[c], NOT_NEEDED, "column {c} listed twice");
+            slot_of[c] = slot as u16;
+        }
+        NeededColumns {
+            columns: columns.to_vec(),
+            slot_of,
+        }
+    }
+
+    /// How many slots there are.
+    pub fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// Whether no record column is needed (a `count(*)`).
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
+    }
+
+    /// The record column of each slot.
+    pub fn columns(&self) -> &[usize] {
+        &self.columns
+    }
+
+    /// How many leading serial types the header walk reads: one past the last needed column.
+    fn walk(&self) -> usize {
+        self.slot_of.len()
+    }
+}
+
+/// One page's decoded cells: for every row its rowid and, for every needed column, its
+/// [`Slot`] (serial type and body offset into the page, or into the payload given to
+/// [`CellBatch::decode_record`]). Reused from page to page: steady-state decoding allocates
+/// nothing.
+#[derive(Debug, Clone, Default)]
+pub struct CellBatch {
+    slots: usize,
+    len: usize,
+    /// `rowids[row]`; longer than `len` (kept from bigger pages), never read past it.
+    rowids: Vec<i64>,
+    /// `cells[row * slots + slot]`; longer than `len * slots`, likewise.
+    cells: Vec<Slot>,
+}
+
+impl CellBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        CellBatch::default()
+    }
+
+    /// The number of rows decoded.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no row was decoded.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The rowids of the rows, in cell order.
+    #[inline]
+    pub fn rowids(&self) -> &[i64] {
+        &self.rowids[..self.len]
+    }
+
+    /// Row `row`'s rowid.
+    #[inline]
+    pub fn rowid(&self, row: usize) -> i64 {
+        self.rowids[row]
+    }
+
+    /// Every row's slots, row after row (`slots` of them each: see [`NeededColumns::len`]).
+    #[inline]
+    pub fn cells(&self) -> &[Slot] {
+        &self.cells[..self.len * self.slots]
+    }
+
+    /// Slot `slot` of row `row`.
+    #[inline]
+    pub fn slot(&self, row: usize, slot: usize) -> Slot {
+        self.cells[row * self.slots + slot]
+    }
+
+    /// The value in slot `slot` of row `row`, borrowed from `base` (the page given to
+    /// [`Self::decode_page`] or the payload given to [`Self::decode_record`]); `None` when the
+    /// record ends before the column.
+    #[inline]
+    pub fn value<'a>(&self, base: &'a [u8], row: usize, slot: usize) -> Option<ValueRef<'a>> {
+        self.slot(row, slot).value(base)
+    }
+
+    fn start(&mut self, columns: &NeededColumns, rows: usize) {
+        self.slots = columns.len();
+        self.len = 0;
+        if self.rowids.len() < rows {
+            self.rowids.resize(rows, 0);
+        }
+        if self.cells.len() < rows * self.slots {
+            self.cells.resize(rows * self.slots, Slot::default());
+        }
+    }
+
+    /// Decodes every cell of table-leaf page `page_no` (`page` is the whole page, `usable` its
+    /// usable size) into this batch; cells whose needed columns continue on overflow pages go
+    /// to `spills` instead. Returns how many cells the page holds (rows scanned).
+    ///
+    /// Errors describe what is wrong with the page (the caller adds the file and page number).
+    pub fn decode_page(
+        &mut self,
+        columns: &NeededColumns,
+        page_no: u32,
+        page: &[u8],
+        usable: u32,
+        spills: &mut Vec<Spill>,
+    ) -> Result<usize, String> {
+        let (page, hdr) = table_leaf(page, usable)?;
+        let cells = usize::from(hdr.cell_count);
+        self.start(columns, cells);
+        let ptrs_at = hdr.header_len;
+        let content_start = hdr.cell_pointers_end(0);
+        let ptrs = page
+            .get(ptrs_at..ptrs_at + 2 * cells)
+            .ok_or_else(|| "cell pointer array runs past the end of the page".to_string())?;
+        for (i, ptr) in ptrs.chunks_exact(2).enumerate() {
+            let at = usize::from(u16::from_be_bytes([ptr[0], ptr[1]]));
+            if at < content_start || at >= page.len() {
+                return Err(format!(
+                    "cell {i} pointer {at} lies outside the cell content area"
+                ));
+            }
+            self.decode_cell(columns, page_no, page, at, usable, spills)
+                .map_err(|e| format!("cell {i}: {e}"))?;
+        }
+        Ok(cells)
+    }
+
+    #[inline(always)]
+    fn decode_cell(
+        &mut self,
+        columns: &NeededColumns,
+        page_no: u32,
+        page: &[u8],
+        at: usize,
+        usable: u32,
+        spills: &mut Vec<Spill>,
+    ) -> Result<(), String> {
+        let cell = &page[at..];
+        let (payload_len, a) =
+            varint(cell).ok_or_else(|| "payload size runs past the page".to_string())?;
+        let (rowid, b) =
+            varint(&cell[a..]).ok_or_else(|| "rowid runs past the page".to_string())?;
+        let start = a + b;
+        let local = table_leaf_local_payload(usable, payload_len) as usize;
+        let spills_over = (local as u64) < payload_len;
+        let end = start + local + if spills_over { 4 } else { 0 };
+        if end > cell.len() {
+            return Err(format!(
+                "payload of {payload_len} bytes runs past the end of the page"
+            ));
+        }
+        let payload = &cell[start..start + local];
+        let base = at + start;
+        match self.push_record(columns, rowid as i64, payload, base, !spills_over)? {
+            RecordOutcome::Done => Ok(()),
+            RecordOutcome::NeedMore => {
+                let o = start + local;
+                spills.push(Spill {
+                    page: page_no,
+                    rowid: rowid as i64,
+                    local: payload.to_vec(),
+                    payload_len,
+                    first_overflow: u32::from_be_bytes([
+                        cell[o],
+                        cell[o + 1],
+                        cell[o + 2],
+                        cell[o + 3],
+                    ]),
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// Decodes one record given (a prefix of) its payload as a batch of one row, offsets into
+    /// `payload`. `complete` says whether `payload` is the whole payload; if it is not and a
+    /// needed byte lies beyond it, returns [`RecordOutcome::NeedMore`] and leaves the batch
+    /// empty.
+    pub fn decode_record(
+        &mut self,
+        columns: &NeededColumns,
+        rowid: i64,
+        payload: &[u8],
+        complete: bool,
+    ) -> Result<RecordOutcome, String> {
+        self.start(columns, 1);
+        self.push_record(columns, rowid, payload, 0, complete)
+    }
+
+    /// Appends the record `payload` (whose first byte is at `base` in the batch's base buffer)
+    /// as the next row, or returns `NeedMore` (nothing appended) when a needed byte lies beyond
+    /// an incomplete payload.
+    #[inline(always)]
+    fn push_record(
+        &mut self,
+        columns: &NeededColumns,
+        rowid: i64,
+        payload: &[u8],
+        base: usize,
+        complete: bool,
+    ) -> Result<RecordOutcome, String> {
+        let walk = columns.walk();
+        // Fast path: a one-byte header size and one-byte serial types up to the last needed
+        // column, all inside the payload. The body offsets are a prefix sum over a size table
+        // on the stack; one test at the end says whether every type was a one-byte one.
+        if let Some(&h) = payload.first() {
+            let header_len = usize::from(h);
+            if h < 0x80 && walk < header_len && header_len <= payload.len() {
+                let done = if walk <= 16 {
+                    self.push_fast::<16>(columns, rowid, payload, base, header_len)
+                } else if walk <= MAX_FAST_COLUMNS {
+                    self.push_fast::<MAX_FAST_COLUMNS>(columns, rowid, payload, base, header_len)
+                } else {
+                    None
+                };
+                match done {
+                    Some(true) => return Ok(RecordOutcome::Done),
+                    Some(false) => return short(complete),
+                    None => {}
+                }
+            }
+        }
+        self.push_record_slow(columns, rowid, payload, base, complete)
+    }
+
+    /// The fast header walk for records whose needed columns are among the first `N`:
+    /// `Some(true)` when the row was appended, `Some(false)` when a needed body lies beyond the
+    /// payload, `None` when a serial type is not a one-byte one (the general walk decides).
+    #[inline(always)]
+    fn push_fast<const N: usize>(
+        &mut self,
+        columns: &NeededColumns,
+        rowid: i64,
+        payload: &[u8],
+        base: usize,
+        header_len: usize,
+    ) -> Option<bool> {
+        let walk = columns.walk();
+        let types = &payload[1..=walk];
+        let mut offsets = [0u32; N];
+        let mut acc = header_len;
+        let mut bad = 0u8;
+        for (o, &t) in offsets.iter_mut().zip(types) {
+            *o = acc as u32;
+            let size = FAST_SIZES[usize::from(t)];
+            bad |= size;
+            acc += usize::from(size);
+        }
+        if bad & NOT_FAST != 0 {
+            return None;
+        }
+        // Offsets grow with the column, so the walk's end bounds every needed body.
+        if acc > payload.len() {
+            return Some(false);
+        }
+        let row = self.len;
+        self.rowids[row] = rowid;
+        let cells = &mut self.cells[row * columns.len()..(row + 1) * columns.len()];
+        for (cell, &c) in cells.iter_mut().zip(&columns.columns) {
+            *cell = Slot {
+                serial: u32::from(types[c]),
+                offset: (base as u32) + offsets[c],
+            };
+        }
+        self.len += 1;
+        Some(true)
+    }
+
+    /// The general header walk: multi-byte serial types, records shorter than the schema,
+    /// truncated prefixes, reserved types (an error).
+    #[cold]
+    #[inline(never)]
+    fn push_record_slow(
+        &mut self,
+        columns: &NeededColumns,
+        rowid: i64,
+        payload: &[u8],
+        base: usize,
+        complete: bool,
+    ) -> Result<RecordOutcome, String> {
+        let Some((header_len, n)) = read_varint(payload) else {
+            return short(complete);
+        };
+        let header_len = usize::try_from(header_len).unwrap_or(usize::MAX);
+        if header_len < n || (complete && header_len > payload.len()) {
+            return Err(format!("record header size {header_len} is invalid"));
+        }
+        // The row is written in place and only counted once it is whole.
+        let first = self.len * columns.len();
+        let row = &mut self.cells[first..first + columns.len()];
+        row.fill(Slot {
+            serial: ABSENT,
+            offset: 0,
+        });
+        let (mut pos, mut body, mut col) = (n, header_len, 0usize);
+        let mut result = Ok(RecordOutcome::Done);
+        while col < columns.walk() && pos < header_len {
+            let Some((serial, k)) = read_varint(&payload[pos..header_len.min(payload.len())])
+            else {
+                result = short(complete);
+                break;
+            };
+            pos += k;
+            let Some(size) = serial_type_size(serial) else {
+                result = Err(format!("column {col} has reserved serial type {serial}"));
+                break;
+            };
+            let slot = columns.slot_of[col];
+            if slot != NOT_NEEDED {
+                let end = body.checked_add(size as usize);
+                if end.is_none_or(|end| end > payload.len()) {
+                    result = short(complete);
+                    break;
+                }
+                let Ok(offset) = u32::try_from(base + body) else {
+                    result = Err(format!("column {col} lies beyond 4 GiB into its record"));
+                    break;
+                };
+                let serial = match u32::try_from(serial) {
+                    Ok(s) if s != ABSENT => s,
+                    _ => {
+                        result = Err(format!("column {col} holds a value of 2 GiB or more"));
+                        break;
+                    }
+                };
+                row[usize::from(slot)] = Slot { serial, offset };
+            }
+            body = body.saturating_add(size as usize);
+            col += 1;
+        }
+        if result.is_ok() && pos > header_len {
+            result = Err("record header's last serial type runs past the header".to_string());
+        }
+        if !matches!(result, Ok(RecordOutcome::Done)) {
+            return result;
+        }
+        self.rowids[self.len] = rowid;
+        self.len += 1;
+        Ok(RecordOutcome::Done)
+    }
+}
+
+/// What a record that ends before a needed byte is: an error when its payload is complete, a
+/// request for the rest (its overflow pages) otherwise.
+#[cold]
+fn short(complete: bool) -> Result<RecordOutcome, String> {
+    if complete {
+        Err("record runs past its payload".to_string())
+    } else {
+        Ok(RecordOutcome::NeedMore)
+    }
+}
+
+/// Reads the varint at the start of `buf`: from one eight-byte word when `buf` has one (the
+/// first byte without a continuation bit found by a mask, the seven-bit groups packed by
+/// shifts), byte by byte otherwise and for nine-byte varints.
+#[inline(always)]
+fn varint(buf: &[u8]) -> Option<(u64, usize)> {
+    if let Some(word) = buf.get(..8) {
+        let w = u64::from_be_bytes(word.try_into().ok()?);
+        let stops = !w & 0x8080_8080_8080_8080;
+        if stops != 0 {
+            let n = (stops.leading_zeros() / 8 + 1) as usize;
+            // The n bytes at the low end, each down to its seven value bits...
+            let v = (w >> (64 - 8 * n as u32)) & 0x7f7f_7f7f_7f7f_7f7f;
+            // ...then packed: pairs into 14 bits, fours into 28, all eight into 56.
+            let v = ((v & 0x7f00_7f00_7f00_7f00) >> 1) | (v & 0x007f_007f_007f_007f);
+            let v = ((v & 0x3fff_0000_3fff_0000) >> 2) | (v & 0x0000_3fff_0000_3fff);
+            let v = ((v & 0x0fff_ffff_0000_0000) >> 4) | (v & 0x0000_0000_0fff_ffff);
+            return Some((v, n));
+        }
+    }
+    read_varint(buf)
+}
+
+#[cfg(test)]
+mod tests;
