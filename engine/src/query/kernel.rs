@@ -13,9 +13,8 @@ use std::sync::Arc;
 
 use smallvec::{smallvec, SmallVec};
 
-use partitioner::cell::TableLeafCell;
-
 use crate::datatype3::{apply_column_affinity, compare_values, Collation};
+use crate::decode::{CellBatch, NeededColumns};
 use crate::value::{Value, ValueRef};
 
 use super::aggregate::AggState;
@@ -23,11 +22,9 @@ use super::batch::{self, Batch, Selection};
 use super::eval::{eval, eval_ref, holds, Operand};
 pub use super::groups::{Group, GroupTable};
 use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
-use super::record::{Decoded, RecordDecoder};
 use crate::coordinator::run_scan;
 use crate::error::Error;
 use crate::report::RunReport;
-use crate::scan::kernel::table_leaf;
 use crate::scan::{RecordOutcome, ScanKernel, Spill};
 use crate::settings::{ExecutorSpec, ScanSettings};
 use partitioner::TablePlan;
@@ -56,7 +53,16 @@ pub enum Partial {
 #[derive(Debug, Clone)]
 pub struct QueryKernel {
     plan: Arc<QueryPlan>,
-    decoder: RecordDecoder,
+    /// The record columns the plan reads, in the order of `record_slots`.
+    needed: NeededColumns,
+    /// For each needed record column: its plan slot, and whether the column has REAL
+    /// affinity (SQLite stores integral reals of such a column as integers and reads them
+    /// back as reals).
+    record_slots: Vec<(usize, bool)>,
+    /// The plan slots holding the rowid.
+    rowid_slots: Vec<usize>,
+    /// The page's decoded cells (reused from page to page).
+    cells: CellBatch,
     usable: u32,
     has_virtual: bool,
     /// Whether pages are evaluated as batches ([`super::batch`]).
@@ -76,8 +82,28 @@ impl QueryKernel {
             .columns
             .iter()
             .any(|c| matches!(c, ColumnRead::Virtual { .. }));
+        let mut positions = Vec::new();
+        let mut record_slots = Vec::new();
+        let mut rowid_slots = Vec::new();
+        for (slot, c) in plan.columns.iter().enumerate() {
+            match c {
+                ColumnRead::Record {
+                    position,
+                    real_affinity,
+                    ..
+                } => {
+                    positions.push(*position);
+                    record_slots.push((slot, *real_affinity));
+                }
+                ColumnRead::Rowid => rowid_slots.push(slot),
+                ColumnRead::Virtual { .. } => {}
+            }
+        }
         QueryKernel {
-            decoder: RecordDecoder::new(&plan.columns),
+            needed: NeededColumns::new(&positions),
+            record_slots,
+            rowid_slots,
+            cells: CellBatch::new(),
             has_virtual,
             batched: batch::plan_batchable(&plan, has_virtual),
             plan,
@@ -86,10 +112,39 @@ impl QueryKernel {
             rows: 0,
         }
     }
+}
 
-    fn eval_row(&mut self, rowid: i64, payload: &[u8], complete: bool) -> Result<Decoded, String> {
-        self.eval_row_body(rowid, payload, complete)
+/// Row `r` of `cells` (values borrowed from `base`, the page or the spilled payload) as the
+/// plan's row-stage slots: record columns (their DEFAULT when the record ends before them),
+/// the rowid, and NULL for virtual columns (computed by the caller). `out` has one entry per
+/// plan column.
+#[inline]
+fn row_slots<'a>(
+    kernel: (&'a QueryPlan, &[(usize, bool)], &[usize]),
+    cells: &CellBatch,
+    base: &'a [u8],
+    r: usize,
+    out: &mut [ValueRef<'a>],
+) -> Result<(), String> {
+    let (plan, record_slots, rowid_slots) = kernel;
+    for (j, &(slot, real)) in record_slots.iter().enumerate() {
+        out[slot] = match cells.value(base, r, j) {
+            Some(ValueRef::Integer(i)) if real => ValueRef::Real(i as f64),
+            Some(v) => v,
+            None => match &plan.columns[slot] {
+                ColumnRead::Record { default: Ok(d), .. } => d.as_ref(),
+                ColumnRead::Record {
+                    default: Err(why), ..
+                } => return Err(why.clone()),
+                _ => ValueRef::Null,
+            },
+        };
     }
+    let rowid = cells.rowid(r);
+    for &slot in rowid_slots {
+        out[slot] = ValueRef::Integer(rowid);
+    }
+    Ok(())
 }
 
 impl ScanKernel for QueryKernel {
@@ -115,31 +170,15 @@ impl ScanKernel for QueryKernel {
         page: &[u8],
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
+        let cells = self
+            .cells
+            .decode_page(&self.needed, page_no, page, self.usable, spills)?;
+        self.rows += cells as u64;
         if self.batched {
-            return self.decode_page_batch(page_no, page, spills);
+            self.eval_batch(page)
+        } else {
+            self.eval_rows(page)
         }
-        let (page, hdr) = table_leaf(page, self.usable)?;
-        for i in 0..usize::from(hdr.cell_count) {
-            let at = hdr.cell_offset(page, 0, i, self.usable as usize)?;
-            let cell = TableLeafCell::parse(page, at, self.usable)
-                .map_err(|w| format!("cell {i}: {w}"))?;
-            let (rowid, payload_len) = (cell.rowid, cell.payload_len);
-            let spills_over = cell.first_overflow.is_some();
-            let payload = cell.local(page);
-            self.rows += 1;
-            match self.eval_row(rowid, payload, !spills_over) {
-                Ok(Decoded::Done) => {}
-                Ok(Decoded::NeedMore) => spills.push(Spill {
-                    page: page_no,
-                    rowid,
-                    local: payload.to_vec(),
-                    payload_len,
-                    first_overflow: cell.first_overflow.unwrap_or(0),
-                }),
-                Err(e) => return Err(format!("cell {i}: {e}")),
-            }
-        }
-        Ok(())
     }
 
     fn eval_spill(
@@ -148,62 +187,70 @@ impl ScanKernel for QueryKernel {
         payload: &[u8],
         complete: bool,
     ) -> Result<RecordOutcome, String> {
-        Ok(match self.eval_row(spill.rowid, payload, complete)? {
-            Decoded::Done => RecordOutcome::Done,
-            Decoded::NeedMore => RecordOutcome::NeedMore,
-        })
+        let outcome = self
+            .cells
+            .decode_record(&self.needed, spill.rowid, payload, complete)?;
+        if outcome == RecordOutcome::Done {
+            self.eval_rows(payload)?;
+        }
+        Ok(outcome)
     }
 }
 
 impl QueryKernel {
-    /// A grouped query's page as one batch: decode every cell's needed columns, filter the
-    /// batch, evaluate keys and aggregate arguments node by node, then update the groups in
-    /// cell order. Cells whose needed columns spill onto overflow pages go to `spills`, as on
-    /// the row path.
-    fn decode_page_batch(
-        &mut self,
-        page_no: u32,
-        page: &[u8],
-        spills: &mut Vec<Spill>,
-    ) -> Result<(), String> {
-        let (page, hdr) = table_leaf(page, self.usable)?;
+    /// The decoded rows one at a time (values borrowed from `base`).
+    fn eval_rows(&mut self, base: &[u8]) -> Result<(), String> {
+        // Borrowed, not cloned: an `Arc` clone per row is an atomic on a cache line every
+        // executor shares. The row's values live on the stack for the usual widths.
         let plan = &*self.plan;
-        let width = plan.columns.len();
-        let cells = usize::from(hdr.cell_count);
-        let mut b = Batch {
-            slots: smallvec![ValueRef::Null; cells * width],
-            rowids: SmallVec::with_capacity(cells),
-            width,
-        };
-        for i in 0..cells {
-            let at = hdr.cell_offset(page, 0, i, self.usable as usize)?;
-            let cell = TableLeafCell::parse(page, at, self.usable)
-                .map_err(|w| format!("cell {i}: {w}"))?;
-            let (rowid, payload_len) = (cell.rowid, cell.payload_len);
-            let spills_over = cell.first_overflow.is_some();
-            let payload = cell.local(page);
-            self.rows += 1;
-            let r = b.rowids.len();
-            let row = &mut b.slots[r * width..(r + 1) * width];
-            match self
-                .decoder
-                .decode_row(payload, !spills_over, &plan.columns, rowid, row)
-            {
-                Ok(Decoded::Done) => b.rowids.push(rowid),
-                Ok(Decoded::NeedMore) => {
-                    row.fill(ValueRef::Null);
-                    spills.push(Spill {
-                        page: page_no,
-                        rowid,
-                        local: payload.to_vec(),
-                        payload_len,
-                        first_overflow: cell.first_overflow.unwrap_or(0),
-                    })
+        let layout = (plan, &self.record_slots[..], &self.rowid_slots[..]);
+        let mut slots: SmallVec<[ValueRef<'_>; 32]> = smallvec![ValueRef::Null; plan.columns.len()];
+        for r in 0..self.cells.len() {
+            let rowid = self.cells.rowid(r);
+            let at = |e: String| format!("row {rowid}: {e}");
+            row_slots(layout, &self.cells, base, r, &mut slots).map_err(at)?;
+            if self.has_virtual {
+                // Generated columns: computed in slot order over owned copies.
+                let mut owned: Vec<Value> = slots.iter().map(|v| ValueRef::to_owned(*v)).collect();
+                for (i, c) in plan.columns.iter().enumerate() {
+                    if let ColumnRead::Virtual { expr, affinity } = c {
+                        let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
+                        let v = eval(expr, &refs).map_err(at)?;
+                        owned[i] = apply_column_affinity(v.as_ref(), *affinity);
+                    }
                 }
-                Err(e) => return Err(format!("cell {i}: {e}")),
+                let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
+                accept(plan, &mut self.partial, rowid, &refs).map_err(at)?;
+            } else {
+                accept(plan, &mut self.partial, rowid, &slots).map_err(at)?;
             }
         }
-        let mut sel: Selection = (0..b.rowids.len() as u32).collect();
+        Ok(())
+    }
+
+    /// A grouped query's decoded page as one batch: filter the batch, evaluate keys and
+    /// aggregate arguments node by node, then update the groups in cell order.
+    fn eval_batch(&mut self, page: &[u8]) -> Result<(), String> {
+        let plan = &*self.plan;
+        let width = plan.columns.len();
+        let rows = self.cells.len();
+        let layout = (plan, &self.record_slots[..], &self.rowid_slots[..]);
+        let mut b = Batch {
+            slots: smallvec![ValueRef::Null; rows * width],
+            rowids: SmallVec::from_slice(self.cells.rowids()),
+            width,
+        };
+        for r in 0..rows {
+            row_slots(
+                layout,
+                &self.cells,
+                page,
+                r,
+                &mut b.slots[r * width..(r + 1) * width],
+            )
+            .map_err(|e| format!("row {}: {e}", self.cells.rowid(r)))?;
+        }
+        let mut sel: Selection = (0..rows as u32).collect();
         if let Some(f) = &plan.filter {
             batch::filter(f, &b, &mut sel);
         }
@@ -218,8 +265,8 @@ impl QueryKernel {
         };
         // Keys, then aggregate arguments: one run of `sel.len()` values each.
         let n = sel.len();
-        let mut values: Vec<ValueRef<'_>> =
-            vec![ValueRef::Null; (keys.len() + aggregates.len()) * n];
+        let mut values: SmallVec<[ValueRef<'_>; 512]> =
+            smallvec![ValueRef::Null; (keys.len() + aggregates.len()) * n];
         if n > 0 {
             let mut runs = values.chunks_mut(n);
             for (e, _) in keys {
@@ -248,41 +295,6 @@ impl QueryKernel {
             }
         }
         Ok(())
-    }
-
-    fn eval_row_body(
-        &mut self,
-        rowid: i64,
-        payload: &[u8],
-        complete: bool,
-    ) -> Result<Decoded, String> {
-        // Borrowed, not cloned: an `Arc` clone per row is an atomic on a cache line every
-        // executor shares. The row's values live on the stack for the usual widths.
-        let plan = &*self.plan;
-        let mut slots: SmallVec<[ValueRef<'_>; 32]> = smallvec![ValueRef::Null; plan.columns.len()];
-        if self
-            .decoder
-            .decode_row(payload, complete, &plan.columns, rowid, &mut slots)?
-            == Decoded::NeedMore
-        {
-            return Ok(Decoded::NeedMore);
-        }
-        if self.has_virtual {
-            // Generated columns: computed in slot order over owned copies.
-            let mut owned: Vec<Value> = slots.iter().map(|v| ValueRef::to_owned(*v)).collect();
-            for (i, c) in plan.columns.iter().enumerate() {
-                if let ColumnRead::Virtual { expr, affinity } = c {
-                    let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
-                    let v = eval(expr, &refs)?;
-                    owned[i] = apply_column_affinity(v.as_ref(), *affinity);
-                }
-            }
-            let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
-            accept(plan, &mut self.partial, rowid, &refs)?;
-        } else {
-            accept(plan, &mut self.partial, rowid, &slots)?;
-        }
-        Ok(Decoded::Done)
     }
 }
 

@@ -6,7 +6,8 @@
 //!
 //! - [`ir`]: the resolved query: slots of decoded columns, expressions with their affinity and
 //!   collation fixed, aggregates, `ORDER BY`, `LIMIT`;
-//! - [`record`]: decodes only the needed columns of a table-leaf record;
+//! - the needed columns of each record are decoded by the shared page-batch decoder
+//!   ([`crate::decode`]);
 //! - [`eval`], [`functions`], [`like`], [`dates`]: expressions, scalar functions, `LIKE`/`GLOB`
 //!   and the date functions, every comparison and conversion through [`crate::datatype3`] and
 //!   [`crate::value`];
@@ -31,7 +32,6 @@ pub mod groups;
 pub mod ir;
 pub mod kernel;
 pub mod like;
-pub mod record;
 
 pub use ir::QueryPlan;
 pub use kernel::{merge, run_query, Partial, QueryError, QueryKernel, QueryOutput};
