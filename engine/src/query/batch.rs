@@ -17,12 +17,10 @@ use crate::value::{Value, ValueRef};
 use super::eval::{arith, compare_truth, eval_ref, truth_of};
 use super::ir::{AggSpec, Expr, QueryPlan, Shape};
 
-/// A page's rows, row-major: `width` slots per row, and each row's rowid.
-pub struct Batch<'a> {
+/// A page's rows, row-major: `width` slots per row.
+pub struct Batch<'a, 'b> {
     /// The slots of every row.
-    pub slots: SmallVec<[ValueRef<'a>; 512]>,
-    /// The rowid of every row.
-    pub rowids: SmallVec<[i64; 128]>,
+    pub slots: &'b [ValueRef<'a>],
     /// Slots per row.
     pub width: usize,
 }
@@ -30,10 +28,7 @@ pub struct Batch<'a> {
 /// Row indices into a [`Batch`].
 pub type Selection = SmallVec<[u32; 128]>;
 
-/// Scratch values, one per selected row.
-pub type Column<'a> = SmallVec<[ValueRef<'a>; 64]>;
-
-impl<'a> Batch<'a> {
+impl<'a> Batch<'a, '_> {
     fn row(&self, r: u32) -> &[ValueRef<'a>] {
         let at = r as usize * self.width;
         &self.slots[at..at + self.width]
@@ -76,7 +71,7 @@ pub fn plan_batchable(plan: &QueryPlan, has_virtual: bool) -> bool {
 }
 
 /// Keeps in `sel` the rows for which `filter` is true.
-pub fn filter(filter: &Expr, batch: &Batch<'_>, sel: &mut Selection) {
+pub fn filter(filter: &Expr, batch: &Batch<'_, '_>, sel: &mut Selection) {
     match filter {
         // Each conjunct narrows the selection (infallible, so skipping the rows an earlier
         // conjunct dropped changes nothing but the work done).
@@ -110,7 +105,7 @@ pub fn filter(filter: &Expr, batch: &Batch<'_>, sel: &mut Selection) {
     }
 }
 
-fn retain_true(e: &Expr, batch: &Batch<'_>, sel: &mut Selection) {
+fn retain_true(e: &Expr, batch: &Batch<'_, '_>, sel: &mut Selection) {
     // Infallible (see `batchable`): an error cannot happen, and would keep no row.
     sel.retain(|r| truth_of(e, batch.row(*r)) == Ok(Some(true)));
 }
@@ -124,8 +119,39 @@ fn number_ref(v: Value) -> ValueRef<'static> {
     }
 }
 
+/// An operand of a batch node: a column and a literal are read in place, anything else is
+/// evaluated into a scratch run first.
+enum Input<'a> {
+    Column(usize),
+    Literal(ValueRef<'a>),
+    Values(Vec<ValueRef<'a>>),
+}
+
+impl<'a> Input<'a> {
+    fn of(e: &'a Expr, batch: &Batch<'a, '_>, sel: &Selection) -> Self {
+        match e {
+            Expr::Column(i) => Input::Column(*i),
+            Expr::Literal(v) => Input::Literal(v.as_ref()),
+            other => {
+                let mut v = vec![ValueRef::Null; sel.len()];
+                eval(other, batch, sel, &mut v);
+                Input::Values(v)
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, batch: &Batch<'a, '_>, sel: &Selection, k: usize) -> ValueRef<'a> {
+        match self {
+            Input::Column(i) => batch.slot(sel[k], *i),
+            Input::Literal(v) => *v,
+            Input::Values(v) => v[k],
+        }
+    }
+}
+
 /// `e` for every selected row, into `out` (one entry per entry of `sel`).
-pub fn eval<'a>(e: &'a Expr, batch: &Batch<'a>, sel: &Selection, out: &mut [ValueRef<'a>]) {
+pub fn eval<'a>(e: &'a Expr, batch: &Batch<'a, '_>, sel: &Selection, out: &mut [ValueRef<'a>]) {
     debug_assert_eq!(out.len(), sel.len());
     match e {
         Expr::Column(i) => {
@@ -135,13 +161,9 @@ pub fn eval<'a>(e: &'a Expr, batch: &Batch<'a>, sel: &Selection, out: &mut [Valu
         }
         Expr::Literal(v) => out.fill(v.as_ref()),
         Expr::Arith(op, a, b) => {
-            let n = sel.len();
-            let mut x: Column<'a> = smallvec::smallvec![ValueRef::Null; n];
-            let mut y: Column<'a> = smallvec::smallvec![ValueRef::Null; n];
-            eval(a, batch, sel, &mut x);
-            eval(b, batch, sel, &mut y);
-            for ((o, x), y) in out.iter_mut().zip(&x).zip(&y) {
-                *o = number_ref(arith(*op, *x, *y));
+            let (x, y) = (Input::of(a, batch, sel), Input::of(b, batch, sel));
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = number_ref(arith(*op, x.get(batch, sel, k), y.get(batch, sel, k)));
             }
         }
         // Negation, bit-not and the logical nodes: the row evaluator, per selected row (they
@@ -240,7 +262,7 @@ mod tests {
             ValueRef::Text(b"abc"),
             ValueRef::Blob(b"\x01"),
         ];
-        let mut slots = SmallVec::new();
+        let mut slots = Vec::new();
         for x in values {
             for y in values {
                 slots.extend([x, y]);
@@ -248,8 +270,7 @@ mod tests {
         }
         let n = slots.len() / 2;
         let batch = Batch {
-            slots,
-            rowids: (0..n as i64).collect(),
+            slots: &slots,
             width: 2,
         };
         let all: Selection = (0..n as u32).collect();

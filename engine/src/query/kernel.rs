@@ -235,21 +235,24 @@ impl QueryKernel {
         let width = plan.columns.len();
         let rows = self.cells.len();
         let layout = (plan, &self.record_slots[..], &self.rowid_slots[..]);
-        let mut b = Batch {
-            slots: smallvec![ValueRef::Null; rows * width],
-            rowids: SmallVec::from_slice(self.cells.rowids()),
-            width,
-        };
+        // One allocation per page for the rows' values (an inline buffer this size would be
+        // copied around more than it saves).
+        let mut slots: Vec<ValueRef<'_>> = vec![ValueRef::Null; rows * width];
         for r in 0..rows {
             row_slots(
                 layout,
                 &self.cells,
                 page,
                 r,
-                &mut b.slots[r * width..(r + 1) * width],
+                &mut slots[r * width..(r + 1) * width],
             )
             .map_err(|e| format!("row {}: {e}", self.cells.rowid(r)))?;
         }
+        let b = Batch {
+            slots: &slots,
+            width,
+        };
+        let rowids = self.cells.rowids();
         let mut sel: Selection = (0..rows as u32).collect();
         if let Some(f) = &plan.filter {
             batch::filter(f, &b, &mut sel);
@@ -265,8 +268,8 @@ impl QueryKernel {
         };
         // Keys, then aggregate arguments: one run of `sel.len()` values each.
         let n = sel.len();
-        let mut values: SmallVec<[ValueRef<'_>; 512]> =
-            smallvec![ValueRef::Null; (keys.len() + aggregates.len()) * n];
+        let mut values: Vec<ValueRef<'_>> =
+            vec![ValueRef::Null; (keys.len() + aggregates.len()) * n];
         if n > 0 {
             let mut runs = values.chunks_mut(n);
             for (e, _) in keys {
@@ -283,7 +286,7 @@ impl QueryKernel {
         let collations: SmallVec<[Collation; 8]> = keys.iter().map(|k| k.1).collect();
         let mut key: SmallVec<[ValueRef<'_>; 4]> = SmallVec::new();
         for (k, &r) in sel.iter().enumerate() {
-            let rowid = b.rowids[r as usize];
+            let rowid = rowids[r as usize];
             key.clear();
             key.extend((0..keys.len()).map(|j| key_values[j * n + k]));
             let g = table.find_or_insert(&key, &collations, rowid, || {
