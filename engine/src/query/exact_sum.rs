@@ -304,8 +304,10 @@ mod tests {
         s.add_i128(i128::from(i64::MAX) * 3);
         assert_eq!(s.to_f64(), (i128::from(i64::MAX) * 3) as f64);
         // Many additions to the same limbs, then a carry normalization in between.
-        let mut s = ExactSum::default();
-        s.pending = NORMALIZE_EVERY - 5;
+        let mut s = ExactSum {
+            pending: NORMALIZE_EVERY - 5,
+            ..ExactSum::default()
+        };
         for _ in 0..10 {
             s.add_f64(-(u32::MAX as f64) * 4.0);
         }

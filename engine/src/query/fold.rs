@@ -66,8 +66,10 @@ fn fold_in_place(e: &mut Expr) {
     *e = fold(taken);
 }
 
-fn fold_box(e: Box<Expr>) -> Box<Expr> {
-    Box::new(fold(*e))
+/// Folds a boxed child in its own allocation.
+fn fold_box(mut e: Box<Expr>) -> Box<Expr> {
+    fold_in_place(&mut e);
+    e
 }
 
 /// `expr` with its constant subexpressions evaluated (see the module docs for the rules).
