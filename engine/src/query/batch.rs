@@ -12,30 +12,94 @@
 
 use smallvec::SmallVec;
 
+use crate::decode::CellBatch;
 use crate::value::{Value, ValueRef};
 
 use super::eval::{arith, compare_truth, eval_ref, truth_of};
 use super::ir::{AggSpec, Expr, QueryPlan, Shape};
 
-/// A page's rows, row-major: `width` slots per row.
-pub struct Batch<'a, 'b> {
-    /// The slots of every row.
-    pub slots: &'b [ValueRef<'a>],
-    /// Slots per row.
-    pub width: usize,
+/// Where a batch's rows are read from.
+pub enum Rows<'a, 'b> {
+    /// Values already decoded, row-major (`width` per row).
+    Values(&'b [ValueRef<'a>]),
+    /// A page's decoded cells, read lazily: only the values a node asks for are made, so a
+    /// filter that rejects a row on its first column never reads the others.
+    Cells {
+        /// The decoded cells.
+        cells: &'b CellBatch,
+        /// The page their offsets point into.
+        base: &'a [u8],
+        /// Where each plan slot comes from.
+        sources: &'b [Source<'a>],
+    },
+}
+
+/// Where one plan slot's value comes from in [`Rows::Cells`].
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// Needed record column `needed`; `real`: the column has REAL affinity (integers read
+    /// back as reals); `default`: the value of a record that ends before the column.
+    Record {
+        /// The index among the decoder's needed columns.
+        needed: usize,
+        /// REAL affinity.
+        real: bool,
+        /// The column's DEFAULT.
+        default: ValueRef<'a>,
+    },
+    /// The rowid.
+    Rowid,
 }
 
 /// Row indices into a [`Batch`].
 pub type Selection = SmallVec<[u32; 128]>;
 
+/// A page's rows, `width` slots each.
+pub struct Batch<'a, 'b> {
+    /// The rows.
+    pub rows: Rows<'a, 'b>,
+    /// Slots per row.
+    pub width: usize,
+}
+
 impl<'a> Batch<'a, '_> {
-    fn row(&self, r: u32) -> &[ValueRef<'a>] {
-        let at = r as usize * self.width;
-        &self.slots[at..at + self.width]
+    /// Slot `i` of row `r`.
+    #[inline(always)]
+    fn slot(&self, r: u32, i: usize) -> ValueRef<'a> {
+        match &self.rows {
+            Rows::Values(v) => v[r as usize * self.width + i],
+            Rows::Cells {
+                cells,
+                base,
+                sources,
+            } => match sources[i] {
+                Source::Record {
+                    needed,
+                    real,
+                    default,
+                } => match cells.value(base, r as usize, needed) {
+                    Some(ValueRef::Integer(x)) if real => ValueRef::Real(x as f64),
+                    Some(v) => v,
+                    None => default,
+                },
+                Source::Rowid => ValueRef::Integer(cells.rowid(r as usize)),
+            },
+        }
     }
 
-    fn slot(&self, r: u32, i: usize) -> ValueRef<'a> {
-        self.slots[r as usize * self.width + i]
+    /// Calls `f` with row `r`'s slots (made on the stack for [`Rows::Cells`]).
+    fn with_row<T>(&self, r: u32, f: impl FnOnce(&[ValueRef<'a>]) -> T) -> T {
+        match &self.rows {
+            Rows::Values(v) => {
+                let at = r as usize * self.width;
+                f(&v[at..at + self.width])
+            }
+            Rows::Cells { .. } => {
+                let row: SmallVec<[ValueRef<'a>; 32]> =
+                    (0..self.width).map(|i| self.slot(r, i)).collect();
+                f(&row)
+            }
+        }
     }
 }
 
@@ -54,7 +118,8 @@ pub fn batchable(e: &Expr) -> bool {
 }
 
 /// Whether a plan's row stage can run over batches: a grouped query without generated
-/// columns whose filter, keys and aggregate arguments are all [`batchable`].
+/// columns, whose missing columns all have a known DEFAULT (reading a slot cannot fail), and
+/// whose filter, keys and aggregate arguments are all [`batchable`].
 pub fn plan_batchable(plan: &QueryPlan, has_virtual: bool) -> bool {
     let Shape::Groups {
         keys, aggregates, ..
@@ -62,7 +127,17 @@ pub fn plan_batchable(plan: &QueryPlan, has_virtual: bool) -> bool {
     else {
         return false;
     };
+    let defaults_known = plan.columns.iter().all(|c| {
+        !matches!(
+            c,
+            super::ir::ColumnRead::Record {
+                default: Err(_),
+                ..
+            }
+        )
+    });
     !has_virtual
+        && defaults_known
         && plan.filter.as_ref().is_none_or(batchable)
         && keys.iter().all(|(e, _)| batchable(e))
         && aggregates
@@ -107,7 +182,7 @@ pub fn filter(filter: &Expr, batch: &Batch<'_, '_>, sel: &mut Selection) {
 
 fn retain_true(e: &Expr, batch: &Batch<'_, '_>, sel: &mut Selection) {
     // Infallible (see `batchable`): an error cannot happen, and would keep no row.
-    sel.retain(|r| truth_of(e, batch.row(*r)) == Ok(Some(true)));
+    sel.retain(|r| batch.with_row(*r, |row| truth_of(e, row)) == Ok(Some(true)));
 }
 
 /// A number (or NULL) as a value that borrows nothing.
@@ -170,10 +245,12 @@ pub fn eval<'a>(e: &'a Expr, batch: &Batch<'a, '_>, sel: &Selection, out: &mut [
         // yield numbers or NULL, which borrow nothing).
         other => {
             for (o, &r) in out.iter_mut().zip(sel) {
-                *o = eval_ref(other, batch.row(r)).map_or(ValueRef::Null, |v| match v.as_ref() {
-                    ValueRef::Integer(i) => ValueRef::Integer(i),
-                    ValueRef::Real(x) => ValueRef::Real(x),
-                    _ => ValueRef::Null,
+                *o = batch.with_row(r, |row| {
+                    eval_ref(other, row).map_or(ValueRef::Null, |v| match v.as_ref() {
+                        ValueRef::Integer(i) => ValueRef::Integer(i),
+                        ValueRef::Real(x) => ValueRef::Real(x),
+                        _ => ValueRef::Null,
+                    })
                 });
             }
         }
@@ -270,9 +347,10 @@ mod tests {
         }
         let n = slots.len() / 2;
         let batch = Batch {
-            slots: &slots,
+            rows: Rows::Values(&slots),
             width: 2,
         };
+        let row = |r: u32| &slots[r as usize * 2..r as usize * 2 + 2];
         let all: Selection = (0..n as u32).collect();
         for e in &exprs {
             assert!(batchable(e), "{e:?}");
@@ -282,14 +360,9 @@ mod tests {
             filter(e, &batch, &mut sel);
             let mut kept = Selection::new();
             for r in 0..n as u32 {
-                let want = eval_row(e, batch.row(r)).unwrap();
-                assert_eq!(
-                    out[r as usize].to_owned(),
-                    want,
-                    "{e:?} on {:?}",
-                    batch.row(r)
-                );
-                if truth_of(e, batch.row(r)) == Ok(Some(true)) {
+                let want = eval_row(e, row(r)).unwrap();
+                assert_eq!(out[r as usize].to_owned(), want, "{e:?} on {:?}", row(r));
+                if truth_of(e, row(r)) == Ok(Some(true)) {
                     kept.push(r);
                 }
             }

@@ -18,7 +18,7 @@ use crate::decode::{CellBatch, NeededColumns};
 use crate::value::{Value, ValueRef};
 
 use super::aggregate::AggState;
-use super::batch::{self, Batch, Selection};
+use super::batch::{self, Batch, Rows, Selection, Source};
 use super::eval::{eval, eval_ref, holds, Operand};
 pub use super::groups::{Group, GroupTable};
 use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
@@ -229,27 +229,39 @@ impl QueryKernel {
     }
 
     /// A grouped query's decoded page as one batch: filter the batch, evaluate keys and
-    /// aggregate arguments node by node, then update the groups in cell order.
+    /// aggregate arguments node by node, then update the groups in cell order. Values are
+    /// read from the decoded cells only when a node asks for them.
     fn eval_batch(&mut self, page: &[u8]) -> Result<(), String> {
         let plan = &*self.plan;
         let width = plan.columns.len();
         let rows = self.cells.len();
-        let layout = (plan, &self.record_slots[..], &self.rowid_slots[..]);
-        // One allocation per page for the rows' values (an inline buffer this size would be
-        // copied around more than it saves).
-        let mut slots: Vec<ValueRef<'_>> = vec![ValueRef::Null; rows * width];
-        for r in 0..rows {
-            row_slots(
-                layout,
-                &self.cells,
-                page,
-                r,
-                &mut slots[r * width..(r + 1) * width],
-            )
-            .map_err(|e| format!("row {}: {e}", self.cells.rowid(r)))?;
-        }
+        let sources: SmallVec<[Source<'_>; 32]> = plan
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(slot, c)| match c {
+                ColumnRead::Record { default, .. } => {
+                    let needed = self
+                        .record_slots
+                        .iter()
+                        .position(|&(s, _)| s == slot)
+                        .expect("every record slot is decoded");
+                    Source::Record {
+                        needed,
+                        real: self.record_slots[needed].1,
+                        // Known: plans with an unknown DEFAULT are not batched.
+                        default: default.as_ref().map_or(ValueRef::Null, Value::as_ref),
+                    }
+                }
+                _ => Source::Rowid,
+            })
+            .collect();
         let b = Batch {
-            slots: &slots,
+            rows: Rows::Cells {
+                cells: &self.cells,
+                base: page,
+                sources: &sources,
+            },
             width,
         };
         let rowids = self.cells.rowids();
