@@ -16,7 +16,7 @@ use crate::decode::CellBatch;
 use crate::value::{Value, ValueRef};
 
 use super::eval::{arith, compare_truth, eval_ref, truth_of};
-use super::ir::{AggSpec, Expr, QueryPlan, Shape};
+use super::ir::{AggSpec, ArithOp, Expr, QueryPlan, Shape};
 
 /// Where a batch's rows are read from.
 pub enum Rows<'a, 'b> {
@@ -194,6 +194,37 @@ fn number_ref(v: Value) -> ValueRef<'static> {
     }
 }
 
+/// `+`, `-` or `*` (`real` on doubles) over a batch: operands that are reals, or a real and an
+/// integer, take the double operation inline (what [`arith`] does for them); anything else
+/// goes through [`arith`].
+#[inline(always)]
+fn arith_loop<'a>(
+    op: ArithOp,
+    real: impl Fn(f64, f64) -> f64,
+    x: &Input<'a>,
+    y: &Input<'a>,
+    batch: &Batch<'a, '_>,
+    sel: &Selection,
+    out: &mut [ValueRef<'a>],
+) {
+    let real_ref = |r: f64| {
+        if r.is_nan() {
+            ValueRef::Null
+        } else {
+            ValueRef::Real(r)
+        }
+    };
+    for (k, o) in out.iter_mut().enumerate() {
+        let (p, q) = (x.get(batch, sel, k), y.get(batch, sel, k));
+        *o = match (p, q) {
+            (ValueRef::Real(p), ValueRef::Real(q)) => real_ref(real(p, q)),
+            (ValueRef::Integer(i), ValueRef::Real(q)) => real_ref(real(i as f64, q)),
+            (ValueRef::Real(p), ValueRef::Integer(j)) => real_ref(real(p, j as f64)),
+            _ => number_ref(arith(op, p, q)),
+        };
+    }
+}
+
 /// An operand of a batch node: a column and a literal are read in place, anything else is
 /// evaluated into a scratch run first.
 enum Input<'a> {
@@ -237,8 +268,15 @@ pub fn eval<'a>(e: &'a Expr, batch: &Batch<'a, '_>, sel: &Selection, out: &mut [
         Expr::Literal(v) => out.fill(v.as_ref()),
         Expr::Arith(op, a, b) => {
             let (x, y) = (Input::of(a, batch, sel), Input::of(b, batch, sel));
-            for (k, o) in out.iter_mut().enumerate() {
-                *o = number_ref(arith(*op, x.get(batch, sel, k), y.get(batch, sel, k)));
+            match op {
+                ArithOp::Add => arith_loop(*op, |p, q| p + q, &x, &y, batch, sel, out),
+                ArithOp::Sub => arith_loop(*op, |p, q| p - q, &x, &y, batch, sel, out),
+                ArithOp::Mul => arith_loop(*op, |p, q| p * q, &x, &y, batch, sel, out),
+                _ => {
+                    for (k, o) in out.iter_mut().enumerate() {
+                        *o = number_ref(arith(*op, x.get(batch, sel, k), y.get(batch, sel, k)));
+                    }
+                }
             }
         }
         // Negation, bit-not and the logical nodes: the row evaluator, per selected row (they
@@ -262,7 +300,7 @@ mod tests {
     use super::*;
     use crate::datatype3::{Affinity, Collation};
     use crate::query::eval::eval as eval_row;
-    use crate::query::ir::{ArithOp, CmpOp};
+    use crate::query::ir::CmpOp;
 
     fn b(e: Expr) -> Box<Expr> {
         Box::new(e)
@@ -292,6 +330,13 @@ mod tests {
                 )),
             ),
             Expr::Arith(ArithOp::Rem, b(Expr::Column(0)), b(Expr::Column(1))),
+            // Infinity times zero is NaN, which SQLite makes NULL.
+            Expr::Arith(
+                ArithOp::Mul,
+                b(Expr::Column(0)),
+                b(lit(Value::Real(f64::INFINITY))),
+            ),
+            Expr::Arith(ArithOp::Add, b(Expr::Column(1)), b(Expr::Column(0))),
             Expr::Negate(b(Expr::Column(0))),
             cmp(
                 CmpOp::Lt,
