@@ -986,8 +986,8 @@ pub fn literal(v: &ast::Value, negative: bool) -> Result<Value, SqlError> {
             if negative {
                 return Ok(engine::query::eval::arith(
                     ArithOp::Sub,
-                    &Value::Integer(0),
-                    &v,
+                    engine::value::ValueRef::Integer(0),
+                    v.as_ref(),
                 ));
             }
             v
@@ -1005,8 +1005,8 @@ pub fn literal(v: &ast::Value, negative: bool) -> Result<Value, SqlError> {
             if negative {
                 return Ok(engine::query::eval::arith(
                     ArithOp::Sub,
-                    &Value::Integer(0),
-                    &blob,
+                    engine::value::ValueRef::Integer(0),
+                    blob.as_ref(),
                 ));
             }
             blob

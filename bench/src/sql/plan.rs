@@ -360,7 +360,7 @@ fn plan_select(
         ),
     };
 
-    Ok(QueryPlan {
+    let mut plan = QueryPlan {
         columns: r.columns,
         filter,
         shape,
@@ -368,7 +368,10 @@ fn plan_select(
         limit,
         offset,
         names: outputs.into_iter().map(|o| o.name).collect(),
-    })
+    };
+    // Constant subexpressions are evaluated once here, not once per row.
+    engine::query::fold::fold_plan(&mut plan);
+    Ok(plan)
 }
 
 fn sort_key(term: &ast::OrderByExpr, t: Typed) -> Result<SortKey, SqlError> {

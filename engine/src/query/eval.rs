@@ -6,6 +6,8 @@
 
 use std::cmp::Ordering;
 
+use smallvec::SmallVec;
+
 use crate::datatype3::{self, Affinity};
 use crate::value::{Number, Value, ValueRef};
 
@@ -13,68 +15,147 @@ use super::functions;
 use super::ir::{ArithOp, CmpOp, Expr, Function};
 use super::like;
 
-/// The result of evaluating an expression.
+/// The result of evaluating an expression to an owned value.
 pub type EvalResult = Result<Value, String>;
 
-/// An operand: borrowed from the row or the plan when it is a column or a literal (the
-/// common case in filters, evaluated without copying text), else computed.
-enum Operand<'a> {
+/// An evaluated value: borrowed from the row or the plan when the expression is a column, a
+/// literal or a node that passes one of them through (`CASE`, `coalesce`), or a number (no
+/// storage needed); owned only when text or a blob was computed. Evaluating a filter or an
+/// aggregate argument therefore allocates nothing in the common case.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand<'a> {
+    /// A value borrowed from the row or the plan (or a number).
     Borrowed(ValueRef<'a>),
+    /// A computed text or blob.
     Owned(Value),
 }
 
-impl Operand<'_> {
-    fn as_ref(&self) -> ValueRef<'_> {
+impl<'a> Operand<'a> {
+    /// Borrows the value.
+    pub fn as_ref(&self) -> ValueRef<'_> {
         match self {
             Operand::Borrowed(v) => *v,
             Operand::Owned(v) => v.as_ref(),
         }
     }
+
+    /// An owned copy.
+    pub fn into_owned(self) -> Value {
+        match self {
+            Operand::Borrowed(v) => v.to_owned(),
+            Operand::Owned(v) => v,
+        }
+    }
+
+    /// Whether the value is NULL.
+    pub fn is_null(&self) -> bool {
+        self.as_ref().is_null()
+    }
 }
 
-fn operand<'a>(expr: &'a Expr, slots: &'a [ValueRef<'a>]) -> Result<Operand<'a>, String> {
+impl From<Value> for Operand<'_> {
+    /// Numbers and NULL need no storage: they become [`Operand::Borrowed`].
+    fn from(v: Value) -> Self {
+        match v {
+            Value::Null => Operand::Borrowed(ValueRef::Null),
+            Value::Integer(i) => Operand::Borrowed(ValueRef::Integer(i)),
+            Value::Real(r) => Operand::Borrowed(ValueRef::Real(r)),
+            other => Operand::Owned(other),
+        }
+    }
+}
+
+const NULL: Operand<'static> = Operand::Borrowed(ValueRef::Null);
+
+fn slot<'a>(slots: &[ValueRef<'a>], i: usize) -> Result<ValueRef<'a>, String> {
+    slots
+        .get(i)
+        .copied()
+        .ok_or_else(|| format!("internal: slot {i} out of range"))
+}
+
+fn truth_operand(t: Option<bool>) -> Operand<'static> {
+    match t {
+        None => NULL,
+        Some(b) => Operand::Borrowed(ValueRef::Integer(i64::from(b))),
+    }
+}
+
+/// Evaluates `expr` over `slots` to an owned value.
+pub fn eval(expr: &Expr, slots: &[ValueRef<'_>]) -> EvalResult {
+    eval_ref(expr, slots).map(Operand::into_owned)
+}
+
+/// Evaluates `expr` over `slots`, borrowing from them or from the plan where it can.
+pub fn eval_ref<'a>(expr: &'a Expr, slots: &[ValueRef<'a>]) -> Result<Operand<'a>, String> {
     Ok(match expr {
-        Expr::Column(i) => Operand::Borrowed(
-            slots
-                .get(*i)
-                .copied()
-                .ok_or_else(|| format!("internal: slot {i} out of range"))?,
-        ),
+        Expr::Column(i) => Operand::Borrowed(slot(slots, *i)?),
         Expr::Literal(v) => Operand::Borrowed(v.as_ref()),
-        other => Operand::Owned(eval(other, slots)?),
+        Expr::Negate(x) => Operand::from(negate(eval_ref(x, slots)?.as_ref())),
+        Expr::BitNot(x) => match eval_ref(x, slots)?.as_ref().to_i64() {
+            None => NULL,
+            Some(i) => Operand::Borrowed(ValueRef::Integer(!i)),
+        },
+        Expr::Arith(op, a, b) => {
+            let x = eval_ref(a, slots)?;
+            let y = eval_ref(b, slots)?;
+            Operand::from(arith(*op, x.as_ref(), y.as_ref()))
+        }
+        Expr::Concat(a, b) => {
+            let (a, b) = (eval_ref(a, slots)?, eval_ref(b, slots)?);
+            match (a.as_ref().to_text(), b.as_ref().to_text()) {
+                (Some(x), Some(y)) => {
+                    let mut t = Vec::with_capacity(x.len() + y.len());
+                    t.extend_from_slice(&x);
+                    t.extend_from_slice(&y);
+                    Operand::Owned(Value::Text(t))
+                }
+                _ => NULL,
+            }
+        }
+        Expr::Compare { .. }
+        | Expr::Not(_)
+        | Expr::And(..)
+        | Expr::Or(..)
+        | Expr::IsNull(..)
+        | Expr::InList { .. }
+        | Expr::Like { .. } => truth_operand(truth_of(expr, slots)?),
+        Expr::Case {
+            operand,
+            whens,
+            otherwise,
+        } => {
+            let base = match operand {
+                Some(o) => Some(eval_ref(o, slots)?),
+                None => None,
+            };
+            for (when, then, affinity, collation) in whens {
+                let hit = match &base {
+                    Some(b) => {
+                        let w = eval_ref(when, slots)?;
+                        datatype3::compare(b.as_ref(), w.as_ref(), *affinity, *collation)
+                            == Some(Ordering::Equal)
+                    }
+                    None => truth_of(when, slots)? == Some(true),
+                };
+                if hit {
+                    return eval_ref(then, slots);
+                }
+            }
+            match otherwise {
+                Some(e) => eval_ref(e, slots)?,
+                None => NULL,
+            }
+        }
+        Expr::Cast(x, affinity) => Operand::from(cast(eval_ref(x, slots)?.as_ref(), *affinity)),
+        Expr::Function(f, args) => call_function(*f, args, slots)?,
     })
 }
 
-/// Evaluates `expr` over `slots`.
-pub fn eval(expr: &Expr, slots: &[ValueRef<'_>]) -> EvalResult {
+/// The truth value of `expr` over `slots` (`None`: NULL), computed without materializing the
+/// 0/1 of comparisons and logical operators.
+pub fn truth_of(expr: &Expr, slots: &[ValueRef<'_>]) -> Result<Option<bool>, String> {
     Ok(match expr {
-        Expr::Column(i) => slots
-            .get(*i)
-            .copied()
-            .ok_or_else(|| format!("internal: slot {i} out of range"))?
-            .to_owned(),
-        Expr::Literal(v) => v.clone(),
-        Expr::Negate(x) => negate(eval(x, slots)?),
-        Expr::Not(x) => match truth(eval(x, slots)?.as_ref()) {
-            None => Value::Null,
-            Some(b) => bool_value(!b),
-        },
-        Expr::BitNot(x) => match eval(x, slots)?.as_ref().to_i64() {
-            None => Value::Null,
-            Some(i) => Value::Integer(!i),
-        },
-        Expr::Arith(op, a, b) => arith(*op, &eval(a, slots)?, &eval(b, slots)?),
-        Expr::Concat(a, b) => {
-            let (a, b) = (eval(a, slots)?, eval(b, slots)?);
-            match (a.as_ref().to_text(), b.as_ref().to_text()) {
-                (Some(x), Some(y)) => {
-                    let mut t = x.into_owned();
-                    t.extend_from_slice(&y);
-                    Value::Text(t)
-                }
-                _ => Value::Null,
-            }
-        }
         Expr::Compare {
             op,
             left,
@@ -82,32 +163,34 @@ pub fn eval(expr: &Expr, slots: &[ValueRef<'_>]) -> EvalResult {
             affinity,
             collation,
         } => {
-            let (a, b) = (operand(left, slots)?, operand(right, slots)?);
-            compare_op(*op, a.as_ref(), b.as_ref(), *affinity, *collation)
+            let a = eval_ref(left, slots)?;
+            let b = eval_ref(right, slots)?;
+            compare_truth(*op, a.as_ref(), b.as_ref(), *affinity, *collation)
         }
         Expr::And(a, b) => {
-            let x = truth(eval(a, slots)?.as_ref());
+            let x = truth_of(a, slots)?;
             if x == Some(false) {
-                return Ok(bool_value(false));
+                return Ok(Some(false));
             }
-            match (x, truth(eval(b, slots)?.as_ref())) {
-                (_, Some(false)) => bool_value(false),
-                (Some(true), Some(true)) => bool_value(true),
-                _ => Value::Null,
+            match (x, truth_of(b, slots)?) {
+                (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
             }
         }
         Expr::Or(a, b) => {
-            let x = truth(eval(a, slots)?.as_ref());
+            let x = truth_of(a, slots)?;
             if x == Some(true) {
-                return Ok(bool_value(true));
+                return Ok(Some(true));
             }
-            match (x, truth(eval(b, slots)?.as_ref())) {
-                (_, Some(true)) => bool_value(true),
-                (Some(false), Some(false)) => bool_value(false),
-                _ => Value::Null,
+            match (x, truth_of(b, slots)?) {
+                (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
             }
         }
-        Expr::IsNull(x, negated) => bool_value(operand(x, slots)?.as_ref().is_null() != *negated),
+        Expr::Not(x) => truth_of(x, slots)?.map(|b| !b),
+        Expr::IsNull(x, negated) => Some(eval_ref(x, slots)?.is_null() != *negated),
         Expr::InList {
             expr,
             list,
@@ -115,25 +198,25 @@ pub fn eval(expr: &Expr, slots: &[ValueRef<'_>]) -> EvalResult {
             collation,
         } => {
             if list.is_empty() {
-                return Ok(bool_value(*negated));
+                return Ok(Some(*negated));
             }
-            let x = operand(expr, slots)?;
-            if x.as_ref().is_null() {
-                return Ok(Value::Null);
+            let x = eval_ref(expr, slots)?;
+            if x.is_null() {
+                return Ok(None);
             }
             let mut saw_null = false;
             for (item, affinity) in list {
-                let v = operand(item, slots)?;
+                let v = eval_ref(item, slots)?;
                 match datatype3::compare(x.as_ref(), v.as_ref(), *affinity, *collation) {
                     None => saw_null = true,
-                    Some(Ordering::Equal) => return Ok(bool_value(!negated)),
+                    Some(Ordering::Equal) => return Ok(Some(!negated)),
                     Some(_) => {}
                 }
             }
             if saw_null {
-                Value::Null
+                None
             } else {
-                bool_value(*negated)
+                Some(*negated)
             }
         }
         Expr::Like {
@@ -143,53 +226,28 @@ pub fn eval(expr: &Expr, slots: &[ValueRef<'_>]) -> EvalResult {
             negated,
             glob,
         } => {
-            let x = eval(expr, slots)?;
-            let p = eval(pattern, slots)?;
+            let x = eval_ref(expr, slots)?;
+            let p = eval_ref(pattern, slots)?;
             let e = match escape {
-                Some(e) => Some(eval(e, slots)?),
+                Some(e) => Some(eval_ref(e, slots)?),
                 None => None,
             };
-            match like::like_value(x.as_ref(), p.as_ref(), e.as_ref().map(Value::as_ref), *glob)? {
-                None => Value::Null,
-                Some(m) => bool_value(m != *negated),
-            }
+            like::like_value(
+                x.as_ref(),
+                p.as_ref(),
+                e.as_ref().map(Operand::as_ref),
+                *glob,
+            )?
+            .map(|m| m != *negated)
         }
-        Expr::Case {
-            operand,
-            whens,
-            otherwise,
-        } => {
-            let base = match operand {
-                Some(o) => Some(eval(o, slots)?),
-                None => None,
-            };
-            for (when, then, affinity, collation) in whens {
-                let w = eval(when, slots)?;
-                let hit = match &base {
-                    Some(b) => {
-                        datatype3::compare(b.as_ref(), w.as_ref(), *affinity, *collation)
-                            == Some(Ordering::Equal)
-                    }
-                    None => truth(w.as_ref()) == Some(true),
-                };
-                if hit {
-                    return eval(then, slots);
-                }
-            }
-            match otherwise {
-                Some(e) => eval(e, slots)?,
-                None => Value::Null,
-            }
-        }
-        Expr::Cast(x, affinity) => cast(eval(x, slots)?.as_ref(), *affinity),
-        Expr::Function(f, args) => call_function(*f, args, slots)?,
+        other => truth(eval_ref(other, slots)?.as_ref()),
     })
 }
 
 /// Whether `expr` holds for the row: SQLite's `WHERE` keeps a row only when the filter is
 /// true (NULL and false drop it).
 pub fn holds(expr: &Expr, slots: &[ValueRef<'_>]) -> Result<bool, String> {
-    Ok(truth(eval(expr, slots)?.as_ref()) == Some(true))
+    Ok(truth_of(expr, slots)? == Some(true))
 }
 
 /// SQLite's truth value of `v` (`sqlite3VdbeBooleanValue`): `None` for NULL, numbers are true
@@ -216,30 +274,80 @@ pub fn compare_op(
     affinity: Option<Affinity>,
     collation: datatype3::Collation,
 ) -> Value {
+    match compare_truth(op, a, b, affinity, collation) {
+        None => Value::Null,
+        Some(t) => bool_value(t),
+    }
+}
+
+/// A comparison operator's truth value on two values (`None`: NULL, never for `IS`/`IS NOT`).
+#[inline]
+pub fn compare_truth(
+    op: CmpOp,
+    a: ValueRef<'_>,
+    b: ValueRef<'_>,
+    affinity: Option<Affinity>,
+    collation: datatype3::Collation,
+) -> Option<bool> {
     if matches!(op, CmpOp::Is | CmpOp::IsNot) {
         let same = match (a.is_null(), b.is_null()) {
             (true, true) => true,
             (true, false) | (false, true) => false,
             _ => datatype3::compare(a, b, affinity, collation) == Some(Ordering::Equal),
         };
-        return bool_value(same == (op == CmpOp::Is));
+        return Some(same == (op == CmpOp::Is));
     }
-    match datatype3::compare(a, b, affinity, collation) {
-        None => Value::Null,
-        Some(o) => bool_value(match op {
-            CmpOp::Eq => o == Ordering::Equal,
-            CmpOp::Ne => o != Ordering::Equal,
-            CmpOp::Lt => o == Ordering::Less,
-            CmpOp::Le => o != Ordering::Greater,
-            CmpOp::Gt => o == Ordering::Greater,
-            CmpOp::Ge => o != Ordering::Less,
-            CmpOp::Is | CmpOp::IsNot => unreachable!("handled above"),
-        }),
-    }
+    let o = match (a, b) {
+        (ValueRef::Null, _) | (_, ValueRef::Null) => return None,
+        // No conversion can apply: numeric affinity converts only text, text affinity only
+        // when an operand is text.
+        (
+            ValueRef::Integer(_) | ValueRef::Real(_) | ValueRef::Blob(_),
+            ValueRef::Integer(_) | ValueRef::Real(_) | ValueRef::Blob(_),
+        ) => datatype3::compare_values(a, b, collation),
+        (ValueRef::Text(x), ValueRef::Text(y))
+            if matches!(affinity, None | Some(Affinity::Text | Affinity::Blob))
+                || (!maybe_number(x) && !maybe_number(y)) =>
+        {
+            collation.compare(x, y)
+        }
+        _ => datatype3::compare(a, b, affinity, collation)?,
+    };
+    Some(match op {
+        CmpOp::Eq => o == Ordering::Equal,
+        CmpOp::Ne => o != Ordering::Equal,
+        CmpOp::Lt => o == Ordering::Less,
+        CmpOp::Le => o != Ordering::Greater,
+        CmpOp::Gt => o == Ordering::Greater,
+        CmpOp::Ge => o != Ordering::Less,
+        CmpOp::Is | CmpOp::IsNot => unreachable!("handled above"),
+    })
 }
 
-fn negate(v: Value) -> Value {
-    match v.as_ref().to_number() {
+/// A quick test that `t` cannot be wholly a number (so a numeric affinity leaves it text):
+/// false only when `t` starts with a byte no number starts with, or has a sign that neither
+/// follows the leading spaces nor an exponent (`'1994-01-01'`). True means "maybe": the full
+/// test (`numeric_affinity_of_text`) decides.
+#[inline]
+fn maybe_number(t: &[u8]) -> bool {
+    let space = partitioner::numeric_text::is_space;
+    match t.first() {
+        None => return false,
+        Some(&b) if b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.') || space(b) => {}
+        Some(_) => return false,
+    }
+    for w in t.windows(2) {
+        match w[1] {
+            0 => return true,
+            b'+' | b'-' if !(matches!(w[0], b'e' | b'E') || space(w[0])) => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+fn negate(v: ValueRef<'_>) -> Value {
+    match v.to_number() {
         None => Value::Null,
         Some(Number::Integer(i)) => match i.checked_neg() {
             Some(n) => Value::Integer(n),
@@ -250,13 +358,27 @@ fn negate(v: Value) -> Value {
 }
 
 /// SQLite's arithmetic (`OP_Add` ... `OP_Remainder`, `OP_BitAnd` ... `OP_ShiftRight`).
-pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Value {
-    let (Some(x), Some(y)) = (a.as_ref().to_number(), b.as_ref().to_number()) else {
+#[inline]
+pub fn arith(op: ArithOp, a: ValueRef<'_>, b: ValueRef<'_>) -> Value {
+    // The common cases first: two reals, or a real and an integer, add as doubles.
+    match (op, a, b) {
+        (ArithOp::Add, ValueRef::Real(r), ValueRef::Real(s)) => return Value::real(r + s),
+        (ArithOp::Sub, ValueRef::Real(r), ValueRef::Real(s)) => return Value::real(r - s),
+        (ArithOp::Mul, ValueRef::Real(r), ValueRef::Real(s)) => return Value::real(r * s),
+        (ArithOp::Add | ArithOp::Sub | ArithOp::Mul, ValueRef::Integer(i), ValueRef::Real(s)) => {
+            return real_arith(op, i as f64, s)
+        }
+        (ArithOp::Add | ArithOp::Sub | ArithOp::Mul, ValueRef::Real(r), ValueRef::Integer(j)) => {
+            return real_arith(op, r, j as f64)
+        }
+        _ => {}
+    }
+    let (Some(x), Some(y)) = (a.to_number(), b.to_number()) else {
         return Value::Null;
     };
     match op {
         ArithOp::BitAnd | ArithOp::BitOr | ArithOp::ShiftLeft | ArithOp::ShiftRight => {
-            let (Some(i), Some(j)) = (a.as_ref().to_i64(), b.as_ref().to_i64()) else {
+            let (Some(i), Some(j)) = (a.to_i64(), b.to_i64()) else {
                 return Value::Null;
             };
             return Value::Integer(match op {
@@ -306,10 +428,7 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Value {
         ArithOp::Rem => {
             // SQLite takes the remainder of the operands' integer values (sqlite3VdbeIntValue
             // of each: an integer stays exact, text reads its integer prefix), as a real.
-            let (i, j) = (
-                a.as_ref().to_i64().unwrap_or(0),
-                b.as_ref().to_i64().unwrap_or(0),
-            );
+            let (i, j) = (a.to_i64().unwrap_or(0), b.to_i64().unwrap_or(0));
             if j == 0 {
                 return Value::Null;
             }
@@ -318,6 +437,15 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Value {
         }
         _ => unreachable!("bitwise handled above"),
     }
+}
+
+#[inline]
+fn real_arith(op: ArithOp, r: f64, s: f64) -> Value {
+    Value::real(match op {
+        ArithOp::Add => r + s,
+        ArithOp::Sub => r - s,
+        _ => r * s,
+    })
 }
 
 fn f64_to_i64(r: f64) -> i64 {
@@ -371,23 +499,28 @@ pub fn cast(v: ValueRef<'_>, affinity: Affinity) -> Value {
     }
 }
 
-/// Calls `f` on `args` (evaluated over `slots`; `coalesce` evaluates them lazily).
-fn call_function(f: Function, args: &[Expr], slots: &[ValueRef<'_>]) -> Result<Value, String> {
+/// Calls `f` on `args` (evaluated over `slots`; `coalesce` evaluates them lazily). The
+/// arguments live on the stack.
+fn call_function<'a>(
+    f: Function,
+    args: &'a [Expr],
+    slots: &[ValueRef<'a>],
+) -> Result<Operand<'a>, String> {
     if f == Function::Coalesce {
         for a in args {
-            let v = eval(a, slots)?;
+            let v = eval_ref(a, slots)?;
             if !v.is_null() {
                 return Ok(v);
             }
         }
-        return Ok(Value::Null);
+        return Ok(NULL);
     }
-    let values = args
-        .iter()
-        .map(|a| eval(a, slots))
-        .collect::<Result<Vec<Value>, String>>()?;
-    let refs: Vec<ValueRef<'_>> = values.iter().map(Value::as_ref).collect();
-    functions::apply(f, &refs)
+    let mut values: SmallVec<[Operand<'a>; 4]> = SmallVec::with_capacity(args.len());
+    for a in args {
+        values.push(eval_ref(a, slots)?);
+    }
+    let refs: SmallVec<[ValueRef<'_>; 4]> = values.iter().map(Operand::as_ref).collect();
+    functions::apply(f, &refs).map(Operand::from)
 }
 
 #[cfg(test)]
@@ -401,25 +534,25 @@ mod tests {
 
     #[test]
     fn integer_arithmetic_overflows_into_reals() {
-        let max = Value::Integer(i64::MAX);
+        use ValueRef as R;
         assert_eq!(
-            arith(ArithOp::Add, &max, &Value::Integer(1)),
+            arith(ArithOp::Add, R::Integer(i64::MAX), R::Integer(1)),
             Value::Real(9.223_372_036_854_776e18)
         );
         assert_eq!(
-            arith(ArithOp::Div, &Value::Integer(7), &Value::Integer(2)),
+            arith(ArithOp::Div, R::Integer(7), R::Integer(2)),
             Value::Integer(3)
         );
         assert_eq!(
-            arith(ArithOp::Div, &Value::Integer(7), &Value::Integer(0)),
+            arith(ArithOp::Div, R::Integer(7), R::Integer(0)),
             Value::Null
         );
         assert_eq!(
-            arith(ArithOp::Rem, &Value::Real(5.5), &Value::Integer(2)),
+            arith(ArithOp::Rem, R::Real(5.5), R::Integer(2)),
             Value::Real(1.0)
         );
         assert_eq!(
-            arith(ArithOp::Add, &Value::text("12abc"), &Value::Integer(1)),
+            arith(ArithOp::Add, R::Text(b"12abc"), R::Integer(1)),
             Value::Integer(13)
         );
     }
@@ -475,5 +608,29 @@ mod tests {
             cast(ValueRef::Real(2.5), Affinity::Text),
             Value::text("2.5")
         );
+    }
+
+    /// The quick rejection never rejects text that numeric affinity converts.
+    #[test]
+    fn maybe_number_is_conservative() {
+        let pieces: [&[u8]; 14] = [
+            b"", b" ", b"\t", b"+", b"-", b".", b"1", b"23", b"e", b"E", b"x", b"\0", b"0x1",
+            b"-01",
+        ];
+        let mut count = 0;
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let t = [a, b, c].concat();
+                    if crate::value::numeric_affinity_of_text(&t).is_some() {
+                        assert!(maybe_number(&t), "{:?}", String::from_utf8_lossy(&t));
+                        count += 1;
+                    }
+                }
+            }
+        }
+        assert!(count > 100, "{count}");
+        assert!(!maybe_number(b"1994-01-01"));
+        assert!(!maybe_number(b"abc"));
     }
 }

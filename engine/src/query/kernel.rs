@@ -12,27 +12,25 @@
 //! key values of the row [`super::key_row`] picks.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use smallvec::{smallvec, SmallVec};
 
-use partitioner::cell::TableLeafCell;
-
-use crate::datatype3::{apply_column_affinity, compare_values};
+use crate::datatype3::{apply_column_affinity, compare_values, Collation};
+use crate::decode::{CellBatch, NeededColumns};
 use crate::value::{Value, ValueRef};
 
-use super::aggregate::{AggState, KeyPart};
+use super::aggregate::AggState;
+use super::batch::{self, Batch, Rows, Selection, Source};
 use super::dates;
-use super::eval::{eval, holds};
+use super::eval::{eval, eval_ref, holds, Operand};
+pub use super::groups::{Group, GroupTable};
 use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
 use super::key_row::{self, KeyRow};
-use super::record::{Decoded, RecordDecoder};
 use super::stream::RowStream;
 use crate::coordinator::run_scan;
 use crate::error::Error;
 use crate::report::RunReport;
-use crate::scan::kernel::table_leaf;
 use crate::scan::{RecordOutcome, ScanKernel, Spill};
 use crate::settings::{ExecutorSpec, ScanSettings};
 use partitioner::TablePlan;
@@ -48,28 +46,6 @@ pub struct OutRow {
     pub values: Vec<Value>,
 }
 
-/// One group: its key values and aggregate states.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Group {
-    /// The key values SQLite shows for the group (they differ from row to row only under
-    /// NOCASE or RTRIM, or as 1 and 1.0): those of its row with the lowest rowid, or, with a
-    /// one-argument `min()` or `max()`, of the row that aggregate chose (see
-    /// [`super::key_row`]).
-    pub keys: Vec<Value>,
-    /// The rowid of the row `keys` came from.
-    pub keys_rowid: i64,
-    /// One state per aggregate.
-    pub states: Vec<AggState>,
-}
-
-/// Groups by normalized key.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GroupTable {
-    index: HashMap<Vec<KeyPart>, usize>,
-    /// The groups in order of first appearance.
-    pub groups: Vec<Group>,
-}
-
 /// What one executor hands the coordinator.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Partial {
@@ -83,9 +59,20 @@ pub enum Partial {
 #[derive(Debug, Clone)]
 pub struct QueryKernel {
     plan: Arc<QueryPlan>,
-    decoder: RecordDecoder,
+    /// The record columns the plan reads, in the order of `record_slots`.
+    needed: NeededColumns,
+    /// For each needed record column: its plan slot, and whether the column has REAL
+    /// affinity (SQLite stores integral reals of such a column as integers and reads them
+    /// back as reals).
+    record_slots: Vec<(usize, bool)>,
+    /// The plan slots holding the rowid.
+    rowid_slots: Vec<usize>,
+    /// The page's decoded cells (reused from page to page).
+    cells: CellBatch,
     usable: u32,
     has_virtual: bool,
+    /// Whether pages are evaluated as batches ([`super::batch`]).
+    batched: bool,
     partial: Partial,
     rows: u64,
     /// Which row of a group shows its keys.
@@ -104,19 +91,41 @@ impl QueryKernel {
             Shape::Rows { .. } => Partial::Rows(Vec::new()),
             Shape::Groups { .. } => Partial::Groups(GroupTable::default()),
         };
+        let has_virtual = plan
+            .columns
+            .iter()
+            .any(|c| matches!(c, ColumnRead::Virtual { .. }));
+        let mut positions = Vec::new();
+        let mut record_slots = Vec::new();
+        let mut rowid_slots = Vec::new();
+        for (slot, c) in plan.columns.iter().enumerate() {
+            match c {
+                ColumnRead::Record {
+                    position,
+                    real_affinity,
+                    ..
+                } => {
+                    positions.push(*position);
+                    record_slots.push((slot, *real_affinity));
+                }
+                ColumnRead::Rowid => rowid_slots.push(slot),
+                ColumnRead::Virtual { .. } => {}
+            }
+        }
         QueryKernel {
             now: dates::statement_time(),
             key_row: KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr)),
-            decoder: RecordDecoder::new(&plan.columns),
-            has_virtual: plan
-                .columns
-                .iter()
-                .any(|c| matches!(c, ColumnRead::Virtual { .. })),
+            stream: None,
+            needed: NeededColumns::new(&positions),
+            record_slots,
+            rowid_slots,
+            cells: CellBatch::new(),
+            has_virtual,
+            batched: batch::plan_batchable(&plan, has_virtual),
             plan,
             usable,
             partial,
             rows: 0,
-            stream: None,
         }
     }
 
@@ -136,10 +145,39 @@ impl QueryKernel {
     pub fn statement_time(&self) -> i64 {
         self.now
     }
+}
 
-    fn eval_row(&mut self, rowid: i64, payload: &[u8], complete: bool) -> Result<Decoded, String> {
-        self.eval_row_body(rowid, payload, complete)
+/// Row `r` of `cells` (values borrowed from `base`, the page or the spilled payload) as the
+/// plan's row-stage slots: record columns (their DEFAULT when the record ends before them),
+/// the rowid, and NULL for virtual columns (computed by the caller). `out` has one entry per
+/// plan column.
+#[inline]
+fn row_slots<'a>(
+    kernel: (&'a QueryPlan, &[(usize, bool)], &[usize]),
+    cells: &CellBatch,
+    base: &'a [u8],
+    r: usize,
+    out: &mut [ValueRef<'a>],
+) -> Result<(), String> {
+    let (plan, record_slots, rowid_slots) = kernel;
+    for (j, &(slot, real)) in record_slots.iter().enumerate() {
+        out[slot] = match cells.value(base, r, j) {
+            Some(ValueRef::Integer(i)) if real => ValueRef::Real(i as f64),
+            Some(v) => v,
+            None => match &plan.columns[slot] {
+                ColumnRead::Record { default: Ok(d), .. } => d.as_ref(),
+                ColumnRead::Record {
+                    default: Err(why), ..
+                } => return Err(why.clone()),
+                _ => ValueRef::Null,
+            },
+        };
     }
+    let rowid = cells.rowid(base, r);
+    for &slot in rowid_slots {
+        out[slot] = ValueRef::Integer(rowid);
+    }
+    Ok(())
 }
 
 impl ScanKernel for QueryKernel {
@@ -185,28 +223,15 @@ impl ScanKernel for QueryKernel {
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
         dates::set_statement_time(self.now);
-        let (page, hdr) = table_leaf(page, self.usable)?;
-        for i in 0..usize::from(hdr.cell_count) {
-            let at = hdr.cell_offset(page, 0, i, self.usable as usize)?;
-            let cell = TableLeafCell::parse(page, at, self.usable)
-                .map_err(|w| format!("cell {i}: {w}"))?;
-            let (rowid, payload_len) = (cell.rowid, cell.payload_len);
-            let spills_over = cell.first_overflow.is_some();
-            let payload = cell.local(page);
-            self.rows += 1;
-            match self.eval_row(rowid, payload, !spills_over) {
-                Ok(Decoded::Done) => {}
-                Ok(Decoded::NeedMore) => spills.push(Spill {
-                    page: page_no,
-                    rowid,
-                    local: payload.to_vec(),
-                    payload_len,
-                    first_overflow: cell.first_overflow.unwrap_or(0),
-                }),
-                Err(e) => return Err(format!("cell {i}: {e}")),
-            }
+        let cells = self
+            .cells
+            .decode_page(&self.needed, page_no, page, self.usable, spills)?;
+        self.rows += cells as u64;
+        if self.batched {
+            self.eval_batch(page)
+        } else {
+            self.eval_rows(page)
         }
-        Ok(())
     }
 
     fn eval_spill(
@@ -216,57 +241,130 @@ impl ScanKernel for QueryKernel {
         complete: bool,
     ) -> Result<RecordOutcome, String> {
         dates::set_statement_time(self.now);
-        Ok(match self.eval_row(spill.rowid, payload, complete)? {
-            Decoded::Done => RecordOutcome::Done,
-            Decoded::NeedMore => RecordOutcome::NeedMore,
-        })
+        let outcome = self
+            .cells
+            .decode_record(&self.needed, spill.rowid, payload, complete)?;
+        if outcome == RecordOutcome::Done {
+            self.eval_rows(payload)?;
+        }
+        Ok(outcome)
     }
 }
 
 impl QueryKernel {
-    fn eval_row_body(
-        &mut self,
-        rowid: i64,
-        payload: &[u8],
-        complete: bool,
-    ) -> Result<Decoded, String> {
+    /// The decoded rows one at a time (values borrowed from `base`).
+    fn eval_rows(&mut self, base: &[u8]) -> Result<(), String> {
         // Borrowed, not cloned: an `Arc` clone per row is an atomic on a cache line every
         // executor shares. The row's values live on the stack for the usual widths.
         let plan = &*self.plan;
-        let mut found: SmallVec<[Option<ValueRef<'_>>; 32]> = smallvec![None; plan.columns.len()];
-        if self.decoder.decode(payload, complete, &mut found)? == Decoded::NeedMore {
-            return Ok(Decoded::NeedMore);
+        let layout = (plan, &self.record_slots[..], &self.rowid_slots[..]);
+        let mut slots: SmallVec<[ValueRef<'_>; 32]> = smallvec![ValueRef::Null; plan.columns.len()];
+        for r in 0..self.cells.len() {
+            let rowid = self.cells.rowid(base, r);
+            let at = |e: String| format!("row {rowid}: {e}");
+            row_slots(layout, &self.cells, base, r, &mut slots).map_err(at)?;
+            if self.has_virtual {
+                // Generated columns: computed in slot order over owned copies.
+                let mut owned: Vec<Value> = slots.iter().map(|v| ValueRef::to_owned(*v)).collect();
+                for (i, c) in plan.columns.iter().enumerate() {
+                    if let ColumnRead::Virtual { expr, affinity } = c {
+                        let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
+                        let v = eval(expr, &refs).map_err(at)?;
+                        owned[i] = apply_column_affinity(v.as_ref(), *affinity);
+                    }
+                }
+                let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
+                accept(plan, self.key_row, &mut self.partial, rowid, &refs).map_err(at)?;
+            } else {
+                accept(plan, self.key_row, &mut self.partial, rowid, &slots).map_err(at)?;
+            }
         }
-        let mut slots: SmallVec<[ValueRef<'_>; 32]> = SmallVec::with_capacity(found.len());
-        for (c, v) in plan.columns.iter().zip(found) {
-            slots.push(match c {
-                ColumnRead::Rowid => ValueRef::Integer(rowid),
-                ColumnRead::Record { default, .. } => match v {
-                    Some(v) => v,
-                    None => match default {
-                        Ok(d) => d.as_ref(),
-                        Err(why) => return Err(why.clone()),
-                    },
-                },
-                ColumnRead::Virtual { .. } => ValueRef::Null,
-            });
+        Ok(())
+    }
+
+    /// A grouped query's decoded page as one batch: filter the batch, evaluate keys and
+    /// aggregate arguments node by node, then update the groups in cell order. Values are
+    /// read from the decoded cells only when a node asks for them.
+    fn eval_batch(&mut self, page: &[u8]) -> Result<(), String> {
+        let plan = &*self.plan;
+        let width = plan.columns.len();
+        let rows = self.cells.len();
+        let sources: SmallVec<[Source<'_>; 32]> = plan
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(slot, c)| match c {
+                ColumnRead::Record { default, .. } => {
+                    let needed = self
+                        .record_slots
+                        .iter()
+                        .position(|&(s, _)| s == slot)
+                        .expect("every record slot is decoded");
+                    Source::Record {
+                        needed,
+                        real: self.record_slots[needed].1,
+                        // Known: plans with an unknown DEFAULT are not batched.
+                        default: default.as_ref().map_or(ValueRef::Null, Value::as_ref),
+                    }
+                }
+                _ => Source::Rowid,
+            })
+            .collect();
+        let b = Batch {
+            rows: Rows::Cells {
+                cells: &self.cells,
+                base: page,
+                sources: &sources,
+            },
+            width,
+        };
+        let rowids = self.cells.rowids().expect("the query decoder reads rowids");
+        let mut sel: Selection = (0..rows as u32).collect();
+        if let Some(f) = &plan.filter {
+            batch::filter(f, &b, &mut sel);
         }
-        if self.has_virtual {
-            // Generated columns: computed in slot order over owned copies.
-            let mut owned: Vec<Value> = slots.iter().map(|v| ValueRef::to_owned(*v)).collect();
-            for (i, c) in plan.columns.iter().enumerate() {
-                if let ColumnRead::Virtual { expr, affinity } = c {
-                    let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
-                    let v = eval(expr, &refs)?;
-                    owned[i] = apply_column_affinity(v.as_ref(), *affinity);
+        let (
+            Shape::Groups {
+                keys, aggregates, ..
+            },
+            Partial::Groups(table),
+        ) = (&plan.shape, &mut self.partial)
+        else {
+            unreachable!("only grouped plans are batched");
+        };
+        // Keys, then aggregate arguments: one run of `sel.len()` values each.
+        let n = sel.len();
+        let mut values: Vec<ValueRef<'_>> =
+            vec![ValueRef::Null; (keys.len() + aggregates.len()) * n];
+        if n > 0 {
+            let mut runs = values.chunks_mut(n);
+            for (e, _) in keys {
+                batch::eval(e, &b, &sel, runs.next().expect("a run per key"));
+            }
+            for spec in aggregates {
+                let run = runs.next().expect("a run per aggregate");
+                if let Some(a) = &spec.arg {
+                    batch::eval(a, &b, &sel, run);
                 }
             }
-            let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
-            accept(plan, self.key_row, &mut self.partial, rowid, &refs)?;
-        } else {
-            accept(plan, self.key_row, &mut self.partial, rowid, &slots)?;
         }
-        Ok(Decoded::Done)
+        let (key_values, arg_values) = values.split_at(keys.len() * n);
+        let collations: SmallVec<[Collation; 8]> = keys.iter().map(|k| k.1).collect();
+        let mut key: SmallVec<[ValueRef<'_>; 4]> = SmallVec::new();
+        for (k, &r) in sel.iter().enumerate() {
+            let rowid = rowids[r as usize];
+            key.clear();
+            key.extend((0..keys.len()).map(|j| key_values[j * n + k]));
+            let g = table.find_or_insert(&key, &collations, rowid, self.key_row, || {
+                aggregates.iter().map(AggState::new).collect()
+            });
+            let group = &mut table.groups[g];
+            for (j, (spec, state)) in aggregates.iter().zip(&mut group.states).enumerate() {
+                state.update(spec, arg_values[j * n + k], rowid);
+            }
+            key_row::after_update(self.key_row, group, &key, rowid);
+        }
+        Ok(())
     }
 }
 
@@ -314,49 +412,29 @@ fn accept(
             },
             Partial::Groups(table),
         ) => {
-            let mut key_values = Vec::with_capacity(keys.len());
-            let mut key_parts = Vec::with_capacity(keys.len());
-            for (e, collation) in keys {
-                let v = eval(e, slots)?;
-                key_parts.push(KeyPart::of(v.as_ref(), *collation));
-                key_values.push(v);
+            // Borrowed key values: an owned key is made only for a new group.
+            let mut key_values: SmallVec<[Operand<'_>; 4]> = SmallVec::new();
+            for (e, _) in keys {
+                key_values.push(eval_ref(e, slots)?);
             }
-            // With a min()/max() deciding the shown keys, they are chosen after the update.
-            let chosen = (key_row != KeyRow::First).then(|| key_values.clone());
-            let g = match table.index.get(&key_parts) {
-                Some(&g) => {
-                    let group = &mut table.groups[g];
-                    if key_row == KeyRow::First && rowid < group.keys_rowid {
-                        if group.keys != key_values {
-                            group.keys = key_values;
-                        }
-                        group.keys_rowid = rowid;
-                    }
-                    g
-                }
-                None => {
-                    table.groups.push(Group {
-                        keys: key_values,
-                        keys_rowid: rowid,
-                        states: aggregates.iter().map(AggState::new).collect(),
-                    });
-                    table.index.insert(key_parts, table.groups.len() - 1);
-                    table.groups.len() - 1
-                }
-            };
+            let refs: SmallVec<[ValueRef<'_>; 4]> =
+                key_values.iter().map(Operand::as_ref).collect();
+            let collations: SmallVec<[Collation; 8]> = keys.iter().map(|k| k.1).collect();
+            let g = table.find_or_insert(&refs, &collations, rowid, key_row, || {
+                aggregates.iter().map(AggState::new).collect()
+            });
             let group = &mut table.groups[g];
             for (spec, state) in aggregates.iter().zip(&mut group.states) {
                 match &spec.arg {
                     None => state.update(spec, ValueRef::Null, rowid),
                     Some(a) => {
-                        let v = eval(a, slots)?;
+                        let v = eval_ref(a, slots)?;
                         state.update(spec, v.as_ref(), rowid);
                     }
                 }
             }
-            if let Some(k) = chosen {
-                key_row::after_update(key_row, group, &k, rowid);
-            }
+            // With a min()/max() deciding the shown keys, they are chosen after the update.
+            key_row::after_update(key_row, group, &refs, rowid);
         }
         _ => unreachable!("the partial matches the plan's shape"),
     }
@@ -438,19 +516,19 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
             having,
             outputs,
         } => {
-            let key_row = KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr));
             let mut table = GroupTable::default();
+            let collations: Vec<Collation> = keys.iter().map(|k| k.1).collect();
+            let key_row = KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr));
             for p in partials {
                 let Partial::Groups(t) = p else { continue };
                 for g in t.groups {
-                    let parts: Vec<KeyPart> = g
-                        .keys
-                        .iter()
-                        .zip(keys)
-                        .map(|(v, (_, c))| KeyPart::of(v.as_ref(), *c))
-                        .collect();
-                    match table.index.get(&parts) {
-                        Some(&i) => {
+                    let found = {
+                        let refs: SmallVec<[ValueRef<'_>; 4]> =
+                            g.keys.iter().map(Value::as_ref).collect();
+                        table.find(&refs, &collations)
+                    };
+                    match found {
+                        Some(i) => {
                             key_row::merge(key_row, &mut table.groups[i], g, |into, later| {
                                 for ((spec, s), later) in
                                     aggregates.iter().zip(&mut into.states).zip(later)
@@ -460,8 +538,7 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
                             });
                         }
                         None => {
-                            table.groups.push(g);
-                            table.index.insert(parts, table.groups.len() - 1);
+                            table.push(g, &collations);
                         }
                     }
                 }

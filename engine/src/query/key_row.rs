@@ -18,11 +18,11 @@
 //! aggregate (SQLite's duplicate rows then repeat the previous row's decision); the group's
 //! first row shows the keys then.
 
-use crate::value::Value;
+use crate::value::ValueRef;
 
 use super::aggregate::AggState;
+use super::groups::Group;
 use super::ir::{AggFunc, Expr, Shape};
-use super::kernel::Group;
 
 /// Which row of a group its shown key values come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +134,7 @@ fn visit_slots(e: &Expr, f: &mut impl FnMut(usize)) {
 /// After the states of `group` took the row `rowid` with key values `keys`: keeps those
 /// values when the rule says this row now shows the group. (For [`KeyRow::First`] the caller
 /// keeps the lowest rowid's values.)
-pub fn after_update(rule: KeyRow, group: &mut Group, keys: &[Value], rowid: i64) {
+pub fn after_update(rule: KeyRow, group: &mut Group, keys: &[ValueRef<'_>], rowid: i64) {
     let KeyRow::MinMax(a) = rule else { return };
     let take = match group.states.get(a) {
         Some(AggState::Best(Some((_, at)))) => *at == rowid,
@@ -142,8 +142,8 @@ pub fn after_update(rule: KeyRow, group: &mut Group, keys: &[Value], rowid: i64)
         _ => false,
     };
     if take {
-        if group.keys.as_slice() != keys {
-            group.keys = keys.to_vec();
+        if group.keys.iter().zip(keys).any(|(k, v)| k.as_ref() != *v) {
+            group.keys = keys.iter().map(|v| ValueRef::to_owned(*v)).collect();
         }
         group.keys_rowid = rowid;
     }

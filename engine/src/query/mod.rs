@@ -6,12 +6,17 @@
 //!
 //! - [`ir`]: the resolved query: slots of decoded columns, expressions with their affinity and
 //!   collation fixed, aggregates, `ORDER BY`, `LIMIT`;
-//! - [`record`]: decodes only the needed columns of a table-leaf record;
+//! - the needed columns of each record are decoded by the shared page-batch decoder
+//!   ([`crate::decode`]);
 //! - [`eval`], [`functions`], [`like`], [`dates`]: expressions, scalar functions, `LIKE`/`GLOB`
 //!   and the date functions, every comparison and conversion through [`crate::datatype3`] and
 //!   [`crate::value`];
+//! - [`fold`]: constant folding at planning time (constant subexpressions evaluated once,
+//!   comparison literals converted by their affinity where that is exact);
 //! - [`aggregate`] and [`exact_sum`]: aggregate states with `update`, `merge` and `finish`,
 //!   real sums accumulated exactly and rounded once;
+//! - [`batch`]: a grouped query's infallible expressions evaluated over a page's rows at once;
+//! - [`groups`]: the group table, looked up by borrowed key values;
 //! - [`kernel`]: one executor's work ([`kernel::QueryKernel`]: filter, projection, partial
 //!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`], and
 //!   the coordinator's merge ([`kernel::merge`]); [`run_query`] runs both;
@@ -21,15 +26,17 @@
 //!   channels while the scan runs ([`run_query_streaming`]).
 
 pub mod aggregate;
+pub mod batch;
 pub mod dates;
 pub mod eval;
 pub mod exact_sum;
+pub mod fold;
 pub mod functions;
+pub mod groups;
 pub mod ir;
 pub mod kernel;
 pub mod key_row;
 pub mod like;
-pub mod record;
 pub mod stream;
 
 pub use ir::QueryPlan;

@@ -299,3 +299,34 @@ fn result_aliases_in_where_group_by_having_and_order_by() {
         "SELECT i AS s, s FROM t WHERE s > 0",
     ]);
 }
+
+/// Constant subexpressions are folded at planning: answers stay SQLite's (an error in a
+/// constant surfaces only for rows that reach it), and Q1's `date(...)` literal is a plain
+/// literal in the plan.
+#[test]
+fn constant_folding_keeps_sqlite_answers() {
+    all(&[
+        "SELECT i FROM t WHERE s <= date('1998-12-01', '-90 day') || 'x'",
+        "SELECT i * (1 - 0.25) + (2 * 3), upper('a' || 1) FROM t",
+        "SELECT CASE WHEN i > 1000000 THEN abs(-9223372036854775808) ELSE 1 + 1 END FROM t WHERE i < 100",
+        "SELECT i FROM t WHERE n < '24' OR r >= '2.5' OR s = '24' OR x IN ('1', ' 2 ', 'abc')",
+        "SELECT count(*), sum(i + (2 - 1)) FROM t WHERE 1 = 1 AND NOT 0 GROUP BY 1 + 1",
+        "SELECT CASE n WHEN '17' THEN 'a' WHEN 2.5 THEN 'b' ELSE 'c' END FROM t",
+    ]);
+    let db = fixture();
+    let overflow = "SELECT CASE WHEN i IS NOT NULL THEN abs(-9223372036854775808) END FROM t";
+    assert!(super::sqlite_answer(db, overflow).is_err());
+    check_error(db, overflow, "integer overflow");
+    let planned = bench::sql::plan_query(
+        db,
+        "SELECT count(*) FROM t WHERE s <= date('1998-12-01', '-90 day')",
+    )
+    .unwrap();
+    let Some(engine::query::ir::Expr::Compare { right, .. }) = &planned.query.filter else {
+        panic!("a comparison: {:?}", planned.query.filter);
+    };
+    assert_eq!(
+        **right,
+        engine::query::ir::Expr::Literal(engine::value::Value::text("1998-09-02"))
+    );
+}

@@ -1,0 +1,366 @@
+//! [`GroupTable`]: a grouped query's groups, found by their key values without building an
+//! owned key per row.
+//!
+//! A row's key is its evaluated key expressions, borrowed from the page or the plan. Two keys
+//! are the same group when SQLite calls every part equal under the key's collation (`1` and
+//! `1.0`; `'a'` and `'A'` under NOCASE; `'a'` and `'a  '` under RTRIM): the hash is computed
+//! from the borrowed parts normalized on the fly, and the equality test compares them with the
+//! stored normalized key ([`KeyPart`]). An owned key is built only when a new group is created.
+
+use std::hash::{BuildHasher, Hasher};
+
+use hashbrown::{DefaultHashBuilder, HashTable};
+
+use crate::datatype3::Collation;
+use crate::value::{Value, ValueRef};
+
+use super::aggregate::{AggState, KeyPart};
+use super::key_row::KeyRow;
+
+/// One group: its key values and aggregate states.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// The key values SQLite shows for the group (they differ from row to row only under
+    /// NOCASE or RTRIM, or as 1 and 1.0): those of its row with the lowest rowid, or, with a
+    /// one-argument `min()` or `max()`, of the row that aggregate chose (see
+    /// [`super::key_row`]).
+    pub keys: Vec<Value>,
+    /// The rowid of the row `keys` came from.
+    pub keys_rowid: i64,
+    /// One state per aggregate.
+    pub states: Vec<AggState>,
+}
+
+/// Groups by normalized key, in order of first appearance.
+#[derive(Debug, Clone, Default)]
+pub struct GroupTable {
+    /// Indices into `groups`, hashed by normalized key.
+    index: HashTable<usize>,
+    hasher: DefaultHashBuilder,
+    /// The normalized key of each group (parallel to `groups`).
+    parts: Vec<Vec<KeyPart>>,
+    /// The groups in order of first appearance.
+    pub groups: Vec<Group>,
+    /// The group the last row went to.
+    last: Option<usize>,
+}
+
+impl PartialEq for GroupTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.groups == other.groups
+    }
+}
+
+/// A key part as a number, the way [`KeyPart::of`] normalizes it (a real equal to an integer
+/// is that integer).
+enum NumberKey {
+    Integer(i64),
+    Real(u64),
+}
+
+fn number_key(r: f64) -> NumberKey {
+    if r == 0.0 {
+        NumberKey::Integer(0)
+    } else if r.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&r)
+    {
+        NumberKey::Integer(r as i64)
+    } else {
+        NumberKey::Real(r.to_bits())
+    }
+}
+
+fn rtrim(t: &[u8]) -> &[u8] {
+    let end = t.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
+    &t[..end]
+}
+
+/// Feeds `t` normalized under `collation` to `h`, in the same pieces whether `t` is raw text
+/// or a stored [`KeyPart::Text`] (normalizing is idempotent and keeps NOCASE lengths), so the
+/// two hash alike.
+fn hash_text(t: &[u8], collation: Collation, h: &mut impl Hasher) {
+    match collation {
+        Collation::Binary => h.write(t),
+        Collation::RTrim => h.write(rtrim(t)),
+        Collation::NoCase => {
+            let mut buf = [0u8; 64];
+            for chunk in t.chunks(64) {
+                let b = &mut buf[..chunk.len()];
+                b.copy_from_slice(chunk);
+                b.make_ascii_lowercase();
+                h.write(b);
+            }
+        }
+    }
+}
+
+fn hash_value(v: ValueRef<'_>, collation: Collation, h: &mut impl Hasher) {
+    match v {
+        ValueRef::Null => h.write_u8(0),
+        ValueRef::Integer(i) => {
+            h.write_u8(1);
+            h.write_i64(i);
+        }
+        ValueRef::Real(r) => match number_key(r) {
+            NumberKey::Integer(i) => {
+                h.write_u8(1);
+                h.write_i64(i);
+            }
+            NumberKey::Real(bits) => {
+                h.write_u8(2);
+                h.write_u64(bits);
+            }
+        },
+        ValueRef::Text(t) => {
+            h.write_u8(3);
+            hash_text(t, collation, h);
+            h.write_u8(0xff);
+        }
+        ValueRef::Blob(b) => {
+            h.write_u8(4);
+            h.write(b);
+            h.write_u8(0xff);
+        }
+    }
+}
+
+fn hash_part(p: &KeyPart, collation: Collation, h: &mut impl Hasher) {
+    match p {
+        KeyPart::Null => h.write_u8(0),
+        KeyPart::Integer(i) => {
+            h.write_u8(1);
+            h.write_i64(*i);
+        }
+        KeyPart::Real(bits) => {
+            h.write_u8(2);
+            h.write_u64(*bits);
+        }
+        KeyPart::Text(t) => {
+            h.write_u8(3);
+            hash_text(t, collation, h);
+            h.write_u8(0xff);
+        }
+        KeyPart::Blob(b) => {
+            h.write_u8(4);
+            h.write(b);
+            h.write_u8(0xff);
+        }
+    }
+}
+
+/// Whether `v` has the normalized key `p` under `collation` (`KeyPart::of(v) == *p`).
+fn part_matches(p: &KeyPart, v: ValueRef<'_>, collation: Collation) -> bool {
+    match (p, v) {
+        (KeyPart::Null, ValueRef::Null) => true,
+        (KeyPart::Integer(a), ValueRef::Integer(b)) => *a == b,
+        (KeyPart::Integer(a), ValueRef::Real(r)) => {
+            matches!(number_key(r), NumberKey::Integer(b) if b == *a)
+        }
+        (KeyPart::Real(a), ValueRef::Real(r)) => {
+            matches!(number_key(r), NumberKey::Real(b) if b == *a)
+        }
+        (KeyPart::Text(a), ValueRef::Text(t)) => match collation {
+            Collation::Binary => a.as_slice() == t,
+            Collation::NoCase => a.eq_ignore_ascii_case(t),
+            Collation::RTrim => a.as_slice() == rtrim(t),
+        },
+        (KeyPart::Blob(a), ValueRef::Blob(b)) => a.as_slice() == b,
+        _ => false,
+    }
+}
+
+impl GroupTable {
+    fn hash_values(&self, values: &[ValueRef<'_>], collations: &[Collation]) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        for (v, c) in values.iter().zip(collations) {
+            hash_value(*v, *c, &mut h);
+        }
+        h.finish()
+    }
+
+    /// The group whose key is `values` (one per key, under `collations`), if there is one.
+    pub fn find(&self, values: &[ValueRef<'_>], collations: &[Collation]) -> Option<usize> {
+        if values.is_empty() {
+            return (!self.groups.is_empty()).then_some(0);
+        }
+        let hash = self.hash_values(values, collations);
+        let parts = &self.parts;
+        self.index
+            .find(hash, |&g| {
+                parts[g]
+                    .iter()
+                    .zip(values)
+                    .zip(collations)
+                    .all(|((p, v), c)| part_matches(p, *v, *c))
+            })
+            .copied()
+    }
+
+    /// The group of the row `rowid` whose key is `values`, created with `states` when new;
+    /// under [`KeyRow::First`] a group seen again from a lower rowid takes that row's key
+    /// values.
+    pub fn find_or_insert(
+        &mut self,
+        values: &[ValueRef<'_>],
+        collations: &[Collation],
+        rowid: i64,
+        key_row: KeyRow,
+        states: impl FnOnce() -> Vec<AggState>,
+    ) -> usize {
+        // Neighbouring rows often share a group: try the last one before hashing.
+        let last = self.last.filter(|&g| {
+            self.parts[g]
+                .iter()
+                .zip(values)
+                .zip(collations)
+                .all(|((p, v), c)| part_matches(p, *v, *c))
+        });
+        let found = last.or_else(|| self.find(values, collations));
+        match found {
+            Some(g) => {
+                let group = &mut self.groups[g];
+                // Under a min()/max() rule the keys are chosen after the update
+                // (`key_row::after_update`).
+                if key_row == KeyRow::First && rowid < group.keys_rowid {
+                    if group.keys.iter().zip(values).any(|(k, v)| k.as_ref() != *v) {
+                        group.keys = values.iter().map(|v| ValueRef::to_owned(*v)).collect();
+                    }
+                    group.keys_rowid = rowid;
+                }
+                self.last = Some(g);
+                g
+            }
+            None => self.push(
+                Group {
+                    keys: values.iter().map(|v| ValueRef::to_owned(*v)).collect(),
+                    keys_rowid: rowid,
+                    states: states(),
+                },
+                collations,
+            ),
+        }
+    }
+
+    /// Adds `group`, whose key no group has yet; returns its index.
+    pub fn push(&mut self, group: Group, collations: &[Collation]) -> usize {
+        let parts: Vec<KeyPart> = group
+            .keys
+            .iter()
+            .zip(collations)
+            .map(|(v, c)| KeyPart::of(v.as_ref(), *c))
+            .collect();
+        let g = self.groups.len();
+        if !parts.is_empty() {
+            let mut h = self.hasher.build_hasher();
+            for (p, c) in parts.iter().zip(collations) {
+                hash_part(p, *c, &mut h);
+            }
+            let hash = h.finish();
+            let (hasher, all) = (&self.hasher, &self.parts);
+            self.index.insert_unique(hash, g, |&i| {
+                let mut h = hasher.build_hasher();
+                for (p, c) in all[i].iter().zip(collations) {
+                    hash_part(p, *c, &mut h);
+                }
+                h.finish()
+            });
+        }
+        self.parts.push(parts);
+        self.groups.push(group);
+        self.last = Some(g);
+        g
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_of(t: &GroupTable, v: &[ValueRef<'_>], c: &[Collation]) -> Option<usize> {
+        t.find(v, c)
+    }
+
+    #[test]
+    fn borrowed_keys_find_the_groups_sqlite_calls_equal() {
+        use Collation::*;
+        let mut t = GroupTable::default();
+        let cases: [(&[ValueRef<'_>], &[Collation]); 6] = [
+            (
+                &[ValueRef::Integer(1), ValueRef::Text(b"a")],
+                &[Binary, NoCase],
+            ),
+            (
+                &[ValueRef::Real(2.5), ValueRef::Text(b"x  ")],
+                &[Binary, RTrim],
+            ),
+            (&[ValueRef::Null, ValueRef::Blob(b"b")], &[Binary, Binary]),
+            (&[ValueRef::Real(0.0), ValueRef::Null], &[Binary, Binary]),
+            (
+                &[ValueRef::Text(&[b'Q'; 200]), ValueRef::Null],
+                &[NoCase, Binary],
+            ),
+            (
+                &[ValueRef::Integer(7), ValueRef::Integer(8)],
+                &[Binary, Binary],
+            ),
+        ];
+        for (i, (v, c)) in cases.iter().enumerate() {
+            assert_eq!(t.find_or_insert(v, c, i as i64, KeyRow::First, Vec::new), i);
+        }
+        // Equal under SQLite's rules: the same group, found from borrowed values.
+        let q = [b'q'; 200];
+        let equal: [(&[ValueRef<'_>], &[Collation], usize); 5] = [
+            (
+                &[ValueRef::Real(1.0), ValueRef::Text(b"A")],
+                &[Binary, NoCase],
+                0,
+            ),
+            (
+                &[ValueRef::Real(2.5), ValueRef::Text(b"x")],
+                &[Binary, RTrim],
+                1,
+            ),
+            (
+                &[ValueRef::Integer(0), ValueRef::Null],
+                &[Binary, Binary],
+                3,
+            ),
+            (
+                &[ValueRef::Real(-0.0), ValueRef::Null],
+                &[Binary, Binary],
+                3,
+            ),
+            (&[ValueRef::Text(&q), ValueRef::Null], &[NoCase, Binary], 4),
+        ];
+        for (v, c, g) in equal {
+            assert_eq!(key_of(&t, v, c), Some(g), "{v:?}");
+        }
+        // Not equal: text is not a number, a blob is not text, BINARY is case-sensitive.
+        let other: [(&[ValueRef<'_>], &[Collation]); 4] = [
+            (
+                &[ValueRef::Text(b"1"), ValueRef::Text(b"a")],
+                &[Binary, NoCase],
+            ),
+            (&[ValueRef::Null, ValueRef::Text(b"b")], &[Binary, Binary]),
+            (
+                &[ValueRef::Integer(7), ValueRef::Real(8.5)],
+                &[Binary, Binary],
+            ),
+            (
+                &[ValueRef::Real(2.5000001), ValueRef::Text(b"x")],
+                &[Binary, RTrim],
+            ),
+        ];
+        for (v, c) in other {
+            assert_eq!(key_of(&t, v, c), None, "{v:?}");
+        }
+        // A lower rowid brings its own spelling of the key.
+        t.find_or_insert(
+            &[ValueRef::Real(1.0), ValueRef::Text(b"A")],
+            &[Binary, NoCase],
+            -1,
+            KeyRow::First,
+            Vec::new,
+        );
+        assert_eq!(t.groups[0].keys, vec![Value::Real(1.0), Value::text("A")]);
+    }
+}
