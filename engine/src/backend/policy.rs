@@ -247,7 +247,7 @@ fn choose_backend(
 /// topology planner's policy. `auto` gives an executor a CPU that runs no executor (each such
 /// CPU hosts one poll thread), its SMT sibling first; `on` refuses to run when some executor
 /// cannot get one. Only the `uring` backend has poll
-/// threads: with another one (`--io auto` choosing `dma` or `pread`, say), `auto` runs without
+/// threads: with another one (`--io auto` choosing `dma` or `mmap`, say), `auto` runs without
 /// them and says so in the returned notice, while `on` is an error.
 fn sqpoll_placement(
     executors: &[ExecutorSpec],
