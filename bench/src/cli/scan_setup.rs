@@ -21,7 +21,7 @@ pub struct ScanArgs {
     /// topology detect`); --io, --sqpoll, --readahead and --coalesce-kib override its [scan].
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cores", "cpus"])]
     topology: Option<PathBuf>,
-    /// The I/O backend [default: auto: pread when the table is in the page cache, dma (O_DIRECT)
+    /// The I/O backend [default: auto: mmap when the table is in the page cache, dma (O_DIRECT)
     /// when it is not].
     #[arg(long, value_enum)]
     io: Option<IoArg>,

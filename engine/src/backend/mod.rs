@@ -10,8 +10,8 @@
 //! | `pread` | buffered `pread`, the seed's syscall backend; the kernel reads ahead, and the window adds `POSIX_FADV_WILLNEED` hints | warm scans, filesystems without `O_DIRECT` |
 //! | `mmap` | memmap2, `MADV_SEQUENTIAL`, window as `MADV_WILLNEED` | warm scans: no copy at all |
 //!
-//! `auto` picks `dma` when the table's pages are not in the page cache and `pread` when they are
-//! (see [`residency`]; `pread` measured faster than `mmap` warm, see `policy`). `dma` and `uring` (both `O_DIRECT`, no SQPOLL) measured alike on the
+//! `auto` picks `dma` when the table's pages are not in the page cache and `mmap` when they are
+//! (see [`residency`]). `dma` and `uring` (both `O_DIRECT`, no SQPOLL) measured alike on the
 //! reference machine (0.92 and 0.88 of `fio`'s sequential `O_DIRECT` throughput, medians of
 //! paired cold runs), once both read into huge-page buffers ([`crate::hugepages`]) and the `dma`
 //! loop makes glommio submit each refill at once ([`crate::scan::dma`]).

@@ -58,7 +58,7 @@ pub(crate) fn resolve(
 ) -> Result<ResolvedIo> {
     let mut notices = Vec::new();
     let (mut backend, auto_notice) = choose_backend(plan, settings)?;
-    let cached = settings.io == IoChoice::Auto && backend == IoBackend::Pread;
+    let cached = settings.io == IoChoice::Auto && backend == IoBackend::Mmap;
     notices.extend(auto_notice);
     let (sqpoll_cpus, sqpoll_notice) =
         sqpoll_placement(executors, available, backend, settings.sqpoll)?;
@@ -215,13 +215,12 @@ fn choose_backend(
             match residency::sample(&plan.path, plan.header.page_size, &plan.leaves, 1024) {
                 Ok(r) => {
                     let cached = r.fraction() >= AUTO_CACHED_FRACTION;
-                    // Buffered `pread` into a reused buffer beat `mmap` on a cached table, on
-                    // every query measured (`scripts/bench-warm`: Q6 0.141 s against 0.181 s,
-                    // 5 rounds): the kernel copies through its direct map, then the decoder
-                    // reads a buffer that is hot in the cache, while `mmap` takes a TLB miss
-                    // and a cache miss on every 4 KiB page (and maps the table into the RSS).
+                    // Measured (`scripts/bench-warm`, SF 1, 5 rounds, 2 executors): `mmap`
+                    // 0.127 s against `pread` 0.142 s for Q6, 0.19 against 0.22 s for Q6 as
+                    // SQL, even for Q1, once the decoder prefetches each page's cells (before
+                    // that, `pread` was ahead: its copy leaves the page hot in the cache).
                     let backend = if cached {
-                        IoBackend::Pread
+                        IoBackend::Mmap
                     } else {
                         IoBackend::Dma
                     };

@@ -61,7 +61,7 @@ fn fallback_case() {
     let notice = |r: &engine::ScanReport| r.io.notice.clone().unwrap_or_default();
     match case.as_str() {
         "io_uring" => {
-            // auto on a cached table chooses pread; on dma it would fall back to pread. Both
+            // auto on a cached table chooses mmap; on dma it would fall back to pread. Both
             // must keep auto's notice and the SQPOLL one.
             let settings = ScanSettings {
                 io: IoChoice::Auto,

@@ -124,7 +124,7 @@ fn auto_reads_cached_tables_through_the_cache_and_cold_ones_directly() {
     // Warm: the file was just written, then read once buffered.
     let _ = std::fs::read(&path).unwrap();
     let warm = run_q6(&plan, &spread(2), &Q6Params::default(), &auto).unwrap();
-    assert_eq!(warm.io.backend, "pread", "{:?}", warm.io.notice);
+    assert_eq!(warm.io.backend, "mmap", "{:?}", warm.io.notice);
     assert!(warm.io.notice.as_deref().unwrap().starts_with("auto: "));
     // Cold: evicted, so the DMA path runs.
     evict(&path);
