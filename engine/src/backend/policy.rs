@@ -215,10 +215,10 @@ fn choose_backend(
             match residency::sample(&plan.path, plan.header.page_size, &plan.leaves, 1024) {
                 Ok(r) => {
                     let cached = r.fraction() >= AUTO_CACHED_FRACTION;
-                    // Measured (`scripts/bench-warm`, SF 1, 5 rounds, 2 executors): `mmap`
-                    // 0.127 s against `pread` 0.142 s for Q6, 0.19 against 0.22 s for Q6 as
-                    // SQL, even for Q1, once the decoder prefetches each page's cells (before
-                    // that, `pread` was ahead: its copy leaves the page hot in the cache).
+                    // `mmap` and `pread` measured within noise of each other warm
+                    // (`scripts/bench-warm`, SF 1, 2 executors: 0.12-0.15 s for Q6 each, the
+                    // one ahead changing from run to run, once the decoder prefetches each
+                    // page's cells); `mmap` copies nothing and leaves the CPU to the decoder.
                     let backend = if cached {
                         IoBackend::Mmap
                     } else {
