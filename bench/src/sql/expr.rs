@@ -862,42 +862,9 @@ fn is_rowid_name(name: &str) -> bool {
         .any(|r| r.eq_ignore_ascii_case(name))
 }
 
-/// Whether `e` reads any slot.
+/// Whether `e` reads any slot (the engine's own test, which constant folding uses).
 pub fn uses_slots(e: &Expr) -> bool {
-    match e {
-        Expr::Column(_) => true,
-        Expr::Literal(_) => false,
-        Expr::Negate(x)
-        | Expr::Not(x)
-        | Expr::BitNot(x)
-        | Expr::IsNull(x, _)
-        | Expr::Cast(x, _) => uses_slots(x),
-        Expr::Arith(_, a, b) | Expr::Concat(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
-            uses_slots(a) || uses_slots(b)
-        }
-        Expr::Compare { left, right, .. } => uses_slots(left) || uses_slots(right),
-        Expr::InList { expr, list, .. } => {
-            uses_slots(expr) || list.iter().any(|(x, _)| uses_slots(x))
-        }
-        Expr::Like {
-            expr,
-            pattern,
-            escape,
-            ..
-        } => uses_slots(expr) || uses_slots(pattern) || escape.as_deref().is_some_and(uses_slots),
-        Expr::Case {
-            operand,
-            whens,
-            otherwise,
-        } => {
-            operand.as_deref().is_some_and(uses_slots)
-                || whens
-                    .iter()
-                    .any(|(w, t, _, _)| uses_slots(w) || uses_slots(t))
-                || otherwise.as_deref().is_some_and(uses_slots)
-        }
-        Expr::Function(_, args) => args.iter().any(uses_slots),
-    }
+    engine::query::fold::reads_slots(e)
 }
 
 fn compare(op: CmpOp, l: Typed, r: Typed) -> Typed {
