@@ -436,6 +436,9 @@ fn integer_term(e: &ast::Expr) -> Option<i64> {
             // NOT NULL`, then 1), so an operand that folds to an integer cannot be NULL either.
             let not_null = match inner {
                 ast::Expr::Value(v) => v.value != ast::Value::Null,
+                // A COLLATE node is not folded: `sqlite3ExprCanBeNull` says it can be NULL
+                // (the differential tester's run seed 1796125092124457154).
+                ast::Expr::Collate { .. } => false,
                 other => integer_term(other).is_some(),
             };
             not_null.then(|| i64::from(matches!(e, ast::Expr::IsNotNull(_))))

@@ -267,6 +267,9 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT id, s FROM t ORDER BY trim(s COLLATE NOCASE), id",
         // Folds nest (the tester's run seed 13899738002835332845).
         "SELECT i, s FROM t ORDER BY (('APPLE' IS NOT NULL) IS NOT NULL) DESC, id",
+        // `x COLLATE c IS NULL` is not folded (the tester's run seed 1796125092124457154).
+        "SELECT r FROM t ORDER BY ((100 COLLATE RTRIM) IS NULL) DESC NULLS FIRST, id LIMIT 12",
+        "SELECT r FROM t ORDER BY (-(100 COLLATE RTRIM) IS NOT NULL), id",
         // A CASE carries the first explicit COLLATE of its parts.
         "SELECT id, s FROM t ORDER BY CASE WHEN 1 THEN (s COLLATE NOCASE) END, id",
         // An aggregate carries its argument's explicit COLLATE into ORDER BY.
