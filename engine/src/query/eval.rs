@@ -484,9 +484,12 @@ pub fn cast(v: ValueRef<'_>, affinity: Affinity) -> Value {
         Affinity::Numeric => match v {
             ValueRef::Integer(_) | ValueRef::Real(_) => v.to_owned(),
             ValueRef::Text(t) | ValueRef::Blob(t) => match crate::value::text_to_number(t) {
+                // `sqlite3VdbeMemNumerify`: a real becomes an integer only when it is one
+                // within +-2^51 (`sqlite3RealSameAsInt`; the differential tester's run seed
+                // 1796125371024183120: '2.382286786918725e18' stays a real).
                 Number::Real(r) => {
                     let i = f64_to_i64(r);
-                    if (i as f64) == r && r.abs() < 9.2e18 {
+                    if partitioner::numeric_text::real_same_as_int(r, i) {
                         Value::Integer(i)
                     } else {
                         Value::real(r)
