@@ -261,6 +261,9 @@ fn regressions_found_by_the_differential_tester() {
         // tester's run seed 1796115401311635259: `date('') AND ('1994-05-13' IS NULL)`).
         "SELECT i FROM t ORDER BY (date('') AND ('1994-05-13' IS NULL)) ASC, id",
         "SELECT i FROM t ORDER BY (abs(i) AND 0), id",
+        // LIKE and GLOB are function calls too (the tester's run seed 1796125559978285622).
+        "SELECT i FROM t ORDER BY (0 AND (1 GLOB '[^a]*')), id",
+        "SELECT i FROM t ORDER BY (('a' LIKE 'b') AND 0), id",
         // The parser's own substr/trim forms carry a COLLATE of their arguments (the tester's
         // run seed 1796116005243764172).
         "SELECT id, s FROM t ORDER BY substr((s COLLATE NOCASE), -3, 3) ASC NULLS LAST, id",
