@@ -210,7 +210,7 @@ fn plan_select(
     // ORDER BY and GROUP BY terms by alias or position.
     let by_alias_or_position =
         |e: &ast::Expr, what: &str, i: usize| -> Result<Option<usize>, SqlError> {
-            if let Some(k) = integer_term(e) {
+            if let Some(k) = integer_term(skip_collate(e)) {
                 if k < 1 || k as usize > outputs.len() {
                     return invalid(format!(
                         "{} {what} term out of range - should be between 1 and {}",
@@ -396,7 +396,10 @@ fn sort_key(term: &ast::OrderByExpr, t: Typed) -> Result<SortKey, SqlError> {
 /// which SQLite's parser folds to 0 or 1, or an `AND` with such a 0 on one side (folded to 0).
 fn integer_term(e: &ast::Expr) -> Option<i64> {
     match e {
-        ast::Expr::Nested(x) | ast::Expr::Collate { expr: x, .. } => integer_term(x),
+        // Parentheses are no node to SQLite; a COLLATE is one, skipped only at the top of an
+        // ORDER BY term (`sqlite3ExprSkipCollateAndLikely`, see `skip_collate`): `-(1 COLLATE
+        // NOCASE)` is no position (the differential tester's run seed 1796126157770429053).
+        ast::Expr::Nested(x) => integer_term(x),
         ast::Expr::Value(v) => match &v.value {
             // Only literals that fit in 32 bits (SQLite's EP_IntValue) are positions.
             ast::Value::Number(n, _) => n.parse::<i32>().ok().map(i64::from),
@@ -445,6 +448,15 @@ fn integer_term(e: &ast::Expr) -> Option<i64> {
         }
         _ => None,
     }
+}
+
+/// `e` without the COLLATE clauses (and parentheses) at its top, as SQLite looks at an ORDER BY
+/// or GROUP BY term to decide whether it is a position.
+fn skip_collate(mut e: &ast::Expr) -> &ast::Expr {
+    while let ast::Expr::Nested(x) | ast::Expr::Collate { expr: x, .. } = e {
+        e = x;
+    }
+    e
 }
 
 /// Whether `e` contains a function call anywhere (SQLite's `EP_HasFunc`). `LIKE`, `GLOB`,

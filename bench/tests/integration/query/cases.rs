@@ -270,6 +270,9 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT id, s FROM t ORDER BY trim(s COLLATE NOCASE), id",
         // Folds nest (the tester's run seed 13899738002835332845).
         "SELECT i, s FROM t ORDER BY (('APPLE' IS NOT NULL) IS NOT NULL) DESC, id",
+        // A COLLATE below a sign is no position (the tester's run seed 1796126157770429053).
+        "SELECT 3 FROM t ORDER BY -(1 COLLATE NOCASE), id LIMIT 2 OFFSET 6",
+        "SELECT i FROM t ORDER BY ((0 COLLATE NOCASE) AND i), id",
         // `x COLLATE c IS NULL` is not folded (the tester's run seed 1796125092124457154).
         "SELECT r FROM t ORDER BY ((100 COLLATE RTRIM) IS NULL) DESC NULLS FIRST, id LIMIT 12",
         "SELECT r FROM t ORDER BY (-(100 COLLATE RTRIM) IS NOT NULL), id",
