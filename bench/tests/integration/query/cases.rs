@@ -300,6 +300,13 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT s FROM t ORDER BY (3 COLLATE NOCASE)",
         "out of range",
     );
+    // SQLite reads `-1 COLLATE x` as `(-1) COLLATE x` (the tester's run seed
+    // 1796126295975782713).
+    check_error(
+        db,
+        "SELECT s FROM t ORDER BY (-1 COLLATE RTRIM), id",
+        "out of range",
+    );
 }
 
 #[test]
