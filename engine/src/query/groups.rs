@@ -15,7 +15,6 @@ use crate::datatype3::Collation;
 use crate::value::{Value, ValueRef};
 
 use super::aggregate::{AggState, KeyPart};
-use super::key_row::KeyRow;
 
 /// One group: its key values and aggregate states.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,7 +22,7 @@ pub struct Group {
     /// The key values SQLite shows for the group (they differ from row to row only under
     /// NOCASE or RTRIM, or as 1 and 1.0): those of its row with the lowest rowid, or, with a
     /// one-argument `min()` or `max()`, of the row that aggregate chose (see
-    /// [`super::key_row`]).
+    /// `super::key_row`).
     pub keys: Vec<Value>,
     /// The rowid of the row `keys` came from.
     pub keys_rowid: i64,
@@ -196,14 +195,14 @@ impl GroupTable {
     }
 
     /// The group of the row `rowid` whose key is `values`, created with `states` when new;
-    /// under [`KeyRow::First`] a group seen again from a lower rowid takes that row's key
+    /// with `lowest_rowid_keys` a group seen again from a lower rowid takes that row's key
     /// values.
     pub fn find_or_insert(
         &mut self,
         values: &[ValueRef<'_>],
         collations: &[Collation],
         rowid: i64,
-        key_row: KeyRow,
+        lowest_rowid_keys: bool,
         states: impl FnOnce() -> Vec<AggState>,
     ) -> usize {
         // Neighbouring rows often share a group: try the last one before hashing.
@@ -218,9 +217,9 @@ impl GroupTable {
         match found {
             Some(g) => {
                 let group = &mut self.groups[g];
-                // Under a min()/max() rule the keys are chosen after the update
-                // (`key_row::after_update`).
-                if key_row == KeyRow::First && rowid < group.keys_rowid {
+                // Otherwise (a min()/max() rule) the caller chooses the keys after the
+                // update (`key_row::after_update`).
+                if lowest_rowid_keys && rowid < group.keys_rowid {
                     if group.keys.iter().zip(values).any(|(k, v)| k.as_ref() != *v) {
                         group.keys = values.iter().map(|v| ValueRef::to_owned(*v)).collect();
                     }
@@ -304,7 +303,7 @@ mod tests {
             ),
         ];
         for (i, (v, c)) in cases.iter().enumerate() {
-            assert_eq!(t.find_or_insert(v, c, i as i64, KeyRow::First, Vec::new), i);
+            assert_eq!(t.find_or_insert(v, c, i as i64, true, Vec::new), i);
         }
         // Equal under SQLite's rules: the same group, found from borrowed values.
         let q = [b'q'; 200];
@@ -358,7 +357,7 @@ mod tests {
             &[ValueRef::Real(1.0), ValueRef::Text(b"A")],
             &[Binary, NoCase],
             -1,
-            KeyRow::First,
+            true,
             Vec::new,
         );
         assert_eq!(t.groups[0].keys, vec![Value::Real(1.0), Value::text("A")]);

@@ -27,24 +27,14 @@ use super::eval::{eval, eval_ref, holds, Operand};
 pub use super::groups::{Group, GroupTable};
 use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
 use super::key_row::{self, KeyRow};
-use super::stream::RowStream;
+pub use super::row_stream::OutRow;
+use super::row_stream::RowStream;
 use crate::coordinator::run_scan;
 use crate::error::Error;
 use crate::report::RunReport;
 use crate::scan::{RecordOutcome, ScanKernel, Spill};
 use crate::settings::{ExecutorSpec, ScanSettings};
 use partitioner::TablePlan;
-
-/// One output row of a plain query before the final ordering.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutRow {
-    /// The `ORDER BY` key values.
-    pub keys: Vec<Value>,
-    /// The row's rowid (the tie-breaker).
-    pub rowid: i64,
-    /// The output values.
-    pub values: Vec<Value>,
-}
 
 /// What one executor hands the coordinator.
 #[derive(Debug, Clone, PartialEq)]
@@ -355,9 +345,13 @@ impl QueryKernel {
             let rowid = rowids[r as usize];
             key.clear();
             key.extend((0..keys.len()).map(|j| key_values[j * n + k]));
-            let g = table.find_or_insert(&key, &collations, rowid, self.key_row, || {
-                aggregates.iter().map(AggState::new).collect()
-            });
+            let g = table.find_or_insert(
+                &key,
+                &collations,
+                rowid,
+                self.key_row == KeyRow::First,
+                || aggregates.iter().map(AggState::new).collect(),
+            );
             let group = &mut table.groups[g];
             for (j, (spec, state)) in aggregates.iter().zip(&mut group.states).enumerate() {
                 state.update(spec, arg_values[j * n + k], rowid);
@@ -420,9 +414,10 @@ fn accept(
             let refs: SmallVec<[ValueRef<'_>; 4]> =
                 key_values.iter().map(Operand::as_ref).collect();
             let collations: SmallVec<[Collation; 8]> = keys.iter().map(|k| k.1).collect();
-            let g = table.find_or_insert(&refs, &collations, rowid, key_row, || {
-                aggregates.iter().map(AggState::new).collect()
-            });
+            let g =
+                table.find_or_insert(&refs, &collations, rowid, key_row == KeyRow::First, || {
+                    aggregates.iter().map(AggState::new).collect()
+                });
             let group = &mut table.groups[g];
             for (spec, state) in aggregates.iter().zip(&mut group.states) {
                 match &spec.arg {

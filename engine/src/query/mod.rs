@@ -22,6 +22,8 @@
 //!   the coordinator's merge ([`kernel::merge`]); [`run_query`] runs both;
 //! - [`key_row`]: which row of a group shows its key values (the first, or the one a
 //!   `min()`/`max()` chose);
+//! - [`row_stream`]: an executor's side of a streamed projection (chunks of rows through a
+//!   bounded channel);
 //! - [`stream`]: a plain projection without `ORDER BY` streamed in rowid order through bounded
 //!   channels while the scan runs ([`run_query_streaming`]).
 
@@ -37,6 +39,7 @@ pub mod ir;
 pub mod kernel;
 pub mod key_row;
 pub mod like;
+pub mod row_stream;
 pub mod stream;
 
 pub use ir::QueryPlan;

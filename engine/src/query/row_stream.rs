@@ -1,0 +1,215 @@
+//! The executor's side of a streamed projection ([`super::stream`]): [`RowStream`] takes the
+//! rows of each complete page, in rowid order, and sends them to the coordinator in chunks
+//! through a bounded channel, rendered to bytes when the caller gave a [`RowRender`].
+//!
+//! Layering: below the kernel (which holds a [`RowStream`]) and the coordinator's side in
+//! [`super::stream`], which imports both.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::{Sender, TrySendError};
+
+use crate::value::Value;
+
+/// One output row of a plain query before the final ordering.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutRow {
+    /// The `ORDER BY` key values.
+    pub keys: Vec<Value>,
+    /// The row's rowid (the tie-breaker).
+    pub rowid: i64,
+    /// The output values.
+    pub values: Vec<Value>,
+}
+
+/// Rows per chunk sent from an executor to the coordinator (at most; a chunk is cut only at
+/// the end of a page, so it can exceed this by one page's rows).
+pub const CHUNK_ROWS: usize = 256;
+
+/// Bytes of values per chunk (approximately: text and blob lengths, 8 per other value).
+pub const CHUNK_BYTES: usize = 256 * 1024;
+
+/// Chunks each executor's channel holds before the executor waits.
+pub const CHANNEL_CHUNKS: usize = 4;
+
+/// Renders a result row as output bytes. Given to `stream::run_query_rendered`, it runs in the
+/// executors' threads as they stream, so the rows are formatted in parallel and the
+/// coordinator only writes bytes in order.
+pub trait RowRender: Send + Sync {
+    /// Appends the bytes of `row` to `out`.
+    fn render(&self, row: &[Value], out: &mut Vec<u8>);
+}
+
+/// A shared [`RowRender`].
+#[derive(Clone)]
+pub(super) struct Renderer(pub(super) Arc<dyn RowRender>);
+
+impl std::fmt::Debug for Renderer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Renderer")
+    }
+}
+
+/// What an executor sends the coordinator.
+#[derive(Debug)]
+pub enum StreamMsg {
+    /// Rows, in rowid order.
+    Rows(Vec<Vec<Value>>),
+    /// Rendered rows, in rowid order: row `i` is `bytes[ends[i - 1]..ends[i]]`.
+    Rendered {
+        /// The rows' bytes, one after the other.
+        bytes: Vec<u8>,
+        /// Where each row ends in `bytes`.
+        ends: Vec<usize>,
+    },
+    /// The executor's range is done (or it has the rows its `LIMIT` needs). A channel that
+    /// closes without it belongs to an executor that failed.
+    End,
+}
+
+/// The kernel's side of a stream: the rows of complete pages not yet sent, and the channel.
+/// Dropped without [`RowStream::finish`] (the executor failed), it still sends the rows of the
+/// pages before the failure, then closes the channel without [`StreamMsg::End`].
+#[derive(Debug, Clone)]
+pub struct RowStream {
+    tx: Sender<StreamMsg>,
+    /// Set by the coordinator once it has every row it needs.
+    stop: Arc<AtomicBool>,
+    /// Rows this executor may produce at most (`LIMIT + OFFSET`).
+    keep: u64,
+    /// Rows sent so far.
+    sent: u64,
+    /// Rows of complete pages, in rowid order, not yet sent.
+    sealed: Vec<OutRow>,
+    /// Their approximate size in bytes.
+    sealed_bytes: usize,
+    /// The coordinator dropped the channel (it has what it needs, or it failed writing).
+    gone: bool,
+    /// [`StreamMsg::End`] was sent.
+    ended: bool,
+    /// Nanoseconds spent waiting for room in the channel (the cost of the order).
+    waited_ns: Arc<AtomicU64>,
+    /// Renders the rows before they are sent, when the caller gave a renderer.
+    render: Option<Renderer>,
+}
+
+impl RowStream {
+    /// A stream over `tx`, producing at most `keep` rows, stopped early by `stop`; the time
+    /// it waits for room in the channel is added to `waited_ns`.
+    pub fn new(
+        tx: Sender<StreamMsg>,
+        stop: Arc<AtomicBool>,
+        keep: Option<u64>,
+        waited_ns: Arc<AtomicU64>,
+    ) -> Self {
+        RowStream {
+            waited_ns,
+            render: None,
+            tx,
+            stop,
+            keep: keep.unwrap_or(u64::MAX),
+            sent: 0,
+            sealed: Vec::new(),
+            sealed_bytes: 0,
+            gone: false,
+            ended: false,
+        }
+    }
+
+    /// Renders the rows before they are sent (`None`: sends their values).
+    pub(super) fn set_render(&mut self, render: Option<Renderer>) {
+        self.render = render;
+    }
+
+    fn produced(&self, pending: usize) -> u64 {
+        self.sent
+            .saturating_add(self.sealed.len() as u64)
+            .saturating_add(pending as u64)
+    }
+
+    /// Whether the executor should keep reading, given `pending` rows of the page being
+    /// decoded.
+    pub fn wants_more(&self, pending: usize) -> bool {
+        !self.gone && !self.stop.load(Ordering::Relaxed) && self.produced(pending) < self.keep
+    }
+
+    /// At a page end: takes the page's rows (`page`) in rowid order (records completed from
+    /// overflow pages were accepted after the page's other cells) and sends a chunk when
+    /// there are enough rows.
+    pub fn page_done(&mut self, page: &mut Vec<OutRow>) {
+        if !page.is_sorted_by_key(|r| r.rowid) {
+            page.sort_unstable_by_key(|r| r.rowid);
+        }
+        self.sealed_bytes += page.iter().map(row_bytes).sum::<usize>();
+        self.sealed.append(page);
+        let room = usize::try_from(self.keep - self.sent).unwrap_or(usize::MAX);
+        if self.sealed.len() >= CHUNK_ROWS.min(room) || self.sealed_bytes >= CHUNK_BYTES {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        let room = usize::try_from(self.keep - self.sent).unwrap_or(usize::MAX);
+        self.sealed.truncate(room);
+        self.sealed_bytes = 0;
+        if self.sealed.is_empty() {
+            return;
+        }
+        self.sent += self.sealed.len() as u64;
+        if self.gone {
+            self.sealed.clear();
+            return;
+        }
+        let msg = match &self.render {
+            Some(Renderer(render)) => {
+                let mut bytes = Vec::with_capacity(64 * self.sealed.len());
+                let mut ends = Vec::with_capacity(self.sealed.len());
+                for r in self.sealed.drain(..) {
+                    render.render(&r.values, &mut bytes);
+                    ends.push(bytes.len());
+                }
+                StreamMsg::Rendered { bytes, ends }
+            }
+            None => StreamMsg::Rows(self.sealed.drain(..).map(|r| r.values).collect()),
+        };
+        match self.tx.try_send(msg) {
+            Ok(()) => {}
+            Err(TrySendError::Full(msg)) => {
+                let waiting = Instant::now();
+                self.gone = self.tx.send(msg).is_err();
+                let ns = u64::try_from(waiting.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                self.waited_ns.fetch_add(ns, Ordering::Relaxed);
+            }
+            Err(TrySendError::Disconnected(_)) => self.gone = true,
+        }
+    }
+
+    /// Ends the executor's stream: the last rows, then [`StreamMsg::End`].
+    pub fn finish(&mut self) {
+        self.send();
+        if !self.gone {
+            let _ = self.tx.send(StreamMsg::End);
+        }
+        self.ended = true;
+    }
+}
+
+impl Drop for RowStream {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.send();
+        }
+    }
+}
+
+fn row_bytes(r: &OutRow) -> usize {
+    r.values
+        .iter()
+        .map(|v| match v {
+            Value::Text(b) | Value::Blob(b) => b.len() + 8,
+            _ => 8,
+        })
+        .sum()
+}
