@@ -42,28 +42,45 @@ impl KeyPart {
         match v {
             ValueRef::Null => KeyPart::Null,
             ValueRef::Integer(i) => KeyPart::Integer(i),
-            ValueRef::Real(r) => {
-                if r == 0.0 {
-                    KeyPart::Integer(0)
-                } else if r.fract() == 0.0
-                    && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&r)
-                {
-                    KeyPart::Integer(r as i64)
-                } else {
-                    KeyPart::Real(r.to_bits())
-                }
-            }
+            ValueRef::Real(r) => KeyPart::of_real(r),
             ValueRef::Text(t) => KeyPart::Text(match collation {
                 Collation::Binary => t.to_vec(),
                 Collation::NoCase => t.to_ascii_lowercase(),
-                Collation::RTrim => {
-                    let end = t.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
-                    t[..end].to_vec()
-                }
+                Collation::RTrim => rtrim(t).to_vec(),
             }),
             ValueRef::Blob(b) => KeyPart::Blob(b.to_vec()),
         }
     }
+
+    /// The key of a real (allocates nothing): the integer it equals, or its bits.
+    pub fn of_real(r: f64) -> KeyPart {
+        if r == 0.0 {
+            KeyPart::Integer(0)
+        } else if r.fract() == 0.0
+            && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&r)
+        {
+            KeyPart::Integer(r as i64)
+        } else {
+            KeyPart::Real(r.to_bits())
+        }
+    }
+
+    /// The part as a value (text as normalized under its collation), which has the same key.
+    pub fn as_value_ref(&self) -> ValueRef<'_> {
+        match self {
+            KeyPart::Null => ValueRef::Null,
+            KeyPart::Integer(i) => ValueRef::Integer(*i),
+            KeyPart::Real(bits) => ValueRef::Real(f64::from_bits(*bits)),
+            KeyPart::Text(t) => ValueRef::Text(t),
+            KeyPart::Blob(b) => ValueRef::Blob(b),
+        }
+    }
+}
+
+/// `t` without its trailing spaces (what `RTRIM` compares).
+pub(super) fn rtrim(t: &[u8]) -> &[u8] {
+    let end = t.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
+    &t[..end]
 }
 
 /// The running state of `sum`, `total` and `avg`.

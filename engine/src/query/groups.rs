@@ -14,7 +14,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use crate::datatype3::Collation;
 use crate::value::{Value, ValueRef};
 
-use super::aggregate::{AggState, KeyPart};
+use super::aggregate::{rtrim, AggState, KeyPart};
 
 /// One group: its key values and aggregate states.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,29 +50,6 @@ impl PartialEq for GroupTable {
     }
 }
 
-/// A key part as a number, the way [`KeyPart::of`] normalizes it (a real equal to an integer
-/// is that integer).
-enum NumberKey {
-    Integer(i64),
-    Real(u64),
-}
-
-fn number_key(r: f64) -> NumberKey {
-    if r == 0.0 {
-        NumberKey::Integer(0)
-    } else if r.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&r)
-    {
-        NumberKey::Integer(r as i64)
-    } else {
-        NumberKey::Real(r.to_bits())
-    }
-}
-
-fn rtrim(t: &[u8]) -> &[u8] {
-    let end = t.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
-    &t[..end]
-}
-
 /// Feeds `t` normalized under `collation` to `h`, in the same pieces whether `t` is raw text
 /// or a stored [`KeyPart::Text`] (normalizing is idempotent and keeps NOCASE lengths), so the
 /// two hash alike.
@@ -99,14 +76,14 @@ fn hash_value(v: ValueRef<'_>, collation: Collation, h: &mut impl Hasher) {
             h.write_u8(1);
             h.write_i64(i);
         }
-        ValueRef::Real(r) => match number_key(r) {
-            NumberKey::Integer(i) => {
+        ValueRef::Real(r) => match KeyPart::of_real(r) {
+            KeyPart::Integer(i) => {
                 h.write_u8(1);
                 h.write_i64(i);
             }
-            NumberKey::Real(bits) => {
+            _ => {
                 h.write_u8(2);
-                h.write_u64(bits);
+                h.write_u64(r.to_bits());
             }
         },
         ValueRef::Text(t) => {
@@ -122,28 +99,9 @@ fn hash_value(v: ValueRef<'_>, collation: Collation, h: &mut impl Hasher) {
     }
 }
 
+/// Hashes a stored key part as [`hash_value`] hashes a value with that key.
 fn hash_part(p: &KeyPart, collation: Collation, h: &mut impl Hasher) {
-    match p {
-        KeyPart::Null => h.write_u8(0),
-        KeyPart::Integer(i) => {
-            h.write_u8(1);
-            h.write_i64(*i);
-        }
-        KeyPart::Real(bits) => {
-            h.write_u8(2);
-            h.write_u64(*bits);
-        }
-        KeyPart::Text(t) => {
-            h.write_u8(3);
-            hash_text(t, collation, h);
-            h.write_u8(0xff);
-        }
-        KeyPart::Blob(b) => {
-            h.write_u8(4);
-            h.write(b);
-            h.write_u8(0xff);
-        }
-    }
+    hash_value(p.as_value_ref(), collation, h);
 }
 
 /// Whether `v` has the normalized key `p` under `collation` (`KeyPart::of(v) == *p`).
@@ -152,10 +110,10 @@ fn part_matches(p: &KeyPart, v: ValueRef<'_>, collation: Collation) -> bool {
         (KeyPart::Null, ValueRef::Null) => true,
         (KeyPart::Integer(a), ValueRef::Integer(b)) => *a == b,
         (KeyPart::Integer(a), ValueRef::Real(r)) => {
-            matches!(number_key(r), NumberKey::Integer(b) if b == *a)
+            matches!(KeyPart::of_real(r), KeyPart::Integer(b) if b == *a)
         }
         (KeyPart::Real(a), ValueRef::Real(r)) => {
-            matches!(number_key(r), NumberKey::Real(b) if b == *a)
+            matches!(KeyPart::of_real(r), KeyPart::Real(b) if b == *a)
         }
         (KeyPart::Text(a), ValueRef::Text(t)) => match collation {
             Collation::Binary => a.as_slice() == t,
