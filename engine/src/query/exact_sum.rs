@@ -6,6 +6,13 @@
 //! 2^64 of them is an integer of at most 2,175 bits in units of 2^-1088 (the offset keeps the
 //! limbs 32-bit aligned). The limbs hold 32 bits each in an `i64`, so additions need no carry
 //! propagation until about 2^30 of them have accumulated.
+//!
+//! The common terms take a shorter path first: a double between about 2^-32 and 2^42 whose
+//! lowest mantissa bit is worth at least 2^-[`FIXED_BITS`] is an integer in units of
+//! 2^-[`FIXED_BITS`] below 2^126, and is added to one `i128` (a fixed-point window over the
+//! limbs). When that addition would overflow, the window is added to the limbs and starts
+//! again from the term; any other term goes to the limbs directly. Both parts are exact, so
+//! the sum is too, and it does not depend on which terms took which path.
 
 /// Number of 32-bit limbs (2,240 bits).
 const LIMBS: usize = 70;
@@ -13,10 +20,20 @@ const LIMBS: usize = 70;
 const OFFSET: i32 = 1088;
 /// Additions between carry propagations (each adds less than 2^32 to a limb).
 const NORMALIZE_EVERY: u32 = 1 << 30;
+/// The fixed-point window's unit is 2^-FIXED_BITS.
+const FIXED_BITS: i32 = 84;
+/// The biased exponent of a double whose mantissa (53 bits, hidden bit included) is shifted
+/// by 0 bits into the window: `2^(E - 1075)` is the mantissa's unit.
+const FIXED_LOWEST_EXP: u64 = (1075 - FIXED_BITS) as u64;
+/// The largest shift into the window: a shifted mantissa stays below 2^126, so a term fits an
+/// `i128` with room for its sign (the window's own overflow is checked on every addition).
+const FIXED_MAX_SHIFT: u64 = 126 - 53;
 
 /// An exact sum of doubles and integers.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ExactSum {
+    /// The fixed-point window: part of the sum, in units of 2^-FIXED_BITS.
+    fixed: i128,
     limbs: Box<[i64; LIMBS]>,
     pending: u32,
     pos_inf: bool,
@@ -32,6 +49,7 @@ impl std::fmt::Debug for ExactSum {
 impl Default for ExactSum {
     fn default() -> Self {
         ExactSum {
+            fixed: 0,
             limbs: Box::new([0; LIMBS]),
             pending: 0,
             pos_inf: false,
@@ -59,8 +77,44 @@ impl ExactSum {
     }
 
     /// Adds a double (an infinity is remembered; NaN never reaches here: SQLite has none).
-    #[inline]
+    #[inline(always)]
     pub fn add_f64(&mut self, x: f64) {
+        let bits = x.to_bits();
+        let shift = ((bits >> 52) & 0x7ff).wrapping_sub(FIXED_LOWEST_EXP);
+        if shift <= FIXED_MAX_SHIFT {
+            // A normal double in the window (zero, subnormals, infinities and NaN are not:
+            // their exponent field is 0 or 0x7ff).
+            let mantissa = i128::from((bits & ((1 << 52) - 1)) | (1 << 52)) << shift;
+            let term = if x < 0.0 { -mantissa } else { mantissa };
+            match self.fixed.checked_add(term) {
+                Some(sum) => self.fixed = sum,
+                None => {
+                    self.flush_fixed();
+                    self.fixed = term;
+                }
+            }
+            return;
+        }
+        self.add_f64_limbs(x);
+    }
+
+    /// Adds the fixed-point window to the limbs and empties it.
+    fn flush_fixed(&mut self) {
+        let (m, negative) = (self.fixed.unsigned_abs(), self.fixed < 0);
+        let at = (OFFSET - FIXED_BITS) as usize;
+        let (low, high) = (m as u64, (m >> 64) as u64);
+        if low != 0 {
+            self.add_scaled(low, at, negative);
+        }
+        if high != 0 {
+            self.add_scaled(high, at + 64, negative);
+        }
+        self.fixed = 0;
+    }
+
+    /// Adds a double to the limbs.
+    #[inline(never)]
+    fn add_f64_limbs(&mut self, x: f64) {
         if x.is_infinite() {
             if x > 0.0 {
                 self.pos_inf = true;
@@ -104,8 +158,10 @@ impl ExactSum {
 
     /// Adds another sum.
     pub fn merge(&mut self, other: &ExactSum) {
+        self.flush_fixed();
         self.normalize();
         let mut o = other.clone();
+        o.flush_fixed();
         o.normalize();
         for (a, b) in self.limbs.iter_mut().zip(o.limbs.iter()) {
             *a += *b;
@@ -138,6 +194,7 @@ impl ExactSum {
             _ => {}
         }
         let mut n = self.clone();
+        n.flush_fixed();
         n.normalize();
         let negative = n.limbs[LIMBS - 1] < 0;
         if negative {
@@ -291,6 +348,53 @@ mod tests {
             l.merge(&r);
             assert_eq!(l.to_f64(), want, "round {round}, split at {cut}");
         }
+    }
+
+    /// The fixed-point window: terms at both of its edges and just outside them, window
+    /// overflows (flushed to the limbs and restarted), and signs, against exact sums of the
+    /// mantissas in an `i128` (one unit per round, so scaling the sum is exact).
+    #[test]
+    fn window_edges_and_overflows_are_exact() {
+        let full = (1u64 << 53) - 1;
+        // Mantissa units 2^-85 .. 2^-9: the window takes 2^-84 .. 2^-11.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for unit in -85..=-9 {
+            let mut terms = Vec::new();
+            let mut exact: i128 = 0;
+            for k in 0..5000 {
+                let m = if k % 7 == 0 {
+                    full
+                } else {
+                    (rng(&mut seed) >> 11) | (1 << 52)
+                };
+                let negative = k % 5 == 3;
+                let x = m as f64 * 2f64.powi(unit);
+                terms.push(if negative { -x } else { x });
+                exact += if negative {
+                    -i128::from(m)
+                } else {
+                    i128::from(m)
+                };
+            }
+            // From a unit of 2^-42 on, the running sum leaves the window's range (2^43).
+            let want = exact as f64 * 2f64.powi(unit);
+            assert_eq!(sum(&terms), want, "unit 2^{unit}");
+            let (mut l, mut r) = (ExactSum::default(), ExactSum::default());
+            terms[..1234].iter().for_each(|&x| l.add_f64(x));
+            terms[1234..].iter().for_each(|&x| r.add_f64(x));
+            l.merge(&r);
+            assert_eq!(l.to_f64(), want, "unit 2^{unit}, merged");
+        }
+        // One term at the top of the window plus one below it: the window overflows at once.
+        let top = full as f64 * 2f64.powi(-11);
+        assert_eq!(sum(&[top; 3]), 3.0 * top);
+        assert_eq!(sum(&[-top, -top, -top, top]), -2.0 * top);
+        // Huge, tiny, subnormal and zero terms beside window terms.
+        assert_eq!(sum(&[1e300, 0.5, -1e300, 1e-300, -1e-300]), 0.5);
+        assert_eq!(sum(&[5e-324, 0.25, -0.0, 0.0, -5e-324]), 0.25);
+        assert_eq!(sum(&[0.1, f64::INFINITY, 0.2]), f64::INFINITY);
+        assert!(sum(&[0.1, f64::INFINITY, f64::NEG_INFINITY]).is_nan());
+        assert_eq!(sum(&[f64::MAX, 1.0, -f64::MAX]), 1.0);
     }
 
     #[test]
