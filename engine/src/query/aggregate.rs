@@ -105,8 +105,9 @@ pub struct SumState {
 }
 
 impl SumState {
+    /// Adds one argument value (NULL is skipped).
     #[inline]
-    fn update(&mut self, v: ValueRef<'_>) {
+    pub fn update(&mut self, v: ValueRef<'_>) {
         let n = match v {
             ValueRef::Null => return,
             ValueRef::Integer(i) => Number::Integer(i),

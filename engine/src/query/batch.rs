@@ -87,6 +87,51 @@ impl<'a> Batch<'a, '_> {
         }
     }
 
+    /// Slot `i` of every selected row, into `out` (one loop per kind of source).
+    pub fn column(&self, i: usize, sel: &Selection, out: &mut [ValueRef<'a>]) {
+        debug_assert_eq!(out.len(), sel.len());
+        let Rows::Cells {
+            cells,
+            base,
+            sources,
+        } = &self.rows
+        else {
+            for (o, &r) in out.iter_mut().zip(sel) {
+                *o = self.slot(r, i);
+            }
+            return;
+        };
+        match sources[i] {
+            Source::Record {
+                needed,
+                real: false,
+                default,
+            } => {
+                for (o, &r) in out.iter_mut().zip(sel) {
+                    *o = cells.value(base, r as usize, needed).unwrap_or(default);
+                }
+            }
+            Source::Record {
+                needed,
+                real: true,
+                default,
+            } => {
+                for (o, &r) in out.iter_mut().zip(sel) {
+                    *o = match cells.value(base, r as usize, needed) {
+                        Some(ValueRef::Integer(x)) => ValueRef::Real(x as f64),
+                        Some(v) => v,
+                        None => default,
+                    };
+                }
+            }
+            Source::Rowid => {
+                for (o, &r) in out.iter_mut().zip(sel) {
+                    *o = ValueRef::Integer(cells.rowid(base, r as usize));
+                }
+            }
+        }
+    }
+
     /// Calls `f` with row `r`'s slots (made on the stack for [`Rows::Cells`]).
     fn with_row<T>(&self, r: u32, f: impl FnOnce(&[ValueRef<'a>]) -> T) -> T {
         match &self.rows {

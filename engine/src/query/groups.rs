@@ -30,6 +30,10 @@ pub struct Group {
     pub states: Vec<AggState>,
 }
 
+/// Up to this many groups, a key is looked for by comparing it with each group's key in turn
+/// (no hash to compute); beyond, through the hash index.
+const LINEAR_GROUPS: usize = 8;
+
 /// Groups by normalized key, in order of first appearance.
 #[derive(Debug, Clone, Default)]
 pub struct GroupTable {
@@ -104,7 +108,20 @@ fn hash_part(p: &KeyPart, collation: Collation, h: &mut impl Hasher) {
     hash_value(p.as_value_ref(), collation, h);
 }
 
+/// Byte equality, inline: group keys are mostly short (flags, codes, dates), where a call to
+/// `memcmp` costs more than the comparison.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len()
+        && if a.len() <= 16 {
+            a.iter().zip(b).all(|(x, y)| x == y)
+        } else {
+            a == b
+        }
+}
+
 /// Whether `v` has the normalized key `p` under `collation` (`KeyPart::of(v) == *p`).
+#[inline]
 fn part_matches(p: &KeyPart, v: ValueRef<'_>, collation: Collation) -> bool {
     match (p, v) {
         (KeyPart::Null, ValueRef::Null) => true,
@@ -116,16 +133,26 @@ fn part_matches(p: &KeyPart, v: ValueRef<'_>, collation: Collation) -> bool {
             matches!(KeyPart::of_real(r), KeyPart::Real(b) if b == *a)
         }
         (KeyPart::Text(a), ValueRef::Text(t)) => match collation {
-            Collation::Binary => a.as_slice() == t,
+            Collation::Binary => same_bytes(a, t),
             Collation::NoCase => a.eq_ignore_ascii_case(t),
             Collation::RTrim => a.as_slice() == rtrim(t),
         },
-        (KeyPart::Blob(a), ValueRef::Blob(b)) => a.as_slice() == b,
+        (KeyPart::Blob(a), ValueRef::Blob(b)) => same_bytes(a, b),
         _ => false,
     }
 }
 
 impl GroupTable {
+    /// Whether group `g`'s key is `values`.
+    #[inline]
+    fn matches(&self, g: usize, values: &[ValueRef<'_>], collations: &[Collation]) -> bool {
+        self.parts[g]
+            .iter()
+            .zip(values)
+            .zip(collations)
+            .all(|((p, v), c)| part_matches(p, *v, *c))
+    }
+
     fn hash_values(&self, values: &[ValueRef<'_>], collations: &[Collation]) -> u64 {
         let mut h = self.hasher.build_hasher();
         for (v, c) in values.iter().zip(collations) {
@@ -139,16 +166,12 @@ impl GroupTable {
         if values.is_empty() {
             return (!self.groups.is_empty()).then_some(0);
         }
+        if self.groups.len() <= LINEAR_GROUPS {
+            return (0..self.groups.len()).find(|&g| self.matches(g, values, collations));
+        }
         let hash = self.hash_values(values, collations);
-        let parts = &self.parts;
         self.index
-            .find(hash, |&g| {
-                parts[g]
-                    .iter()
-                    .zip(values)
-                    .zip(collations)
-                    .all(|((p, v), c)| part_matches(p, *v, *c))
-            })
+            .find(hash, |&g| self.matches(g, values, collations))
             .copied()
     }
 
@@ -164,13 +187,7 @@ impl GroupTable {
         states: impl FnOnce() -> Vec<AggState>,
     ) -> usize {
         // Neighbouring rows often share a group: try the last one before hashing.
-        let last = self.last.filter(|&g| {
-            self.parts[g]
-                .iter()
-                .zip(values)
-                .zip(collations)
-                .all(|((p, v), c)| part_matches(p, *v, *c))
-        });
+        let last = self.last.filter(|&g| self.matches(g, values, collations));
         let found = last.or_else(|| self.find(values, collations));
         match found {
             Some(g) => {

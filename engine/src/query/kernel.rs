@@ -25,8 +25,9 @@ use super::batch::{self, Batch, Rows, Selection, Source};
 use super::dates;
 use super::eval::{eval, eval_ref, holds, Operand};
 pub use super::groups::{Group, GroupTable};
-use super::ir::{ColumnRead, QueryPlan, Shape, SortKey};
+use super::ir::{AggFunc, ColumnRead, QueryPlan, Shape, SortKey};
 use super::key_row::{self, KeyRow};
+use super::program::RowProgram;
 pub use super::row_stream::OutRow;
 use super::row_stream::RowStream;
 use crate::coordinator::run_scan;
@@ -63,6 +64,13 @@ pub struct QueryKernel {
     has_virtual: bool,
     /// Whether pages are evaluated as batches ([`super::batch`]).
     batched: bool,
+    /// A batched plan's keys and aggregate arguments as shared nodes.
+    program: Option<RowProgram>,
+    /// For each plan slot read from the record: its index among the needed columns and
+    /// whether it has REAL affinity.
+    sources: Vec<Option<(usize, bool)>>,
+    /// The group of each selected row of the page (reused from page to page).
+    group_of: Vec<u32>,
     partial: Partial,
     rows: u64,
     /// Which row of a group shows its keys.
@@ -102,6 +110,24 @@ impl QueryKernel {
                 ColumnRead::Virtual { .. } => {}
             }
         }
+        let sources = plan
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(slot, _)| {
+                record_slots
+                    .iter()
+                    .position(|&(s, _)| s == slot)
+                    .map(|needed| (needed, record_slots[needed].1))
+            })
+            .collect();
+        let batched = batch::plan_batchable(&plan, has_virtual);
+        let program = match &plan.shape {
+            Shape::Groups {
+                keys, aggregates, ..
+            } if batched => Some(RowProgram::new(keys, aggregates)),
+            _ => None,
+        };
         QueryKernel {
             now: dates::statement_time(),
             key_row: KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr)),
@@ -111,7 +137,10 @@ impl QueryKernel {
             rowid_slots,
             cells: CellBatch::new(),
             has_virtual,
-            batched: batch::plan_batchable(&plan, has_virtual),
+            batched,
+            program,
+            sources,
+            group_of: Vec::new(),
             plan,
             usable,
             partial,
@@ -197,6 +226,17 @@ impl ScanKernel for QueryKernel {
             rows.clear();
             stream.finish();
         }
+        if let (Some(program), Partial::Groups(table)) = (&self.program, &mut self.partial) {
+            // Aggregates that shared a state during the scan get their own copy.
+            for group in &mut table.groups {
+                for j in 0..group.states.len() {
+                    let from = program.shares(j);
+                    if from != j {
+                        group.states[j] = group.states[from].clone();
+                    }
+                }
+            }
+        }
         if let Partial::Rows(rows) = &mut self.partial {
             if let Some(k) = self.plan.keep() {
                 sort_rows(&self.plan.order_by, rows);
@@ -272,31 +312,26 @@ impl QueryKernel {
         Ok(())
     }
 
-    /// A grouped query's decoded page as one batch: filter the batch, evaluate keys and
-    /// aggregate arguments node by node, then update the groups in cell order. Values are
-    /// read from the decoded cells only when a node asks for them.
+    /// A grouped query's decoded page as one batch: filter the batch, evaluate the program
+    /// (keys and aggregate arguments, each common subexpression once) node by node, find
+    /// every selected row's group, then update the aggregates one at a time over the page's
+    /// rows. Values are read from the decoded cells only when a node asks for them.
     fn eval_batch(&mut self, page: &[u8]) -> Result<(), String> {
         let plan = &*self.plan;
+        let program = self.program.as_ref().expect("batched plans have a program");
         let width = plan.columns.len();
         let rows = self.cells.len();
         let sources: SmallVec<[Source<'_>; 32]> = plan
             .columns
             .iter()
-            .enumerate()
-            .map(|(slot, c)| match c {
-                ColumnRead::Record { default, .. } => {
-                    let needed = self
-                        .record_slots
-                        .iter()
-                        .position(|&(s, _)| s == slot)
-                        .expect("every record slot is decoded");
-                    Source::Record {
-                        needed,
-                        real: self.record_slots[needed].1,
-                        // Known: plans with an unknown DEFAULT are not batched.
-                        default: default.as_ref().map_or(ValueRef::Null, Value::as_ref),
-                    }
-                }
+            .zip(&self.sources)
+            .map(|(c, s)| match (c, s) {
+                (ColumnRead::Record { default, .. }, &Some((needed, real))) => Source::Record {
+                    needed,
+                    real,
+                    // Known: plans with an unknown DEFAULT are not batched.
+                    default: default.as_ref().map_or(ValueRef::Null, Value::as_ref),
+                },
                 _ => Source::Rowid,
             })
             .collect();
@@ -313,6 +348,10 @@ impl QueryKernel {
         if let Some(f) = &plan.filter {
             batch::filter(f, &b, &mut sel);
         }
+        let n = sel.len();
+        if n == 0 {
+            return Ok(());
+        }
         let (
             Shape::Groups {
                 keys, aggregates, ..
@@ -322,41 +361,71 @@ impl QueryKernel {
         else {
             unreachable!("only grouped plans are batched");
         };
-        // Keys, then aggregate arguments: one run of `sel.len()` values each.
-        let n = sel.len();
-        let mut values: Vec<ValueRef<'_>> =
-            vec![ValueRef::Null; (keys.len() + aggregates.len()) * n];
-        if n > 0 {
-            let mut runs = values.chunks_mut(n);
-            for (e, _) in keys {
-                batch::eval(e, &b, &sel, runs.next().expect("a run per key"));
-            }
-            for spec in aggregates {
-                let run = runs.next().expect("a run per aggregate");
-                if let Some(a) = &spec.arg {
-                    batch::eval(a, &b, &sel, run);
-                }
-            }
-        }
-        let (key_values, arg_values) = values.split_at(keys.len() * n);
+        let mut runs: Vec<ValueRef<'_>> = vec![ValueRef::Null; program.nodes().len() * n];
+        program.eval(&b, &sel, &mut runs);
+        let run = |node: usize| &runs[node * n..(node + 1) * n];
+        // Every selected row's group.
         let collations: SmallVec<[Collation; 8]> = keys.iter().map(|k| k.1).collect();
+        let key_runs: SmallVec<[&[ValueRef<'_>]; 4]> =
+            (0..keys.len()).map(|j| run(program.key(j))).collect();
+        let first = self.key_row == KeyRow::First;
+        let groups = &mut self.group_of;
+        groups.clear();
         let mut key: SmallVec<[ValueRef<'_>; 4]> = SmallVec::new();
         for (k, &r) in sel.iter().enumerate() {
-            let rowid = rowids[r as usize];
             key.clear();
-            key.extend((0..keys.len()).map(|j| key_values[j * n + k]));
-            let g = table.find_or_insert(
-                &key,
-                &collations,
-                rowid,
-                self.key_row == KeyRow::First,
-                || aggregates.iter().map(AggState::new).collect(),
-            );
-            let group = &mut table.groups[g];
-            for (j, (spec, state)) in aggregates.iter().zip(&mut group.states).enumerate() {
-                state.update(spec, arg_values[j * n + k], rowid);
+            key.extend(key_runs.iter().map(|run| run[k]));
+            let g = table.find_or_insert(&key, &collations, rowids[r as usize], first, || {
+                aggregates.iter().map(AggState::new).collect()
+            });
+            groups.push(g as u32);
+        }
+        let groups = &*groups;
+        let table = &mut table.groups;
+        if first {
+            // The aggregates one at a time over the page's rows, each shared state once.
+            for (j, spec) in aggregates.iter().enumerate() {
+                if program.shares(j) != j {
+                    continue;
+                }
+                match (spec.func, program.arg(j)) {
+                    (AggFunc::CountStar, _) if !spec.distinct => {
+                        for &g in groups {
+                            if let AggState::Count(c) = &mut table[g as usize].states[j] {
+                                *c += 1;
+                            }
+                        }
+                    }
+                    (AggFunc::Sum | AggFunc::Total | AggFunc::Avg, Some(a)) if !spec.distinct => {
+                        for (&g, &v) in groups.iter().zip(run(a)) {
+                            if let AggState::Sum(s) = &mut table[g as usize].states[j] {
+                                s.update(v);
+                            }
+                        }
+                    }
+                    (_, arg) => {
+                        for (k, (&g, &r)) in groups.iter().zip(&sel).enumerate() {
+                            let v = arg.map_or(ValueRef::Null, |a| run(a)[k]);
+                            table[g as usize].states[j].update(spec, v, rowids[r as usize]);
+                        }
+                    }
+                }
             }
-            key_row::after_update(self.key_row, group, &key, rowid);
+        } else {
+            // A min()/max() chooses the shown keys: row by row, as each row's update decides.
+            for (k, (&g, &r)) in groups.iter().zip(&sel).enumerate() {
+                let rowid = rowids[r as usize];
+                let group = &mut table[g as usize];
+                for (j, (spec, state)) in aggregates.iter().zip(&mut group.states).enumerate() {
+                    if program.shares(j) == j {
+                        let v = program.arg(j).map_or(ValueRef::Null, |a| run(a)[k]);
+                        state.update(spec, v, rowid);
+                    }
+                }
+                key.clear();
+                key.extend(key_runs.iter().map(|run| run[k]));
+                key_row::after_update(self.key_row, group, &key, rowid);
+            }
         }
         Ok(())
     }

@@ -39,6 +39,7 @@ pub mod ir;
 pub mod kernel;
 pub mod key_row;
 pub mod like;
+pub mod program;
 pub mod row_stream;
 pub mod stream;
 

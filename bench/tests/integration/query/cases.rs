@@ -151,6 +151,24 @@ fn group_by_having_order_by() {
     ]);
 }
 
+/// The batched path's shared work: common subexpressions computed once, `sum`/`avg`/`total`
+/// of one argument and repeated `count(*)` sharing a state, next to `min`/`max` (which also
+/// choose the shown keys) and `DISTINCT`, over columns mixing every storage class.
+#[test]
+fn shared_subexpressions_and_states() {
+    all(&[
+        "SELECT c, sum(i * (1 - r)), sum(i * (1 - r) * (1 + r)), avg(i), sum(i), total(i), \
+         count(*), count(*), count(i), avg(r), sum(r), sum(x), avg(x), total(x) FROM t GROUP BY c",
+        "SELECT rt, x, sum(n * 2), avg(n * 2), count(n * 2), min(n * 2), sum(DISTINCT n * 2) \
+         FROM t WHERE i > -50 GROUP BY rt, x ORDER BY rt, x",
+        "SELECT typeof(r), min(r), sum(r), avg(r), max(r * 0.5), sum(r * 0.5), count(*) \
+         FROM t GROUP BY 1",
+        "SELECT sum(r * 0.0), sum(r * -0.0), sum(i * -0.0), total(i * 0.0), count(*) FROM t",
+        "SELECT sum(i * 1e300 * 1e10), sum(r * 1e-310), avg(r * 1e300 - r * 1e300) FROM t",
+        "SELECT s, sum(added), avg(added), sum(g), count(added2) FROM t GROUP BY s LIMIT 20",
+    ]);
+}
+
 #[test]
 fn order_by_and_limit() {
     all(&[

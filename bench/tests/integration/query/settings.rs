@@ -10,6 +10,8 @@ const QUERIES: &[&str] = &[
     "SELECT id, s FROM t WHERE i > 0 ORDER BY s, id LIMIT 17",
     "SELECT c, count(*), sum(r), avg(r), total(n), min(x), max(x) FROM t GROUP BY c",
     "SELECT count(DISTINCT x), sum(r), avg(CAST(s AS REAL)) FROM t",
+    "SELECT c, rt, sum(i * (1 - r)), sum(i * (1 - r) * (1 + r)), avg(r), sum(r), total(x), \
+     count(*) FROM t WHERE i > -90 GROUP BY c, rt",
 ];
 
 #[test]
