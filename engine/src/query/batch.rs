@@ -15,8 +15,12 @@ use smallvec::SmallVec;
 use crate::decode::CellBatch;
 use crate::value::{Value, ValueRef};
 
-use super::eval::{arith, compare_truth, eval_ref, truth_of};
-use super::ir::{AggSpec, ArithOp, Expr, QueryPlan, Shape};
+use std::cmp::Ordering;
+
+use crate::datatype3::{int_real_cmp, Affinity, Collation};
+
+use super::eval::{arith, compare_truth, eval_ref, maybe_number, truth_of};
+use super::ir::{AggSpec, ArithOp, CmpOp, Expr, QueryPlan, Shape};
 
 /// Where a batch's rows are read from.
 pub enum Rows<'a, 'b> {
@@ -208,20 +212,131 @@ pub fn filter(filter: &Expr, batch: &Batch<'_, '_>, sel: &mut Selection) {
             collation,
         } => match (&**left, &**right) {
             (Expr::Column(i), Expr::Literal(v)) => {
-                let v = v.as_ref();
-                sel.retain(|r| {
-                    compare_truth(*op, batch.slot(*r, *i), v, *affinity, *collation) == Some(true)
-                });
+                let c = ConstCompare::new(*op, v.as_ref(), *affinity, *collation, true);
+                retain_compare(batch, *i, &c, sel);
             }
             (Expr::Literal(v), Expr::Column(i)) => {
-                let v = v.as_ref();
-                sel.retain(|r| {
-                    compare_truth(*op, v, batch.slot(*r, *i), *affinity, *collation) == Some(true)
-                });
+                let c = ConstCompare::new(*op, v.as_ref(), *affinity, *collation, false);
+                retain_compare(batch, *i, &c, sel);
             }
             _ => retain_true(filter, batch, sel),
         },
         other => retain_true(other, batch, sel),
+    }
+}
+
+/// A column compared with a constant, prepared once per page: the common pairs of storage
+/// classes are decided inline, the others by [`compare_truth`].
+struct ConstCompare<'a> {
+    op: CmpOp,
+    constant: ValueRef<'a>,
+    affinity: Option<Affinity>,
+    collation: Collation,
+    /// The column is the left operand.
+    column_left: bool,
+    /// The constant is text that the comparison's affinity leaves text, compared under
+    /// BINARY: text column values compare as bytes unless the affinity may convert them.
+    text_bytes: bool,
+    /// The affinity converts no text (none, TEXT or BLOB).
+    text_stays: bool,
+}
+
+impl<'a> ConstCompare<'a> {
+    fn new(
+        op: CmpOp,
+        constant: ValueRef<'a>,
+        affinity: Option<Affinity>,
+        collation: Collation,
+        column_left: bool,
+    ) -> Self {
+        let text_stays = matches!(affinity, None | Some(Affinity::Text | Affinity::Blob));
+        let text_bytes = collation == Collation::Binary
+            && matches!(constant, ValueRef::Text(c) if text_stays || !maybe_number(c));
+        ConstCompare {
+            op,
+            constant,
+            affinity,
+            collation,
+            column_left,
+            text_bytes,
+            text_stays,
+        }
+    }
+
+    /// Whether the comparison is true for the column value `v` (what [`compare_truth`] says).
+    #[inline(always)]
+    fn holds(&self, v: ValueRef<'_>) -> bool {
+        let o = match (v, self.constant) {
+            (ValueRef::Text(x), ValueRef::Text(c))
+                if self.text_bytes && (self.text_stays || !maybe_number(x)) =>
+            {
+                binary_compare(x, c)
+            }
+            (ValueRef::Integer(x), ValueRef::Integer(c)) => x.cmp(&c),
+            // Never NaN (a stored NaN reads as NULL).
+            (ValueRef::Real(x), ValueRef::Real(c)) => x.partial_cmp(&c).unwrap_or(Ordering::Equal),
+            (ValueRef::Integer(x), ValueRef::Real(c)) => int_real_cmp(x, c),
+            (ValueRef::Real(x), ValueRef::Integer(c)) => int_real_cmp(c, x).reverse(),
+            _ => {
+                let (a, b) = if self.column_left {
+                    (v, self.constant)
+                } else {
+                    (self.constant, v)
+                };
+                return compare_truth(self.op, a, b, self.affinity, self.collation) == Some(true);
+            }
+        };
+        let o = if self.column_left { o } else { o.reverse() };
+        match self.op {
+            CmpOp::Eq | CmpOp::Is => o == Ordering::Equal,
+            CmpOp::Ne | CmpOp::IsNot => o != Ordering::Equal,
+            CmpOp::Lt => o == Ordering::Less,
+            CmpOp::Le => o != Ordering::Greater,
+            CmpOp::Gt => o == Ordering::Greater,
+            CmpOp::Ge => o != Ordering::Less,
+        }
+    }
+}
+
+/// BINARY collation (`memcmp`, then length), deciding on the first eight bytes without a call
+/// when they differ (dates, codes).
+#[inline(always)]
+fn binary_compare(x: &[u8], y: &[u8]) -> Ordering {
+    if let (Some(a), Some(b)) = (x.first_chunk::<8>(), y.first_chunk::<8>()) {
+        let (a, b) = (u64::from_be_bytes(*a), u64::from_be_bytes(*b));
+        if a != b {
+            return a.cmp(&b);
+        }
+    }
+    x.cmp(y)
+}
+
+/// Keeps in `sel` the rows whose slot `i` satisfies `c`, reading the slot straight from the
+/// decoded cells.
+fn retain_compare(batch: &Batch<'_, '_>, i: usize, c: &ConstCompare<'_>, sel: &mut Selection) {
+    match &batch.rows {
+        Rows::Cells {
+            cells,
+            base,
+            sources,
+        } => match sources[i] {
+            Source::Record {
+                needed,
+                real,
+                default,
+            } => sel.retain(|r| {
+                let v = match cells.value(base, *r as usize, needed) {
+                    Some(ValueRef::Integer(x)) if real => ValueRef::Real(x as f64),
+                    Some(v) => v,
+                    None => default,
+                };
+                c.holds(v)
+            }),
+            Source::Rowid => {
+                sel.retain(|r| c.holds(ValueRef::Integer(cells.rowid(base, *r as usize))))
+            }
+        },
+        Rows::Values(_) => sel.retain(|r| c.holds(batch.slot(*r, i))),
     }
 }
 
@@ -349,6 +464,92 @@ mod tests {
 
     fn b(e: Expr) -> Box<Expr> {
         Box::new(e)
+    }
+
+    /// A column compared with a constant (the filter's inline pairs of storage classes) keeps
+    /// exactly the rows the row evaluator keeps: every operator, affinity, collation and
+    /// operand order, text that may or may not convert, texts whose first eight bytes tie.
+    #[test]
+    fn constant_comparisons_agree_with_the_row_evaluator() {
+        let values = [
+            ValueRef::Null,
+            ValueRef::Integer(12),
+            ValueRef::Integer(-3),
+            ValueRef::Integer(i64::MAX),
+            ValueRef::Integer(9_007_199_254_740_993),
+            ValueRef::Real(12.0),
+            ValueRef::Real(-0.0),
+            ValueRef::Real(0.0),
+            ValueRef::Real(9_007_199_254_740_992.0),
+            ValueRef::Real(2.5),
+            ValueRef::Text(b"12"),
+            ValueRef::Text(b" 12 "),
+            ValueRef::Text(b"1e3"),
+            ValueRef::Text(b"1994-01-01"),
+            ValueRef::Text(b"1994-01-02"),
+            ValueRef::Text(b"1994-01-0"),
+            ValueRef::Text(b"abcdefgh"),
+            ValueRef::Text(b"abcdefghi"),
+            ValueRef::Text(b"ABCDEFGH"),
+            ValueRef::Text(b""),
+            ValueRef::Blob(b"12"),
+            ValueRef::Blob(b"abcdefgh"),
+        ];
+        let slots: Vec<ValueRef<'_>> = values.to_vec();
+        let batch = Batch {
+            rows: Rows::Values(&slots),
+            width: 1,
+        };
+        let all: Selection = (0..slots.len() as u32).collect();
+        let ops = [
+            CmpOp::Eq,
+            CmpOp::Ne,
+            CmpOp::Lt,
+            CmpOp::Le,
+            CmpOp::Gt,
+            CmpOp::Ge,
+            CmpOp::Is,
+            CmpOp::IsNot,
+        ];
+        let affinities = [
+            None,
+            Some(Affinity::Numeric),
+            Some(Affinity::Integer),
+            Some(Affinity::Real),
+            Some(Affinity::Text),
+            Some(Affinity::Blob),
+        ];
+        for op in ops {
+            for affinity in affinities {
+                for collation in [Collation::Binary, Collation::NoCase] {
+                    for constant in values {
+                        for column_left in [true, false] {
+                            let (col, lit) =
+                                (b(Expr::Column(0)), b(Expr::Literal(constant.to_owned())));
+                            let (left, right) = if column_left { (col, lit) } else { (lit, col) };
+                            let e = Expr::Compare {
+                                op,
+                                left,
+                                right,
+                                affinity,
+                                collation,
+                            };
+                            let mut sel = all.clone();
+                            filter(&e, &batch, &mut sel);
+                            let want: Selection = all
+                                .iter()
+                                .copied()
+                                .filter(|&r| {
+                                    truth_of(&e, &slots[r as usize..r as usize + 1])
+                                        == Ok(Some(true))
+                                })
+                                .collect();
+                            assert_eq!(sel, want, "{e:?}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Every batchable node gives, for each row, what the row evaluator gives, and the filter

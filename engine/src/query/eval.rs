@@ -329,7 +329,7 @@ pub fn compare_truth(
 /// follows the leading spaces nor an exponent (`'1994-01-01'`). True means "maybe": the full
 /// test (`numeric_affinity_of_text`) decides.
 #[inline]
-fn maybe_number(t: &[u8]) -> bool {
+pub(super) fn maybe_number(t: &[u8]) -> bool {
     let space = partitioner::numeric_text::is_space;
     match t.first() {
         None => return false,

@@ -157,16 +157,24 @@ fn group_by_having_order_by() {
 #[test]
 fn shared_subexpressions_and_states() {
     all(&[
-        "SELECT c, sum(i * (1 - r)), sum(i * (1 - r) * (1 + r)), avg(i), sum(i), total(i), \
-         count(*), count(*), count(i), avg(r), sum(r), sum(x), avg(x), total(x) FROM t GROUP BY c",
+        "SELECT c, sum(r * (1 - x)), sum(r * (1 - x) * (1 + r)), avg(i), sum(i % 99), total(i), \
+         count(*), count(*), count(i), avg(r), sum(r), avg(i % 99), total(x) FROM t GROUP BY c",
         "SELECT rt, x, sum(n * 2), avg(n * 2), count(n * 2), min(n * 2), sum(DISTINCT n * 2) \
          FROM t WHERE i > -50 GROUP BY rt, x ORDER BY rt, x",
         "SELECT typeof(r), min(r), sum(r), avg(r), max(r * 0.5), sum(r * 0.5), count(*) \
          FROM t GROUP BY 1",
         "SELECT sum(r * 0.0), sum(r * -0.0), sum(i * -0.0), total(i * 0.0), count(*) FROM t",
         "SELECT sum(i * 1e300 * 1e10), sum(r * 1e-310), avg(r * 1e300 - r * 1e300) FROM t",
-        "SELECT s, sum(added), avg(added), sum(g), count(added2) FROM t GROUP BY s LIMIT 20",
+        "SELECT s, sum(added % 7), avg(added), count(added2), avg(g) FROM t GROUP BY s LIMIT 20",
+        "SELECT c, avg(i), total(i), count(*) FROM t \
+         WHERE i > 4611686018427387904 AND i < 9300000000000000000 GROUP BY c",
     ]);
+    // The integer sum overflows where the average and total of the same state do not.
+    let db = fixture();
+    let sql = "SELECT c, avg(i), total(i), sum(i), count(*) FROM t \
+               WHERE i > 4611686018427387904 AND i < 9300000000000000000 GROUP BY c";
+    assert!(super::sqlite_answer(db, sql).is_err(), "SQLite overflows");
+    check_error(db, sql, "integer overflow");
 }
 
 #[test]
