@@ -372,6 +372,41 @@ impl CellBatch {
         usable: u32,
         spills: &mut Vec<Spill>,
     ) -> Result<usize, String> {
+        #[cfg(target_arch = "x86_64")]
+        if header::has_avx2() {
+            // SAFETY: the CPU has AVX2, checked at run time just above.
+            return unsafe { self.decode_page_avx2(columns, page_no, page, next, usable, spills) };
+        }
+        self.decode_page_with::<header::Baseline>(columns, page_no, page, next, usable, spills)
+    }
+
+    /// [`Self::decode_page_with`] compiled for CPUs with AVX2: the same code, with the vector
+    /// header walk in AVX2 and every vector instruction in the three-operand encoding.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn decode_page_avx2(
+        &mut self,
+        columns: &NeededColumns,
+        page_no: u32,
+        page: &[u8],
+        next: &[u8],
+        usable: u32,
+        spills: &mut Vec<Spill>,
+    ) -> Result<usize, String> {
+        self.decode_page_with::<header::Avx2>(columns, page_no, page, next, usable, spills)
+    }
+
+    /// The page loop, with the header walk `W`.
+    #[inline(always)]
+    fn decode_page_with<W: header::Walk>(
+        &mut self,
+        columns: &NeededColumns,
+        page_no: u32,
+        page: &[u8],
+        next: &[u8],
+        usable: u32,
+        spills: &mut Vec<Spill>,
+    ) -> Result<usize, String> {
         let (page, hdr) = table_leaf(page, usable)?;
         let cells = usize::from(hdr.cell_count);
         self.start(columns, cells);
@@ -390,14 +425,19 @@ impl CellBatch {
                 }
             }
         }
+        // The next page's lines, spread evenly over this page's cells: after cell `i`,
+        // `(i + 1) * lines / cells` of them have been asked for (counted without a division).
         let lines = next.len().div_ceil(LINE);
-        let per_cell = lines.div_ceil(cells.max(1));
+        let (mut asked, mut share) = (0usize, 0usize);
         let vector_walk = columns.walk() <= header::LANES;
         // A payload this long or longer spills to overflow pages (the general path's case).
         let max_local = (usable as usize).saturating_sub(35);
         for (i, ptr) in ptrs.chunks_exact(2).enumerate() {
-            for line in i * per_cell..((i + 1) * per_cell).min(lines) {
-                prefetch(&next[line * LINE..]);
+            share += lines;
+            while share >= cells {
+                share -= cells;
+                prefetch_at(next, asked * LINE);
+                asked += 1;
             }
             let at = usize::from(u16::from_be_bytes([ptr[0], ptr[1]]));
             if at < content_start || at >= page.len() {
@@ -405,7 +445,7 @@ impl CellBatch {
                     "cell {i} pointer {at} lies outside the cell content area"
                 ));
             }
-            if vector_walk && self.push_cell_fast(columns, page, at, max_local) {
+            if vector_walk && self.push_cell_fast::<W>(columns, page, at, max_local) {
                 continue;
             }
             self.decode_cell(columns, page_no, page, at, usable, spills)
@@ -417,11 +457,11 @@ impl CellBatch {
     /// The common cell, decoded with as few instructions as it takes: a payload stored wholly
     /// on the page, varints read from eight-byte words, a one-byte header size and one-byte
     /// serial types up to the last needed column, walked sixteen at a time
-    /// ([`header::offsets`]). Returns `false`, having appended nothing, for anything else
+    /// ([`header::Walk`]). Returns `false`, having appended nothing, for anything else
     /// (including every kind of damage): the general path then decodes the cell and names
     /// what is wrong.
     #[inline(always)]
-    fn push_cell_fast(
+    fn push_cell_fast<W: header::Walk>(
         &mut self,
         columns: &NeededColumns,
         page: &[u8],
@@ -475,7 +515,7 @@ impl CellBatch {
             return false;
         }
         let types: &[u8; header::LANES] = types.try_into().expect("sixteen bytes");
-        let Some(offsets) = header::offsets(types, &columns.keep) else {
+        let Some(offsets) = W::offsets(types, &columns.keep) else {
             return false;
         };
         // Offsets grow with the column, so the walk's end bounds every needed body.
@@ -781,6 +821,22 @@ fn prefetch(bytes: &[u8]) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = bytes;
+}
+
+/// [`prefetch`] of `bytes[at]`, a hint that needs no bounds check: an address past the end is
+/// never read (prefetches do not fault), only not worth asking for.
+#[inline(always)]
+fn prefetch_at(bytes: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the address is only computed (wrapping), never dereferenced: a prefetch reads
+    // and writes nothing and does not fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            bytes.as_ptr().wrapping_add(at).cast(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (bytes, at);
 }
 
 /// The length of the varint at the start of `buf`, from one eight-byte word when `buf` has one.

@@ -4,10 +4,12 @@
 //! A record header whose first sixteen serial types are single bytes (every type below 128:
 //! integers, reals, NULL, the constants 0 and 1, and texts and blobs shorter than 58 bytes, which
 //! is most rows of most tables) has its body sizes and their running sum computed with SSE2, which
-//! every x86-64 CPU has, so nothing is chosen at run time: each lane maps its type to a size with
+//! every x86-64 CPU has: each lane maps its type to a size with
 //! compares and masks (no per-byte branch, no table), the sizes are widened to 16-bit lanes and
-//! summed by three shift-and-add steps. Other targets take the scalar loop over a size table,
-//! which gives the same answer (the tests compare the two on every one-byte type).
+//! summed by three shift-and-add steps. A CPU with AVX2 (detected at run time) runs the
+//! decoder's page loop compiled for it, with a table shuffle for the sizes and one 256-bit
+//! running sum. Other targets take the scalar loop over a size table, which gives the same
+//! answer (the tests compare all three on every one-byte type).
 
 use partitioner::format::serial_type_size;
 
@@ -32,19 +34,57 @@ pub(super) fn keep_mask(walk: usize) -> [u8; LANES] {
     mask
 }
 
-/// Body offsets of the columns whose one-byte serial types are `types` (lanes outside `keep`
-/// read as NULL); `None` when a kept type is not a one-byte one (the first byte of a longer
-/// varint) or is reserved (10, 11): the general walk decides those.
+/// A header walk: the body offsets of the columns whose one-byte serial types are `types`
+/// (lanes outside `keep` read as NULL), or `None` when a kept type is not a one-byte one (the
+/// first byte of a longer varint) or is reserved (10, 11): the general walk decides those.
+pub(super) trait Walk {
+    /// The walk.
+    fn offsets(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<Offsets>;
+}
+
+/// The walk every CPU of the target can run: SSE2 on x86-64, the size table elsewhere.
+pub(super) struct Baseline;
+
+impl Walk for Baseline {
+    #[inline(always)]
+    fn offsets(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<Offsets> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            sse2::offsets(types, keep)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            scalar(types, keep)
+        }
+    }
+}
+
+/// The AVX2 walk (a table shuffle for the sizes, one 256-bit running sum); only for code
+/// compiled with AVX2 enabled, run on a CPU that has it ([`has_avx2`]).
+#[cfg(target_arch = "x86_64")]
+pub(super) struct Avx2;
+
+#[cfg(target_arch = "x86_64")]
+impl Walk for Avx2 {
+    #[inline(always)]
+    fn offsets(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<Offsets> {
+        // SAFETY: `Avx2` is only named inside functions compiled for AVX2, which run only
+        // once `has_avx2` said the CPU has it.
+        unsafe { avx2::offsets(types, keep) }
+    }
+}
+
+/// Whether this CPU has AVX2 (detected once by the standard library, then a cached load).
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub(super) fn offsets(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<Offsets> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        sse2::offsets(types, keep)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        scalar(types, keep)
-    }
+pub(super) fn has_avx2() -> bool {
+    std::is_x86_feature_detected!("avx2")
+}
+
+/// The walk for the tests: the best this CPU runs.
+#[cfg(test)]
+fn offsets(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<Offsets> {
+    Baseline::offsets(types, keep)
 }
 
 /// The portable walk: one size-table lookup per type.
@@ -124,6 +164,54 @@ mod sse2 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{Offsets, LANES};
+
+    /// The AVX2 walk; see [`super::Avx2`]. Always inlined, and only into functions compiled
+    /// for AVX2, where its intrinsics become single instructions (a function of its own with
+    /// the feature enabled would not be inlined into the page loop).
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2.
+    #[inline(always)]
+    pub(super) unsafe fn offsets(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<Offsets> {
+        // SAFETY (of the loads and stores): unaligned ones of exactly the arrays' sizes.
+        unsafe {
+            let t = _mm_and_si128(
+                _mm_loadu_si128(types.as_ptr().cast()),
+                _mm_loadu_si128(keep.as_ptr().cast()),
+            );
+            // A top bit (a longer varint) or a reserved type (`t | 1 == 11`: 10 or 11).
+            let reserved = _mm_cmpeq_epi8(_mm_or_si128(t, _mm_set1_epi8(1)), _mm_set1_epi8(11));
+            if _mm_movemask_epi8(_mm_or_si128(t, reserved)) != 0 {
+                return None;
+            }
+            // Types below 16 through a table, the others (texts and blobs) as (t - 12) / 2.
+            let table = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0, 0, 0, 1, 1);
+            let small = _mm_shuffle_epi8(table, t);
+            let halved = _mm_srli_epi16::<1>(_mm_sub_epi8(t, _mm_set1_epi8(12)));
+            let large = _mm_and_si128(halved, _mm_set1_epi8(0x7f));
+            let sizes = _mm_blendv_epi8(small, large, _mm_cmpgt_epi8(t, _mm_set1_epi8(15)));
+            // Running sums of the sixteen sizes in 16-bit lanes: within each half, then the
+            // low half's total added to every lane of the high half.
+            let wide = _mm256_cvtepu8_epi16(sizes);
+            let v = _mm256_add_epi16(wide, _mm256_slli_si256::<2>(wide));
+            let v = _mm256_add_epi16(v, _mm256_slli_si256::<4>(v));
+            let v = _mm256_add_epi16(v, _mm256_slli_si256::<8>(v));
+            let last = _mm256_shuffle_epi32::<0xee>(_mm256_shufflehi_epi16::<0xff>(v));
+            let sums = _mm256_add_epi16(v, _mm256_permute2x128_si256::<0x08>(last, last));
+            let mut starts = [0u16; LANES];
+            _mm256_storeu_si256(starts.as_mut_ptr().cast(), _mm256_sub_epi16(sums, wide));
+            let end = _mm256_extract_epi16::<15>(sums) as u16 as u32;
+            Some(Offsets { starts, end })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,11 +228,18 @@ mod tests {
                 types[lane] = t;
                 for walk in [0, 1, lane, lane + 1, LANES] {
                     let keep = keep_mask(walk);
+                    let want = scalar(&types, &keep);
                     assert_eq!(
-                        offsets(&types, &keep),
-                        scalar(&types, &keep),
+                        Baseline::offsets(&types, &keep),
+                        want,
                         "type {t} in lane {lane}, walk {walk}"
                     );
+                    #[cfg(target_arch = "x86_64")]
+                    if has_avx2() {
+                        // SAFETY: the CPU has AVX2.
+                        let avx2 = unsafe { avx2::offsets(&types, &keep) };
+                        assert_eq!(avx2, want, "AVX2: type {t} in lane {lane}, walk {walk}");
+                    }
                 }
             }
         }
