@@ -474,12 +474,16 @@ impl CellBatch {
         let Some(word) = page.get(at..at + 8) else {
             return false;
         };
-        // Payload sizes below 16 KiB (one or two bytes) without the general unpacking.
+        // Payload sizes below 16 KiB (one or two bytes) without the general unpacking, and
+        // without a branch between the two: rows of one table straddle 128 bytes often
+        // enough that such a branch would be mispredicted every other row.
         let w = be_u64(word);
-        let (payload_len, a) = if w & 0x8000_0000_0000_0000 == 0 {
-            (w >> 56, 1)
-        } else if w & 0x0080_0000_0000_0000 == 0 {
-            (((w >> 49) & 0x3f80) | ((w >> 48) & 0x7f), 2)
+        let (b0, b1) = (w >> 56, (w >> 48) & 0xff);
+        let (payload_len, a) = if b0 & b1 & 0x80 == 0 {
+            let two = b0 >> 7;
+            let long = ((b0 & 0x7f) << 7) | b1;
+            let mask = two.wrapping_neg();
+            ((long & mask) | (b0 & !mask), 1 + two as usize)
         } else {
             match packed_varint(w) {
                 Some(found) => found,

@@ -217,6 +217,18 @@ impl LeafDecoder {
                     }
                 }
             }
+            // The common shapes (a REAL or small-integer discount and quantity) first judged
+            // by one branch over plain double comparisons, which reject exactly the rows the
+            // exact tests below reject (see `quick_number`); the rest take the exact tests.
+            if let (Some(d), Some(q)) = (
+                quick_number(cells[DISCOUNT], base),
+                quick_number(cells[QUANTITY], base),
+            ) {
+                let f = &self.filter;
+                if !((d >= f.discount_lo_f64) & (d <= f.discount_hi_f64) & (q < f.quantity_f64)) {
+                    continue;
+                }
+            }
             let value = |slot: usize| -> Result<Stored<'_>, String> {
                 match cells[slot].value(base) {
                     Some(v) => Ok(Stored::from(v)),
@@ -250,6 +262,28 @@ impl LeafDecoder {
             }
         }
         Ok(())
+    }
+}
+
+/// A discount or quantity as a double, for the values whose comparison with Q6's bounds a
+/// double comparison decides exactly as [`Q6Predicates`] does: REALs (compared as doubles there
+/// too; a NaN, which SQLite reads as NULL, fails every comparison either way) and integers of
+/// up to two bytes (exact as doubles, and no bound in hundredths rounds across one of them).
+/// `None` for everything else.
+#[inline(always)]
+fn quick_number(slot: crate::decode::Slot, base: &[u8]) -> Option<f64> {
+    let at = slot.offset as usize;
+    match slot.serial {
+        7 => Some(f64::from_bits(u64::from_be_bytes(
+            base.get(at..at + 8)?.try_into().ok()?,
+        ))),
+        1 => Some(f64::from(*base.get(at)? as i8)),
+        2 => Some(f64::from(i16::from_be_bytes(
+            base.get(at..at + 2)?.try_into().ok()?,
+        ))),
+        8 => Some(0.0),
+        9 => Some(1.0),
+        _ => None,
     }
 }
 
