@@ -8,13 +8,24 @@
 //! and columns a filter still cares about ([`CellBatch::value`]): a predicate that rejects most
 //! rows on one column never materialises the others.
 //!
-//! The common case takes a fast path without per-byte branches: the varints are read from one
-//! eight-byte word (the continuation bits found with a mask, the seven-bit groups packed with
-//! three shift-and-mask steps: SIMD within a register, portable to every target), and a record
-//! header whose serial types are single bytes is summed through a size table with one check
-//! for "all of them were single-byte" at the end. Anything else (multi-byte serial types, a
-//! record that ends before a needed column, cells at the very end of the page) takes the
-//! general path, which checks every byte.
+//! The common case takes a fast path without per-byte branches:
+//! the varints are read from one eight-byte word (the continuation bits found with a mask, the
+//! seven-bit groups packed with three shift-and-mask steps: SIMD within a register, portable to
+//! every target), and when every needed column is among the first sixteen, their sixteen serial
+//! types become body offsets in one vector step (`header`: SSE2 on x86-64, a size table
+//! elsewhere), with one check for "all of them were single-byte" at the end. Needed columns
+//! further right take the same walk through the size table. Anything else (multi-byte serial
+//! types, a record that ends before a needed column, payloads that spill, cells at the very end
+//! of the page) takes the general path, kept out of line, which checks every byte and names
+//! what is wrong.
+//!
+//! Two things keep the CPU fed on a warm scan, where the page is in memory but not in the
+//! cache: told the page that comes next ([`CellBatch::decode_page_ahead`]), the decoder asks
+//! for its cache lines a few per cell while it decodes this one (a hardware prefetcher does not
+//! cross a 4 KiB page, and a burst of requests stalls on the core's line-fill buffers); and a
+//! kernel whose filter opens with a bytewise range test on a short text (Q6's ship date) can
+//! have the decoder drop the rows outside it before they are written to the batch
+//! ([`TextWindow`]): six rows in seven never cost the kernel anything.
 //!
 //! A cell whose needed columns lie beyond the part of its payload stored on the leaf is not
 //! part of the batch: it is returned as a [`Spill`]; the scan follows its overflow chain and
@@ -31,6 +42,9 @@ use crate::value::ValueRef;
 /// A needed column's "serial type" when the record ends before it: a row written before
 /// `ALTER TABLE ... ADD COLUMN` added the column. The kernel reads the column's DEFAULT.
 pub const ABSENT: u32 = u32::MAX;
+
+/// A cache line's size (the prefetch stride).
+const LINE: usize = 64;
 
 /// Records whose needed columns are all among the first this many take the fast path.
 const MAX_FAST_COLUMNS: usize = 64;
@@ -127,6 +141,47 @@ pub struct NeededColumns {
     columns: Vec<usize>,
     /// For each record column up to the last needed one, its slot or [`NOT_NEEDED`].
     slot_of: Vec<u16>,
+    /// The vector header walk's mask (see [`header::keep_mask`]): the first `walk` types.
+    keep: [u8; header::LANES],
+    /// For the vector walk (every needed column among the first [`header::LANES`]): the
+    /// record column of each slot, as a lane.
+    lanes: [u8; header::LANES],
+    /// Rows the decoder drops itself (see [`NeededColumns::drop_texts_outside`]).
+    window: Option<TextWindow>,
+}
+
+/// A first test the decoder applies to a slot, for a kernel whose filter begins with a
+/// bytewise range test on a text column: a row whose slot holds a text of exactly
+/// [`TextWindow::LEN`] bytes that lies outside `[lo, hi)` (and, when `sep` is set, has the
+/// given byte at the given position) is not added to the batch at all. Rows are still counted
+/// as scanned; the kernel never sees the dropped ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextWindow {
+    /// The slot tested.
+    pub slot: usize,
+    /// The inclusive lower bound.
+    pub lo: [u8; TextWindow::LEN],
+    /// The exclusive upper bound.
+    pub hi: [u8; TextWindow::LEN],
+    /// A byte the text must hold at a position for the row to be dropped (for a kernel whose
+    /// comparison is bytewise only for texts of a certain shape).
+    pub sep: Option<(usize, u8)>,
+}
+
+impl TextWindow {
+    /// The length of the texts tested (a `YYYY-MM-DD` date).
+    pub const LEN: usize = 10;
+
+    /// Whether a text of [`Self::LEN`] bytes is dropped.
+    #[inline(always)]
+    fn drops(&self, text: &[u8; Self::LEN]) -> bool {
+        let key = |t: &[u8; Self::LEN]| {
+            let hi = u64::from_be_bytes([t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]]);
+            (u128::from(hi) << 16) | u128::from(u16::from_be_bytes([t[8], t[9]]))
+        };
+        let k = key(text);
+        (k < key(&self.lo) || k >= key(&self.hi)) && self.sep.is_none_or(|(at, b)| text[at] == b)
+    }
 }
 
 const NOT_NEEDED: u16 = u16::MAX;
@@ -144,8 +199,23 @@ impl NeededColumns {
         NeededColumns {
             rowid: true,
             columns: columns.to_vec(),
+            keep: header::keep_mask(slot_of.len()),
+            lanes: std::array::from_fn(|slot| {
+                columns.get(slot).map_or(0, |&c| (c % header::LANES) as u8)
+            }),
             slot_of,
+            window: None,
         }
+    }
+
+    /// The same columns, with rows whose slot `window.slot` holds a text outside the window
+    /// dropped by the decoder (see [`TextWindow`]; `None`: none dropped). Applied on the
+    /// decoder's fast path; rows the general path decodes reach the kernel, which must apply
+    /// its own test anyway.
+    pub fn with_window(mut self, window: Option<TextWindow>) -> Self {
+        debug_assert!(window.is_none_or(|w| w.slot < self.columns.len()));
+        self.window = window;
+        self
     }
 
     /// The same columns for a kernel that needs no rowids in the steady state: the decoder
@@ -195,6 +265,8 @@ pub struct CellBatch {
     keys: Vec<i64>,
     /// `cells[row * slots + slot]`; longer than `len * slots`, likewise.
     cells: Vec<Slot>,
+    /// Whether the last [`Self::decode_page_ahead`] requested the page decoded next.
+    next_requested: bool,
 }
 
 impl CellBatch {
@@ -282,6 +354,59 @@ impl CellBatch {
         usable: u32,
         spills: &mut Vec<Spill>,
     ) -> Result<usize, String> {
+        self.decode_page_ahead(columns, page_no, page, &[], usable, spills)
+    }
+
+    /// [`Self::decode_page`], told the page the caller decodes next (`next`, empty when it does
+    /// not know it): while this page's cells are decoded, the next page's cache lines are
+    /// requested a few at a time, spread over the cells, so that they arrive while the CPU
+    /// is busy instead of when the next call first touches them. (A burst of requests at the
+    /// start of a page stalls once the core's line-fill buffers are full: that is what a
+    /// hardware prefetcher, which does not cross a 4 KiB page, cannot do for us.)
+    pub fn decode_page_ahead(
+        &mut self,
+        columns: &NeededColumns,
+        page_no: u32,
+        page: &[u8],
+        next: &[u8],
+        usable: u32,
+        spills: &mut Vec<Spill>,
+    ) -> Result<usize, String> {
+        #[cfg(target_arch = "x86_64")]
+        if header::has_avx2() {
+            // SAFETY: the CPU has AVX2, checked at run time just above.
+            return unsafe { self.decode_page_avx2(columns, page_no, page, next, usable, spills) };
+        }
+        self.decode_page_with::<header::Baseline>(columns, page_no, page, next, usable, spills)
+    }
+
+    /// [`Self::decode_page_with`] compiled for CPUs with AVX2: the same code, with the vector
+    /// header walk in AVX2 and every vector instruction in the three-operand encoding.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn decode_page_avx2(
+        &mut self,
+        columns: &NeededColumns,
+        page_no: u32,
+        page: &[u8],
+        next: &[u8],
+        usable: u32,
+        spills: &mut Vec<Spill>,
+    ) -> Result<usize, String> {
+        self.decode_page_with::<header::Avx2>(columns, page_no, page, next, usable, spills)
+    }
+
+    /// The page loop, with the header walk `W`.
+    #[inline(always)]
+    fn decode_page_with<W: header::Walk>(
+        &mut self,
+        columns: &NeededColumns,
+        page_no: u32,
+        page: &[u8],
+        next: &[u8],
+        usable: u32,
+        spills: &mut Vec<Spill>,
+    ) -> Result<usize, String> {
         let (page, hdr) = table_leaf(page, usable)?;
         let cells = usize::from(hdr.cell_count);
         self.start(columns, cells);
@@ -290,20 +415,38 @@ impl CellBatch {
         let ptrs = page
             .get(ptrs_at..ptrs_at + 2 * cells)
             .ok_or_else(|| "cell pointer array runs past the end of the page".to_string())?;
-        // Every cell's first cache line is requested before any is parsed, so the misses of a
-        // page that is not in the cache overlap instead of following one another.
-        for ptr in ptrs.chunks_exact(2) {
-            let at = usize::from(u16::from_be_bytes([ptr[0], ptr[1]]));
-            if let Some(cell) = page.get(at..) {
-                prefetch(cell);
+        // A page the previous call did not request ahead: every cell's first cache line is
+        // requested before any is parsed, so that its misses overlap.
+        if !std::mem::replace(&mut self.next_requested, !next.is_empty()) {
+            for ptr in ptrs.chunks_exact(2) {
+                let at = usize::from(u16::from_be_bytes([ptr[0], ptr[1]]));
+                if let Some(cell) = page.get(at..) {
+                    prefetch(cell);
+                }
             }
         }
+        // The next page's lines, spread evenly over this page's cells: after cell `i`,
+        // `(i + 1) * lines / cells` of them have been asked for (counted without a division).
+        let lines = next.len().div_ceil(LINE);
+        let (mut asked, mut share) = (0usize, 0usize);
+        let vector_walk = columns.walk() <= header::LANES;
+        // A payload this long or longer spills to overflow pages (the general path's case).
+        let max_local = (usable as usize).saturating_sub(35);
         for (i, ptr) in ptrs.chunks_exact(2).enumerate() {
+            share += lines;
+            while share >= cells {
+                share -= cells;
+                prefetch_at(next, asked * LINE);
+                asked += 1;
+            }
             let at = usize::from(u16::from_be_bytes([ptr[0], ptr[1]]));
             if at < content_start || at >= page.len() {
                 return Err(format!(
                     "cell {i} pointer {at} lies outside the cell content area"
                 ));
+            }
+            if vector_walk && self.push_cell_fast::<W>(columns, page, at, max_local) {
+                continue;
             }
             self.decode_cell(columns, page_no, page, at, usable, spills)
                 .map_err(|e| format!("cell {i}: {e}"))?;
@@ -311,7 +454,117 @@ impl CellBatch {
         Ok(cells)
     }
 
+    /// The common cell, decoded with as few instructions as it takes: a payload stored wholly
+    /// on the page, varints read from eight-byte words, a one-byte header size and one-byte
+    /// serial types up to the last needed column, walked sixteen at a time
+    /// ([`header::Walk`]). Returns `false`, having appended nothing, for anything else
+    /// (including every kind of damage): the general path then decodes the cell and names
+    /// what is wrong.
     #[inline(always)]
+    fn push_cell_fast<W: header::Walk>(
+        &mut self,
+        columns: &NeededColumns,
+        page: &[u8],
+        at: usize,
+        max_local: usize,
+    ) -> bool {
+        // The two varints are read as words, and the sixteen types after the header size
+        // as one vector: both need the bytes to be there, which they are but for cells at
+        // the very end of a page.
+        let Some(word) = page.get(at..at + 8) else {
+            return false;
+        };
+        // Payload sizes below 16 KiB (one or two bytes) without the general unpacking, and
+        // without a branch between the two: rows of one table straddle 128 bytes often
+        // enough that such a branch would be mispredicted every other row.
+        let w = be_u64(word);
+        let (b0, b1) = (w >> 56, (w >> 48) & 0xff);
+        let (payload_len, a) = if b0 & b1 & 0x80 == 0 {
+            let two = b0 >> 7;
+            let long = ((b0 & 0x7f) << 7) | b1;
+            let mask = two.wrapping_neg();
+            ((long & mask) | (b0 & !mask), 1 + two as usize)
+        } else {
+            match packed_varint(w) {
+                Some(found) => found,
+                None => return false,
+            }
+        };
+        let Some(word) = page.get(at + a..at + a + 8) else {
+            return false;
+        };
+        let w = be_u64(word);
+        let (key, b) = if columns.rowid {
+            match packed_varint(w) {
+                Some((rowid, b)) => (rowid as i64, b),
+                None => return false,
+            }
+        } else {
+            let stops = !w & 0x8080_8080_8080_8080;
+            if stops == 0 {
+                return false;
+            }
+            (at as i64, (stops.leading_zeros() / 8 + 1) as usize)
+        };
+        let start = at + a + b;
+        let payload_len = payload_len as usize;
+        if payload_len > max_local || start + payload_len > page.len() {
+            return false;
+        }
+        let Some(types) = page.get(start + 1..start + 1 + header::LANES) else {
+            return false;
+        };
+        let header_len = usize::from(page[start]);
+        if header_len >= 0x80 || columns.walk() >= header_len || header_len > payload_len {
+            return false;
+        }
+        let types: &[u8; header::LANES] = types.try_into().expect("sixteen bytes");
+        let Some(offsets) = W::offsets(types, &columns.keep) else {
+            return false;
+        };
+        // Offsets grow with the column, so the walk's end bounds every needed body.
+        let end = header_len + offsets.end as usize;
+        if end > payload_len {
+            return false;
+        }
+        let body = start + header_len;
+        if let Some(window) = &columns.window {
+            let c = usize::from(columns.lanes[window.slot % header::LANES]) % header::LANES;
+            if u32::from(types[c]) == 13 + 2 * TextWindow::LEN as u32 {
+                let at = body + usize::from(offsets.starts[c]);
+                let text = page[at..at + TextWindow::LEN]
+                    .try_into()
+                    .expect("ten bytes");
+                if window.drops(text) {
+                    return true;
+                }
+            }
+        }
+        // The needed values usually end on a later cache line than the header: ask for it
+        // now, so that the filter over the batch finds it in the cache.
+        prefetch(&page[start + end.saturating_sub(1)..]);
+        let row = self.len;
+        let slots = columns.len();
+        self.keys[row] = key;
+        let body = body as u32;
+        // Every needed column is below LANES here, so the lanes index without checks.
+        for (cell, &lane) in self.cells[row * slots..(row + 1) * slots]
+            .iter_mut()
+            .zip(&columns.lanes)
+        {
+            let c = usize::from(lane) % header::LANES;
+            *cell = Slot {
+                serial: u32::from(types[c]),
+                offset: body + u32::from(offsets.starts[c]),
+            };
+        }
+        self.len += 1;
+        true
+    }
+
+    /// The general cell decoder: every check, every kind of cell (kept out of line, so that
+    /// the fast path's loop stays small).
+    #[inline(never)]
     fn decode_cell(
         &mut self,
         columns: &NeededColumns,
@@ -574,6 +827,22 @@ fn prefetch(bytes: &[u8]) {
     let _ = bytes;
 }
 
+/// [`prefetch`] of `bytes[at]`, a hint that needs no bounds check: an address past the end is
+/// never read (prefetches do not fault), only not worth asking for.
+#[inline(always)]
+fn prefetch_at(bytes: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the address is only computed (wrapping), never dereferenced: a prefetch reads
+    // and writes nothing and does not fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            bytes.as_ptr().wrapping_add(at).cast(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (bytes, at);
+}
+
 /// The length of the varint at the start of `buf`, from one eight-byte word when `buf` has one.
 #[inline(always)]
 fn skip_varint(buf: &[u8]) -> Option<usize> {
@@ -598,27 +867,42 @@ fn short(complete: bool) -> Result<RecordOutcome, String> {
     }
 }
 
+/// The eight bytes of `word` as a big-endian integer.
+#[inline(always)]
+fn be_u64(word: &[u8]) -> u64 {
+    u64::from_be_bytes(word.try_into().expect("eight bytes"))
+}
+
+/// The varint at the top of `w` (its first byte the most significant) and its length, when it
+/// ends within the word (eight bytes or fewer).
+#[inline(always)]
+fn packed_varint(w: u64) -> Option<(u64, usize)> {
+    let stops = !w & 0x8080_8080_8080_8080;
+    if stops == 0 {
+        return None;
+    }
+    let n = (stops.leading_zeros() / 8 + 1) as usize;
+    // The n bytes at the low end, each down to its seven value bits...
+    let v = (w >> (64 - 8 * n as u32)) & 0x7f7f_7f7f_7f7f_7f7f;
+    // ...then packed: pairs into 14 bits, fours into 28, all eight into 56.
+    let v = ((v & 0x7f00_7f00_7f00_7f00) >> 1) | (v & 0x007f_007f_007f_007f);
+    let v = ((v & 0x3fff_0000_3fff_0000) >> 2) | (v & 0x0000_3fff_0000_3fff);
+    let v = ((v & 0x0fff_ffff_0000_0000) >> 4) | (v & 0x0000_0000_0fff_ffff);
+    Some((v, n))
+}
+
 /// Reads the varint at the start of `buf`: from one eight-byte word when `buf` has one (the
 /// first byte without a continuation bit found by a mask, the seven-bit groups packed by
 /// shifts), byte by byte otherwise and for nine-byte varints.
 #[inline(always)]
 fn varint(buf: &[u8]) -> Option<(u64, usize)> {
-    if let Some(word) = buf.get(..8) {
-        let w = u64::from_be_bytes(word.try_into().ok()?);
-        let stops = !w & 0x8080_8080_8080_8080;
-        if stops != 0 {
-            let n = (stops.leading_zeros() / 8 + 1) as usize;
-            // The n bytes at the low end, each down to its seven value bits...
-            let v = (w >> (64 - 8 * n as u32)) & 0x7f7f_7f7f_7f7f_7f7f;
-            // ...then packed: pairs into 14 bits, fours into 28, all eight into 56.
-            let v = ((v & 0x7f00_7f00_7f00_7f00) >> 1) | (v & 0x007f_007f_007f_007f);
-            let v = ((v & 0x3fff_0000_3fff_0000) >> 2) | (v & 0x0000_3fff_0000_3fff);
-            let v = ((v & 0x0fff_ffff_0000_0000) >> 4) | (v & 0x0000_0000_0fff_ffff);
-            return Some((v, n));
-        }
+    if let Some(found) = buf.get(..8).and_then(|word| packed_varint(be_u64(word))) {
+        return Some(found);
     }
     read_varint(buf)
 }
+
+mod header;
 
 #[cfg(test)]
 mod tests;

@@ -21,7 +21,7 @@
 //! Layering: the decoder uses the Q6 parameters ([`crate::q6::params`]) and the scan seam's
 //! types ([`crate::scan::kernel`]); [`crate::q6::run`] makes it the scan's kernel.
 
-use crate::decode::{CellBatch, NeededColumns, ABSENT};
+use crate::decode::{CellBatch, NeededColumns, TextWindow, ABSENT};
 pub use crate::scan::kernel::{RecordOutcome, Spill};
 
 use crate::q6::params::{PartialAggregate, Q6Filter};
@@ -99,9 +99,9 @@ impl LeafDecoder {
     /// A decoder for pages with `usable` usable bytes (page size minus reserved bytes). Records
     /// shorter than the schema read the missing columns as NULL; see [`Self::with_defaults`].
     pub fn new(cols: Q6Columns, filter: Q6Filter, usable: u32) -> Self {
+        let predicates = Q6Predicates::new(filter, &Q6ColumnTypes::default());
         LeafDecoder {
             filter,
-            predicates: Q6Predicates::new(filter, &Q6ColumnTypes::default()),
             usable,
             // The four columns have distinct names, so they occupy distinct positions.
             columns: NeededColumns::new(&[
@@ -111,7 +111,9 @@ impl LeafDecoder {
                 cols.extended_price,
             ])
             // Q6 reads no rowid; a message about a row reads it on demand.
-            .without_rowid(),
+            .without_rowid()
+            .with_window(date_window(&filter, &predicates)),
+            predicates,
             missing: [
                 MissingValue::Null,
                 MissingValue::Null,
@@ -134,6 +136,9 @@ impl LeafDecoder {
     /// Q6 literals.
     pub fn with_types(mut self, types: &Q6ColumnTypes) -> Self {
         self.predicates = Q6Predicates::new(self.filter, types);
+        self.columns = self
+            .columns
+            .with_window(date_window(&self.filter, &self.predicates));
         self
     }
 
@@ -148,9 +153,26 @@ impl LeafDecoder {
         agg: &mut PartialAggregate,
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
-        let rows = self
-            .batch
-            .decode_page(&self.columns, page_no, page, self.usable, spills)?;
+        self.decode_page_ahead(page_no, page, &[], agg, spills)
+    }
+
+    /// [`Self::decode_page`], told the page decoded next (see [`CellBatch::decode_page_ahead`]).
+    pub fn decode_page_ahead(
+        &mut self,
+        page_no: u32,
+        page: &[u8],
+        next: &[u8],
+        agg: &mut PartialAggregate,
+        spills: &mut Vec<Spill>,
+    ) -> Result<(), String> {
+        let rows = self.batch.decode_page_ahead(
+            &self.columns,
+            page_no,
+            page,
+            next,
+            self.usable,
+            spills,
+        )?;
         agg.rows_scanned += rows as u64;
         self.eval_batch(page, agg)
     }
@@ -195,6 +217,18 @@ impl LeafDecoder {
                     }
                 }
             }
+            // The common shapes (a REAL or small-integer discount and quantity) first judged
+            // by one branch over plain double comparisons, which reject exactly the rows the
+            // exact tests below reject (see `quick_number`); the rest take the exact tests.
+            if let (Some(d), Some(q)) = (
+                quick_number(cells[DISCOUNT], base),
+                quick_number(cells[QUANTITY], base),
+            ) {
+                let f = &self.filter;
+                if !((d >= f.discount_lo_f64) & (d <= f.discount_hi_f64) & (q < f.quantity_f64)) {
+                    continue;
+                }
+            }
             let value = |slot: usize| -> Result<Stored<'_>, String> {
                 match cells[slot].value(base) {
                     Some(v) => Ok(Stored::from(v)),
@@ -229,6 +263,40 @@ impl LeafDecoder {
         }
         Ok(())
     }
+}
+
+/// A discount or quantity as a double, for the values whose comparison with Q6's bounds a
+/// double comparison decides exactly as [`Q6Predicates`] does: REALs (compared as doubles there
+/// too; a NaN, which SQLite reads as NULL, fails every comparison either way) and integers of
+/// up to two bytes (exact as doubles, and no bound in hundredths rounds across one of them).
+/// `None` for everything else.
+#[inline(always)]
+fn quick_number(slot: crate::decode::Slot, base: &[u8]) -> Option<f64> {
+    let at = slot.offset as usize;
+    match slot.serial {
+        7 => Some(f64::from_bits(u64::from_be_bytes(
+            base.get(at..at + 8)?.try_into().ok()?,
+        ))),
+        1 => Some(f64::from(*base.get(at)? as i8)),
+        2 => Some(f64::from(i16::from_be_bytes(
+            base.get(at..at + 2)?.try_into().ok()?,
+        ))),
+        8 => Some(0.0),
+        9 => Some(1.0),
+        _ => None,
+    }
+}
+
+/// The ship-date test the batch decoder applies itself: ten-byte dates outside the window,
+/// when the column's comparison is bytewise for them (the same rows `eval_batch` rejects on
+/// the date alone).
+fn date_window(filter: &Q6Filter, predicates: &Q6Predicates) -> Option<TextWindow> {
+    predicates.ten_byte_dates_decide().map(|sep| TextWindow {
+        slot: SHIP,
+        lo: filter.date_lo,
+        hi: filter.date_hi,
+        sep,
+    })
 }
 
 #[cfg(test)]

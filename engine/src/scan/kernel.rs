@@ -76,6 +76,19 @@ pub trait ScanKernel: Clone + Send + 'static {
         spills: &mut Vec<Spill>,
     ) -> Result<(), String>;
 
+    /// [`Self::decode_page`], told the page the executor gives next (`next`, empty when it does
+    /// not know it), which a kernel may ask the CPU to start loading while it decodes this one.
+    fn decode_page_ahead(
+        &mut self,
+        page_no: u32,
+        page: &[u8],
+        next: &[u8],
+        spills: &mut Vec<Spill>,
+    ) -> Result<(), String> {
+        let _ = next;
+        self.decode_page(page_no, page, spills)
+    }
+
     /// Evaluates the record of `spill` from a prefix of its payload (`complete` when it is the
     /// whole payload), or asks for more of the chain with [`RecordOutcome::NeedMore`] (only
     /// when not `complete`). Errors name the problem; the scan adds the leaf page.

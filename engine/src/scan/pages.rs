@@ -91,6 +91,10 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
         }
         for (k, page) in bytes[..want].chunks_exact(page_size).enumerate() {
             let page_no = first_page + k as u32;
+            // The page after this one in the read, which the kernel may start loading.
+            let next = bytes[..want]
+                .get((k + 1) * page_size..(k + 2) * page_size)
+                .unwrap_or(&[]);
             loop {
                 match task.order.get(self.next) {
                     Some(&logged) if self.in_wal(logged) => {
@@ -99,7 +103,7 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
                     }
                     Some(&leaf) if leaf == page_no => {
                         self.next += 1;
-                        self.decode_one(page_no, page, report)?;
+                        self.decode_one(page_no, page, next, report)?;
                         break;
                     }
                     _ => {
@@ -119,10 +123,16 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
 
     /// Gives one leaf page to the kernel, completes its records that continue on overflow
     /// pages, and tells the kernel the page is done.
-    fn decode_one(&mut self, page_no: u32, page: &[u8], report: &mut ExecutorReport) -> Result<()> {
+    fn decode_one(
+        &mut self,
+        page_no: u32,
+        page: &[u8],
+        next: &[u8],
+        report: &mut ExecutorReport,
+    ) -> Result<()> {
         let task = self.task;
         self.kernel
-            .decode_page(page_no, page, &mut self.spills)
+            .decode_page_ahead(page_no, page, next, &mut self.spills)
             .map_err(|what| task.corrupt(page_no, what))?;
         if report.pages == 0 {
             self.first_page_at = Some(Instant::now());
@@ -221,7 +231,7 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
     fn decode_wal_page(&mut self, page: u32, report: &mut ExecutorReport) -> Result<()> {
         self.read_page(page, "page")?;
         let bytes = std::mem::take(&mut self.overflow_page);
-        let decoded = self.decode_one(page, &bytes, report);
+        let decoded = self.decode_one(page, &bytes, &[], report);
         self.overflow_page = bytes;
         decoded?;
         report.reads_submitted += 1;

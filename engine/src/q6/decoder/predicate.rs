@@ -126,6 +126,14 @@ impl Q6Predicates {
             && (!is_numeric(self.ship.affinity) || (date.len() == 10 && date[4] == b'-'))
     }
 
+    /// When every ten-byte text date is judged by [`Self::date_bytes_decide`] given one
+    /// byte: `Some(Some((4, b'-')))` under a numeric affinity (only a `YYYY-` text is sure not
+    /// to be a number), `Some(None)` when every text decides, `None` under a collation.
+    pub(super) fn ten_byte_dates_decide(&self) -> Option<Option<(usize, u8)>> {
+        (self.ship.collation == Collation::Binary)
+            .then(|| is_numeric(self.ship.affinity).then_some((4, b'-')))
+    }
+
     /// `l_shipdate >= lo AND l_shipdate < hi`.
     #[inline(always)]
     pub(super) fn ship_date(&self, v: Stored<'_>) -> bool {

@@ -11,7 +11,7 @@ const TPCH: Q6Columns = Q6Columns {
     ship_date: 10,
 };
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 enum V {
     Null,
     Int(i64),
@@ -294,4 +294,69 @@ fn absurd_header_sizes_in_a_prefix_are_not_arithmetic_overflows() {
         let _ = d.eval_record(&prefix, complete, &mut agg);
     }
     assert_eq!(agg, PartialAggregate::default());
+}
+
+#[test]
+fn the_quick_double_tests_agree_with_sqlite_on_every_numeric_shape() {
+    // Discounts and quantities as SQLite stores numbers (1- and 2-byte integers, the
+    // constants 0 and 1, larger integers, REALs on and beside the bounds), every pair judged
+    // by the decoder and by SQLite's own comparison of the same values.
+    let conn = rusqlite::Connection::open_in_memory().unwrap();
+    let near = |x: f64| {
+        [
+            x,
+            f64::from_bits(x.to_bits() - 1),
+            f64::from_bits(x.to_bits() + 1),
+        ]
+    };
+    let mut numbers = vec![
+        V::Int(0),
+        V::Int(1),
+        V::Int(-1),
+        V::Int(23),
+        V::Int(24),
+        V::Int(25),
+        V::Int(-300),
+        V::Int(300),
+        V::Int(70_000),
+        V::Int(1 << 40),
+    ];
+    for x in near(0.05)
+        .into_iter()
+        .chain(near(0.07))
+        .chain(near(24.0))
+        .chain(near(23.99))
+    {
+        numbers.push(V::Real(x));
+    }
+    numbers.extend([V::Real(0.06), V::Real(-0.06), V::Real(1e300), V::Real(0.0)]);
+    let param = |v: &V| match v {
+        V::Int(i) => rusqlite::types::Value::Integer(*i),
+        V::Real(x) => rusqlite::types::Value::Real(*x),
+        _ => unreachable!(),
+    };
+    for q in &numbers {
+        for d in &numbers {
+            let want: i64 = conn
+                .query_row(
+                    "SELECT ?2 BETWEEN 0.05 AND 0.07 AND ?1 < 24",
+                    [param(q), param(d)],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            // A matched discount that is not a two-place decimal is an error (the exact sum
+            // cannot be formed), which only a matched row raises.
+            let got = match eval(&row(
+                q.clone(),
+                V::Int(100),
+                d.clone(),
+                V::Text("1994-06-01"),
+            )) {
+                Ok(agg) => agg.rows_matched,
+                Err(e) if e.contains("is not a decimal") => 1,
+                Err(e) => panic!("quantity {q:?}, discount {d:?}: {e}"),
+            };
+            assert_eq!(got, want as u64, "quantity {q:?}, discount {d:?}");
+        }
+    }
 }
