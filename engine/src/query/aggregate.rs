@@ -106,30 +106,45 @@ pub struct SumState {
 
 impl SumState {
     /// Adds one argument value (NULL is skipped).
-    #[inline]
+    #[inline(always)]
     pub fn update(&mut self, v: ValueRef<'_>) {
+        match v {
+            ValueRef::Null => {}
+            ValueRef::Integer(i) => self.add_integer(i),
+            ValueRef::Real(r) => self.add_real(r),
+            other => self.add_converted(other),
+        }
+    }
+
+    #[inline(always)]
+    fn add_integer(&mut self, i: i64) {
+        self.count += 1;
+        self.int_sum += i128::from(i);
+        if !self.approx {
+            self.int_min = self.int_min.min(self.int_sum);
+            self.int_max = self.int_max.max(self.int_sum);
+        }
+    }
+
+    #[inline(always)]
+    fn add_real(&mut self, r: f64) {
+        self.count += 1;
+        self.approx = true;
+        self.reals.add_f64(r);
+    }
+
+    /// Text and blobs: what they read as (text that is wholly an integer counts as one).
+    #[inline(never)]
+    fn add_converted(&mut self, v: ValueRef<'_>) {
         let n = match v {
-            ValueRef::Null => return,
-            ValueRef::Integer(i) => Number::Integer(i),
-            ValueRef::Real(r) => Number::Real(r),
             ValueRef::Text(t) => {
                 numeric_affinity_of_text(t).unwrap_or(Number::Real(v.to_f64().unwrap_or(0.0)))
             }
-            ValueRef::Blob(_) => Number::Real(v.to_f64().unwrap_or(0.0)),
+            _ => Number::Real(v.to_f64().unwrap_or(0.0)),
         };
-        self.count += 1;
         match n {
-            Number::Integer(i) => {
-                self.int_sum += i128::from(i);
-                if !self.approx {
-                    self.int_min = self.int_min.min(self.int_sum);
-                    self.int_max = self.int_max.max(self.int_sum);
-                }
-            }
-            Number::Real(r) => {
-                self.approx = true;
-                self.reals.add_f64(r);
-            }
+            Number::Integer(i) => self.add_integer(i),
+            Number::Real(r) => self.add_real(r),
         }
     }
 

@@ -20,7 +20,7 @@ use crate::datatype3::{apply_column_affinity, compare_values, Collation};
 use crate::decode::{CellBatch, NeededColumns};
 use crate::value::{Value, ValueRef};
 
-use super::aggregate::AggState;
+use super::aggregate::{AggState, SumState};
 use super::batch::{self, Batch, Rows, Selection, Source};
 use super::dates;
 use super::eval::{eval, eval_ref, holds, Operand};
@@ -30,12 +30,17 @@ use super::key_row::{self, KeyRow};
 use super::program::RowProgram;
 pub use super::row_stream::OutRow;
 use super::row_stream::RowStream;
+use super::window;
 use crate::coordinator::run_scan;
 use crate::error::Error;
 use crate::report::RunReport;
 use crate::scan::{RecordOutcome, ScanKernel, Spill};
 use crate::settings::{ExecutorSpec, ScanSettings};
 use partitioner::TablePlan;
+
+/// Up to this many groups, a page's updates of one aggregate go through a table of its
+/// states, one per group, gathered once per page.
+const FEW_GROUPS: usize = 16;
 
 /// What one executor hands the coordinator.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +115,7 @@ impl QueryKernel {
                 ColumnRead::Virtual { .. } => {}
             }
         }
-        let sources = plan
+        let sources: Vec<Option<(usize, bool)>> = plan
             .columns
             .iter()
             .enumerate()
@@ -122,6 +127,15 @@ impl QueryKernel {
             })
             .collect();
         let batched = batch::plan_batchable(&plan, has_virtual);
+        let mut needed = NeededColumns::new(&positions);
+        if batched {
+            // Every row of a decoded page goes through the batch's filter: the decoder may
+            // drop the rows a leading text range rejects.
+            let sources: &[Option<(usize, bool)>] = &sources;
+            needed = needed.with_window(window::decoder_window(plan.filter.as_ref(), |slot| {
+                sources.get(slot).copied().flatten().map(|(n, _)| n)
+            }));
+        }
         let program = match &plan.shape {
             Shape::Groups {
                 keys, aggregates, ..
@@ -132,7 +146,7 @@ impl QueryKernel {
             now: dates::statement_time(),
             key_row: KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr)),
             stream: None,
-            needed: NeededColumns::new(&positions),
+            needed,
             record_slots,
             rowid_slots,
             cells: CellBatch::new(),
@@ -252,10 +266,20 @@ impl ScanKernel for QueryKernel {
         page: &[u8],
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
+        self.decode_page_ahead(page_no, page, &[], spills)
+    }
+
+    fn decode_page_ahead(
+        &mut self,
+        page_no: u32,
+        page: &[u8],
+        next: &[u8],
+        spills: &mut Vec<Spill>,
+    ) -> Result<(), String> {
         dates::set_statement_time(self.now);
-        let cells = self
-            .cells
-            .decode_page(&self.needed, page_no, page, self.usable, spills)?;
+        let cells =
+            self.cells
+                .decode_page_ahead(&self.needed, page_no, page, next, self.usable, spills)?;
         self.rows += cells as u64;
         if self.batched {
             self.eval_batch(page)
@@ -389,18 +413,30 @@ impl QueryKernel {
                     continue;
                 }
                 match (spec.func, program.arg(j)) {
-                    (AggFunc::CountStar, _) if !spec.distinct => {
+                    (AggFunc::CountStar, _) if !spec.distinct && table.len() <= FEW_GROUPS => {
+                        let mut counts: SmallVec<[&mut i64; FEW_GROUPS]> = table
+                            .iter_mut()
+                            .map(|g| match &mut g.states[j] {
+                                AggState::Count(c) => c,
+                                _ => unreachable!("count(*) keeps a count"),
+                            })
+                            .collect();
                         for &g in groups {
-                            if let AggState::Count(c) = &mut table[g as usize].states[j] {
-                                *c += 1;
-                            }
+                            *counts[g as usize] += 1;
                         }
                     }
-                    (AggFunc::Sum | AggFunc::Total | AggFunc::Avg, Some(a)) if !spec.distinct => {
+                    (AggFunc::Sum | AggFunc::Total | AggFunc::Avg, Some(a))
+                        if !spec.distinct && table.len() <= FEW_GROUPS =>
+                    {
+                        let mut sums: SmallVec<[&mut SumState; FEW_GROUPS]> = table
+                            .iter_mut()
+                            .map(|g| match &mut g.states[j] {
+                                AggState::Sum(s) => s,
+                                _ => unreachable!("sums keep a sum state"),
+                            })
+                            .collect();
                         for (&g, &v) in groups.iter().zip(run(a)) {
-                            if let AggState::Sum(s) = &mut table[g as usize].states[j] {
-                                s.update(v);
-                            }
+                            sums[g as usize].update(v);
                         }
                     }
                     (_, arg) => {

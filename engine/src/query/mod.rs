@@ -42,6 +42,7 @@ pub mod like;
 pub mod program;
 pub mod row_stream;
 pub mod stream;
+pub mod window;
 
 pub use ir::QueryPlan;
 pub use kernel::{merge, run_query, Partial, QueryError, QueryKernel, QueryOutput};

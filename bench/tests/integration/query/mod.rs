@@ -14,6 +14,7 @@ mod differential;
 mod group_keys;
 mod settings;
 mod stream;
+mod window;
 
 use std::path::{Path, PathBuf};
 
