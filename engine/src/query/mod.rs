@@ -16,6 +16,9 @@
 //! - [`aggregate`] and [`exact_sum`]: aggregate states with `update`, `merge` and `finish`,
 //!   real sums accumulated exactly and rounded once;
 //! - [`batch`]: a grouped query's infallible expressions evaluated over a page's rows at once;
+//! - [`program`]: its keys and aggregate arguments as shared nodes (each common subexpression
+//!   once per row), and which aggregates share a state;
+//! - [`window`]: the text range the decoder itself applies for such a query's filter;
 //! - [`groups`]: the group table, looked up by borrowed key values;
 //! - [`kernel`]: one executor's work ([`kernel::QueryKernel`]: filter, projection, partial
 //!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`], and
