@@ -12,6 +12,11 @@ const QUERIES: &[&str] = &[
     "SELECT count(DISTINCT x), sum(r), avg(CAST(s AS REAL)) FROM t",
     "SELECT c, rt, sum(i * (1 - r)), sum(i * (1 - r) * (1 + r)), avg(r), sum(r), total(x), \
      count(*) FROM t WHERE i > -90 GROUP BY c, rt",
+    // Ten-byte text bounds: the decoder's window (bytewise under TEXT, rejecting numbers
+    // under NUMERIC).
+    "SELECT count(*), sum(r), avg(i % 7) FROM t WHERE s >= '1993-01-01' AND s < '1996-01-01'",
+    "SELECT c, count(*), total(r) FROM t WHERE n >= '1993-01-01' AND n < '1996-01-01' \
+     AND i > -50 GROUP BY c",
 ];
 
 #[test]
