@@ -25,7 +25,7 @@ use super::batch::{self, Batch, Rows, Selection, Source};
 use super::dates;
 use super::eval::{eval, eval_ref, holds, Operand};
 pub use super::groups::{Group, GroupTable};
-use super::ir::{AggFunc, ColumnRead, QueryPlan, Shape, SortKey};
+use super::ir::{AggFunc, ColumnRead, Expr, QueryPlan, Shape, SortKey};
 use super::key_row::{self, KeyRow};
 use super::program::RowProgram;
 pub use super::row_stream::OutRow;
@@ -69,6 +69,9 @@ pub struct QueryKernel {
     has_virtual: bool,
     /// Whether pages are evaluated as batches ([`super::batch`]).
     batched: bool,
+    /// The filter a batched plan applies to a page (the plan's, its conjuncts possibly
+    /// reordered: see [`window::window_and_filter`]).
+    batch_filter: Option<Expr>,
     /// A batched plan's keys and aggregate arguments as shared nodes.
     program: Option<RowProgram>,
     /// For each plan slot read from the record: its index among the needed columns and
@@ -128,13 +131,17 @@ impl QueryKernel {
             .collect();
         let batched = batch::plan_batchable(&plan, has_virtual);
         let mut needed = NeededColumns::new(&positions);
+        let mut batch_filter = plan.filter.clone();
         if batched {
             // Every row of a decoded page goes through the batch's filter: the decoder may
-            // drop the rows a leading text range rejects.
+            // drop the rows a text range rejects, and the batch then tests that range last.
             let sources: &[Option<(usize, bool)>] = &sources;
-            needed = needed.with_window(window::decoder_window(plan.filter.as_ref(), |slot| {
+            if let Some((w, filter)) = window::window_and_filter(plan.filter.as_ref(), |slot| {
                 sources.get(slot).copied().flatten().map(|(n, _)| n)
-            }));
+            }) {
+                needed = needed.with_window(Some(w));
+                batch_filter = Some(filter);
+            }
         }
         let program = match &plan.shape {
             Shape::Groups {
@@ -147,6 +154,7 @@ impl QueryKernel {
             key_row: KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr)),
             stream: None,
             needed,
+            batch_filter,
             record_slots,
             rowid_slots,
             cells: CellBatch::new(),
@@ -369,7 +377,7 @@ impl QueryKernel {
         };
         let rowids = self.cells.rowids().expect("the query decoder reads rowids");
         let mut sel: Selection = (0..rows as u32).collect();
-        if let Some(f) = &plan.filter {
+        if let Some(f) = &self.batch_filter {
             batch::filter(f, &b, &mut sel);
         }
         let n = sel.len();

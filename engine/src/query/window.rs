@@ -120,6 +120,14 @@ pub fn decoder_window(
     filter: Option<&Expr>,
     needed: impl Fn(usize) -> Option<usize>,
 ) -> Option<TextWindow> {
+    windowed(filter, needed).map(|(_, w)| w)
+}
+
+/// [`decoder_window`] with the plan slot it bounds.
+fn windowed(
+    filter: Option<&Expr>,
+    needed: impl Fn(usize) -> Option<usize>,
+) -> Option<(usize, TextWindow)> {
     let mut terms = Vec::new();
     conjuncts(filter?, &mut terms);
     let slots = terms.iter().filter_map(|t| match t {
@@ -153,14 +161,38 @@ pub fn decoder_window(
         }
         // An empty window drops every ten-byte text.
         let (lo, hi) = if lo >= hi { (0, 0) } else { (lo, hi) };
-        return Some(TextWindow {
-            slot: decoder_slot,
-            lo: bytes(lo),
-            hi: bytes(hi),
-            sep: None,
-        });
+        return Some((
+            slot,
+            TextWindow {
+                slot: decoder_slot,
+                lo: bytes(lo),
+                hi: bytes(hi),
+                sep: None,
+            },
+        ));
     }
     None
+}
+
+/// The decoder's window and the filter the batch then applies: the same conjuncts, the
+/// window's bounds last, since the rows that reach the batch mostly pass them (reordering
+/// the batch's conjuncts is free: they cannot fail, and a row is kept only when all are
+/// true). `None` without a window.
+pub fn window_and_filter(
+    filter: Option<&Expr>,
+    needed: impl Fn(usize) -> Option<usize>,
+) -> Option<(TextWindow, Expr)> {
+    let (slot, window) = windowed(filter, needed)?;
+    let mut terms = Vec::new();
+    conjuncts(filter?, &mut terms);
+    let (bounds, others): (Vec<&Expr>, Vec<&Expr>) =
+        terms.into_iter().partition(|t| bound(t, slot).is_some());
+    let reordered = others
+        .into_iter()
+        .chain(bounds)
+        .cloned()
+        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))?;
+    Some((window, reordered))
 }
 
 #[cfg(test)]
@@ -204,6 +236,12 @@ mod tests {
             window(&q6),
             Some((b"1994-01-01".to_vec(), b"1995-01-01".to_vec()))
         );
+        // The batch tests the other conjuncts first.
+        let (_, reordered) = window_and_filter(Some(&q6), |s| (s == 1).then_some(0)).unwrap();
+        let mut terms = Vec::new();
+        conjuncts(&reordered, &mut terms);
+        assert_eq!(terms[0], &Expr::Column(0));
+        assert_eq!(terms.len(), 3);
         // `>` and `<=` step to the next ten-byte text; constants on the left flip.
         let e = and(
             cmp(CmpOp::Lt, false, "1994-01-01", None),
