@@ -35,6 +35,17 @@ impl Typed {
         }
     }
 
+    /// This expression under an explicit `COLLATE`, when `collation` is one.
+    pub fn collated(self, collation: Option<Collation>) -> Typed {
+        match collation {
+            Some(c) => Typed {
+                collation: Some((c, true)),
+                ..self
+            },
+            None => self,
+        }
+    }
+
     /// The collation of an ordering or grouping by this expression.
     pub fn collation(&self) -> Collation {
         self.collation.map_or(Collation::Binary, |c| c.0)
@@ -114,6 +125,13 @@ fn ident_name(parts: &ast::ObjectName) -> Result<Vec<String>, SqlError> {
             other => unsupported(format!("name {other}")),
         })
         .collect()
+}
+
+/// The collation a `COLLATE` clause names.
+pub(crate) fn collation_named(name: &ast::ObjectName) -> Result<Collation, SqlError> {
+    let name = ident_name(name)?.join(".");
+    Collation::from_name(&name)
+        .ok_or_else(|| SqlError::Invalid(format!("no such collation sequence: {name}")))
 }
 
 impl<'t> Resolver<'t> {
@@ -544,14 +562,10 @@ impl<'t> Resolver<'t> {
             }
             ast::Expr::Collate { expr, collation } => {
                 let x = self.resolve(expr, stage, d)?;
-                let name = ident_name(collation)?.join(".");
-                let c = Collation::from_name(&name).ok_or_else(|| {
-                    SqlError::Invalid(format!("no such collation sequence: {name}"))
-                })?;
                 Typed {
                     expr: x.expr,
                     affinity: x.affinity,
-                    collation: Some((c, true)),
+                    collation: Some((collation_named(collation)?, true)),
                 }
             }
             ast::Expr::Function(f) => self.function(f, stage, d)?,

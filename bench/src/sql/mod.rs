@@ -15,6 +15,7 @@
 mod error;
 mod expr;
 mod plan;
+mod position;
 mod source;
 pub mod text;
 

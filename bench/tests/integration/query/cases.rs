@@ -349,3 +349,77 @@ fn constant_folding_keeps_sqlite_answers() {
         engine::query::ir::Expr::Literal(engine::value::Value::text("1998-09-02"))
     );
 }
+
+/// SQLite refuses `sql` as a position out of range, and so does corescan.
+#[track_caller]
+fn both_out_of_range(sql: &str) {
+    let db = fixture();
+    let want = super::sqlite_answer(db, sql);
+    assert!(
+        want.as_ref().is_err_and(|e| e.contains("out of range")),
+        "{sql}: SQLite {want:?}"
+    );
+    check_error(db, sql, "out of range");
+}
+
+/// A unary `+` is looked through like a `-` when SQLite decides whether an ORDER BY or GROUP
+/// BY term is a position (`sqlite3ExprIsInteger`), a sign binds tighter than COLLATE, a sign
+/// is never folded into an `AND`'s 0, and the COLLATE at the top of a position term applies
+/// to the result column it names (`resolveAlias`).
+#[test]
+fn unary_plus_and_collate_in_positions() {
+    all(&[
+        "SELECT s, id FROM t ORDER BY +1, id",
+        "SELECT s, id FROM t ORDER BY ++1, 2",
+        "SELECT s, id FROM t ORDER BY +-+-1, 2",
+        "SELECT s, id FROM t ORDER BY - -(+2) DESC",
+        "SELECT s FROM t ORDER BY +(5 COLLATE NOCASE)",
+        "SELECT s FROM t ORDER BY -(+1 COLLATE NOCASE)",
+        "SELECT s FROM t ORDER BY -(-1 COLLATE NOCASE), id",
+        "SELECT s FROM t ORDER BY +'5'",
+        "SELECT s FROM t ORDER BY +5.0",
+        "SELECT s FROM t ORDER BY +x'05'",
+        "SELECT s FROM t ORDER BY +NULL",
+        "SELECT s FROM t ORDER BY +2147483648",
+        "SELECT s FROM t ORDER BY -2147483648",
+        "SELECT s FROM t ORDER BY 0x0000000001, id",
+        "SELECT s FROM t ORDER BY 0x80000000",
+        // A sign is a node of its own: `-0` is no folded 0.
+        "SELECT s FROM t ORDER BY (+0 AND i), id",
+        "SELECT s FROM t ORDER BY (-0 AND i), id",
+        // TRUE and FALSE are names when the parser folds.
+        "SELECT s FROM t ORDER BY (true IS NULL), id",
+        "SELECT s FROM t ORDER BY (false AND i), id",
+        // The COLLATE of a position term.
+        "SELECT s FROM t ORDER BY 1 COLLATE NOCASE, id",
+        "SELECT s FROM t ORDER BY (1 COLLATE NOCASE), id",
+        "SELECT s FROM t ORDER BY -(-1) COLLATE NOCASE, id",
+        "SELECT s FROM t ORDER BY - -1 COLLATE NOCASE, id",
+        "SELECT s COLLATE NOCASE AS k, id FROM t ORDER BY 1 COLLATE BINARY, 2",
+        "SELECT s AS k FROM t ORDER BY k COLLATE NOCASE, id",
+        "SELECT s, count(*) FROM t GROUP BY 1 COLLATE NOCASE",
+        "SELECT upper(s), count(*) FROM t GROUP BY 1 COLLATE NOCASE",
+        "SELECT s COLLATE NOCASE, count(*) FROM t GROUP BY 1 COLLATE BINARY",
+        "SELECT typeof(i), count(*) FROM t GROUP BY +1 ORDER BY +2 DESC, 1",
+    ]);
+    for q in [
+        "SELECT s FROM t ORDER BY +5",
+        "SELECT s FROM t ORDER BY +(5)",
+        "SELECT s FROM t ORDER BY + -5",
+        "SELECT s FROM t ORDER BY -+5",
+        "SELECT s FROM t ORDER BY - +1",
+        "SELECT s FROM t ORDER BY +0",
+        "SELECT s FROM t ORDER BY +5 COLLATE NOCASE",
+        "SELECT s FROM t ORDER BY (+5) COLLATE NOCASE",
+        "SELECT s FROM t ORDER BY -+1 COLLATE NOCASE",
+        "SELECT s FROM t ORDER BY (+5 IS NULL)",
+        "SELECT s FROM t ORDER BY ((0) AND i)",
+        "SELECT s FROM t ORDER BY (0x0 AND i)",
+        "SELECT s FROM t ORDER BY +0x5",
+        "SELECT s FROM t ORDER BY 0x5",
+        "SELECT count(*) FROM t GROUP BY +5",
+        "SELECT count(*) FROM t GROUP BY -+1 COLLATE NOCASE",
+    ] {
+        both_out_of_range(q);
+    }
+}
