@@ -283,6 +283,20 @@ fn regressions_found_by_the_differential_tester() {
         // CAST(text AS NUMERIC) keeps a real unless it is an integer within +-2^51 (the
         // tester's run seed 1796125371024183120).
         "SELECT CAST('2.382286786918725e18' AS NUMERIC), CAST('12.0' AS NUMERIC), CAST('4503599627370496.0' AS NUMERIC), CAST('2251799813685248.0' AS NUMERIC), CAST('-2251799813685248.0' AS NUMERIC), CAST('2382286786918725120' AS NUMERIC), CAST(s || '.0' AS NUMERIC) FROM t",
+        // Every operator carries the first explicit COLLATE of its operands, whatever its
+        // result, into the expressions above it (the tester's run seed 1796129852002950112).
+        "SELECT s || ((s COLLATE NOCASE) IN (r)), id FROM t ORDER BY ((1)) ASC NULLS LAST, id",
+        "SELECT id, s FROM t ORDER BY s || (r IN (1, s COLLATE NOCASE)), id",
+        "SELECT id, s FROM t ORDER BY s || ((s COLLATE NOCASE) = 1), id",
+        "SELECT id, s FROM t ORDER BY s || (s LIKE ('a%' COLLATE NOCASE)), id",
+        "SELECT id, s FROM t ORDER BY s || ((s COLLATE NOCASE) GLOB 'a*'), id",
+        "SELECT id, s FROM t ORDER BY s || ((s COLLATE NOCASE) BETWEEN 'a' AND 'b'), id",
+        "SELECT id, s FROM t ORDER BY s || ((s COLLATE NOCASE) IS NULL), id",
+        "SELECT id, s FROM t ORDER BY s || (NOT (s COLLATE NOCASE)), id",
+        "SELECT id, s FROM t ORDER BY s || (i AND (s COLLATE NOCASE)), id",
+        "SELECT id, s FROM t ORDER BY CASE WHEN (s COLLATE NOCASE) = 'apple' THEN s ELSE s END, id",
+        "SELECT id FROM t WHERE (s || ((s COLLATE NOCASE) IS NULL)) = 'APPLE0'",
+        "SELECT id, max(s, (s COLLATE NOCASE) = 'x') FROM t",
         // Negative blob and hex literals.
         "SELECT -x'01', -0x10, 0x7fffffffffffffff, 0xffffffffffffffff FROM t LIMIT 1",
     ]);
