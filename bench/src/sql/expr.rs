@@ -855,6 +855,10 @@ impl<'t> Resolver<'t> {
             "datetime" => Function::DateTime,
             "julianday" => Function::JulianDay,
             "unixepoch" => Function::UnixEpoch,
+            "timediff" => {
+                arity(n == 2)?;
+                Function::TimeDiff
+            }
             // SQLite's keywords for the statement's time (keywords: no parentheses).
             "current_date" | "current_time" | "current_timestamp" => {
                 if !matches!(f.args, ast::FunctionArguments::None) {

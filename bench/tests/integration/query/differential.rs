@@ -39,6 +39,7 @@ const LITERALS: &[&str] = &[
     "''",
     "' 3.25 '",
     "'1994-05-13'",
+    "'2024-02-29 12:30:00'",
     "NULL",
     "x'01'",
     "x'ff00'",
@@ -193,8 +194,9 @@ impl Gen<'_> {
         let one = [
             "abs", "length", "lower", "upper", "typeof", "hex", "trim", "round",
         ];
-        match self.rng.below(8) {
+        match self.rng.below(9) {
             0 => format!("{}({})", self.rng.pick(&one), self.expr(d)),
+            7 => format!("timediff({}, {})", self.expr(d), self.expr(d)),
             1 => format!(
                 "{}({}, {})",
                 self.rng
