@@ -641,21 +641,26 @@ impl<'t> Resolver<'t> {
 
     /// The expression of result alias `name`, when aliases apply and `name` is no column.
     fn alias_of(&self, name: &str) -> Option<ast::Expr> {
-        if !self.aliases_enabled || is_rowid_name(name) {
-            return None;
-        }
-        let def = &self.table.definition;
-        if def
-            .columns
-            .iter()
-            .any(|c| c.name.eq_ignore_ascii_case(name))
-        {
+        if !self.aliases_enabled || self.names_a_column(name) {
             return None;
         }
         self.aliases
             .iter()
             .find(|(a, _)| a.eq_ignore_ascii_case(name))
             .map(|(_, e)| e.clone())
+    }
+
+    /// Whether `name` is one of the table's columns or the rowid, which wins over a result
+    /// alias of the same name everywhere but in `ORDER BY` (`lookupName` looks at the table
+    /// first, at the result set only when nothing matched).
+    pub fn names_a_column(&self, name: &str) -> bool {
+        is_rowid_name(name)
+            || self
+                .table
+                .definition
+                .columns
+                .iter()
+                .any(|c| c.name.eq_ignore_ascii_case(name))
     }
 
     /// A literal, telling `0x1F` (an integer) from `X'1F'` (a blob) by the source text, which

@@ -293,7 +293,15 @@ fn plan_select(
     } else {
         let mut ctx = GroupContext::default();
         for (i, g) in group_exprs.iter().enumerate() {
-            let t = match by_alias_or_position(g, "GROUP BY", i)? {
+            // A GROUP BY name is a column before it is an alias (the reverse of ORDER BY,
+            // where `resolveAsName` looks at the result set first).
+            let column = matches!(g, ast::Expr::Identifier(id) if r.names_a_column(&id.value));
+            let by = if column {
+                None
+            } else {
+                by_alias_or_position(g, "GROUP BY", i)?
+            };
+            let t = match by {
                 Some((p, collation)) => {
                     if has_aggregate(outputs[p].expr) {
                         return invalid(

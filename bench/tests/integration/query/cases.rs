@@ -330,6 +330,14 @@ fn result_aliases_in_where_group_by_having_and_order_by() {
         "SELECT typeof(x) AS ty, count(*) AS cnt FROM t GROUP BY ty HAVING cnt > 3 ORDER BY cnt * 2 DESC, ty",
         "SELECT length(s) AS l FROM t WHERE l > 10 ORDER BY l + 0, rowid",
         "SELECT i AS s, s FROM t WHERE s > 0",
+        // In GROUP BY a column (or the rowid) wins over an alias of the same name; in ORDER BY
+        // the alias wins.
+        "SELECT count(*) AS i FROM t GROUP BY i",
+        "SELECT count(*) AS s, max(i) FROM t GROUP BY s ORDER BY 1, 2",
+        "SELECT sum(i) AS rowid FROM t GROUP BY rowid LIMIT 7",
+        "SELECT typeof(s) AS k, count(*) FROM t GROUP BY k",
+        "SELECT typeof(s) AS i, count(*) FROM t GROUP BY typeof(s) ORDER BY i",
+        "SELECT -i AS i, id FROM t ORDER BY i, id",
     ]);
 }
 
