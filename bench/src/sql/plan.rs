@@ -13,7 +13,7 @@ use sqlparser::parser::Parser;
 
 use super::error::{invalid, unsupported, SqlError};
 use super::expr::{collation_named, GroupContext, Resolver, Stage, Typed};
-use super::position::position_term;
+use super::position::{position_term, skip_collate};
 use super::source::offset_of;
 
 /// A planned query and the table it scans.
@@ -226,13 +226,16 @@ fn plan_select(
             let collation = collate.map(collation_named).transpose()?;
             return Ok(Some((k as usize - 1, collation)));
         }
-        if let ast::Expr::Identifier(id) = e {
+        // An alias, also in parentheses and under COLLATE: `ORDER BY (i)` with an alias `i`
+        // that is also a column is the alias.
+        if let (ast::Expr::Identifier(id), collate) = skip_collate(e) {
             if let Some(p) = outputs.iter().position(|o| {
                 o.alias
                     .as_deref()
                     .is_some_and(|a| a.eq_ignore_ascii_case(&id.value))
             }) {
-                return Ok(Some((p, None)));
+                let collation = collate.map(collation_named).transpose()?;
+                return Ok(Some((p, collation)));
             }
         }
         Ok(None)
@@ -295,7 +298,7 @@ fn plan_select(
         for (i, g) in group_exprs.iter().enumerate() {
             // A GROUP BY name is a column before it is an alias (the reverse of ORDER BY,
             // where `resolveAsName` looks at the result set first).
-            let column = matches!(g, ast::Expr::Identifier(id) if r.names_a_column(&id.value));
+            let column = matches!(skip_collate(g).0, ast::Expr::Identifier(id) if r.names_a_column(&id.value));
             let by = if column {
                 None
             } else {

@@ -22,14 +22,7 @@ pub(crate) fn position_term<'e>(
     e: &'e ast::Expr,
     sql: &str,
 ) -> Option<(i64, Option<&'e ast::ObjectName>)> {
-    let mut outermost = None;
-    let mut e = e;
-    while let ast::Expr::Nested(x) | ast::Expr::Collate { expr: x, .. } = e {
-        if let ast::Expr::Collate { collation, .. } = e {
-            outermost = outermost.or(Some(collation));
-        }
-        e = x;
-    }
+    let (mut e, mut outermost) = skip_collate(e);
     let mut sign = 1;
     // The COLLATEs sqlparser puts directly below the signs at the top of the term are SQLite's
     // COLLATE over the signed term, which the test skips (the differential tester's run seed
@@ -49,6 +42,20 @@ pub(crate) fn position_term<'e>(
         }
     }
     integer_term(e, sql).map(|k| (sign * k, outermost))
+}
+
+/// `e` without the COLLATE clauses and parentheses at its top
+/// (`sqlite3ExprSkipCollateAndLikely`), and the outermost of those COLLATEs, which SQLite
+/// applies to the result column that a position or an alias names (`resolveAlias`).
+pub(crate) fn skip_collate(mut e: &ast::Expr) -> (&ast::Expr, Option<&ast::ObjectName>) {
+    let mut outermost = None;
+    while let ast::Expr::Nested(x) | ast::Expr::Collate { expr: x, .. } = e {
+        if let ast::Expr::Collate { collation, .. } = e {
+            outermost = outermost.or(Some(collation));
+        }
+        e = x;
+    }
+    (e, outermost)
 }
 
 /// The integer `e` is to `sqlite3ExprIsInteger`: a folded integer below any chain of unary

@@ -338,6 +338,15 @@ fn result_aliases_in_where_group_by_having_and_order_by() {
         "SELECT typeof(s) AS k, count(*) FROM t GROUP BY k",
         "SELECT typeof(s) AS i, count(*) FROM t GROUP BY typeof(s) ORDER BY i",
         "SELECT -i AS i, id FROM t ORDER BY i, id",
+        // An ORDER BY alias in parentheses or under COLLATE is still the alias, and takes the
+        // COLLATE; `+i` is an expression, so the column.
+        "SELECT -i AS i, id FROM t ORDER BY (i), id",
+        "SELECT -i AS i, id FROM t ORDER BY i COLLATE NOCASE, id",
+        "SELECT -i AS i, id FROM t ORDER BY +i, id",
+        "SELECT upper(s) AS s, id FROM t ORDER BY s COLLATE NOCASE, id",
+        "SELECT upper(s) AS s, id FROM t ORDER BY (s) COLLATE NOCASE DESC, id",
+        "SELECT typeof(s) AS s, count(*) FROM t GROUP BY typeof(s) ORDER BY (s)",
+        "SELECT count(*) AS i FROM t GROUP BY (i) COLLATE NOCASE",
     ]);
 }
 
