@@ -268,10 +268,33 @@ impl Gen<'_> {
         match self.rng.below(3) {
             0 => {
                 let n = 1 + self.rng.below(4);
-                let items: Vec<String> = (0..n).map(|_| self.expr(3)).collect();
+                // Some items have aliases, most of them also names of columns (an ORDER BY
+                // name is an alias first, any other name a column first); never `id`, the
+                // tie-breaker.
+                let mut aliases = Vec::new();
+                let items: Vec<String> = (0..n)
+                    .map(|_| {
+                        let e = self.expr(3);
+                        if self.rng.percent(30) {
+                            let a = *self.rng.pick(&["k", "i", "s", "r", "x"]);
+                            aliases.push(a);
+                            format!("{e} AS {a}")
+                        } else {
+                            e
+                        }
+                    })
+                    .collect();
                 let order = if self.rng.percent(50) {
                     let term = if self.rng.percent(25) {
                         self.position(n, true)
+                    } else if !aliases.is_empty() && self.rng.percent(25) {
+                        let a = *self.rng.pick(&aliases);
+                        match self.rng.below(4) {
+                            0 => format!("({a})"),
+                            1 => format!("{a} COLLATE NOCASE"),
+                            2 => format!("+{a}"),
+                            _ => a.to_string(),
+                        }
                     } else {
                         self.expr(2)
                     };
