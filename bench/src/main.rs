@@ -8,7 +8,18 @@ mod cli;
 #[global_allocator]
 static ALLOC: engine::hugepages::HugePageAlloc = engine::hugepages::HugePageAlloc;
 
+/// hwloc plugins corescan has no use for: they discover I/O devices (PCI, OpenCL, OpenGL), and
+/// loading them pulls in libOpenCL, libX11 and libxcb. On a cold start that took about 130 ms
+/// before the first page could be read (the machine's CPUs are all the scan asks hwloc for).
+/// hwloc matches the names by substring, so both `hwloc_gl` and `hwloc_gl.so` are covered.
+const UNUSED_HWLOC_PLUGINS: &str = "hwloc_opencl.so,hwloc_gl.so,hwloc_pci.so";
+
 fn main() -> std::process::ExitCode {
     engine::cputime::mark_process_start();
+    if std::env::var_os("HWLOC_PLUGINS_BLACKLIST").is_none() {
+        // SAFETY: the first thing the process does, before any other thread exists (nothing
+        // can read the environment concurrently). A user's own setting is left alone.
+        unsafe { std::env::set_var("HWLOC_PLUGINS_BLACKLIST", UNUSED_HWLOC_PLUGINS) };
+    }
     cli::command::main()
 }

@@ -430,7 +430,7 @@ impl CellBatch {
         let lines = next.len().div_ceil(LINE);
         let (mut asked, mut share) = (0usize, 0usize);
         let vector_walk = columns.walk() <= header::LANES;
-        // A payload this long or longer spills to overflow pages (the general path's case).
+        // A payload longer than this spills to overflow pages (the general path's case).
         let max_local = (usable as usize).saturating_sub(35);
         for (i, ptr) in ptrs.chunks_exact(2).enumerate() {
             share += lines;

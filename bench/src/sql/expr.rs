@@ -35,6 +35,17 @@ impl Typed {
         }
     }
 
+    /// This expression under an explicit `COLLATE`, when `collation` is one.
+    pub fn collated(self, collation: Option<Collation>) -> Typed {
+        match collation {
+            Some(c) => Typed {
+                collation: Some((c, true)),
+                ..self
+            },
+            None => self,
+        }
+    }
+
     /// The collation of an ordering or grouping by this expression.
     pub fn collation(&self) -> Collation {
         self.collation.map_or(Collation::Binary, |c| c.0)
@@ -54,10 +65,19 @@ fn binary_collation(l: &Typed, r: &Typed) -> Collation {
 
 /// The explicit collation of an operator's operands, which its result carries.
 fn carried_collation(l: &Typed, r: &Typed) -> Option<(Collation, bool)> {
-    match (l.collation, r.collation) {
-        (Some((c, true)), _) | (_, Some((c, true))) => Some((c, true)),
-        _ => None,
-    }
+    first_explicit([l, r])
+}
+
+/// The first explicit collation among an expression's operands, in SQLite's order of them
+/// (its left operand, then its right one or its list), which the expression carries: every
+/// operator, whatever its result, is marked `EP_Collate` when an operand is, and
+/// `sqlite3ExprCollSeq` walks down the marked operands to the `COLLATE` (the differential
+/// tester's run seed 1796129852002950112: `b || ((b COLLATE NOCASE) IN (r))` orders under
+/// NOCASE).
+fn first_explicit<'a>(operands: impl IntoIterator<Item = &'a Typed>) -> Option<(Collation, bool)> {
+    operands
+        .into_iter()
+        .find_map(|t| t.collation.filter(|c| c.1))
 }
 
 /// Where an expression is evaluated.
@@ -114,6 +134,13 @@ fn ident_name(parts: &ast::ObjectName) -> Result<Vec<String>, SqlError> {
             other => unsupported(format!("name {other}")),
         })
         .collect()
+}
+
+/// The collation a `COLLATE` clause names.
+pub(crate) fn collation_named(name: &ast::ObjectName) -> Result<Collation, SqlError> {
+    let name = ident_name(name)?.join(".");
+    Collation::from_name(&name)
+        .ok_or_else(|| SqlError::Invalid(format!("no such collation sequence: {name}")))
 }
 
 impl<'t> Resolver<'t> {
@@ -372,8 +399,14 @@ impl<'t> Resolver<'t> {
                         affinity: None,
                         collation: x.collation,
                     },
-                    UnaryOperator::Not => Typed::plain(Expr::Not(Box::new(x.expr))),
-                    UnaryOperator::BitwiseNot => Typed::plain(Expr::BitNot(Box::new(x.expr))),
+                    UnaryOperator::Not => Typed {
+                        collation: first_explicit([&x]),
+                        ..Typed::plain(Expr::Not(Box::new(x.expr)))
+                    },
+                    UnaryOperator::BitwiseNot => Typed {
+                        collation: first_explicit([&x]),
+                        ..Typed::plain(Expr::BitNot(Box::new(x.expr)))
+                    },
                     other => return unsupported(format!("operator {other}")),
                 }
             }
@@ -384,10 +417,13 @@ impl<'t> Resolver<'t> {
             }
             ast::Expr::IsNull(x) | ast::Expr::IsNotNull(x) => {
                 let x = self.resolve(x, stage, d)?;
-                Typed::plain(Expr::IsNull(
-                    Box::new(x.expr),
-                    matches!(e, ast::Expr::IsNotNull(_)),
-                ))
+                Typed {
+                    collation: first_explicit([&x]),
+                    ..Typed::plain(Expr::IsNull(
+                        Box::new(x.expr),
+                        matches!(e, ast::Expr::IsNotNull(_)),
+                    ))
+                }
             }
             ast::Expr::IsDistinctFrom(a, b) | ast::Expr::IsNotDistinctFrom(a, b) => {
                 let l = self.resolve(a, stage, d)?;
@@ -412,15 +448,19 @@ impl<'t> Resolver<'t> {
                 let x = self.resolve(expr, stage, d)?;
                 let lo = self.resolve(low, stage, d)?;
                 let hi = self.resolve(high, stage, d)?;
+                let carried = first_explicit([&x, &lo, &hi]);
                 let both = Expr::And(
                     Box::new(compare(CmpOp::Ge, x.clone(), lo).expr),
                     Box::new(compare(CmpOp::Le, x, hi).expr),
                 );
-                Typed::plain(if *negated {
-                    Expr::Not(Box::new(both))
-                } else {
-                    both
-                })
+                Typed {
+                    collation: carried,
+                    ..Typed::plain(if *negated {
+                        Expr::Not(Box::new(both))
+                    } else {
+                        both
+                    })
+                }
             }
             ast::Expr::In {
                 expr,
@@ -432,17 +472,22 @@ impl<'t> Resolver<'t> {
                     return unsupported("subqueries (IN (SELECT ...))");
                 };
                 let x = self.resolve(expr, stage, d)?;
+                let mut carried = first_explicit([&x]);
                 let mut items = Vec::with_capacity(list.len());
                 for item in list {
                     let t = self.resolve(item, stage, d)?;
+                    carried = carried.or(first_explicit([&t]));
                     items.push((t.expr, comparison_affinity(x.affinity, None)));
                 }
-                Typed::plain(Expr::InList {
-                    collation: x.collation(),
-                    expr: Box::new(x.expr),
-                    list: items,
-                    negated: *negated,
-                })
+                Typed {
+                    collation: carried,
+                    ..Typed::plain(Expr::InList {
+                        collation: x.collation(),
+                        expr: Box::new(x.expr),
+                        list: items,
+                        negated: *negated,
+                    })
+                }
             }
             ast::Expr::Like {
                 negated,
@@ -457,16 +502,21 @@ impl<'t> Resolver<'t> {
                 let x = self.resolve(expr, stage, d)?;
                 let p = self.resolve(pattern, stage, d)?;
                 let escape = match escape_char {
-                    Some(c) => Some(Box::new(self.resolve(c, stage, d)?.expr)),
+                    Some(c) => Some(self.resolve(c, stage, d)?),
                     None => None,
                 };
-                Typed::plain(Expr::Like {
-                    expr: Box::new(x.expr),
-                    pattern: Box::new(p.expr),
-                    escape,
-                    negated: *negated,
-                    glob: false,
-                })
+                // `x LIKE p ESCAPE e` is the call `like(p, x, e)` to SQLite.
+                let carried = first_explicit([&p, &x].into_iter().chain(escape.as_ref()));
+                Typed {
+                    collation: carried,
+                    ..Typed::plain(Expr::Like {
+                        expr: Box::new(x.expr),
+                        pattern: Box::new(p.expr),
+                        escape: escape.map(|t| Box::new(t.expr)),
+                        negated: *negated,
+                        glob: false,
+                    })
+                }
             }
             ast::Expr::ILike { .. } => {
                 return unsupported("ILIKE (SQLite's LIKE is already case-insensitive)")
@@ -544,14 +594,10 @@ impl<'t> Resolver<'t> {
             }
             ast::Expr::Collate { expr, collation } => {
                 let x = self.resolve(expr, stage, d)?;
-                let name = ident_name(collation)?.join(".");
-                let c = Collation::from_name(&name).ok_or_else(|| {
-                    SqlError::Invalid(format!("no such collation sequence: {name}"))
-                })?;
                 Typed {
                     expr: x.expr,
                     affinity: x.affinity,
-                    collation: Some((c, true)),
+                    collation: Some((collation_named(collation)?, true)),
                 }
             }
             ast::Expr::Function(f) => self.function(f, stage, d)?,
@@ -595,21 +641,26 @@ impl<'t> Resolver<'t> {
 
     /// The expression of result alias `name`, when aliases apply and `name` is no column.
     fn alias_of(&self, name: &str) -> Option<ast::Expr> {
-        if !self.aliases_enabled || is_rowid_name(name) {
-            return None;
-        }
-        let def = &self.table.definition;
-        if def
-            .columns
-            .iter()
-            .any(|c| c.name.eq_ignore_ascii_case(name))
-        {
+        if !self.aliases_enabled || self.names_a_column(name) {
             return None;
         }
         self.aliases
             .iter()
             .find(|(a, _)| a.eq_ignore_ascii_case(name))
             .map(|(_, e)| e.clone())
+    }
+
+    /// Whether `name` is one of the table's columns or the rowid, which wins over a result
+    /// alias of the same name everywhere but in `ORDER BY` (`lookupName` looks at the table
+    /// first, at the result set only when nothing matched).
+    pub fn names_a_column(&self, name: &str) -> bool {
+        is_rowid_name(name)
+            || self
+                .table
+                .definition
+                .columns
+                .iter()
+                .any(|c| c.name.eq_ignore_ascii_case(name))
     }
 
     /// A literal, telling `0x1F` (an integer) from `X'1F'` (a blob) by the source text, which
@@ -809,6 +860,10 @@ impl<'t> Resolver<'t> {
             "datetime" => Function::DateTime,
             "julianday" => Function::JulianDay,
             "unixepoch" => Function::UnixEpoch,
+            "timediff" => {
+                arity(n == 2)?;
+                Function::TimeDiff
+            }
             // SQLite's keywords for the statement's time (keywords: no parentheses).
             "current_date" | "current_time" | "current_timestamp" => {
                 if !matches!(f.args, ast::FunctionArguments::None) {
@@ -870,13 +925,17 @@ pub fn uses_slots(e: &Expr) -> bool {
 fn compare(op: CmpOp, l: Typed, r: Typed) -> Typed {
     let affinity = comparison_affinity(l.affinity, r.affinity);
     let collation = binary_collation(&l, &r);
-    Typed::plain(Expr::Compare {
-        op,
-        left: Box::new(l.expr),
-        right: Box::new(r.expr),
-        affinity,
-        collation,
-    })
+    let carried = carried_collation(&l, &r);
+    Typed {
+        collation: carried,
+        ..Typed::plain(Expr::Compare {
+            op,
+            left: Box::new(l.expr),
+            right: Box::new(r.expr),
+            affinity,
+            collation,
+        })
+    }
 }
 
 fn binary(op: &BinaryOperator, l: Typed, r: Typed) -> Result<Typed, SqlError> {
@@ -909,15 +968,25 @@ fn binary(op: &BinaryOperator, l: Typed, r: Typed) -> Result<Typed, SqlError> {
         BinaryOperator::GtEq => compare(CmpOp::Ge, l, r),
         BinaryOperator::Is => compare(CmpOp::Is, l, r),
         BinaryOperator::IsNot => compare(CmpOp::IsNot, l, r),
-        BinaryOperator::And => Typed::plain(Expr::And(Box::new(l.expr), Box::new(r.expr))),
-        BinaryOperator::Or => Typed::plain(Expr::Or(Box::new(l.expr), Box::new(r.expr))),
-        BinaryOperator::Glob => Typed::plain(Expr::Like {
-            expr: Box::new(l.expr),
-            pattern: Box::new(r.expr),
-            escape: None,
-            negated: false,
-            glob: true,
-        }),
+        BinaryOperator::And => Typed {
+            collation: carried,
+            ..Typed::plain(Expr::And(Box::new(l.expr), Box::new(r.expr)))
+        },
+        BinaryOperator::Or => Typed {
+            collation: carried,
+            ..Typed::plain(Expr::Or(Box::new(l.expr), Box::new(r.expr)))
+        },
+        // `x GLOB p` is the call `glob(p, x)` to SQLite.
+        BinaryOperator::Glob => Typed {
+            collation: carried_collation(&r, &l),
+            ..Typed::plain(Expr::Like {
+                expr: Box::new(l.expr),
+                pattern: Box::new(r.expr),
+                escape: None,
+                negated: false,
+                glob: true,
+            })
+        },
         other => return unsupported(format!("operator {other}")),
     })
 }

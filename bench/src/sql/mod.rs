@@ -6,8 +6,9 @@
 //! Names resolve as SQLite resolves them: columns case-insensitively, `rowid`, `_rowid_` and
 //! `oid` for the rowid unless a column has that name, an `INTEGER PRIMARY KEY` column as the
 //! rowid, a double-quoted name that is no column as a string literal, `ORDER BY` and `GROUP BY`
-//! terms by output alias or position. Output column names are SQLite's: the alias, a column's
-//! declared name, or the expression's text as written.
+//! terms by output alias or position (`position.rs`: an `ORDER BY` name is an alias before it is
+//! a column, any other name a column first). Output column names are SQLite's: the alias, a
+//! column's declared name, or the expression's text as written.
 //!
 //! The other direction, SQL text this crate sends to SQLite and its peers (TPC-H Q6), is
 //! [`text`].
@@ -15,6 +16,7 @@
 mod error;
 mod expr;
 mod plan;
+mod position;
 mod source;
 pub mod text;
 

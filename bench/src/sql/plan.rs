@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use engine::datatype3::Collation;
 use engine::query::eval::eval;
 use engine::query::ir::{QueryPlan, Shape, SortKey};
 use engine::value::Value;
@@ -11,7 +12,8 @@ use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
 use super::error::{invalid, unsupported, SqlError};
-use super::expr::{GroupContext, Resolver, Stage, Typed};
+use super::expr::{collation_named, GroupContext, Resolver, Stage, Typed};
+use super::position::{position_term, skip_collate};
 use super::source::offset_of;
 
 /// A planned query and the table it scans.
@@ -208,29 +210,36 @@ fn plan_select(
     }
 
     // ORDER BY and GROUP BY terms by alias or position.
-    let by_alias_or_position =
-        |e: &ast::Expr, what: &str, i: usize| -> Result<Option<usize>, SqlError> {
-            if let Some(k) = position_term(e) {
-                if k < 1 || k as usize > outputs.len() {
-                    return invalid(format!(
-                        "{} {what} term out of range - should be between 1 and {}",
-                        ordinal(i + 1),
-                        outputs.len()
-                    ));
-                }
-                return Ok(Some(k as usize - 1));
+    // A position may carry a COLLATE, which replaces the result column's own collation.
+    let by_alias_or_position = |e: &ast::Expr,
+                                what: &str,
+                                i: usize|
+     -> Result<Option<(usize, Option<Collation>)>, SqlError> {
+        if let Some((k, collate)) = position_term(e, sql) {
+            if k < 1 || k as usize > outputs.len() {
+                return invalid(format!(
+                    "{} {what} term out of range - should be between 1 and {}",
+                    ordinal(i + 1),
+                    outputs.len()
+                ));
             }
-            if let ast::Expr::Identifier(id) = e {
-                if let Some(p) = outputs.iter().position(|o| {
-                    o.alias
-                        .as_deref()
-                        .is_some_and(|a| a.eq_ignore_ascii_case(&id.value))
-                }) {
-                    return Ok(Some(p));
-                }
+            let collation = collate.map(collation_named).transpose()?;
+            return Ok(Some((k as usize - 1, collation)));
+        }
+        // An alias, also in parentheses and under COLLATE: `ORDER BY (i)` with an alias `i`
+        // that is also a column is the alias.
+        if let (ast::Expr::Identifier(id), collate) = skip_collate(e) {
+            if let Some(p) = outputs.iter().position(|o| {
+                o.alias
+                    .as_deref()
+                    .is_some_and(|a| a.eq_ignore_ascii_case(&id.value))
+            }) {
+                let collation = collate.map(collation_named).transpose()?;
+                return Ok(Some((p, collation)));
             }
-            Ok(None)
-        };
+        }
+        Ok(None)
+    };
 
     r.aliases = outputs
         .iter()
@@ -273,7 +282,7 @@ fn plan_select(
         let mut order_by = Vec::new();
         for (i, term) in order_terms.iter().enumerate() {
             let t = match by_alias_or_position(&term.expr, "ORDER BY", i)? {
-                Some(p) => resolved[p].clone(),
+                Some((p, collation)) => resolved[p].clone().collated(collation),
                 None => r.resolve(&term.expr, &mut Stage::Row, 0)?,
             };
             order_by.push(sort_key(term, t)?);
@@ -287,14 +296,23 @@ fn plan_select(
     } else {
         let mut ctx = GroupContext::default();
         for (i, g) in group_exprs.iter().enumerate() {
-            let t = match by_alias_or_position(g, "GROUP BY", i)? {
-                Some(p) => {
+            // A GROUP BY name is a column before it is an alias (the reverse of ORDER BY,
+            // where `resolveAsName` looks at the result set first).
+            let column = matches!(skip_collate(g).0, ast::Expr::Identifier(id) if r.names_a_column(&id.value));
+            let by = if column {
+                None
+            } else {
+                by_alias_or_position(g, "GROUP BY", i)?
+            };
+            let t = match by {
+                Some((p, collation)) => {
                     if has_aggregate(outputs[p].expr) {
                         return invalid(
                             "aggregate functions are not allowed in the GROUP BY clause",
                         );
                     }
                     r.resolve(outputs[p].expr, &mut Stage::Row, 0)?
+                        .collated(collation)
                 }
                 None => r.resolve(g, &mut Stage::Row, 0)?,
             };
@@ -313,7 +331,7 @@ fn plan_select(
         let mut order_by = Vec::new();
         for (i, term) in order_terms.iter().enumerate() {
             let t = match by_alias_or_position(&term.expr, "ORDER BY", i)? {
-                Some(p) => resolved[p].clone(),
+                Some((p, collation)) => resolved[p].clone().collated(collation),
                 None => r.resolve(&term.expr, &mut Stage::Group(&mut ctx), 0)?,
             };
             order_by.push(sort_key(term, t)?);
@@ -389,113 +407,6 @@ fn sort_key(term: &ast::OrderByExpr, t: Typed) -> Result<SortKey, SqlError> {
         descending,
         nulls_first: term.options.nulls_first.unwrap_or(!descending),
     })
-}
-
-/// The integer an `ORDER BY`/`GROUP BY` term is, as SQLite sees it: an integer literal
-/// (parentheses and a minus sign allowed), a non-NULL literal tested with `IS [NOT] NULL`,
-/// which SQLite's parser folds to 0 or 1, or an `AND` with such a 0 on one side (folded to 0).
-fn integer_term(e: &ast::Expr) -> Option<i64> {
-    match e {
-        // Parentheses are no node to SQLite; a COLLATE is one, skipped only at the top of an
-        // ORDER BY term (`sqlite3ExprSkipCollateAndLikely`, see `skip_collate`): `-(1 COLLATE
-        // NOCASE)` is no position (the differential tester's run seed 1796126157770429053).
-        ast::Expr::Nested(x) => integer_term(x),
-        ast::Expr::Value(v) => match &v.value {
-            // Only literals that fit in 32 bits (SQLite's EP_IntValue) are positions.
-            ast::Value::Number(n, _) => n.parse::<i32>().ok().map(i64::from),
-            _ => None,
-        },
-        ast::Expr::UnaryOp {
-            op: ast::UnaryOperator::Minus,
-            expr,
-        } => integer_term(expr).map(|k| -k),
-        // The parser folds `x AND y` to the integer 0 when either side is the integer 0 and
-        // neither side calls a function (`sqlite3ExprAnd`: EP_IsFalse without EP_HasFunc).
-        ast::Expr::BinaryOp {
-            left,
-            op: ast::BinaryOperator::And,
-            right,
-        } if (integer_term(left) == Some(0) || integer_term(right) == Some(0))
-            && !calls_a_function(left)
-            && !calls_a_function(right) =>
-        {
-            Some(0)
-        }
-        ast::Expr::IsNull(x) | ast::Expr::IsNotNull(x) => {
-            let mut inner = x.as_ref();
-            loop {
-                match inner {
-                    ast::Expr::Nested(y) => inner = y,
-                    // `sqlite3ExprCanBeNull` looks through any chain of unary signs, over
-                    // any literal (`-'apple' IS NULL` is as constant as `-2.5 IS NULL`).
-                    ast::Expr::UnaryOp {
-                        op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
-                        expr: y,
-                    } => inner = y,
-                    _ => break,
-                }
-            }
-            // The resolver folds the operand first (`('a' IS NOT NULL) IS NOT NULL` is `1 IS
-            // NOT NULL`, then 1), so an operand that folds to an integer cannot be NULL either.
-            let not_null = match inner {
-                ast::Expr::Value(v) => v.value != ast::Value::Null,
-                // A COLLATE node is not folded: `sqlite3ExprCanBeNull` says it can be NULL
-                // (the differential tester's run seed 1796125092124457154).
-                ast::Expr::Collate { .. } => false,
-                other => integer_term(other).is_some(),
-            };
-            not_null.then(|| i64::from(matches!(e, ast::Expr::IsNotNull(_))))
-        }
-        _ => None,
-    }
-}
-
-/// The position an ORDER BY or GROUP BY term names, if it is one to SQLite.
-fn position_term(e: &ast::Expr) -> Option<i64> {
-    let e = skip_collate(e);
-    // sqlparser binds COLLATE tighter than a sign, SQLite the other way round: `-1 COLLATE x`
-    // (no parentheses) is SQLite's `(-1) COLLATE x`, whose COLLATE the test skips (the
-    // differential tester's run seed 1796126295975782713).
-    if let ast::Expr::UnaryOp {
-        op: ast::UnaryOperator::Minus,
-        expr,
-    } = e
-    {
-        if let ast::Expr::Collate { expr: inner, .. } = &**expr {
-            return integer_term(skip_collate(inner)).map(|k| -k);
-        }
-    }
-    integer_term(e)
-}
-
-/// `e` without the COLLATE clauses (and parentheses) at its top, as SQLite looks at an ORDER BY
-/// or GROUP BY term to decide whether it is a position.
-fn skip_collate(mut e: &ast::Expr) -> &ast::Expr {
-    while let ast::Expr::Nested(x) | ast::Expr::Collate { expr: x, .. } = e {
-        e = x;
-    }
-    e
-}
-
-/// Whether `e` contains a function call anywhere (SQLite's `EP_HasFunc`). `LIKE`, `GLOB`,
-/// `REGEXP` and `MATCH` are calls of the functions `like()`, `glob()`, ... to SQLite's parser
-/// (the differential tester's run seed 1796125559978285622: `0 AND (1 GLOB '[^a]*')`).
-fn calls_a_function(e: &ast::Expr) -> bool {
-    ast::visit_expressions(e, |x| match x {
-        ast::Expr::Function(_)
-        | ast::Expr::Like { .. }
-        | ast::Expr::ILike { .. }
-        | ast::Expr::RLike { .. }
-        | ast::Expr::BinaryOp {
-            op:
-                ast::BinaryOperator::Glob
-                | ast::BinaryOperator::Regexp
-                | ast::BinaryOperator::Match,
-            ..
-        } => std::ops::ControlFlow::Break(()),
-        _ => std::ops::ControlFlow::Continue(()),
-    })
-    .is_break()
 }
 
 /// A `LIMIT`/`OFFSET` value: a constant integer expression; a negative `LIMIT` means none

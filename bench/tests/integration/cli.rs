@@ -240,3 +240,49 @@ fn print_sql_is_the_q6_text_every_engine_runs() {
     let want = exact.revenue_ten_thousandths as f64 / 10_000.0;
     assert!((revenue - want).abs() < 1e-6 * want, "{revenue} vs {want}");
 }
+
+/// corescan keeps hwloc from loading its I/O-discovery plugins (OpenCL, OpenGL, PCI: they pull in
+/// libOpenCL and libX11, about 130 ms of a cold start), which it never asks for; a
+/// `HWLOC_PLUGINS_BLACKLIST` the user sets wins. hwloc says what it loads when
+/// `HWLOC_PLUGINS_VERBOSE` is set.
+#[test]
+fn hwloc_io_plugins_are_not_loaded_unless_the_user_asks() {
+    let db = tiny_db();
+    let args = ["q6".as_ref(), db.as_os_str(), "--cores=1".as_ref()];
+    let verdicts = |env: &[(&str, &str)]| -> Vec<(String, bool)> {
+        let run = crate::corescan_with_env(args, env);
+        assert_eq!(run.status, 0, "{run:?}");
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        // "Plugin dlforeach found `<dir>/hwloc_gl'", then "Plugin `hwloc_gl' is blacklisted ...".
+        lines
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| {
+                let found = l.split("dlforeach found `").nth(1)?.trim_end_matches('\'');
+                let name = found
+                    .rsplit('/')
+                    .next()?
+                    .trim_end_matches(".so")
+                    .to_string();
+                let skipped = lines
+                    .get(i + 1)
+                    .is_some_and(|next| next.contains("is blacklisted"));
+                Some((name, skipped))
+            })
+            .filter(|(name, _)| ["hwloc_opencl", "hwloc_gl", "hwloc_pci"].contains(&name.as_str()))
+            .collect()
+    };
+    let ours = verdicts(&[("HWLOC_PLUGINS_VERBOSE", "1")]);
+    assert!(
+        !ours.is_empty(),
+        "hwloc found none of its I/O plugins: is libhwloc-plugins installed (scripts/setup)?"
+    );
+    assert!(ours.iter().all(|(_, skipped)| *skipped), "{ours:?}");
+    let theirs = verdicts(&[
+        ("HWLOC_PLUGINS_VERBOSE", "1"),
+        ("HWLOC_PLUGINS_BLACKLIST", "hwloc_pci"),
+    ]);
+    for (name, skipped) in &theirs {
+        assert_eq!(*skipped, name == "hwloc_pci", "{theirs:?}");
+    }
+}

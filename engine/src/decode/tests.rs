@@ -483,3 +483,49 @@ fn a_text_window_drops_exactly_the_ten_byte_texts_outside_it() {
         assert!(kept.len() < 3000 && kept.len() > 1000);
     }
 }
+
+#[test]
+fn the_page_after_changes_nothing_but_what_is_prefetched() {
+    // The same pages decoded one by one and told the page that follows (including one shorter
+    // than a page and the empty hint) give the same rows.
+    let dir = tempfile::tempdir().unwrap();
+    let path = make_db(dir.path(), 4096, 11);
+    let plan = partitioner::TablePlan::open(&path, "t").unwrap();
+    let file = std::fs::read(&path).unwrap();
+    let usable = plan.header.usable_size();
+    let columns = NeededColumns::new(&[5, 1, 3]);
+    let decode = |ahead: bool| {
+        let mut batch = CellBatch::new();
+        let mut rows = Vec::new();
+        let leaves = &plan.leaves;
+        for (i, &leaf) in leaves.iter().enumerate() {
+            let page = &file[(leaf as usize - 1) * 4096..leaf as usize * 4096];
+            let next = match leaves.get(i + 1) {
+                Some(&n) if ahead && i % 3 != 2 => {
+                    let at = (n as usize - 1) * 4096;
+                    &file[at..at + if i % 3 == 1 { 100 } else { 4096 }]
+                }
+                _ => &[][..],
+            };
+            let mut spills = Vec::new();
+            batch
+                .decode_page_ahead(&columns, leaf, page, next, usable, &mut spills)
+                .unwrap();
+            for r in 0..batch.len() {
+                let values: Vec<_> = (0..3)
+                    .map(|s| format!("{:?}", batch.value(page, r, s)))
+                    .collect();
+                rows.push((batch.rowid(page, r), values));
+            }
+            rows.extend(
+                spills
+                    .iter()
+                    .map(|s| (s.rowid, vec!["spilled".to_string()])),
+            );
+        }
+        rows
+    };
+    let plain = decode(false);
+    assert!(plain.len() > 100);
+    assert_eq!(decode(true), plain);
+}

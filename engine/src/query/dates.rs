@@ -1,7 +1,7 @@
-//! `date`, `time`, `datetime`, `julianday`, `unixepoch` and `strftime`: a port of SQLite 3.54's
-//! `date.c`, with its `DateTime` (an integer count of milliseconds since the Julian epoch, and
-//! the broken-down fields, each with its validity flag) and the same order of computations, so
-//! that every rounding is SQLite's.
+//! `date`, `time`, `datetime`, `julianday`, `unixepoch`, `strftime` and `timediff`: a port of
+//! SQLite 3.54's `date.c`, with its `DateTime` (an integer count of milliseconds since the
+//! Julian epoch, and the broken-down fields, each with its validity flag) and the same order of
+//! computations, so that every rounding is SQLite's.
 //!
 //! Time values: `YYYY-MM-DD` with an optional `[ T]HH:MM[:SS[.SSS]]` and `[ ]Z` or `±HH:MM`, a
 //! bare `HH:MM[:SS[.SSS]]`, a number (a Julian day number, or with `unixepoch` / `auto` a Unix
@@ -1035,9 +1035,110 @@ fn strftime(fmt: &[u8], mut x: DateTime) -> Option<Value> {
     Some(Value::Text(out))
 }
 
+/// `timediff(A, B)` (`timediffFunc`): the time to add to `b` to reach `a`, as `±YYYY-MM-DD
+/// HH:MM:SS.SSS`, in whole years and months first (borrowing a month, or a year, when the
+/// days and time of `b` are past those of `a`), then days and the time of day. `None` (NULL)
+/// when either is not a date.
+fn timediff(a: ValueRef<'_>, b: ValueRef<'_>) -> Option<Value> {
+    let mut d1 = is_date(&[a])?;
+    let mut d2 = is_date(&[b])?;
+    compute_ymd_hms(&mut d1);
+    compute_ymd_hms(&mut d2);
+    // The Julian day of 0000-01-01 00:00:00 (times 86,400,000): the difference is printed as a
+    // date counted from there.
+    const YEAR_ZERO: i64 = 1_486_995_408 * 100_000;
+    let sign;
+    let mut y;
+    let mut m;
+    if d1.ijd >= d2.ijd {
+        sign = '+';
+        y = d1.y - d2.y;
+        if y != 0 {
+            d2.y = d1.y;
+            d2.valid_jd = false;
+            compute_jd(&mut d2);
+        }
+        m = d1.mo - d2.mo;
+        if m < 0 {
+            y -= 1;
+            m += 12;
+        }
+        if m != 0 {
+            d2.mo = d1.mo;
+            d2.valid_jd = false;
+            compute_jd(&mut d2);
+        }
+        while d1.ijd < d2.ijd {
+            m -= 1;
+            if m < 0 {
+                m = 11;
+                y -= 1;
+            }
+            d2.mo -= 1;
+            if d2.mo < 1 {
+                d2.mo = 12;
+                d2.y -= 1;
+            }
+            d2.valid_jd = false;
+            compute_jd(&mut d2);
+        }
+        d1.ijd -= d2.ijd;
+        d1.ijd += YEAR_ZERO;
+    } else {
+        sign = '-';
+        y = d2.y - d1.y;
+        if y != 0 {
+            d2.y = d1.y;
+            d2.valid_jd = false;
+            compute_jd(&mut d2);
+        }
+        m = d2.mo - d1.mo;
+        if m < 0 {
+            y -= 1;
+            m += 12;
+        }
+        if m != 0 {
+            d2.mo = d1.mo;
+            d2.valid_jd = false;
+            compute_jd(&mut d2);
+        }
+        while d1.ijd > d2.ijd {
+            m -= 1;
+            if m < 0 {
+                m = 11;
+                y -= 1;
+            }
+            d2.mo += 1;
+            if d2.mo > 12 {
+                d2.mo = 1;
+                d2.y += 1;
+            }
+            d2.valid_jd = false;
+            compute_jd(&mut d2);
+        }
+        d1.ijd = d2.ijd - d1.ijd;
+        d1.ijd += YEAR_ZERO;
+    }
+    clear_ymd_hms_tz(&mut d1);
+    compute_ymd_hms(&mut d1);
+    Some(Value::text(format!(
+        "{sign}{y:04}-{m:02}-{:02} {:02}:{:02}:{:06.3}",
+        d1.d - 1,
+        d1.h,
+        d1.mi,
+        d1.s
+    )))
+}
+
 /// Calls date function `f` on its arguments: `None` (NULL) for a value that is not a date or
 /// a modifier SQLite does not know, as SQLite answers them.
 pub fn try_call(f: Function, a: &[ValueRef<'_>]) -> Result<Option<Value>, String> {
+    if f == Function::TimeDiff {
+        return Ok(match a {
+            [x, y] => timediff(*x, *y),
+            _ => None,
+        });
+    }
     if f == Function::Strftime {
         let Some(fmt) = a.first().and_then(|v| c_text(*v)) else {
             return Ok(None);
@@ -1124,6 +1225,29 @@ mod tests {
         assert_eq!(
             call(Function::Strftime, &["%J", "2000-01-01"]),
             Value::text("2451544.5")
+        );
+    }
+
+    #[test]
+    fn timediff_borrows_months_and_signs() {
+        let td = |a: &str, b: &str| call(Function::TimeDiff, &[a, b]);
+        assert_eq!(
+            td("2023-03-15", "2023-02-15"),
+            Value::text("+0000-01-00 00:00:00.000")
+        );
+        assert_eq!(
+            td("2023-02-15", "2023-03-15"),
+            Value::text("-0000-01-00 00:00:00.000")
+        );
+        assert_eq!(
+            td("2024-01-01 00:00:00", "2023-12-31 23:59:59.5"),
+            Value::text("+0000-00-00 00:00:00.500")
+        );
+        assert_eq!(td("garbage", "2023-02-15"), Value::Null);
+        assert_eq!(td("2023-02-15", "garbage"), Value::Null);
+        assert_eq!(
+            try_call(Function::TimeDiff, &[ValueRef::Null, ValueRef::Integer(1)]),
+            Ok(None)
         );
     }
 

@@ -150,7 +150,8 @@ pub fn apply(f: Function, a: &[ValueRef<'_>]) -> Result<Value, String> {
         | Function::DateTime
         | Function::Strftime
         | Function::JulianDay
-        | Function::UnixEpoch => dates::try_call(f, a)?.unwrap_or(Value::Null),
+        | Function::UnixEpoch
+        | Function::TimeDiff => dates::try_call(f, a)?.unwrap_or(Value::Null),
     })
 }
 

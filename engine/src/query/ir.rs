@@ -180,6 +180,8 @@ pub enum Function {
     JulianDay,
     /// `unixepoch(x, ...)`.
     UnixEpoch,
+    /// `timediff(a, b)`: the time from `b` to `a` as `±YYYY-MM-DD HH:MM:SS.SSS`.
+    TimeDiff,
 }
 
 /// Aggregate functions.

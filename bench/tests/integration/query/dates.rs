@@ -198,3 +198,60 @@ fn now_is_one_instant_per_statement() {
         ref other => panic!("unixepoch('now') gave {other:?}"),
     }
 }
+
+/// `timediff(A, B)` for every pair of a time value of the table and one of these, both ways:
+/// the sign, the month and year borrows (end of month, leap days, across the year), times of
+/// day and zones, Julian day numbers, NULL and invalid values.
+#[test]
+fn timediff_matches_sqlite() {
+    let db = table();
+    let others = [
+        "'2024-01-31'",
+        "'2024-02-29'",
+        "'2024-03-01 00:00:00.001'",
+        "'2023-02-28 23:59:59.999'",
+        "'2023-03-31 12:00'",
+        "'2025-01-01T00:00:00Z'",
+        "'1994-12-31 23:59:59+01:00'",
+        "'2000-06-15 08:00:00'",
+        "'0000-01-01'",
+        "'-0044-03-15 12:00'",
+        "'9999-12-31 23:59:59.999'",
+        "'12:00'",
+        "'24:00'",
+        "2460000.5",
+        "2451545",
+        "0",
+        "-1",
+        "1700000000",
+        "NULL",
+        "'garbage'",
+        "x'323032342d30312d3031'",
+        "v",
+    ];
+    for b in others {
+        check(
+            db,
+            &format!("SELECT v, timediff(v, {b}), timediff({b}, v) FROM d"),
+        );
+    }
+    check(
+        db,
+        "SELECT timediff('now', 'now'), timediff('2024-03-31', '2024-02-29'), \
+         timediff('2024-02-29', '2024-03-31'), timediff('2023-03-01', '2024-02-29'), \
+         timediff('2024-02-29', '2023-03-01'), timediff('2024-02-29', '2025-02-28'), \
+         timediff('2025-02-28', '2024-02-29'), timediff('2024-01-31 10:00', '2023-12-31 11:00'), \
+         timediff('2023-12-31 11:00', '2024-01-31 10:00') FROM d LIMIT 1",
+    );
+    // Two arguments, no more and no less, as in SQLite.
+    for sql in [
+        "SELECT timediff(v) FROM d",
+        "SELECT timediff(v, v, v) FROM d",
+    ] {
+        let got = corescan_answer(db, sql, &settings(IoBackend::Pread, 0), 1);
+        assert!(
+            sqlite_answer(db, sql).is_err() && got.is_err(),
+            "{sql}: {got:?}"
+        );
+    }
+}

@@ -39,6 +39,7 @@ const LITERALS: &[&str] = &[
     "''",
     "' 3.25 '",
     "'1994-05-13'",
+    "'2024-02-29 12:30:00'",
     "NULL",
     "x'01'",
     "x'ff00'",
@@ -147,17 +148,55 @@ impl Gen<'_> {
                 self.expr(d),
                 self.rng.pick(&["NOCASE", "RTRIM", "BINARY"])
             ),
-            14 => format!("-{}", self.expr(d)),
+            14 => {
+                let operand = self.expr(d);
+                self.signed(operand)
+            }
             _ => self.function(d),
         }
+    }
+
+    /// `operand` under a unary `+` or `-` (a space keeps `- -1` from becoming a comment).
+    fn signed(&mut self, operand: String) -> String {
+        let sign = self.rng.pick(&["-", "+"]);
+        let space = if operand.starts_with('-') || self.rng.percent(20) {
+            " "
+        } else {
+            ""
+        };
+        format!("{sign}{space}{operand}")
+    }
+
+    /// A term that may be a position to SQLite: an integer near `1..=n` under signs,
+    /// parentheses and COLLATE, as SQLite decides it (a sign binds tighter than COLLATE; a
+    /// COLLATE below parentheses under a sign makes it an expression).
+    fn position(&mut self, n: u64, collate: bool) -> String {
+        let mut t = self.rng.below(n + 2).to_string();
+        for _ in 0..self.rng.below(3) {
+            t = if self.rng.percent(30) {
+                format!("({t})")
+            } else {
+                self.signed(t)
+            };
+            if collate && self.rng.percent(20) {
+                let c = self.rng.pick(&["NOCASE", "RTRIM", "BINARY"]);
+                t = if self.rng.percent(50) {
+                    format!("({t} COLLATE {c})")
+                } else {
+                    format!("{t} COLLATE {c}")
+                };
+            }
+        }
+        t
     }
 
     fn function(&mut self, d: u32) -> String {
         let one = [
             "abs", "length", "lower", "upper", "typeof", "hex", "trim", "round",
         ];
-        match self.rng.below(8) {
+        match self.rng.below(9) {
             0 => format!("{}({})", self.rng.pick(&one), self.expr(d)),
+            7 => format!("timediff({}, {})", self.expr(d), self.expr(d)),
             1 => format!(
                 "{}({}, {})",
                 self.rng
@@ -229,12 +268,40 @@ impl Gen<'_> {
         match self.rng.below(3) {
             0 => {
                 let n = 1 + self.rng.below(4);
-                let items: Vec<String> = (0..n).map(|_| self.expr(3)).collect();
+                // Some items have aliases, most of them also names of columns (an ORDER BY
+                // name is an alias first, any other name a column first); never `id`, the
+                // tie-breaker.
+                let mut aliases = Vec::new();
+                let items: Vec<String> = (0..n)
+                    .map(|_| {
+                        let e = self.expr(3);
+                        if self.rng.percent(30) {
+                            let a = *self.rng.pick(&["k", "i", "s", "r", "x"]);
+                            aliases.push(a);
+                            format!("{e} AS {a}")
+                        } else {
+                            e
+                        }
+                    })
+                    .collect();
                 let order = if self.rng.percent(50) {
+                    let term = if self.rng.percent(25) {
+                        self.position(n, true)
+                    } else if !aliases.is_empty() && self.rng.percent(25) {
+                        let a = *self.rng.pick(&aliases);
+                        match self.rng.below(4) {
+                            0 => format!("({a})"),
+                            1 => format!("{a} COLLATE NOCASE"),
+                            2 => format!("+{a}"),
+                            _ => a.to_string(),
+                        }
+                    } else {
+                        self.expr(2)
+                    };
                     // Ties keep rowid order in both; `id` makes the order total anyway.
                     format!(
                         " ORDER BY {} {}, id",
-                        self.expr(2),
+                        term,
                         self.rng
                             .pick(&["", "ASC", "DESC", "DESC NULLS FIRST", "ASC NULLS LAST"])
                     )
@@ -270,7 +337,20 @@ impl Gen<'_> {
                 for _ in 0..aggs {
                     items.push(self.aggregate());
                 }
-                let group: Vec<String> = (1..=k).map(|p| p.to_string()).collect();
+                // Positions, sometimes under signs (no COLLATE: a key under NOCASE would show
+                // one of its equal values, see above).
+                let group: Vec<String> = (1..=k)
+                    .map(|p| {
+                        if self.rng.percent(20) {
+                            let signs = ["+", "+ +", "- -", "-+-", "+-(-"];
+                            let s = *self.rng.pick(&signs);
+                            let close = if s.ends_with('(') { ")" } else { "" };
+                            format!("{s}{p}{close}")
+                        } else {
+                            p.to_string()
+                        }
+                    })
+                    .collect();
                 let having = if self.rng.percent(30) {
                     format!(
                         " HAVING {} > {}",
