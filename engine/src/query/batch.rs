@@ -81,11 +81,7 @@ impl<'a> Batch<'a, '_> {
                     needed,
                     real,
                     default,
-                } => match cells.value(base, r as usize, needed) {
-                    Some(ValueRef::Integer(x)) if real => ValueRef::Real(x as f64),
-                    Some(v) => v,
-                    None => default,
-                },
+                } => record_value(cells, base, r as usize, needed, real, default),
                 Source::Rowid => ValueRef::Integer(cells.rowid(base, r as usize)),
             },
         }
@@ -112,7 +108,7 @@ impl<'a> Batch<'a, '_> {
                 default,
             } => {
                 for (o, &r) in out.iter_mut().zip(sel) {
-                    *o = cells.value(base, r as usize, needed).unwrap_or(default);
+                    *o = record_value(cells, base, r as usize, needed, false, default);
                 }
             }
             Source::Record {
@@ -121,11 +117,7 @@ impl<'a> Batch<'a, '_> {
                 default,
             } => {
                 for (o, &r) in out.iter_mut().zip(sel) {
-                    *o = match cells.value(base, r as usize, needed) {
-                        Some(ValueRef::Integer(x)) => ValueRef::Real(x as f64),
-                        Some(v) => v,
-                        None => default,
-                    };
+                    *o = record_value(cells, base, r as usize, needed, true, default);
                 }
             }
             Source::Rowid => {
@@ -325,18 +317,38 @@ fn retain_compare(batch: &Batch<'_, '_>, i: usize, c: &ConstCompare<'_>, sel: &m
                 real,
                 default,
             } => sel.retain(|r| {
-                let v = match cells.value(base, *r as usize, needed) {
-                    Some(ValueRef::Integer(x)) if real => ValueRef::Real(x as f64),
-                    Some(v) => v,
-                    None => default,
-                };
-                c.holds(v)
+                c.holds(record_value(
+                    cells,
+                    base,
+                    *r as usize,
+                    needed,
+                    real,
+                    default,
+                ))
             }),
             Source::Rowid => {
                 sel.retain(|r| c.holds(ValueRef::Integer(cells.rowid(base, *r as usize))))
             }
         },
         Rows::Values(_) => sel.retain(|r| c.holds(batch.slot(*r, i))),
+    }
+}
+
+/// Needed record column `needed` of row `row`: integers read back as reals under REAL affinity
+/// (`real`), `default` when the record ends before the column (see [`Source::Record`]).
+#[inline(always)]
+fn record_value<'a>(
+    cells: &CellBatch,
+    base: &'a [u8],
+    row: usize,
+    needed: usize,
+    real: bool,
+    default: ValueRef<'a>,
+) -> ValueRef<'a> {
+    match cells.value(base, row, needed) {
+        Some(ValueRef::Integer(x)) if real => ValueRef::Real(x as f64),
+        Some(v) => v,
+        None => default,
     }
 }
 
