@@ -62,6 +62,7 @@ impl ScanKernel for CensusKernel {
         &mut self,
         page_no: u32,
         page: &[u8],
+        _next: &[u8],
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
         let usable = self.usable as usize;

@@ -99,17 +99,6 @@ impl ScanKernel for Q6Kernel {
         &mut self,
         page_no: u32,
         page: &[u8],
-        spills: &mut Vec<Spill>,
-    ) -> Result<(), String> {
-        self.decoder
-            .decode_page(page_no, page, &mut self.agg, spills)
-    }
-
-    #[inline]
-    fn decode_page_ahead(
-        &mut self,
-        page_no: u32,
-        page: &[u8],
         next: &[u8],
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {

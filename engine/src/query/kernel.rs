@@ -272,15 +272,6 @@ impl ScanKernel for QueryKernel {
         &mut self,
         page_no: u32,
         page: &[u8],
-        spills: &mut Vec<Spill>,
-    ) -> Result<(), String> {
-        self.decode_page_ahead(page_no, page, &[], spills)
-    }
-
-    fn decode_page_ahead(
-        &mut self,
-        page_no: u32,
-        page: &[u8],
         next: &[u8],
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {

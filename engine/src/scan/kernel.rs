@@ -67,27 +67,16 @@ pub trait ScanKernel: Clone + Send + 'static {
 
     /// Decodes one table-leaf page (`page` is the whole page, `page_no` its number); cells
     /// whose needed bytes continue on overflow pages are pushed to `spills`, to come back
-    /// through [`Self::eval_spill`]. Errors say what is wrong with the page; the scan adds the
-    /// file, CPU and page number.
+    /// through [`Self::eval_spill`]. `next` is the page the executor gives next (empty when it
+    /// does not know it), which a kernel may ask the CPU to start loading while it decodes this
+    /// one. Errors say what is wrong with the page; the scan adds the file, CPU and page number.
     fn decode_page(
-        &mut self,
-        page_no: u32,
-        page: &[u8],
-        spills: &mut Vec<Spill>,
-    ) -> Result<(), String>;
-
-    /// [`Self::decode_page`], told the page the executor gives next (`next`, empty when it does
-    /// not know it), which a kernel may ask the CPU to start loading while it decodes this one.
-    fn decode_page_ahead(
         &mut self,
         page_no: u32,
         page: &[u8],
         next: &[u8],
         spills: &mut Vec<Spill>,
-    ) -> Result<(), String> {
-        let _ = next;
-        self.decode_page(page_no, page, spills)
-    }
+    ) -> Result<(), String>;
 
     /// Evaluates the record of `spill` from a prefix of its payload (`complete` when it is the
     /// whole payload), or asks for more of the chain with [`RecordOutcome::NeedMore`] (only

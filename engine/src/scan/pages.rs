@@ -132,7 +132,7 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
     ) -> Result<()> {
         let task = self.task;
         self.kernel
-            .decode_page_ahead(page_no, page, next, &mut self.spills)
+            .decode_page(page_no, page, next, &mut self.spills)
             .map_err(|what| task.corrupt(page_no, what))?;
         if report.pages == 0 {
             self.first_page_at = Some(Instant::now());
