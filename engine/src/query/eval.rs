@@ -448,10 +448,6 @@ fn real_arith(op: ArithOp, r: f64, s: f64) -> Value {
     })
 }
 
-fn f64_to_i64(r: f64) -> i64 {
-    ValueRef::Real(r).to_i64().unwrap_or(0)
-}
-
 fn shift_left(i: i64, by: i64) -> i64 {
     if by >= 64 {
         0
@@ -483,22 +479,35 @@ pub fn cast(v: ValueRef<'_>, affinity: Affinity) -> Value {
         Affinity::Real => Value::real(v.to_f64().unwrap_or(0.0)),
         Affinity::Numeric => match v {
             ValueRef::Integer(_) | ValueRef::Real(_) => v.to_owned(),
-            ValueRef::Text(t) | ValueRef::Blob(t) => match crate::value::text_to_number(t) {
-                // `sqlite3VdbeMemNumerify`: a real becomes an integer only when it is one
-                // within +-2^51 (`sqlite3RealSameAsInt`; the differential tester's run seed
-                // 1796125371024183120: '2.382286786918725e18' stays a real).
-                Number::Real(r) => {
-                    let i = f64_to_i64(r);
-                    if partitioner::numeric_text::real_same_as_int(r, i) {
-                        Value::Integer(i)
-                    } else {
-                        Value::real(r)
-                    }
-                }
-                n => Value::from(n),
-            },
+            ValueRef::Text(t) | ValueRef::Blob(t) => numerify(t),
             ValueRef::Null => Value::Null,
         },
+    }
+}
+
+/// `sqlite3VdbeMemNumerify`, what `CAST(text AS NUMERIC)` does: the integer prefix when the
+/// number the text starts with has neither a `.` nor an exponent (`sqlite3AtoF`'s code) and
+/// that prefix fits (`sqlite3Atoi64` says at most 1: text may follow it), else the real, which
+/// becomes an integer only when it is one within +-2^51 (`sqlite3RealSameAsInt`). This is not the
+/// arithmetic's reading of text ([`crate::value::text_to_number`]): `'9223372036854775807'`
+/// followed by a NUL and more bytes is that integer here (the differential tester's run seed
+/// 1796133777926429607) and a real in arithmetic; `'2.382286786918725e18'` stays a real
+/// (run seed 1796125371024183120).
+fn numerify(t: &[u8]) -> Value {
+    use partitioner::numeric_text::{atof, atoi64, real_same_as_int, real_to_i64};
+    let (rc, r) = atof(t);
+    // No `.` and no exponent in the number (or its prefix): bit 1 of sqlite3AtoF's code.
+    if rc & 2 == 0 {
+        let (code, i) = atoi64(t);
+        if code <= 1 {
+            return Value::Integer(i);
+        }
+    }
+    let i = real_to_i64(r);
+    if real_same_as_int(r, i) {
+        Value::Integer(i)
+    } else {
+        Value::real(r)
     }
 }
 

@@ -265,6 +265,12 @@ fn regressions_found_by_the_differential_tester() {
         // Groups past the LIMIT are never finished (their sum would overflow).
         "SELECT typeof(i), sum(i) FROM t GROUP BY 1 LIMIT 1",
         "SELECT typeof(i), sum(i) FROM t WHERE typeof(i) = 'integer' GROUP BY 1 ORDER BY 2 LIMIT 0",
+        // CAST(... AS NUMERIC) is sqlite3VdbeMemNumerify, not the arithmetic's reading of
+        // text: an integer up to a NUL byte stays that integer even near 2^63 (run seed
+        // 1796133777926429607: `abs(CAST((added || n) AS NUMERIC))` with a blob after
+        // 9223372036854775807).
+        "SELECT id, CAST(x'393232333337323033363835343737353830370041' AS NUMERIC), abs(CAST(CAST(x'393232333337323033363835343737353830370041' AS TEXT) AS NUMERIC)), CAST('9223372036854775807' || x'00' AS NUMERIC), CAST('-9223372036854775808' || x'00' || 'x' AS NUMERIC), CAST('9223372036854775808' || x'00' AS NUMERIC), CAST('12' || x'00' || '.5' AS NUMERIC), CAST('12.5' || x'00' AS NUMERIC), CAST('4611686018427387904x' AS NUMERIC), CAST('1e3' || x'00' AS NUMERIC) FROM t",
+        "SELECT id, CAST((CAST(i AS TEXT) || b) AS NUMERIC), typeof(CAST((CAST(i AS TEXT) || b) AS NUMERIC)), CAST(i || x'00' AS NUMERIC) FROM t",
         // SQLite 3.54's character stepping in malformed UTF-8.
         "SELECT id, length(CAST(b AS TEXT)), substr(CAST(b AS TEXT), 2, 3), substr(CAST(b AS TEXT), -4, 2), instr(CAST(b AS TEXT), x'80'), instr(CAST(b AS TEXT), 'a') FROM t",
         "SELECT id, substr(gs, -2, -4), substr(CAST(b AS TEXT), 3, -2) FROM t",
