@@ -70,13 +70,35 @@ impl Collation {
     pub fn compare(self, a: &[u8], b: &[u8]) -> Ordering {
         match self {
             Collation::Binary => a.cmp(b),
-            Collation::NoCase => match a.iter().zip(b).find(|(x, y)| !x.eq_ignore_ascii_case(y)) {
-                Some((x, y)) => x.to_ascii_lowercase().cmp(&y.to_ascii_lowercase()),
-                None => a.len().cmp(&b.len()),
-            },
+            // `nocaseCollatingFunc`: ASCII letters folded, up to the shorter length, and
+            // `sqlite3StrNICmp` stops at a NUL: past a NUL both texts hold at the same place
+            // (all before it equal), only the lengths count.
+            Collation::NoCase => {
+                for (&x, &y) in a.iter().zip(b) {
+                    let (x, y) = (x.to_ascii_lowercase(), y.to_ascii_lowercase());
+                    if x != y {
+                        return x.cmp(&y);
+                    }
+                    if x == 0 {
+                        break;
+                    }
+                }
+                a.len().cmp(&b.len())
+            }
             Collation::RTrim => rtrim(a).cmp(rtrim(b)),
         }
     }
+}
+
+/// The key NOCASE compares `t` by (two texts are equal under NOCASE exactly when their keys
+/// are equal): ASCII letters folded up to the first NUL, every byte after it zero (only the
+/// length of what follows a NUL counts; see [`Collation::compare`]).
+pub fn nocase_key(t: &[u8]) -> Vec<u8> {
+    let mut key = t.to_ascii_lowercase();
+    if let Some(nul) = key.iter().position(|&c| c == 0) {
+        key[nul..].fill(0);
+    }
+    key
 }
 
 /// `s` without its trailing spaces (U+0020 only, as RTRIM defines them).

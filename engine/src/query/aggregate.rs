@@ -45,7 +45,7 @@ impl KeyPart {
             ValueRef::Real(r) => KeyPart::of_real(r),
             ValueRef::Text(t) => KeyPart::Text(match collation {
                 Collation::Binary => t.to_vec(),
-                Collation::NoCase => t.to_ascii_lowercase(),
+                Collation::NoCase => crate::datatype3::nocase_key(t),
                 Collation::RTrim => rtrim(t).to_vec(),
             }),
             ValueRef::Blob(b) => KeyPart::Blob(b.to_vec()),

@@ -62,11 +62,22 @@ fn hash_text(t: &[u8], collation: Collation, h: &mut impl Hasher) {
         Collation::Binary => h.write(t),
         Collation::RTrim => h.write(rtrim(t)),
         Collation::NoCase => {
+            // `datatype3::nocase_key` a chunk at a time: folded up to the first NUL, zeros
+            // after it.
             let mut buf = [0u8; 64];
+            let mut past_nul = false;
             for chunk in t.chunks(64) {
                 let b = &mut buf[..chunk.len()];
-                b.copy_from_slice(chunk);
-                b.make_ascii_lowercase();
+                if past_nul {
+                    b.fill(0);
+                } else {
+                    b.copy_from_slice(chunk);
+                    b.make_ascii_lowercase();
+                    if let Some(nul) = b.iter().position(|&c| c == 0) {
+                        b[nul..].fill(0);
+                        past_nul = true;
+                    }
+                }
                 h.write(b);
             }
         }
@@ -134,7 +145,9 @@ fn part_matches(p: &KeyPart, v: ValueRef<'_>, collation: Collation) -> bool {
         }
         (KeyPart::Text(a), ValueRef::Text(t)) => match collation {
             Collation::Binary => same_bytes(a, t),
-            Collation::NoCase => a.eq_ignore_ascii_case(t),
+            // `a` is a NOCASE key (`datatype3::nocase_key`), equal to `t` under NOCASE exactly
+            // when NOCASE says they are equal.
+            Collation::NoCase => Collation::NoCase.compare(a, t) == std::cmp::Ordering::Equal,
             Collation::RTrim => a.as_slice() == rtrim(t),
         },
         (KeyPart::Blob(a), ValueRef::Blob(b)) => same_bytes(a, b),

@@ -271,6 +271,13 @@ fn regressions_found_by_the_differential_tester() {
         // 9223372036854775807).
         "SELECT id, CAST(x'393232333337323033363835343737353830370041' AS NUMERIC), abs(CAST(CAST(x'393232333337323033363835343737353830370041' AS TEXT) AS NUMERIC)), CAST('9223372036854775807' || x'00' AS NUMERIC), CAST('-9223372036854775808' || x'00' || 'x' AS NUMERIC), CAST('9223372036854775808' || x'00' AS NUMERIC), CAST('12' || x'00' || '.5' AS NUMERIC), CAST('12.5' || x'00' AS NUMERIC), CAST('4611686018427387904x' AS NUMERIC), CAST('1e3' || x'00' AS NUMERIC) FROM t",
         "SELECT id, CAST((CAST(i AS TEXT) || b) AS NUMERIC), typeof(CAST((CAST(i AS TEXT) || b) AS NUMERIC)), CAST(i || x'00' AS NUMERIC) FROM t",
+        // NOCASE stops at a NUL both texts hold at the same place (sqlite3StrNICmp): only
+        // the lengths of what follows count, in ORDER BY, comparisons, GROUP BY and DISTINCT
+        // (run seed 1796135007524451083: ORDER BY ((x'ff00' || i) COLLATE NOCASE)).
+        "SELECT id FROM t ORDER BY ((x'ff00' || i) COLLATE NOCASE) DESC, id",
+        "SELECT id, ((x'41' || x'00' || i) COLLATE NOCASE) = ('a' || x'00' || 'zz'), ((x'41' || x'00' || i) COLLATE NOCASE) < ('a' || x'00' || 'zz'), ((x'00' || i) COLLATE NOCASE) > x'00' FROM t",
+        "SELECT length(CAST(x'ff00' || i AS TEXT)), count(*) FROM t GROUP BY (CAST(x'ff00' || i AS TEXT) COLLATE NOCASE) ORDER BY 1, 2",
+        "SELECT count(DISTINCT (CAST(x'61' || x'00' || i AS TEXT) COLLATE NOCASE)), max(CAST(x'61' || x'00' || i AS TEXT) COLLATE NOCASE) IS NOT NULL FROM t",
         // SQLite 3.54's character stepping in malformed UTF-8.
         "SELECT id, length(CAST(b AS TEXT)), substr(CAST(b AS TEXT), 2, 3), substr(CAST(b AS TEXT), -4, 2), instr(CAST(b AS TEXT), x'80'), instr(CAST(b AS TEXT), 'a') FROM t",
         "SELECT id, substr(gs, -2, -4), substr(CAST(b AS TEXT), 3, -2) FROM t",
