@@ -149,10 +149,14 @@ fn int32_literal(v: &ast::ValueWithSpan, sql: &str) -> Option<i64> {
 
 /// Whether `e` contains a function call anywhere (SQLite's `EP_HasFunc`). `LIKE`, `GLOB`,
 /// `REGEXP` and `MATCH` are calls of the functions `like()`, `glob()`, ... to SQLite's parser
-/// (the differential tester's run seed 1796125559978285622: `0 AND (1 GLOB '[^a]*')`).
+/// (the differential tester's run seed 1796125559978285622: `0 AND (1 GLOB '[^a]*')`), and so
+/// are `trim(...)` and `substring(...)`, which sqlparser parses as syntax of their own (run
+/// seed 1796136043638565375: `trim(c, 'a') AND 0`).
 fn calls_a_function(e: &ast::Expr) -> bool {
     ast::visit_expressions(e, |x| match x {
         ast::Expr::Function(_)
+        | ast::Expr::Trim { .. }
+        | ast::Expr::Substring { .. }
         | ast::Expr::Like { .. }
         | ast::Expr::ILike { .. }
         | ast::Expr::RLike { .. }

@@ -271,6 +271,12 @@ fn regressions_found_by_the_differential_tester() {
         // 9223372036854775807).
         "SELECT id, CAST(x'393232333337323033363835343737353830370041' AS NUMERIC), abs(CAST(CAST(x'393232333337323033363835343737353830370041' AS TEXT) AS NUMERIC)), CAST('9223372036854775807' || x'00' AS NUMERIC), CAST('-9223372036854775808' || x'00' || 'x' AS NUMERIC), CAST('9223372036854775808' || x'00' AS NUMERIC), CAST('12' || x'00' || '.5' AS NUMERIC), CAST('12.5' || x'00' AS NUMERIC), CAST('4611686018427387904x' AS NUMERIC), CAST('1e3' || x'00' AS NUMERIC) FROM t",
         "SELECT id, CAST((CAST(i AS TEXT) || b) AS NUMERIC), typeof(CAST((CAST(i AS TEXT) || b) AS NUMERIC)), CAST(i || x'00' AS NUMERIC) FROM t",
+        // trim() and substring() are function calls, so `x AND 0` with one of them is not
+        // folded to the position 0 (run seed 1796136043638565375).
+        "SELECT i, x FROM t ORDER BY (trim(c, 'a') AND 0) DESC, id",
+        "SELECT i, x FROM t ORDER BY (0 AND trim(c)) DESC, id",
+        "SELECT i, x FROM t ORDER BY (substring(c, 1, 2) AND 0), id",
+        "SELECT i, x FROM t ORDER BY (substr(c, 1, 2) AND 0), id",
         // NOCASE stops at a NUL both texts hold at the same place (sqlite3StrNICmp): only
         // the lengths of what follows count, in ORDER BY, comparisons, GROUP BY and DISTINCT
         // (run seed 1796135007524451083: ORDER BY ((x'ff00' || i) COLLATE NOCASE)).
