@@ -32,10 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut spills = Vec::new();
         let t = Instant::now();
         for (i, &no) in leaves.iter().enumerate() {
-            let page = &buf[i * page_size..(i + 1) * page_size];
-            let next = buf
-                .get((i + 1) * page_size..(i + 2) * page_size)
-                .unwrap_or(&[]);
+            let (page, next) = page_and_next(&buf, page_size, i);
             kernel.decode_page(no, page, next, &mut spills)?;
         }
         best = best.min(t.elapsed().as_secs_f64());
@@ -53,8 +50,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Page `i` of `buf` and the page after it (empty after the last), as the scan gives them.
+fn page_and_next(buf: &[u8], page_size: usize, i: usize) -> (&[u8], &[u8]) {
+    let next = buf
+        .get((i + 1) * page_size..(i + 2) * page_size)
+        .unwrap_or(&[]);
+    (&buf[i * page_size..(i + 1) * page_size], next)
+}
+
 /// Pass one alone: the batch decoder without the Q6 filter.
-#[allow(dead_code)]
 fn decode_only(buf: &[u8], page_size: usize, leaves: &[u32], usable: u32) -> f64 {
     let columns = engine::decode::NeededColumns::new(&[10, 6, 4, 5]).without_rowid();
     let mut batch = engine::decode::CellBatch::new();
@@ -64,10 +68,7 @@ fn decode_only(buf: &[u8], page_size: usize, leaves: &[u32], usable: u32) -> f64
     for _ in 0..20 {
         let t = Instant::now();
         for (i, &no) in leaves.iter().enumerate() {
-            let page = &buf[i * page_size..(i + 1) * page_size];
-            let next = buf
-                .get((i + 1) * page_size..(i + 2) * page_size)
-                .unwrap_or(&[]);
+            let (page, next) = page_and_next(buf, page_size, i);
             sink += batch
                 .decode_page_ahead(&columns, no, page, next, usable, &mut spills)
                 .unwrap();

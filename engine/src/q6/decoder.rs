@@ -23,6 +23,7 @@
 
 use crate::decode::{CellBatch, NeededColumns, TextWindow, ABSENT};
 pub use crate::scan::kernel::{RecordOutcome, Spill};
+use crate::value::ValueRef;
 
 use crate::q6::params::{PartialAggregate, Q6Filter};
 
@@ -269,20 +270,13 @@ impl LeafDecoder {
 /// double comparison decides exactly as [`Q6Predicates`] does: REALs (compared as doubles there
 /// too; a NaN, which SQLite reads as NULL, fails every comparison either way) and integers of
 /// up to two bytes (exact as doubles, and no bound in hundredths rounds across one of them).
-/// `None` for everything else.
+/// A stored NaN reads as NULL, as everywhere. `None` for everything else.
 #[inline(always)]
 fn quick_number(slot: crate::decode::Slot, base: &[u8]) -> Option<f64> {
-    let at = slot.offset as usize;
-    match slot.serial {
-        7 => Some(f64::from_bits(u64::from_be_bytes(
-            base.get(at..at + 8)?.try_into().ok()?,
-        ))),
-        1 => Some(f64::from(*base.get(at)? as i8)),
-        2 => Some(f64::from(i16::from_be_bytes(
-            base.get(at..at + 2)?.try_into().ok()?,
-        ))),
-        8 => Some(0.0),
-        9 => Some(1.0),
+    match slot.value(base)? {
+        ValueRef::Real(x) => Some(x),
+        // Serial types 1 and 2 (one- and two-byte integers), 8 and 9 (the constants 0 and 1).
+        ValueRef::Integer(i) if matches!(slot.serial, 1 | 2 | 8 | 9) => Some(i as f64),
         _ => None,
     }
 }
