@@ -8,14 +8,24 @@
 //! regression, not a new find; `CORESCAN_DIFF_SEED=random` takes one from the clock and
 //! prints it). Exploring is a longer run from a random seed:
 //! `CORESCAN_DIFF_SEED=random CORESCAN_DIFF_SECS=600 cargo test -p bench --test integration differential -- --nocapture`,
-//! and a failure replays from the seed it prints. Every mismatch it found became a case in
+//! and a failure replays from the seed it prints. A failure also prints
+//! `CORESCAN_DIFF_REPLAY=TABLE_SEED:QUERY_SEED`, which reruns exactly one case: the table of
+//! that seed (its page size, rows, WAL mode and every value, blobs included, derive from it
+//! alone: [`table_shape`], [`mixed_table`]) and the query of that seed with its core count and
+//! backend ([`query_case`]), printing both answers. Every mismatch it found became a case in
 //! [`super::cases`] (see `regressions_found_by_the_differential_tester`).
+//!
+//! Answers compare exactly, reals bit for bit, with two exceptions, each counted and printed:
+//! reals from `sum`/`total`/`avg` that differ from SQLite's but equal the exact sums rounded
+//! once ([`super::exact`]: SQLite's compensated sum is off where large terms cancel), and the
+//! known order of `sum()`'s integer-overflow error (see the README).
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use engine::IoBackend;
 
-use super::{corescan_answer, difference, mixed_table, settings, sqlite_answer, Rng};
+use super::{corescan_answer, difference, exact, mixed_table, settings, sqlite_answer, Rng};
 
 const COLUMNS: &[&str] = &[
     "id", "i", "r", "s", "n", "b", "x", "c", "rt", "g", "gs", "added", "added2", "rowid",
@@ -387,8 +397,76 @@ impl Gen<'_> {
 /// The seed every test run starts from (see the module docs).
 const DEFAULT_SEED: u64 = 0xC0E5_CA11_D1FF_5EED;
 
-#[test]
-fn random_queries_agree_with_sqlite() {
+/// Queries per table.
+const QUERIES_PER_TABLE: usize = 25;
+
+/// The table a table seed makes: its page size, row count and whether it is in WAL mode
+/// (the rest of the content comes from the same seed in [`mixed_table`]).
+fn table_shape(table_seed: u64) -> (u32, usize, bool) {
+    let mut trng = Rng(table_seed);
+    let page_size = *trng.pick(&[512u32, 1024, 4096, 65536]);
+    let rows = 20 + trng.below(200) as usize;
+    let wal = trng.percent(30);
+    (page_size, rows, wal)
+}
+
+/// The query a query seed makes, and the executors and backend it runs with.
+fn query_case(query_seed: u64) -> (String, usize, IoBackend) {
+    let sql = Gen {
+        rng: &mut Rng(query_seed),
+    }
+    .query();
+    let cores = 1 + (query_seed % 3) as usize;
+    let io = if query_seed.is_multiple_of(2) {
+        IoBackend::Pread
+    } else {
+        IoBackend::Mmap
+    };
+    (sql, cores, io)
+}
+
+/// How one query's answers compared.
+enum Outcome {
+    /// The same answer (reals bit for bit).
+    Agreed,
+    /// sum()'s integer overflow follows the running total in the file order of the leaves,
+    /// which in these tables is not rowid order (the one known difference, see the README).
+    KnownOverflowOrder,
+    /// Reals of `sum`/`total`/`avg` differ from SQLite's, and corescan's are the exact sums
+    /// rounded once ([`super::exact`]), where SQLite's compensated sum is not.
+    ExactSums(String),
+    /// Anything else: a bug in one of them.
+    Mismatch(String),
+}
+
+/// Runs `sql` on `path` in SQLite and corescan and compares the answers.
+fn compare(path: &Path, sql: &str, cores: usize, io: IoBackend) -> Outcome {
+    let want = sqlite_answer(path, sql);
+    let got = corescan_answer(path, sql, &settings(io, 4), cores);
+    let Some(d) = difference(&want, &got, false) else {
+        return Outcome::Agreed;
+    };
+    let overflow = |a: &super::Answer| matches!(a, Err(e) if e.contains("integer overflow"));
+    if sql.contains("sum(") && (overflow(&want) != overflow(&got)) {
+        return Outcome::KnownOverflowOrder;
+    }
+    if exact::has_real_sum(sql) {
+        let reference = exact::exact_answer(path, sql);
+        return match difference(&reference, &got, false) {
+            None => Outcome::ExactSums(d),
+            Some(e) => Outcome::Mismatch(format!(
+                "{d}\n(and against the exact sums: {e}; SQLite with exact sums against \
+                 SQLite: {})",
+                difference(&want, &reference, false).unwrap_or_else(|| "the same".into())
+            )),
+        };
+    }
+    Outcome::Mismatch(d)
+}
+
+/// The run's settings from the environment: seconds, seed, and the table and query seeds
+/// of one case to replay.
+fn run_settings() -> (u64, u64, Option<(u64, u64)>) {
     let secs: u64 = std::env::var("CORESCAN_DIFF_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -402,52 +480,58 @@ fn random_queries_agree_with_sqlite() {
             .expect("CORESCAN_DIFF_SEED is a number or \"random\""),
         None => DEFAULT_SEED,
     };
-    println!("differential tester: seed {seed}, {secs} s (CORESCAN_DIFF_SEED, CORESCAN_DIFF_SECS)");
+    let replay = std::env::var("CORESCAN_DIFF_REPLAY").ok().map(|r| {
+        let (t, q) = r
+            .split_once(':')
+            .and_then(|(t, q)| Some((t.trim().parse().ok()?, q.trim().parse().ok()?)))
+            .expect("CORESCAN_DIFF_REPLAY is TABLE_SEED:QUERY_SEED");
+        (t, q)
+    });
+    (secs, seed, replay)
+}
+
+#[test]
+fn random_queries_agree_with_sqlite() {
+    let (secs, seed, replay) = run_settings();
     // It writes hundreds of small databases: not while an experiment reads device counters.
     let _disk = crate::experiments::exclusive();
     let dir = crate::scratch_dir("query-differential");
+    if let Some((table_seed, query_seed)) = replay {
+        replay_one(&dir, table_seed, query_seed);
+        return;
+    }
+    println!("differential tester: seed {seed}, {secs} s (CORESCAN_DIFF_SEED, CORESCAN_DIFF_SECS)");
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut rng = Rng(seed);
-    let (mut tables, mut queries, mut known) = (0, 0, 0);
+    let (mut tables, mut queries, mut known, mut exact_sums) = (0, 0, 0, 0);
     while Instant::now() < deadline {
         let table_seed = rng.next();
-        let mut trng = Rng(table_seed);
-        let page_size = *trng.pick(&[512u32, 1024, 4096, 65536]);
-        let rows = 20 + trng.below(200) as usize;
-        let wal = trng.percent(30);
+        let (page_size, rows, wal) = table_shape(table_seed);
         let path = dir.join(format!("t{tables}.db"));
         let _writer = mixed_table(&path, page_size, rows, table_seed, wal);
         tables += 1;
-        for _ in 0..25 {
+        for _ in 0..QUERIES_PER_TABLE {
             let query_seed = rng.next();
-            let sql = Gen {
-                rng: &mut Rng(query_seed),
-            }
-            .query();
-            let cores = 1 + (query_seed % 3) as usize;
-            let io = if query_seed.is_multiple_of(2) {
-                IoBackend::Pread
-            } else {
-                IoBackend::Mmap
-            };
-            let want = sqlite_answer(&path, &sql);
-            let got = corescan_answer(&path, &sql, &settings(io, 4), cores);
+            let (sql, cores, io) = query_case(query_seed);
             queries += 1;
-            if let Some(d) = difference(&want, &got, true) {
-                // The one known difference (see the README): sum()'s integer overflow follows
-                // the running total in the file order of the leaves, which in these tables is
-                // not rowid order. Counted, printed, and never a pass for anything else.
-                let overflow =
-                    |a: &super::Answer| matches!(a, Err(e) if e.contains("integer overflow"));
-                if sql.contains("sum(") && (overflow(&want) != overflow(&got)) {
+            match compare(&path, &sql, cores, io) {
+                Outcome::Agreed => {}
+                Outcome::KnownOverflowOrder => {
                     known += 1;
                     println!("known difference (sum overflow order): {sql}");
-                    continue;
                 }
-                panic!(
+                Outcome::ExactSums(d) => {
+                    exact_sums += 1;
+                    println!(
+                        "exact sums where SQLite's compensated sum is not (replay \
+                         CORESCAN_DIFF_REPLAY={table_seed}:{query_seed}): {sql}\n  {d}"
+                    );
+                }
+                Outcome::Mismatch(d) => panic!(
                     "mismatch (run seed {seed}, table seed {table_seed}: page size {page_size}, \
-                     {rows} rows, wal {wal}; {cores} cores, {io:?})\n{sql}\n{d}"
-                );
+                     {rows} rows, wal {wal}; {cores} cores, {io:?}; replay with \
+                     CORESCAN_DIFF_REPLAY={table_seed}:{query_seed})\n{sql}\n{d}"
+                ),
             }
         }
         drop(_writer);
@@ -463,10 +547,65 @@ fn random_queries_agree_with_sqlite() {
         }
     }
     println!(
-        "differential tester: {queries} queries over {tables} tables agreed \
-         ({known} with the known sum-overflow-order difference)"
+        "differential tester: {queries} queries over {tables} tables agreed ({known} with the \
+         known sum-overflow-order difference, {exact_sums} with exact sums where SQLite's \
+         compensated sum is not)"
     );
     assert!(queries > 0, "the time budget allowed no query");
+}
+
+/// Rebuilds the table of `table_seed` and runs the query of `query_seed` on it, printing
+/// both answers; fails as the run that printed the seeds failed.
+fn replay_one(dir: &Path, table_seed: u64, query_seed: u64) {
+    let (page_size, rows, wal) = table_shape(table_seed);
+    let (sql, cores, io) = query_case(query_seed);
+    let path = dir.join("replay.db");
+    let _writer = mixed_table(&path, page_size, rows, table_seed, wal);
+    println!(
+        "replay: table seed {table_seed} (page size {page_size}, {rows} rows, wal {wal}) at \
+         {}; query seed {query_seed} ({cores} cores, {io:?}):\n{sql}",
+        path.display()
+    );
+    println!("SQLite:   {:?}", sqlite_answer(&path, &sql));
+    println!(
+        "corescan: {:?}",
+        corescan_answer(&path, &sql, &settings(io, 4), cores)
+    );
+    match compare(&path, &sql, cores, io) {
+        Outcome::Agreed => println!("replay: the answers agree"),
+        Outcome::KnownOverflowOrder => println!("replay: the known sum-overflow-order difference"),
+        Outcome::ExactSums(d) => println!("replay: exact sums where SQLite's are not: {d}"),
+        Outcome::Mismatch(d) => panic!("replay: mismatch\n{d}"),
+    }
+}
+
+/// A table seed rebuilds the same table: the same file bytes (rollback mode) and the same
+/// rows through SQLite (WAL mode, whose log starts with random salts), in a fresh directory.
+#[test]
+fn a_table_seed_rebuilds_the_same_table() {
+    let dump =
+        "SELECT id, i, r, s, n, b, x, c, rt, g, gs, added, added2, typeof(x) FROM t ORDER BY id";
+    let a = crate::scratch_dir("query-differential-replay-a");
+    let b = crate::scratch_dir("query-differential-replay-b");
+    for (k, wal) in [(0u64, false), (1, true)] {
+        let seed = 0x5EED_0000 + k;
+        let (pa, pb) = (a.join(format!("t{k}.db")), b.join(format!("other{k}.db")));
+        let wa = mixed_table(&pa, 1024, 120, seed, wal);
+        let wb = mixed_table(&pb, 1024, 120, seed, wal);
+        let da = sqlite_answer(&pa, dump).expect("dump");
+        assert!(da.1.len() > 100, "the table has rows");
+        assert_eq!(Ok(da), sqlite_answer(&pb, dump), "wal {wal}");
+        if !wal {
+            assert!(
+                std::fs::read(&pa).unwrap() == std::fs::read(&pb).unwrap(),
+                "the same file bytes"
+            );
+        }
+        drop((wa, wb));
+    }
+    // The shapes and queries derive from the seeds alone.
+    assert_eq!(table_shape(42), table_shape(42));
+    assert_eq!(query_case(7).0, query_case(7).0);
 }
 
 /// The soft limit on open files.
