@@ -386,6 +386,36 @@ impl<'t> Resolver<'t> {
                         return Ok(Typed::plain(Expr::Literal(self.literal_at(v, true)?)));
                     }
                 }
+                // sqlparser parses the operand of `~` at the precedence of binary `+`, so it
+                // takes in `*`, `/`, `%` and `||`; SQLite's `~` binds tighter than any binary
+                // operator: `~a || b` is `(~a) || b` (the differential tester's default seed).
+                if let (
+                    UnaryOperator::BitwiseNot,
+                    ast::Expr::BinaryOp {
+                        left,
+                        op: inner,
+                        right,
+                    },
+                ) = (op, expr.as_ref())
+                {
+                    if matches!(
+                        inner,
+                        BinaryOperator::Multiply
+                            | BinaryOperator::Divide
+                            | BinaryOperator::Modulo
+                            | BinaryOperator::StringConcat
+                    ) {
+                        let rotated = ast::Expr::BinaryOp {
+                            left: Box::new(ast::Expr::UnaryOp {
+                                op: UnaryOperator::BitwiseNot,
+                                expr: left.clone(),
+                            }),
+                            op: inner.clone(),
+                            right: right.clone(),
+                        };
+                        return self.resolve(&rotated, stage, d);
+                    }
+                }
                 let x = self.resolve(expr, stage, d)?;
                 match op {
                     UnaryOperator::Minus => Typed {
@@ -413,7 +443,21 @@ impl<'t> Resolver<'t> {
             ast::Expr::BinaryOp { left, op, right } => {
                 let l = self.resolve(left, stage, d)?;
                 let r = self.resolve(right, stage, d)?;
-                binary(op, l, r)?
+                // An operand with an aggregate stays, even where a literal decides: which
+                // aggregates the expressions name decides the row that shows a group's keys
+                // (engine::query::key_row), as SQLite's AggInfo lists them all.
+                let aggregates = matches!(op, BinaryOperator::And | BinaryOperator::Or)
+                    && (super::plan::has_aggregate(left) || super::plan::has_aggregate(right));
+                if aggregates {
+                    let (l, r) = (Box::new(l.expr), Box::new(r.expr));
+                    Typed::plain(if *op == BinaryOperator::And {
+                        Expr::And(l, r)
+                    } else {
+                        Expr::Or(l, r)
+                    })
+                } else {
+                    binary(op, l, r)?
+                }
             }
             ast::Expr::IsNull(x) | ast::Expr::IsNotNull(x) => {
                 let x = self.resolve(x, stage, d)?;
@@ -879,6 +923,25 @@ impl<'t> Resolver<'t> {
                 arity(n >= 1)?;
                 Function::Strftime
             }
+            "char" => Function::Char,
+            // Planner hints that return their first argument: to the evaluator a one-argument
+            // coalesce (a function call all the same: no affinity, no column collation).
+            "likely" | "unlikely" => {
+                arity(n == 1)?;
+                Function::Coalesce
+            }
+            "likelihood" => {
+                arity(n == 2)?;
+                // resolve.c's exprProbability: a floating-point literal (not an integer, not
+                // under a sign) of at most 1.0.
+                if !is_probability(args[1]) {
+                    return invalid(
+                        "second argument to likelihood() must be a constant between 0.0 and 1.0",
+                    );
+                }
+                typed.truncate(1);
+                Function::Coalesce
+            }
             _ => return invalid(format!("no such function: {name}")),
         };
         // A function's result has no affinity; `coalesce` and friends keep an explicit
@@ -901,6 +964,50 @@ fn special_function(func: Function, typed: Vec<Typed>) -> Typed {
         expr: Expr::Function(func, typed.into_iter().map(|t| t.expr).collect()),
         affinity: None,
         collation,
+    }
+}
+
+/// Whether `e` is a probability to `likelihood()`: a floating-point literal token (with a
+/// `.` or an exponent) whose value is at most 1.0.
+fn is_probability(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Nested(x) => is_probability(x),
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(s, _) => {
+                let float =
+                    !s.starts_with("0x") && !s.starts_with("0X") && s.contains(['.', 'e', 'E']);
+                float && s.parse::<f64>().is_ok_and(|r| r <= 1.0)
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// `a AND b` or `a OR b` as SQLite codes it (`sqlite3ExprSimplifiedAndOr`): an integer literal
+/// that decides the result stands for the whole (`x OR 1` is `1`, `x` never computed), one
+/// that drops out leaves the truth value of the other operand (`1 AND x` is `NOT NOT x`).
+/// Otherwise both operands are computed for a value and the engine's jump code decides in a
+/// condition. Only literals written as such count (operands are built bottom-up, so a reduced
+/// operand is seen as SQLite's reduction sees it); a constant that folds later does not.
+fn and_or(and: bool, a: Expr, b: Expr) -> Expr {
+    let literal = |e: &Expr| match e {
+        Expr::Literal(Value::Integer(i)) => Some(*i != 0),
+        _ => None,
+    };
+    let boolean = |e: Expr| match literal(&e) {
+        Some(t) => Expr::Literal(Value::Integer(i64::from(t))),
+        None => Expr::Not(Box::new(Expr::Not(Box::new(e)))),
+    };
+    let (la, lb) = (literal(&a), literal(&b));
+    if la == Some(true) || lb == Some(false) {
+        boolean(if and { b } else { a })
+    } else if lb == Some(true) || la == Some(false) {
+        boolean(if and { a } else { b })
+    } else if and {
+        Expr::And(Box::new(a), Box::new(b))
+    } else {
+        Expr::Or(Box::new(a), Box::new(b))
     }
 }
 
@@ -970,11 +1077,11 @@ fn binary(op: &BinaryOperator, l: Typed, r: Typed) -> Result<Typed, SqlError> {
         BinaryOperator::IsNot => compare(CmpOp::IsNot, l, r),
         BinaryOperator::And => Typed {
             collation: carried,
-            ..Typed::plain(Expr::And(Box::new(l.expr), Box::new(r.expr)))
+            ..Typed::plain(and_or(true, l.expr, r.expr))
         },
         BinaryOperator::Or => Typed {
             collation: carried,
-            ..Typed::plain(Expr::Or(Box::new(l.expr), Box::new(r.expr)))
+            ..Typed::plain(and_or(false, l.expr, r.expr))
         },
         // `x GLOB p` is the call `glob(p, x)` to SQLite.
         BinaryOperator::Glob => Typed {

@@ -441,7 +441,7 @@ fn ordinal(n: usize) -> String {
 }
 
 /// Whether `e` calls an aggregate function (one-argument `min`/`max`, `count`, `sum`, ...).
-fn has_aggregate(e: &ast::Expr) -> bool {
+pub(crate) fn has_aggregate(e: &ast::Expr) -> bool {
     let text = e.to_string();
     // Cheap pre-check before the walk.
     if !text.contains('(') {

@@ -136,7 +136,7 @@ pub fn eval_ref<'a>(expr: &'a Expr, slots: &[ValueRef<'a>]) -> Result<Operand<'a
                         datatype3::compare(b.as_ref(), w.as_ref(), *affinity, *collation)
                             == Some(Ordering::Equal)
                     }
-                    None => truth_of(when, slots)? == Some(true),
+                    None => holds(when, slots)?,
                 };
                 if hit {
                     return eval_ref(then, slots);
@@ -167,24 +167,21 @@ pub fn truth_of(expr: &Expr, slots: &[ValueRef<'_>]) -> Result<Option<bool>, Str
             let b = eval_ref(right, slots)?;
             compare_truth(*op, a.as_ref(), b.as_ref(), *affinity, *collation)
         }
+        // A value (exprCodeTargetAndOr): both operands are computed, so an operand that
+        // fails fails the row even when the other one settles the answer (the planner has
+        // already reduced an AND or OR that an integer literal decides, as SQLite does).
         Expr::And(a, b) => {
-            let x = truth_of(a, slots)?;
-            if x == Some(false) {
-                return Ok(Some(false));
-            }
-            match (x, truth_of(b, slots)?) {
-                (_, Some(false)) => Some(false),
+            let (x, y) = (truth_of(a, slots)?, truth_of(b, slots)?);
+            match (x, y) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
                 (Some(true), Some(true)) => Some(true),
                 _ => None,
             }
         }
         Expr::Or(a, b) => {
-            let x = truth_of(a, slots)?;
-            if x == Some(true) {
-                return Ok(Some(true));
-            }
-            match (x, truth_of(b, slots)?) {
-                (_, Some(true)) => Some(true),
+            let (x, y) = (truth_of(a, slots)?, truth_of(b, slots)?);
+            match (x, y) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
                 (Some(false), Some(false)) => Some(false),
                 _ => None,
             }
@@ -245,9 +242,41 @@ pub fn truth_of(expr: &Expr, slots: &[ValueRef<'_>]) -> Result<Option<bool>, Str
 }
 
 /// Whether `expr` holds for the row: SQLite's `WHERE` keeps a row only when the filter is
-/// true (NULL and false drop it).
+/// true (NULL and false drop it). A condition (`WHERE`, `HAVING`, `CASE WHEN`) is SQLite's
+/// jump code, `sqlite3ExprIfFalse(.., SQLITE_JUMPIFNULL)`, which stops at the first operand
+/// that decides where to jump ([`jumps`]); what it computes decides which failures surface.
 pub fn holds(expr: &Expr, slots: &[ValueRef<'_>]) -> Result<bool, String> {
-    Ok(truth_of(expr, slots)? == Some(true))
+    Ok(!jumps(expr, false, true, slots)?)
+}
+
+/// Whether SQLite's jump code for `expr` jumps: `sqlite3ExprIfTrue` (`want` true) or
+/// `sqlite3ExprIfFalse`, a NULL jumping when `if_null`. `AND` and `OR` evaluate their right
+/// operand only when the left one did not decide (a NULL left decides when it jumps), and `NOT`
+/// swaps the two.
+fn jumps(expr: &Expr, want: bool, if_null: bool, slots: &[ValueRef<'_>]) -> Result<bool, String> {
+    Ok(match (expr, want) {
+        // IfTrue(a AND b): IfFalse(a) to the end (NULL flipped), then IfTrue(b).
+        (Expr::And(a, b), true) => {
+            !jumps(a, false, !if_null, slots)? && jumps(b, true, if_null, slots)?
+        }
+        // IfFalse(a AND b): IfFalse(a), then IfFalse(b), both to the target.
+        (Expr::And(a, b), false) => {
+            jumps(a, false, if_null, slots)? || jumps(b, false, if_null, slots)?
+        }
+        // IfTrue(a OR b): IfTrue(a), then IfTrue(b), both to the target.
+        (Expr::Or(a, b), true) => {
+            jumps(a, true, if_null, slots)? || jumps(b, true, if_null, slots)?
+        }
+        // IfFalse(a OR b): IfTrue(a) to the end (NULL flipped), then IfFalse(b).
+        (Expr::Or(a, b), false) => {
+            !jumps(a, true, !if_null, slots)? && jumps(b, false, if_null, slots)?
+        }
+        (Expr::Not(x), _) => jumps(x, !want, if_null, slots)?,
+        _ => match truth_of(expr, slots)? {
+            Some(t) => t == want,
+            None => if_null,
+        },
+    })
 }
 
 /// SQLite's truth value of `v` (`sqlite3VdbeBooleanValue`): `None` for NULL, numbers are true

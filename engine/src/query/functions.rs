@@ -42,6 +42,40 @@ fn char_starts(b: &[u8]) -> Vec<usize> {
     starts
 }
 
+/// `char()`'s text, as `charFunc` encodes it: each argument as an integer (NULL is 0), one
+/// outside `0..=0x10FFFF` as U+FFFD, every code point (surrogates too) in the UTF-8 form of its
+/// size.
+fn char_text(a: &[ValueRef<'_>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(a.len() * 4);
+    for v in a {
+        let x = v.to_i64().unwrap_or(0);
+        let c = if (0..=0x10ffff).contains(&x) {
+            x as u32
+        } else {
+            0xfffd
+        };
+        if c < 0x80 {
+            out.push(c as u8);
+        } else if c < 0x800 {
+            out.extend([0xc0 | (c >> 6) as u8, 0x80 | (c & 0x3f) as u8]);
+        } else if c < 0x10000 {
+            out.extend([
+                0xe0 | (c >> 12) as u8,
+                0x80 | ((c >> 6) & 0x3f) as u8,
+                0x80 | (c & 0x3f) as u8,
+            ]);
+        } else {
+            out.extend([
+                0xf0 | (c >> 18) as u8,
+                0x80 | ((c >> 12) & 0x3f) as u8,
+                0x80 | ((c >> 6) & 0x3f) as u8,
+                0x80 | (c & 0x3f) as u8,
+            ]);
+        }
+    }
+    out
+}
+
 fn text_of(v: ValueRef<'_>) -> Option<Vec<u8>> {
     v.to_text().map(|t| t.into_owned())
 }
@@ -105,6 +139,7 @@ pub fn apply(f: Function, a: &[ValueRef<'_>]) -> Result<Value, String> {
             Value::text(s)
         }
         Function::Instr => instr(arg(0), arg(1)),
+        Function::Char => Value::Text(char_text(a)),
         Function::Replace => {
             // SQLite's replaceFunc checks in this order: an empty pattern (or one starting
             // with NUL) returns X even when Z is NULL.

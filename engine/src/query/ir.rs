@@ -182,6 +182,8 @@ pub enum Function {
     UnixEpoch,
     /// `timediff(a, b)`: the time from `b` to `a` as `±YYYY-MM-DD HH:MM:SS.SSS`.
     TimeDiff,
+    /// `char(x, ...)`: the text of the code points `x, ...`.
+    Char,
 }
 
 /// Aggregate functions.

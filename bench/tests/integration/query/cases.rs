@@ -284,6 +284,9 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT id, ((x'41' || x'00' || i) COLLATE NOCASE) = ('a' || x'00' || 'zz'), ((x'41' || x'00' || i) COLLATE NOCASE) < ('a' || x'00' || 'zz'), ((x'00' || i) COLLATE NOCASE) > x'00' FROM t",
         "SELECT length(CAST(x'ff00' || i AS TEXT)), count(*) FROM t GROUP BY (CAST(x'ff00' || i AS TEXT) COLLATE NOCASE) ORDER BY 1, 2",
         "SELECT count(DISTINCT (CAST(x'61' || x'00' || i AS TEXT) COLLATE NOCASE)), max(CAST(x'61' || x'00' || i AS TEXT) COLLATE NOCASE) IS NOT NULL FROM t",
+        // `~` binds tighter than every binary operator (sqlparser took `||`, `*`, `/`, `%`
+        // into its operand: the default seed with the widened generator, `~(b) || rt`).
+        "SELECT id, ~(b) || rt, ~i * 2, ~i || 'x', ~i % 3, ~(i) / 2 * 3, ~(i || 1), ~-i || i FROM t",
         // SQLite 3.54's character stepping in malformed UTF-8.
         "SELECT id, length(CAST(b AS TEXT)), substr(CAST(b AS TEXT), 2, 3), substr(CAST(b AS TEXT), -4, 2), instr(CAST(b AS TEXT), x'80'), instr(CAST(b AS TEXT), 'a') FROM t",
         "SELECT id, substr(gs, -2, -4), substr(CAST(b AS TEXT), 3, -2) FROM t",
@@ -401,6 +404,78 @@ fn real_sums_are_exact_where_the_compensated_sum_is_not() {
     ] {
         let _sqlite = super::check_exact(&path, sql);
     }
+}
+
+/// `char()` as `charFunc` encodes code points (out of range is U+FFFD, surrogates are
+/// encoded as they are), and the planner hints that return their argument.
+#[test]
+fn char_likely_unlikely_likelihood() {
+    all(&[
+        "SELECT id, char(i), char(i, r, s), char(), char(NULL, 65), hex(char(55296, 1114111, 1114112, -1, 127, 128, 2047, 2048, 65535, 65536)) FROM t",
+        "SELECT id, char(x), hex(char(b)), length(char(n, 0, 1)) FROM t",
+        "SELECT id, likely(i), unlikely(s), likelihood(x, 0.5), likelihood(c, 1.0) FROM t WHERE likely(i > 0) OR unlikely(s = 'a')",
+        // No affinity and no column collation through them: they are function calls.
+        "SELECT id FROM t WHERE likely(i) = '5' OR likely(c) = 'APPLE' OR unlikely(i) > 'a'",
+        "SELECT id, likely(c) FROM t ORDER BY likely(c), id",
+        "SELECT id, i FROM t ORDER BY likely(1), id",
+        "SELECT likely(typeof(x)), count(*) FROM t GROUP BY 1 ORDER BY likely(2) DESC, 1",
+    ]);
+    let db = fixture();
+    for bad in [
+        "SELECT likelihood(i, 1) FROM t",
+        "SELECT likelihood(i, 1.5) FROM t",
+        "SELECT likelihood(i, -0.5) FROM t",
+        "SELECT likelihood(i, i) FROM t",
+    ] {
+        assert!(super::sqlite_answer(db, bad).is_err(), "{bad}");
+        check_error(db, bad, "second argument to likelihood()");
+    }
+    for bad in ["SELECT likely(i, 1) FROM t", "SELECT unlikely() FROM t"] {
+        assert!(super::sqlite_answer(db, bad).is_err(), "{bad}");
+        check_error(db, bad, "wrong number of arguments");
+    }
+}
+
+/// Which operands of AND, OR and BETWEEN are computed decides whether a failing one (here
+/// `LIKE` with an ESCAPE that is no single character) fails the query: as a value
+/// (exprCodeTargetAndOr) both are, unless an integer literal decides; as a condition (WHERE,
+/// HAVING, CASE WHEN: sqlite3ExprIfFalse with SQLITE_JUMPIFNULL) the left one stops it when it
+/// decides the jump, NULL included (the default seed's run with the widened generator:
+/// `0.1 NOT BETWEEN substr(-1, 0, -4) AND (rt NOT LIKE '%' ESCAPE '')` in a result column).
+#[test]
+fn which_operands_of_and_or_between_are_computed() {
+    let fails = "(rt LIKE 'a' ESCAPE '')";
+    let db = fixture();
+    for sql in [
+        "SELECT 0.1 NOT BETWEEN '' AND (rt NOT LIKE '%' ESCAPE '') FROM t",
+        "SELECT id, (i IS NULL) OR $F FROM t",
+        "SELECT id, (i < -1e30) AND $F FROM t",
+        "SELECT id, (0.1 >= '') AND $F FROM t",
+        "SELECT id, i BETWEEN 1e30 AND $F FROM t",
+        "SELECT id FROM t WHERE i AND $F",
+        "SELECT id FROM t WHERE NOT (NULL AND $F)",
+        "SELECT typeof(x), count(*) > 0 OR (max(rt) LIKE 'a' ESCAPE '') FROM t GROUP BY 1",
+    ] {
+        let sql = sql.replace("$F", fails);
+        assert!(
+            super::sqlite_answer(db, &sql).is_err(),
+            "{sql}: SQLite answers"
+        );
+        check_error(db, &sql, "ESCAPE expression must be a single character");
+    }
+    all(&[
+        "SELECT id, (rt LIKE 'a' ESCAPE '') OR 1, 1 OR (rt LIKE 'a' ESCAPE ''), 0 AND (rt LIKE 'a' ESCAPE ''), (rt LIKE 'a' ESCAPE '') AND 0 FROM t",
+        "SELECT id, (1 AND i), (i OR 0), (0 OR i), (i AND 1), (i AND (1 OR s)), ((rt LIKE 'a' ESCAPE '') OR 1) AND i FROM t",
+        "SELECT id FROM t WHERE 0.1 NOT BETWEEN '' AND (rt LIKE '%' ESCAPE '')",
+        "SELECT id FROM t WHERE NULL AND (rt LIKE 'a' ESCAPE '')",
+        "SELECT id FROM t WHERE (0.1 >= '') AND (rt LIKE 'a' ESCAPE '')",
+        "SELECT id FROM t WHERE NOT (NULL OR (rt LIKE 'a' ESCAPE ''))",
+        "SELECT id FROM t WHERE NOT (0.0 AND (rt LIKE 'a' ESCAPE ''))",
+        "SELECT id, CASE WHEN NULL AND (rt LIKE 'a' ESCAPE '') THEN 1 ELSE 2 END, CASE WHEN i IS NOT NULL OR (rt LIKE 'a' ESCAPE '') THEN 1 ELSE 2 END FROM t WHERE i IS NOT NULL",
+        "SELECT typeof(x), count(*) FROM t GROUP BY 1 HAVING NULL AND (max(rt) LIKE 'a' ESCAPE '')",
+        "SELECT typeof(x), count(*) FROM t GROUP BY 1 HAVING count(*) > 0 OR (max(rt) LIKE 'a' ESCAPE '')",
+        "SELECT id FROM t ORDER BY (rt LIKE 'a' ESCAPE '') OR 1, id",
+    ]);
 }
 
 #[test]

@@ -54,12 +54,98 @@ const LITERALS: &[&str] = &[
     "x'01'",
     "x'ff00'",
     "9223372036854775807",
+    "-9223372036854775808",
+    "1e308",
+    "-0.0",
+    "0.1",
+    "'0x10'",
+    "' -7 '",
+    "'1e2'",
+    "'a%b_c'",
+    "x''",
+    "'12:30:15'",
+    "2460000.5",
 ];
 
 const PATTERNS: &[&str] = &[
     "'a%'", "'%p%'", "'_'", "'%'", "'1%'", "'%E'", "'long%'", "'a_p%'",
 ];
-const GLOBS: &[&str] = &["'a*'", "'*p*'", "'?'", "'[0-9]*'", "'[^a]*'", "'A*'"];
+const GLOBS: &[&str] = &[
+    "'a*'",
+    "'*p*'",
+    "'?'",
+    "'[0-9]*'",
+    "'[^a]*'",
+    "'A*'",
+    "'*[]]*'",
+    "'[a-c]?*'",
+];
+/// LIKE patterns with the escape character they use (sometimes not one character, which
+/// is an error in both).
+const ESCAPED: &[(&str, &str)] = &[
+    ("'%\\%%'", "'\\'"),
+    ("'a!_%'", "'!'"),
+    ("'%!%'", "'!'"),
+    ("'!!%'", "'!'"),
+    ("'aa%'", "'a'"),
+    ("'%b^_c'", "'^'"),
+    ("'%'", "'ab'"),
+    ("'%'", "''"),
+];
+/// Type names of CAST: the five affinities under many spellings (SQLite's rules on the
+/// declared type's name).
+const CAST_TYPES: &[&str] = &[
+    "INTEGER",
+    "REAL",
+    "TEXT",
+    "NUMERIC",
+    "BLOB",
+    "INT8",
+    "BIGINT",
+    "VARCHAR(5)",
+    "CHAR",
+    "CLOB",
+    "FLOAT",
+    "DOUBLE",
+    "DECIMAL(10,2)",
+    "BOOLEAN",
+    "DATE",
+    "POINT",
+];
+/// Time-value modifiers and strftime formats.
+const MODIFIERS: &[&str] = &[
+    "'+1 day'",
+    "'-3 months'",
+    "'start of month'",
+    "'start of year'",
+    "'weekday 0'",
+    "'+1.5 hours'",
+    "'unixepoch'",
+    "'localtime'",
+    "'utc'",
+    "'-10 minutes'",
+    "'+2 years'",
+    "'start of day'",
+    "'auto'",
+    "'subsec'",
+    "'julianday'",
+    "'ceiling'",
+    "'floor'",
+];
+const FORMATS: &[&str] = &[
+    "'%Y-%m-%d'",
+    "'%H:%M:%S'",
+    "'%j %w %W'",
+    "'%s'",
+    "'%f'",
+    "'%J'",
+    "'%Y %m'",
+    "'%%%d'",
+    "'%u %U %V %G %g'",
+    "'%e %k %l %p %P %I'",
+    "'%Z'",
+    "'x'",
+];
 
 /// Random SQL from the supported grammar.
 struct Gen<'r> {
@@ -84,7 +170,11 @@ impl Gen<'_> {
             0 => format!(
                 "({} {} {})",
                 self.expr(d),
-                self.rng.pick(&["+", "-", "*", "/", "%"]),
+                if self.rng.percent(15) {
+                    *self.rng.pick(&["&", "|", "<<", ">>"])
+                } else {
+                    *self.rng.pick(&["+", "-", "*", "/", "%"])
+                },
                 self.expr(d)
             ),
             1 => format!("({} || {})", self.expr(d), self.expr(d)),
@@ -120,13 +210,26 @@ impl Gen<'_> {
                     items.join(", ")
                 )
             }
-            9 => format!(
-                "({} {}LIKE {})",
-                self.expr(d),
-                self.rng.pick(&["", "NOT "]),
-                self.rng.pick(PATTERNS)
-            ),
-            10 => format!("({} GLOB {})", self.expr(d), self.rng.pick(GLOBS)),
+            9 => {
+                let x = self.expr(d);
+                let not = *self.rng.pick(&["", "NOT "]);
+                match self.rng.below(4) {
+                    0 => {
+                        let (p, e) = *self.rng.pick(ESCAPED);
+                        format!("({x} {not}LIKE {p} ESCAPE {e})")
+                    }
+                    1 => format!("({x} {not}LIKE {})", self.expr(d)),
+                    _ => format!("({x} {not}LIKE {})", self.rng.pick(PATTERNS)),
+                }
+            }
+            10 => {
+                let pattern = if self.rng.percent(25) {
+                    self.expr(d)
+                } else {
+                    (*self.rng.pick(GLOBS)).to_string()
+                };
+                format!("({} GLOB {pattern})", self.expr(d))
+            }
             11 => {
                 if self.rng.percent(50) {
                     format!(
@@ -147,12 +250,7 @@ impl Gen<'_> {
                     )
                 }
             }
-            12 => format!(
-                "CAST({} AS {})",
-                self.expr(d),
-                self.rng
-                    .pick(&["INTEGER", "REAL", "TEXT", "NUMERIC", "BLOB"])
-            ),
+            12 => format!("CAST({} AS {})", self.expr(d), self.rng.pick(CAST_TYPES)),
             13 => format!(
                 "({} COLLATE {})",
                 self.expr(d),
@@ -160,7 +258,11 @@ impl Gen<'_> {
             ),
             14 => {
                 let operand = self.expr(d);
-                self.signed(operand)
+                if self.rng.percent(15) {
+                    format!("~({operand})")
+                } else {
+                    self.signed(operand)
+                }
             }
             _ => self.function(d),
         }
@@ -200,11 +302,46 @@ impl Gen<'_> {
         t
     }
 
+    /// `date`, `time`, `datetime`, `julianday`, `unixepoch` or `strftime` with modifiers.
+    fn time_function(&mut self, d: u32) -> String {
+        let value = if self.rng.percent(50) {
+            (*self.rng.pick(&[
+                "'1994-05-13'",
+                "'2024-02-29 12:30:00'",
+                "'2000-01-01T00:00:00.123Z'",
+                "'12:30'",
+                "2451545.0",
+                "1700000000",
+            ]))
+            .to_string()
+        } else {
+            self.expr(d)
+        };
+        let mods: Vec<&str> = (0..self.rng.below(3))
+            .map(|_| *self.rng.pick(MODIFIERS))
+            .collect();
+        let mut args = vec![value];
+        args.extend(mods.iter().map(|m| m.to_string()));
+        let f = *self.rng.pick(&[
+            "date",
+            "time",
+            "datetime",
+            "julianday",
+            "unixepoch",
+            "strftime",
+        ]);
+        if f == "strftime" {
+            args.insert(0, (*self.rng.pick(FORMATS)).to_string());
+        }
+        format!("{f}({})", args.join(", "))
+    }
+
     fn function(&mut self, d: u32) -> String {
         let one = [
-            "abs", "length", "lower", "upper", "typeof", "hex", "trim", "round",
+            "abs", "length", "lower", "upper", "typeof", "hex", "trim", "round", "likely",
+            "unlikely", "char",
         ];
-        match self.rng.below(9) {
+        match self.rng.below(10) {
             0 => format!("{}({})", self.rng.pick(&one), self.expr(d)),
             7 => format!("timediff({}, {})", self.expr(d), self.expr(d)),
             1 => format!(
@@ -235,7 +372,17 @@ impl Gen<'_> {
                 self.expr(d),
                 self.rng.pick(&["'a'", "' '", "'1x'"])
             ),
-            _ => format!("date({})", self.expr(d)),
+            8 => match self.rng.below(3) {
+                0 => format!("date({})", self.expr(d)),
+                1 => format!("char({}, {})", self.expr(d), self.expr(d)),
+                _ => format!(
+                    "likelihood({}, {})",
+                    self.expr(d),
+                    self.rng
+                        .pick(&["0.5", "1.0", "0.0625", "1", "1.5", "-0.5", "(0.25)"])
+                ),
+            },
+            _ => self.time_function(d),
         }
     }
 
@@ -362,16 +509,37 @@ impl Gen<'_> {
                     })
                     .collect();
                 let having = if self.rng.percent(30) {
-                    format!(
-                        " HAVING {} > {}",
+                    let first = format!(
+                        "{} {} {}",
                         self.aggregate(),
-                        self.rng.pick(&["0", "1", "'a'", "2.5"])
-                    )
+                        self.rng.pick(&[">", "<=", "=", "<>", "IS NOT"]),
+                        self.rng.pick(&["0", "1", "'a'", "2.5", "NULL"])
+                    );
+                    match self.rng.below(3) {
+                        0 => format!(
+                            " HAVING {first} {} {}",
+                            self.rng.pick(&["AND", "OR"]),
+                            self.aggregate()
+                        ),
+                        1 => format!(" HAVING {first} OR {} > 1", self.rng.pick(&["1", "2"])),
+                        _ => format!(" HAVING {first}"),
+                    }
                 } else {
                     String::new()
                 };
                 let order = if self.rng.percent(50) {
-                    format!(" ORDER BY {} DESC, {}", k + 1, group.join(", "))
+                    format!(
+                        " ORDER BY {} {}, {}",
+                        k + 1,
+                        self.rng.pick(&[
+                            "DESC",
+                            "ASC",
+                            "NULLS LAST",
+                            "DESC NULLS FIRST",
+                            "DESC NULLS LAST"
+                        ]),
+                        group.join(", ")
+                    )
                 } else {
                     String::new()
                 };
