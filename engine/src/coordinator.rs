@@ -23,8 +23,7 @@ use std::time::Instant;
 use crossbeam_channel::unbounded;
 use futures_lite::FutureExt;
 use glommio::{LocalExecutorBuilder, Placement};
-use partitioner::wal::WalIndex;
-use partitioner::{Extent, TablePlan};
+use partitioner::TablePlan;
 
 pub use crate::settings::available_cpus;
 
@@ -159,19 +158,14 @@ pub fn run_scan_with<K: ScanKernel, T>(
     let mut handles = Vec::with_capacity(executors.len());
     let wal = plan.wal.clone().map(Arc::new);
     for (index, (spec, range)) in executors.iter().zip(ranges).enumerate() {
-        let (extents, wal_pages) = split_by_location(&range.extents, wal.as_deref());
-        let task = ExecutorTask {
+        let mut task = ExecutorTask {
             index,
             cpu: spec.cpu,
             path: plan.path.clone(),
             header: header.clone(),
-            extents,
-            order: range
-                .extents
-                .iter()
-                .flat_map(|e| e.first_page..=e.last_page())
-                .collect(),
-            wal_pages,
+            extents: range.extents,
+            order: Vec::new(),
+            wal_pages: Vec::new(),
             wal: wal.clone(),
             readahead: settings.readahead,
             hints: settings.readahead > 0 && !io.cached,
@@ -205,6 +199,7 @@ pub fn run_scan_with<K: ScanKernel, T>(
                 .io_memory(io.io_memory)
                 .ring_depth(ring_depth)
                 .spawn(move || async move {
+                    task.prepare();
                     let outcome = AssertUnwindSafe(scan::run(&task, kernel, sync_capacity))
                         .catch_unwind()
                         .await;
@@ -215,6 +210,7 @@ pub fn run_scan_with<K: ScanKernel, T>(
             Runtime::Threads => std::thread::Builder::new()
                 .name(name)
                 .spawn(move || {
+                    task.prepare();
                     let pinned =
                         core_affinity::set_for_current(core_affinity::CoreId { id: task.cpu });
                     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -382,38 +378,6 @@ fn first_error<P>(order: RangeOrder, outcomes: &mut [Option<Result<P>>]) -> Opti
         Some(Err(e)) => Some(e),
         _ => None,
     }
-}
-
-/// Splits extents into the runs of pages read from the database file and the pages whose
-/// latest committed copy is in the write-ahead log (with that copy's offset in the log).
-fn split_by_location(extents: &[Extent], wal: Option<&WalIndex>) -> (Vec<Extent>, Vec<(u32, u64)>) {
-    let Some(wal) = wal.filter(|w| !w.frames.is_empty()) else {
-        return (extents.to_vec(), Vec::new());
-    };
-    let mut main = Vec::with_capacity(extents.len());
-    let mut logged = Vec::new();
-    for e in extents {
-        let mut run: Option<Extent> = None;
-        for page in e.first_page..=e.last_page() {
-            match wal.frame_offset(page) {
-                Some(offset) => {
-                    logged.push((page, offset));
-                    main.extend(run.take());
-                }
-                None => match &mut run {
-                    Some(r) => r.pages += 1,
-                    None => {
-                        run = Some(Extent {
-                            first_page: page,
-                            pages: 1,
-                        })
-                    }
-                },
-            }
-        }
-        main.extend(run);
-    }
-    (main, logged)
 }
 
 /// A running executor thread.
