@@ -22,7 +22,6 @@ use std::time::Instant;
 
 use crossbeam_channel::unbounded;
 use futures_lite::FutureExt;
-use glommio::{LocalExecutorBuilder, Placement};
 use partitioner::TablePlan;
 
 pub use crate::settings::available_cpus;
@@ -33,6 +32,7 @@ use crate::cputime::{peak_rss_mib, process_start, CpuTime};
 use crate::device::BlockDevice;
 use crate::error::{Error, Result};
 use crate::faults::Faults;
+use crate::pool;
 use crate::readahead::max_read_pages;
 use crate::report::{IoReport, RunReport, SnapshotReport};
 use crate::scan::task::Cancel;
@@ -194,19 +194,23 @@ pub fn run_scan_with<K: ScanKernel, T>(
         };
         let name = format!("corescan-cpu{}", spec.cpu);
         let spawned = match io.runtime {
-            Runtime::Glommio => LocalExecutorBuilder::new(Placement::Fixed(spec.cpu))
-                .name(&name)
-                .io_memory(io.io_memory)
-                .ring_depth(ring_depth)
-                .spawn(move || async move {
-                    task.prepare();
-                    let outcome = AssertUnwindSafe(scan::run(&task, kernel, sync_capacity))
-                        .catch_unwind()
-                        .await;
-                    report(outcome, task.cpu);
-                })
-                .map(Worker::Glommio)
-                .map_err(|e| e.to_string()),
+            Runtime::Glommio => {
+                let key = pool::Key {
+                    cpu: spec.cpu,
+                    ring_depth,
+                    io_memory: io.io_memory,
+                };
+                let job: pool::Job = Box::new(move || {
+                    Box::pin(async move {
+                        task.prepare();
+                        let outcome = AssertUnwindSafe(scan::run(&task, kernel, sync_capacity))
+                            .catch_unwind()
+                            .await;
+                        report(outcome, task.cpu);
+                    })
+                });
+                pool::Executor::start(key, &name, job).map(Worker::Pooled)
+            }
             Runtime::Threads => std::thread::Builder::new()
                 .name(name)
                 .spawn(move || {
@@ -380,16 +384,22 @@ fn first_error<P>(order: RangeOrder, outcomes: &mut [Option<Result<P>>]) -> Opti
     }
 }
 
-/// A running executor thread.
+/// An executor running a scan's range.
 enum Worker {
-    Glommio(glommio::ExecutorJoinHandle<()>),
+    /// A glommio executor of the pool ([`crate::pool`]), given back when its range is done.
+    Pooled(pool::Executor),
+    /// A plain pinned thread (no io_uring).
     Thread(std::thread::JoinHandle<()>),
 }
 
 impl Worker {
+    /// Waits for a plain thread; gives a pooled executor back (its job has reported).
     fn join(self) -> std::result::Result<(), String> {
         match self {
-            Worker::Glommio(h) => h.join().map_err(|e| e.to_string()),
+            Worker::Pooled(e) => {
+                e.release();
+                Ok(())
+            }
             Worker::Thread(h) => h.join().map_err(|p| panic_message(p.as_ref())),
         }
     }
