@@ -214,7 +214,6 @@ pub fn run_scan_with<K: ScanKernel, T>(
             Runtime::Threads => std::thread::Builder::new()
                 .name(name)
                 .spawn(move || {
-                    task.prepare();
                     let pinned =
                         core_affinity::set_for_current(core_affinity::CoreId { id: task.cpu });
                     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -224,6 +223,8 @@ pub fn run_scan_with<K: ScanKernel, T>(
                                 cause: "cannot pin the thread to this CPU".into(),
                             });
                         }
+                        // On its own CPU: the threads do this work at once, not in turn.
+                        task.prepare();
                         scan::run_without_uring(&task, kernel, sync_capacity)
                     }));
                     report(outcome, task.cpu);
