@@ -585,11 +585,13 @@ fn query_case(query_seed: u64) -> (String, usize, IoBackend) {
     }
     .query();
     let cores = 1 + (query_seed % 3) as usize;
-    let io = if query_seed.is_multiple_of(2) {
-        IoBackend::Pread
-    } else {
-        IoBackend::Mmap
-    };
+    // Every backend (executors are pooled, so the O_DIRECT ones cost no setup per query).
+    let io = [
+        IoBackend::Pread,
+        IoBackend::Mmap,
+        IoBackend::Dma,
+        IoBackend::Uring,
+    ][(query_seed / 3 % 4) as usize];
     (sql, cores, io)
 }
 
