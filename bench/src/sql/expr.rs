@@ -378,6 +378,22 @@ impl<'t> Resolver<'t> {
             ast::Expr::Value(v) => Typed::plain(Expr::Literal(self.literal_at(v, false)?)),
             ast::Expr::Nested(x) => self.resolve(x, stage, d)?,
             ast::Expr::UnaryOp { op, expr } => {
+                // sqlparser binds COLLATE tighter than a sign: `-1 COLLATE x` is SQLite's
+                // `(-1) COLLATE x`, so that `-9223372036854775808 COLLATE NOCASE` is the
+                // smallest integer, not the negated real 9223372036854775808.0 (run seed
+                // 1796142816714926668).
+                if let (UnaryOperator::Minus, ast::Expr::Collate { expr: x, collation }) =
+                    (op, expr.as_ref())
+                {
+                    let rotated = ast::Expr::Collate {
+                        expr: Box::new(ast::Expr::UnaryOp {
+                            op: UnaryOperator::Minus,
+                            expr: x.clone(),
+                        }),
+                        collation: collation.clone(),
+                    };
+                    return self.resolve(&rotated, stage, d);
+                }
                 if let (UnaryOperator::Minus, ast::Expr::Value(v)) = (op, expr.as_ref()) {
                     if matches!(
                         v.value,
