@@ -290,6 +290,11 @@ fn regressions_found_by_the_differential_tester() {
         // A sign binds tighter than COLLATE: `-9223372036854775808 COLLATE NOCASE` is the
         // smallest integer (run seed 1796142816714926668).
         "SELECT id, 1 + (-9223372036854775808 COLLATE NOCASE), typeof(-9223372036854775808 COLLATE RTRIM), -9223372036854775808 COLLATE NOCASE COLLATE BINARY < 0, - -1 COLLATE NOCASE, -(9223372036854775808 COLLATE NOCASE), -i COLLATE NOCASE = -i FROM t",
+        // LIMIT 0 evaluates nothing (run seed 1796143330066918182).
+        "SELECT length(s), sum(DISTINCT ((gs NOT LIKE '%' ESCAPE 'ab') OR i)) FROM t GROUP BY 1 ORDER BY 2 LIMIT 0 OFFSET 7",
+        "SELECT sum(rt LIKE 'a' ESCAPE ''), count(*) FROM t LIMIT 0",
+        "SELECT rt LIKE 'a' ESCAPE '' FROM t LIMIT 0",
+        "SELECT rt LIKE 'a' ESCAPE '' FROM t ORDER BY 1 LIMIT 1 - 1",
         // SQLite 3.54's character stepping in malformed UTF-8.
         "SELECT id, length(CAST(b AS TEXT)), substr(CAST(b AS TEXT), 2, 3), substr(CAST(b AS TEXT), -4, 2), instr(CAST(b AS TEXT), x'80'), instr(CAST(b AS TEXT), 'a') FROM t",
         "SELECT id, substr(gs, -2, -4), substr(CAST(b AS TEXT), 3, -2) FROM t",
