@@ -243,3 +243,208 @@ fn arith(
     }
     (!bad).then_some(ints)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype3::Collation;
+    use crate::decode::NeededColumns;
+    use crate::query::batch::{Batch, Rows};
+    use crate::query::ir::{AggFunc, AggSpec, Expr};
+    use crate::value::Value;
+    use rusqlite::types::Value as SqlValue;
+
+    fn b(e: Expr) -> Box<Expr> {
+        Box::new(e)
+    }
+
+    fn arith(op: ArithOp, x: Expr, y: Expr) -> Expr {
+        Expr::Arith(op, b(x), b(y))
+    }
+
+    /// Blocks of rows whose values the typed runs hold (small integers, reals, integers in a
+    /// REAL column) and blocks holding something they refuse: NULL, a text number, integers
+    /// whose products reach 2^53, infinities whose difference is NaN.
+    fn make_db(path: &std::path::Path) {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.execute_batch("PRAGMA page_size=512; CREATE TABLE t(a INTEGER, p DECIMAL, r REAL);")
+            .unwrap();
+        let tx = conn.unchecked_transaction().unwrap();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for block in 0..60 {
+            for _ in 0..30 {
+                let a = SqlValue::Integer(next(100) as i64 - 50);
+                let p = if next(4) == 0 {
+                    SqlValue::Integer(next(1000) as i64)
+                } else {
+                    SqlValue::Real(next(100_000) as f64 / 100.0)
+                };
+                let r = if next(3) == 0 {
+                    SqlValue::Real(next(10) as f64)
+                } else {
+                    SqlValue::Real(next(11) as f64 / 100.0)
+                };
+                let mut row = [a, p, r];
+                match (block % 6, next(10)) {
+                    (1, 0) => row[1] = SqlValue::Null,
+                    (2, 0) => row[0] = SqlValue::Text("12".into()),
+                    (3, 0) => row[0] = SqlValue::Integer(1 << 40),
+                    (4, 0) => row[2] = SqlValue::Real(f64::INFINITY),
+                    (5, 0) => row[0] = SqlValue::Integer(i64::MIN),
+                    _ => {}
+                }
+                tx.execute(
+                    "INSERT INTO t(a, p, r) VALUES (?, ?, ?)",
+                    rusqlite::params_from_iter(row),
+                )
+                .unwrap();
+            }
+        }
+        tx.commit().unwrap();
+    }
+
+    /// On every page, either the typed runs hold, value for value (storage class and bits),
+    /// what the general runs hold, or the page is refused because a general value is one they
+    /// do not hold (not a number, an integer of 2^53 or more); both happen.
+    #[test]
+    fn typed_runs_agree_with_the_value_runs_or_refuse_the_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("typed.db");
+        make_db(&path);
+        let plan = partitioner::TablePlan::open(&path, "t").unwrap();
+        let file = std::fs::read(&path).unwrap();
+        let usable = plan.header.usable_size();
+        let (a, p, r) = (Expr::Column(0), Expr::Column(1), Expr::Column(2));
+        let one = || Expr::Literal(Value::Integer(1));
+        let args = [
+            a.clone(),
+            p.clone(),
+            r.clone(),
+            arith(
+                ArithOp::Mul,
+                p.clone(),
+                arith(ArithOp::Sub, one(), r.clone()),
+            ),
+            arith(
+                ArithOp::Mul,
+                arith(
+                    ArithOp::Mul,
+                    p.clone(),
+                    arith(ArithOp::Sub, one(), r.clone()),
+                ),
+                arith(ArithOp::Add, one(), a.clone()),
+            ),
+            arith(ArithOp::Mul, a.clone(), a.clone()),
+            arith(
+                ArithOp::Mul,
+                arith(ArithOp::Mul, a.clone(), a.clone()),
+                a.clone(),
+            ),
+            arith(ArithOp::Sub, r.clone(), r.clone()),
+            arith(ArithOp::Add, a.clone(), Expr::Literal(Value::Real(0.5))),
+        ];
+        let aggregates: Vec<AggSpec> = args
+            .iter()
+            .map(|e| AggSpec {
+                func: AggFunc::Sum,
+                arg: Some(e.clone()),
+                distinct: false,
+                collation: Collation::Binary,
+            })
+            .collect();
+        let program = RowProgram::new(&[], &aggregates);
+        let needed = program.numeric().expect("typed-capable arguments").to_vec();
+        let columns = NeededColumns::new(&[0, 1, 2]);
+        let sources: Vec<Source<'_>> = (0..3)
+            .map(|c| Source::Record {
+                needed: c,
+                real: c == 2,
+                default: ValueRef::Null,
+            })
+            .collect();
+        let (mut typed_pages, mut refused_pages) = (0, 0);
+        let mut cells = CellBatch::new();
+        let mut runs = NumericRuns::default();
+        let ps = plan.header.page_size as usize;
+        for &leaf in &plan.leaves {
+            let page = &file[(leaf as usize - 1) * ps..leaf as usize * ps];
+            let mut spills = Vec::new();
+            let rows = cells
+                .decode_page(&columns, leaf, page, usable, &mut spills)
+                .unwrap();
+            assert!(spills.is_empty());
+            // Every other row, so that runs are indexed by selection.
+            let sel: Selection = (0..rows as u32).filter(|r| r % 2 == leaf % 2).collect();
+            let n = sel.len();
+            let batch = Batch {
+                rows: Rows::Cells {
+                    cells: &cells,
+                    base: page,
+                    sources: &sources,
+                },
+                width: 3,
+            };
+            let mut general = vec![ValueRef::Null; program.nodes().len() * n];
+            program.eval(&batch, &sel, &mut general);
+            let holdable = |v: ValueRef<'_>| match v {
+                ValueRef::Integer(i) => i.unsigned_abs() < 1 << 53,
+                ValueRef::Real(_) => true,
+                _ => false,
+            };
+            // Two integers whose result is not an integer below 2^53 (SQLite keeps an exact
+            // integer, or makes a real when it overflows) are a reason too.
+            let node_holds = |i: usize, k: usize| match program.nodes()[i] {
+                Node::Arith(_, x, y) => match (general[x * n + k], general[y * n + k]) {
+                    (ValueRef::Integer(_), ValueRef::Integer(_)) => {
+                        matches!(general[i * n + k], ValueRef::Integer(z) if holdable(ValueRef::Integer(z)))
+                    }
+                    _ => holdable(general[i * n + k]),
+                },
+                _ => holdable(general[i * n + k]),
+            };
+            let all_holdable = (0..program.nodes().len())
+                .filter(|&i| needed[i])
+                .all(|i| (0..n).all(|k| node_holds(i, k)));
+            if runs.eval(&program, &cells, page, &sources, &sel) {
+                typed_pages += 1;
+                assert!(all_holdable, "page {leaf} typed");
+                for i in (0..program.nodes().len()).filter(|&i| needed[i]) {
+                    let (x, int) = runs.run(i);
+                    for k in 0..n {
+                        let got = if int[k] {
+                            ValueRef::Integer(x[k] as i64)
+                        } else {
+                            ValueRef::Real(x[k])
+                        };
+                        let want = general[i * n + k];
+                        let same = match (got, want) {
+                            (ValueRef::Real(g), ValueRef::Real(w)) => g.to_bits() == w.to_bits(),
+                            _ => got == want,
+                        };
+                        assert!(same, "page {leaf}, node {i}, row {k}: {got:?} / {want:?}");
+                    }
+                    let ints = int.iter().filter(|&&i| i).count();
+                    let kind = match ints {
+                        0 if n > 0 => RunKind::Reals,
+                        i if i == n => RunKind::Integers,
+                        _ => RunKind::Mixed,
+                    };
+                    assert_eq!(runs.kind(i), kind, "page {leaf}, node {i}");
+                }
+            } else {
+                refused_pages += 1;
+                assert!(!all_holdable, "page {leaf} refused");
+            }
+        }
+        assert!(
+            typed_pages > 10 && refused_pages > 10,
+            "{typed_pages} / {refused_pages}"
+        );
+    }
+}
