@@ -8,11 +8,15 @@ mod cli;
 #[global_allocator]
 static ALLOC: engine::hugepages::HugePageAlloc = engine::hugepages::HugePageAlloc;
 
-/// hwloc plugins corescan has no use for: they discover I/O devices (PCI, OpenCL, OpenGL), and
+/// hwloc plugins corescan has no use for: three discover I/O devices (PCI, OpenCL, OpenGL), and
 /// loading them pulls in libOpenCL, libX11 and libxcb. On a cold start that took about 130 ms
 /// before the first page could be read (the machine's CPUs are all the scan asks hwloc for).
-/// hwloc matches the names by substring, so both `hwloc_gl` and `hwloc_gl.so` are covered.
-const UNUSED_HWLOC_PLUGINS: &str = "hwloc_opencl.so,hwloc_gl.so,hwloc_pci.so";
+/// The fourth reads and writes XML with libxml2, which pulls in ICU (a 31 MB data library),
+/// liblzma, zlib and libstdc++: about 25 ms of a cold start in the topology thread the plan
+/// waits for. hwloc's own XML code, built into the library, reads and writes the same files
+/// (`topology detect --xml`, tested). hwloc matches the names by substring, so both `hwloc_gl`
+/// and `hwloc_gl.so` are covered.
+const UNUSED_HWLOC_PLUGINS: &str = "hwloc_opencl.so,hwloc_gl.so,hwloc_pci.so,hwloc_xml_libxml.so";
 
 fn main() -> std::process::ExitCode {
     engine::cputime::mark_process_start();

@@ -22,9 +22,7 @@ use std::time::Instant;
 
 use crossbeam_channel::unbounded;
 use futures_lite::FutureExt;
-use glommio::{LocalExecutorBuilder, Placement};
-use partitioner::wal::WalIndex;
-use partitioner::{Extent, TablePlan};
+use partitioner::TablePlan;
 
 pub use crate::settings::available_cpus;
 
@@ -34,6 +32,7 @@ use crate::cputime::{peak_rss_mib, process_start, CpuTime};
 use crate::device::BlockDevice;
 use crate::error::{Error, Result};
 use crate::faults::Faults;
+use crate::pool;
 use crate::readahead::max_read_pages;
 use crate::report::{IoReport, RunReport, SnapshotReport};
 use crate::scan::task::Cancel;
@@ -159,19 +158,14 @@ pub fn run_scan_with<K: ScanKernel, T>(
     let mut handles = Vec::with_capacity(executors.len());
     let wal = plan.wal.clone().map(Arc::new);
     for (index, (spec, range)) in executors.iter().zip(ranges).enumerate() {
-        let (extents, wal_pages) = split_by_location(&range.extents, wal.as_deref());
-        let task = ExecutorTask {
+        let mut task = ExecutorTask {
             index,
             cpu: spec.cpu,
             path: plan.path.clone(),
             header: header.clone(),
-            extents,
-            order: range
-                .extents
-                .iter()
-                .flat_map(|e| e.first_page..=e.last_page())
-                .collect(),
-            wal_pages,
+            extents: range.extents,
+            order: Vec::new(),
+            wal_pages: Vec::new(),
             wal: wal.clone(),
             readahead: settings.readahead,
             hints: settings.readahead > 0 && !io.cached,
@@ -200,18 +194,23 @@ pub fn run_scan_with<K: ScanKernel, T>(
         };
         let name = format!("corescan-cpu{}", spec.cpu);
         let spawned = match io.runtime {
-            Runtime::Glommio => LocalExecutorBuilder::new(Placement::Fixed(spec.cpu))
-                .name(&name)
-                .io_memory(io.io_memory)
-                .ring_depth(ring_depth)
-                .spawn(move || async move {
-                    let outcome = AssertUnwindSafe(scan::run(&task, kernel, sync_capacity))
-                        .catch_unwind()
-                        .await;
-                    report(outcome, task.cpu);
-                })
-                .map(Worker::Glommio)
-                .map_err(|e| e.to_string()),
+            Runtime::Glommio => {
+                let key = pool::Key {
+                    cpu: spec.cpu,
+                    ring_depth,
+                    io_memory: io.io_memory,
+                };
+                let job: pool::Job = Box::new(move || {
+                    Box::pin(async move {
+                        task.prepare();
+                        let outcome = AssertUnwindSafe(scan::run(&task, kernel, sync_capacity))
+                            .catch_unwind()
+                            .await;
+                        report(outcome, task.cpu);
+                    })
+                });
+                pool::Executor::start(key, &name, job).map(Worker::Pooled)
+            }
             Runtime::Threads => std::thread::Builder::new()
                 .name(name)
                 .spawn(move || {
@@ -224,6 +223,8 @@ pub fn run_scan_with<K: ScanKernel, T>(
                                 cause: "cannot pin the thread to this CPU".into(),
                             });
                         }
+                        // On its own CPU: the threads do this work at once, not in turn.
+                        task.prepare();
                         scan::run_without_uring(&task, kernel, sync_capacity)
                     }));
                     report(outcome, task.cpu);
@@ -384,48 +385,22 @@ fn first_error<P>(order: RangeOrder, outcomes: &mut [Option<Result<P>>]) -> Opti
     }
 }
 
-/// Splits extents into the runs of pages read from the database file and the pages whose
-/// latest committed copy is in the write-ahead log (with that copy's offset in the log).
-fn split_by_location(extents: &[Extent], wal: Option<&WalIndex>) -> (Vec<Extent>, Vec<(u32, u64)>) {
-    let Some(wal) = wal.filter(|w| !w.frames.is_empty()) else {
-        return (extents.to_vec(), Vec::new());
-    };
-    let mut main = Vec::with_capacity(extents.len());
-    let mut logged = Vec::new();
-    for e in extents {
-        let mut run: Option<Extent> = None;
-        for page in e.first_page..=e.last_page() {
-            match wal.frame_offset(page) {
-                Some(offset) => {
-                    logged.push((page, offset));
-                    main.extend(run.take());
-                }
-                None => match &mut run {
-                    Some(r) => r.pages += 1,
-                    None => {
-                        run = Some(Extent {
-                            first_page: page,
-                            pages: 1,
-                        })
-                    }
-                },
-            }
-        }
-        main.extend(run);
-    }
-    (main, logged)
-}
-
-/// A running executor thread.
+/// An executor running a scan's range.
 enum Worker {
-    Glommio(glommio::ExecutorJoinHandle<()>),
+    /// A glommio executor of the pool ([`crate::pool`]), given back when its range is done.
+    Pooled(pool::Executor),
+    /// A plain pinned thread (no io_uring).
     Thread(std::thread::JoinHandle<()>),
 }
 
 impl Worker {
+    /// Waits for a plain thread; gives a pooled executor back (its job has reported).
     fn join(self) -> std::result::Result<(), String> {
         match self {
-            Worker::Glommio(h) => h.join().map_err(|e| e.to_string()),
+            Worker::Pooled(e) => {
+                e.release();
+                Ok(())
+            }
             Worker::Thread(h) => h.join().map_err(|p| panic_message(p.as_ref())),
         }
     }

@@ -23,7 +23,9 @@
 //! 3. [`scan`]: one executor's loops (the async glommio `dma` loop and the synchronous loop
 //!    over the other backends), both driving the same readahead schedule, and the seam
 //!    [`scan::kernel`] ([`ScanKernel`]);
-//! 4. [`report`] and [`coordinator`] ([`run_scan`]): start the executors, hand each a clone of
+//! 4. [`report`] and [`coordinator`] ([`run_scan`]): start the executors (glommio executors
+//!    are kept between scans by the private `pool` module below the coordinator: glommio leaks
+//!    a descriptor for every executor it ends), hand each a clone of
 //!    the kernel and its [`partitioner::LeafRange`], collect the partials in range order over
 //!    crossbeam-channel and measure the run; the first failure stops the run with an error
 //!    naming the CPU and page; beside them [`retry`] ([`consistent`]), the one loop that
@@ -58,6 +60,7 @@ pub mod error;
 pub mod faults;
 pub mod hugepages;
 pub mod inflight;
+mod pool;
 pub mod q6;
 pub mod query;
 pub mod readahead;

@@ -189,8 +189,9 @@ pub fn walk_table(file: &PageFile, root: u32, check: LeafCheck) -> Result<TableT
             ));
         }
         // The whole level is asked for at once, so a cold walk waits for the disk once per
-        // level rather than once per page (5,520 interior pages at SF 10).
-        if level.len() > 1 {
+        // level rather than once per page (5,520 interior pages at SF 10); a warm one (its
+        // last page already cached) skips the advice, one system call per page.
+        if level.len() > 1 && file.is_cached(level[level.len() - 1]) != Some(true) {
             file.will_need(&level[1..]);
         }
         let mut next = Vec::new();

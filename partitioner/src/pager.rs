@@ -302,6 +302,51 @@ impl PageFile {
         }
     }
 
+    /// Whether the latest committed copy of `page` is in the page cache, asked without
+    /// waiting for the disk (`preadv2` of one byte with `RWF_NOWAIT`, which fails with
+    /// `EAGAIN` instead of reading). `None` when the kernel cannot tell (an old kernel, a file
+    /// system without non-blocking reads).
+    #[cfg(target_env = "gnu")]
+    pub fn is_cached(&self, page: u32) -> Option<bool> {
+        if page == 0 || page > self.header.page_count {
+            return None;
+        }
+        let (file, at) = match (self.location(page), &self.wal) {
+            (PageLocation::Wal(at), Some((_, log))) => (log, at),
+            (PageLocation::Wal(at) | PageLocation::Main(at), _) => (&self.file, at),
+        };
+        use std::os::fd::AsRawFd;
+        let mut byte = [0u8; 1];
+        let iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        // SAFETY: one iovec over a live one-byte buffer; the descriptor is open for `file`'s
+        // life.
+        let n = unsafe {
+            libc::preadv2(
+                file.as_raw_fd(),
+                &iov,
+                1,
+                i64::try_from(at).ok()?,
+                libc::RWF_NOWAIT,
+            )
+        };
+        if n >= 0 {
+            return Some(true);
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EAGAIN) => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Whether `page` is in the page cache: this C library has no `preadv2`, so unknown.
+    #[cfg(not(target_env = "gnu"))]
+    pub fn is_cached(&self, _page: u32) -> Option<bool> {
+        None
+    }
+
     /// Reads `buf.len()` bytes starting `offset` bytes into the latest committed copy of page
     /// `page` (for example the 4-byte next-page pointer of an overflow page), without reading
     /// the whole page.

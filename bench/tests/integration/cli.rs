@@ -269,7 +269,10 @@ fn hwloc_io_plugins_are_not_loaded_unless_the_user_asks() {
                     .is_some_and(|next| next.contains("is blacklisted"));
                 Some((name, skipped))
             })
-            .filter(|(name, _)| ["hwloc_opencl", "hwloc_gl", "hwloc_pci"].contains(&name.as_str()))
+            .filter(|(name, _)| {
+                ["hwloc_opencl", "hwloc_gl", "hwloc_pci", "hwloc_xml_libxml"]
+                    .contains(&name.as_str())
+            })
             .collect()
     };
     let ours = verdicts(&[("HWLOC_PLUGINS_VERBOSE", "1")]);
@@ -285,4 +288,45 @@ fn hwloc_io_plugins_are_not_loaded_unless_the_user_asks() {
     for (name, skipped) in &theirs {
         assert_eq!(*skipped, name == "hwloc_pci", "{theirs:?}");
     }
+}
+
+/// With hwloc's libxml2 plugin left out, an XML machine description is still read (by hwloc's
+/// built-in XML code) and planned exactly as the machine it was exported from.
+#[test]
+fn an_hwloc_xml_machine_is_read_without_the_libxml_plugin() {
+    let dir = crate::scratch_dir("hwloc-xml");
+    let xml = dir.join("this-machine.xml");
+    let export = partitioner::topology::MachineSource::ThisMachine
+        .export_xml()
+        .unwrap();
+    std::fs::write(&xml, export).unwrap();
+    let detect = |args: &[&std::ffi::OsStr]| {
+        let run = crate::corescan_with_env(args, &[("HWLOC_PLUGINS_VERBOSE", "1")]);
+        assert_eq!(run.status, 0, "{run:?}");
+        assert!(
+            run.stderr.contains("hwloc_xml_libxml' is blacklisted"),
+            "the libxml plugin was loaded: {}",
+            run.stderr
+        );
+        // Everything but where the description came from and what only this machine tells
+        // (its CPU model and memory, from sysinfo).
+        run.stdout
+            .lines()
+            .filter(|l| {
+                !["#", "source =", "cpu_model =", "memory_bytes ="]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let from_xml = detect(&[
+        "topology".as_ref(),
+        "detect".as_ref(),
+        "--xml".as_ref(),
+        xml.as_os_str(),
+    ]);
+    let here = detect(&["topology".as_ref(), "detect".as_ref()]);
+    assert!(from_xml.contains("[[executor]]"), "{from_xml}");
+    assert_eq!(from_xml, here);
 }

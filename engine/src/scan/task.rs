@@ -63,13 +63,16 @@ pub(crate) struct ExecutorTask {
     /// The database header as of the snapshot (page size, page count, usable size).
     pub header: DbHeader,
     /// The range's pages whose latest committed copy is in the database file, in the order
-    /// they are read (file order, or key order for an ordered run).
+    /// they are read (file order, or key order for an ordered run). Until
+    /// [`ExecutorTask::prepare`] runs (on the executor's own thread), the whole range as the
+    /// coordinator cut it.
     pub extents: Vec<Extent>,
     /// Every leaf page of the range in the order the kernel is fed them: the pages of
-    /// `extents` in their order with the `wal_pages` at their places among them.
+    /// `extents` in their order with the `wal_pages` at their places among them (filled by
+    /// [`ExecutorTask::prepare`]).
     pub order: Vec<u32>,
     /// The range's pages whose latest committed copy is in the write-ahead log, with the
-    /// offset of that copy in the log.
+    /// offset of that copy in the log (filled by [`ExecutorTask::prepare`]).
     pub wal_pages: Vec<(u32, u64)>,
     /// The log's frame map, for overflow pages.
     pub wal: Option<Arc<WalIndex>>,
@@ -168,6 +171,22 @@ impl ExecutorReport {
 }
 
 impl ExecutorTask {
+    /// Turns the range the coordinator cut (`extents`, every leaf of the range) into what the
+    /// scan loops read: the pages' order, the runs read from the database file and the pages
+    /// read from the write-ahead log. Run by the executor on its own thread, so that this
+    /// work, which grows with the table (a million pages per executor at SF 10), is done by
+    /// every executor at once rather than by the coordinator before any of them starts.
+    pub(crate) fn prepare(&mut self) {
+        self.order = self
+            .extents
+            .iter()
+            .flat_map(|e| e.first_page..=e.last_page())
+            .collect();
+        let (extents, wal_pages) = split_by_location(&self.extents, self.wal.as_deref());
+        self.extents = extents;
+        self.wal_pages = wal_pages;
+    }
+
     /// An I/O error of this executor: `op` on `path` at byte `offset`.
     pub(crate) fn io_error(
         &self,
@@ -252,4 +271,36 @@ impl ExecutorTask {
             source,
         )
     }
+}
+
+/// Splits extents into the runs of pages read from the database file and the pages whose
+/// latest committed copy is in the write-ahead log (with that copy's offset in the log).
+fn split_by_location(extents: &[Extent], wal: Option<&WalIndex>) -> (Vec<Extent>, Vec<(u32, u64)>) {
+    let Some(wal) = wal.filter(|w| !w.frames.is_empty()) else {
+        return (extents.to_vec(), Vec::new());
+    };
+    let mut main = Vec::with_capacity(extents.len());
+    let mut logged = Vec::new();
+    for e in extents {
+        let mut run: Option<Extent> = None;
+        for page in e.first_page..=e.last_page() {
+            match wal.frame_offset(page) {
+                Some(offset) => {
+                    logged.push((page, offset));
+                    main.extend(run.take());
+                }
+                None => match &mut run {
+                    Some(r) => r.pages += 1,
+                    None => {
+                        run = Some(Extent {
+                            first_page: page,
+                            pages: 1,
+                        })
+                    }
+                },
+            }
+        }
+        main.extend(run);
+    }
+    (main, logged)
 }

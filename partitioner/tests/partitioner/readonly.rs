@@ -191,3 +191,21 @@ fn a_write_interrupted_mid_transaction_is_refused_until_sqlite_rolls_it_back() {
     let after = TablePlan::open(&copy, "t").unwrap();
     assert_eq!(after.leaves, before);
 }
+
+#[test]
+fn the_page_cache_probe_reads_nothing_into_the_caller_and_knows_a_page_just_read() {
+    let dir = tempdir().unwrap();
+    let path = create_db(dir.path(), "probe.db", Layout::pages(4096), |c| {
+        fill(c, "t", 500, 100, None);
+    });
+    let before = std::fs::read(&path).unwrap();
+    let file = PageFile::open(&path).unwrap();
+    let mut buf = file.page_buffer();
+    file.read_page(2, &mut buf).unwrap();
+    // A page read a moment ago is in the page cache (on every file system that can tell).
+    assert_ne!(file.is_cached(2), Some(false));
+    // No page 0, none past the end: nothing to ask.
+    assert_eq!(file.is_cached(0), None);
+    assert_eq!(file.is_cached(file.header().page_count + 1), None);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}

@@ -1,0 +1,44 @@
+//! A process that scans again and again keeps a bounded number of descriptors open: glommio
+//! 0.9 leaks an eventfd for every executor it builds (DataDog/glommio#448), so the engine
+//! reuses its executors rather than building new ones for every scan.
+
+use engine::{run_q6, spread, IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode};
+use partitioner::TablePlan;
+
+use crate::fixture::{make_lineitem, test_dir};
+
+/// The eventfds this process holds.
+fn eventfds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy().contains("eventfd"))
+        .count()
+}
+
+#[test]
+fn repeated_scans_do_not_accumulate_eventfds() {
+    let dir = test_dir("descriptors");
+    let path = dir.join("li.db");
+    make_lineitem(&path, 3_000, 4096);
+    let plan = TablePlan::open(&path, "lineitem").unwrap();
+    let settings = ScanSettings {
+        readahead: 8,
+        coalesce_kib: 64,
+        io: IoChoice::Fixed(IoBackend::Dma),
+        sqpoll: SqpollMode::Off,
+    };
+    let scan = || run_q6(&plan, &spread(2), &Q6Params::default(), &settings).unwrap();
+    let first = scan();
+    let before = eventfds();
+    for _ in 0..40 {
+        assert_eq!(scan().revenue, first.revenue);
+    }
+    let grown = eventfds().saturating_sub(before);
+    // Other tests of this binary may scan at the same time and add executors of their own;
+    // 40 scans of 2 executors each leaked at least 80 before.
+    assert!(
+        grown < 20,
+        "40 scans left {grown} more eventfds open ({before} before)"
+    );
+}
