@@ -495,28 +495,28 @@ impl QueryKernel {
                 }
                 match (spec.func, program.arg(j)) {
                     (AggFunc::CountStar, _) if !spec.distinct && table.len() <= FEW_GROUPS => {
-                        let mut counts: SmallVec<[&mut i64; FEW_GROUPS]> = table
-                            .iter_mut()
-                            .map(|g| match &mut g.states[j] {
-                                AggState::Count(c) => c,
-                                _ => unreachable!("count(*) keeps a count"),
-                            })
-                            .collect();
-                        let counts = counts.as_mut_slice();
+                        // Counted on the stack, then added to the groups' counts.
+                        let mut counts = [0i64; FEW_GROUPS];
                         for &g in groups {
-                            *counts[g as usize] += 1;
+                            counts[g as usize] += 1;
+                        }
+                        for (group, n) in table.iter_mut().zip(counts) {
+                            match &mut group.states[j] {
+                                AggState::Count(c) => *c += n,
+                                _ => unreachable!("count(*) keeps a count"),
+                            }
                         }
                     }
                     (AggFunc::Sum | AggFunc::Total | AggFunc::Avg, Some(a))
                         if !spec.distinct && table.len() <= FEW_GROUPS =>
                     {
-                        let mut sums: SmallVec<[&mut SumState; FEW_GROUPS]> = table
-                            .iter_mut()
-                            .map(|g| match &mut g.states[j] {
-                                AggState::Sum(s) => s,
+                        let mut sums: SmallVec<[&mut SumState; FEW_GROUPS]> = SmallVec::new();
+                        for group in table.iter_mut() {
+                            match &mut group.states[j] {
+                                AggState::Sum(s) => sums.push(s),
                                 _ => unreachable!("sums keep a sum state"),
-                            })
-                            .collect();
+                            }
+                        }
                         let sums = sums.as_mut_slice();
                         if typed {
                             let (x, int) = numeric.run(a);
