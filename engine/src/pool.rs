@@ -11,7 +11,7 @@
 //! share one, so neither ever waits for the other (a key-ordered scan's executors wait for
 //! their consumer, and a shared executor could close a cycle of waits between two scans). When
 //! no idle executor fits, a new one is built. At most [`MAX_IDLE_PER_KEY`] executors stay idle
-//! per key and [`MAX_IDLE`] in all; one more ends (and leaks its eventfd, as before). Idle
+//! per key and two per CPU in all; one more ends (and leaks its eventfd, as before). Idle
 //! executors keep their rings and their locked I/O memory: when building one fails (the
 //! `RLIMIT_MEMLOCK` budget taken by idle ones), the idle ones are ended and the build is
 //! tried once more.
@@ -43,8 +43,12 @@ pub(crate) struct Key {
 /// The most idle executors kept for one key.
 pub(crate) const MAX_IDLE_PER_KEY: usize = 2;
 
-/// The most idle executors kept in all.
-pub(crate) const MAX_IDLE: usize = 16;
+/// The most idle executors kept in all: two per CPU this process may use, so that what idle
+/// executors hold (rings, locked I/O memory: about 8 MiB each with the default window) stays
+/// proportional to the machine.
+fn max_idle() -> usize {
+    2 * std::thread::available_parallelism().map_or(1, usize::from)
+}
 
 /// A pinned glommio executor running the jobs it is sent, one after the other.
 pub(crate) struct Executor {
@@ -114,7 +118,7 @@ impl Executor {
         let mut idle = idle();
         let total: usize = idle.values().map(Vec::len).sum();
         let list = idle.entry(self.key).or_default();
-        if list.len() < MAX_IDLE_PER_KEY && total < MAX_IDLE {
+        if list.len() < MAX_IDLE_PER_KEY && total < max_idle() {
             list.push(self);
         } else {
             drop(idle);

@@ -117,31 +117,68 @@ pub fn table_page_header(file: &PageFile, page: u32, buf: &[u8]) -> Result<Btree
     }
 }
 
-/// The child pointers of an interior table page, left to right (the right child last).
-fn interior_children(
+/// Appends the child pointers of an interior table page to `children`, left to right (the
+/// right child last), each checked: a usable page number (see
+/// [`crate::header::DbHeader::unusable_page_reason`]) that is not yet in the tree (`seen`).
+fn push_interior_children(
     file: &PageFile,
     page: u32,
     buf: &[u8],
     header: &BtreePageHeader,
-) -> Result<Vec<u32>> {
+    seen: &mut PageSet,
+    children: &mut Vec<u32>,
+) -> Result<()> {
+    let db = file.header();
     let offset = btree_header_offset(page);
-    let usable = file.header().usable_size() as usize;
-    let mut children = Vec::with_capacity(usize::from(header.cell_count) + 1);
-    for i in 0..usize::from(header.cell_count) {
-        let cell = header
-            .cell_offset(buf, offset, i, usable)
-            .map_err(|what| file.corrupt(page, what))?;
-        // An interior table cell is a 4-byte child pointer followed by the rowid key varint.
-        let child = be_u32(buf, cell)
-            .filter(|_| cell + 4 <= usable)
-            .ok_or_else(|| file.corrupt(page, format!("cell {i} runs past the usable page")))?;
-        buf.get(cell + 4..usable)
-            .and_then(read_varint)
-            .ok_or_else(|| file.corrupt(page, format!("cell {i}: key runs past the page")))?;
+    let usable = db.usable_size() as usize;
+    // Children most pages can be without a closer look: not 0 or 1, not past the end, not the
+    // lock-byte page, and no pointer-map pages in the file.
+    let (last, pending, ptrmap) = (db.page_count, db.pending_byte_page(), db.has_pointer_map());
+    let plain = |child: u32| child >= 2 && child <= last && child != pending && !ptrmap;
+    let cells = usize::from(header.cell_count);
+    for i in 0..=cells {
+        let child = if i < cells {
+            let cell = header
+                .cell_offset(buf, offset, i, usable)
+                .map_err(|what| file.corrupt(page, what))?;
+            // An interior table cell is a 4-byte child pointer followed by the rowid key varint.
+            let child = be_u32(buf, cell)
+                .filter(|_| cell + 4 <= usable)
+                .ok_or_else(|| file.corrupt(page, format!("cell {i} runs past the usable page")))?;
+            buf.get(cell + 4..usable)
+                .and_then(read_varint)
+                .ok_or_else(|| file.corrupt(page, format!("cell {i}: key runs past the page")))?;
+            child
+        } else {
+            header.right_child.unwrap_or(0)
+        };
+        // Named only when something is wrong: 200,000 children per GB of table.
+        let which = || {
+            if i == cells {
+                "right child".to_string()
+            } else {
+                format!("cell {i} child")
+            }
+        };
+        if !plain(child) {
+            if let Some(reason) = db.unusable_page_reason(child) {
+                let which = which();
+                return Err(file.corrupt(page, format!("{which} pointer: {reason}")));
+            }
+        }
+        if !seen.insert(child) {
+            let which = which();
+            return Err(file.corrupt(
+                page,
+                format!(
+                    "{which} pointer to page {child}, which is already in the tree \
+                     (a cycle or a page with two parents)"
+                ),
+            ));
+        }
         children.push(child);
     }
-    children.push(header.right_child.unwrap_or(0));
-    Ok(children)
+    Ok(())
 }
 
 /// Lists the pages of the table b-tree rooted at `root` (page 1 is the schema table).
@@ -194,7 +231,11 @@ pub fn walk_table(file: &PageFile, root: u32, check: LeafCheck) -> Result<TableT
         if level.len() > 1 && file.is_cached(level[level.len() - 1]) != Some(true) {
             file.will_need(&level[1..]);
         }
-        let mut next = Vec::new();
+        // About as many children per page as the first one has (they are filled alike), and
+        // never more than the file has pages (a damaged first page must not size this).
+        let mut next = Vec::with_capacity(
+            (level.len() * (usize::from(first_header.cell_count) + 1)).min(db.page_count as usize),
+        );
         for (k, &page) in level.iter().enumerate() {
             let header = if k == 0 {
                 first_header
@@ -205,34 +246,7 @@ pub fn walk_table(file: &PageFile, root: u32, check: LeafCheck) -> Result<TableT
             if !header.is_table_interior() {
                 return Err(uneven(file, page, depth, "a leaf", "interior pages"));
             }
-            for (i, child) in interior_children(file, page, &buf, &header)?
-                .into_iter()
-                .enumerate()
-            {
-                // Named only when something is wrong: 200,000 children per GB of table.
-                let which = || {
-                    if i == usize::from(header.cell_count) {
-                        "right child".to_string()
-                    } else {
-                        format!("cell {i} child")
-                    }
-                };
-                if let Some(reason) = db.unusable_page_reason(child) {
-                    let which = which();
-                    return Err(file.corrupt(page, format!("{which} pointer: {reason}")));
-                }
-                if !seen.insert(child) {
-                    let which = which();
-                    return Err(file.corrupt(
-                        page,
-                        format!(
-                            "{which} pointer to page {child}, which is already in the tree \
-                             (a cycle or a page with two parents)"
-                        ),
-                    ));
-                }
-                next.push(child);
-            }
+            push_interior_children(file, page, &buf, &header, &mut seen, &mut next)?;
             interior_pages.push(page);
         }
         level = next;

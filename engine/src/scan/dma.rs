@@ -87,7 +87,7 @@ pub(crate) async fn scan<K: ScanKernel>(task: &ExecutorTask, kernel: K) -> Resul
     let mut ring = InFlight::with_capacity(schedule.max_reads());
     let mut decoder = PageDecoder::new(task, kernel);
 
-    let mut buffers_checked = false;
+    let mut first_buffer: Option<usize> = None;
     loop {
         if !decoder.kernel.wants_more() {
             // The kernel has what it needs (a LIMIT): reads still in flight are dropped.
@@ -111,13 +111,9 @@ pub(crate) async fn scan<K: ScanKernel>(task: &ExecutorTask, kernel: K) -> Resul
             }
         }
         let buf = result.map_err(|e| task.read_error(req, into_io_error(e)))?;
-        if !buffers_checked {
-            // Once (smaps is read once even when it cannot tell): glommio's registered I/O
-            // memory comes from the global allocator, on huge pages when the binary installs
-            // `HugePageAlloc`.
-            buffers_checked = true;
-            report.huge_page_buffers = huge_page_bytes(buf.as_ptr()).map(|b| b > 0);
-        }
+        // Where glommio's registered I/O memory lies, checked after the scan: reading smaps
+        // costs milliseconds with big mappings, which the first page must not wait for.
+        first_buffer.get_or_insert(buf.as_ptr() as usize);
         decoder.decode(req.first_page, req.pages, &buf, &mut report)?;
         drop(buf);
         task.check_cancelled()?;
@@ -126,6 +122,12 @@ pub(crate) async fn scan<K: ScanKernel>(task: &ExecutorTask, kernel: K) -> Resul
     if decoder.kernel.wants_more() {
         decoder.decode_wal_pages(&mut report)?;
     }
+    // glommio's registered I/O memory comes from the global allocator, on huge pages when the
+    // binary installs `HugePageAlloc`; it lives as long as the executor, so the address of the
+    // first buffer still names it.
+    report.huge_page_buffers = first_buffer
+        .and_then(|addr| huge_page_bytes(addr as *const u8))
+        .map(|b| b > 0);
     Ok(DmaScan::Done(Box::new(decoder.finish(report, clock))))
 }
 

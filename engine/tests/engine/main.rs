@@ -2,7 +2,6 @@
 //! target temp dir (a disk-backed filesystem, so O_DIRECT works there).
 
 mod damaged;
-mod descriptors;
 mod faults;
 mod fixture;
 mod fuzz;
