@@ -28,11 +28,10 @@ pub struct TablePlan {
     pub table: TableSchema,
     /// Every leaf page of the table, sorted by page number.
     pub leaves: Vec<u32>,
-    /// Every leaf page of the table in b-tree (rowid) order, as the walk met them left to
-    /// right: the order of SQLite's full scan. It differs from [`TablePlan::leaves`] when the
-    /// table is fragmented (leaves allocated out of key order, by interleaved inserts into
-    /// several tables or by page reuse after deletes).
-    pub leaves_in_key_order: Vec<u32>,
+    /// Every leaf page of the table in b-tree (rowid) order when that differs from
+    /// [`TablePlan::leaves`] (see [`TablePlan::leaves_in_key_order`]); `None` when the walk met
+    /// the leaves in page order, so that a large table's list is not held twice.
+    key_order: Option<Vec<u32>>,
     /// Every interior page of the table, sorted by page number.
     pub interior_pages: Vec<u32>,
     /// The leaves grouped into runs of consecutive pages, in file order.
@@ -95,9 +94,15 @@ impl TablePlan {
         let schema = find_table(&file, &entries, table)?;
         let definition = schema.definition().map_err(|w| file.invalid(w))?;
         let tree = walk_table(&file, schema.root_page, LeafCheck::First)?;
-        let leaves_in_key_order = tree.leaves;
-        let mut leaves = leaves_in_key_order.clone();
-        leaves.sort_unstable();
+        // The walk lists the leaves left to right; a table loaded in key order has them in
+        // page order already (the leaves are distinct: the walk refuses a page met twice).
+        let (leaves, key_order) = if tree.leaves.windows(2).all(|w| w[0] < w[1]) {
+            (tree.leaves, None)
+        } else {
+            let mut by_page = tree.leaves.clone();
+            by_page.sort_unstable();
+            (by_page, Some(tree.leaves))
+        };
         let mut interior_pages = tree.interior_pages;
         interior_pages.sort_unstable();
         Ok(Self {
@@ -106,7 +111,7 @@ impl TablePlan {
             table: schema,
             extents: extents_of(&leaves),
             leaves,
-            leaves_in_key_order,
+            key_order,
             interior_pages,
             definition,
             depth: tree.depth,
@@ -176,13 +181,21 @@ impl TablePlan {
     /// table. On an unfragmented table this is the same split as [`TablePlan::split`]; on a
     /// fragmented one the extents are shorter (less coalesced I/O).
     pub fn split_in_key_order(&self, weights: &[u32]) -> Vec<LeafRange> {
-        split_leaves(&self.leaves_in_key_order, weights)
+        split_leaves(self.leaves_in_key_order(), weights)
+    }
+
+    /// Every leaf page of the table in b-tree (rowid) order, as the walk met them left to
+    /// right: the order of SQLite's full scan. It differs from [`TablePlan::leaves`] when the
+    /// table is fragmented (leaves allocated out of key order, by interleaved inserts into
+    /// several tables or by page reuse after deletes).
+    pub fn leaves_in_key_order(&self) -> &[u32] {
+        self.key_order.as_deref().unwrap_or(&self.leaves)
     }
 
     /// Whether the leaves in b-tree order are in page-number order (the table is not
     /// fragmented): then file order is rowid order.
     pub fn leaves_in_file_order(&self) -> bool {
-        self.leaves_in_key_order.windows(2).all(|w| w[0] < w[1])
+        self.key_order.is_none()
     }
 
     /// The declaration index of column `name` (ASCII case-insensitive), or an

@@ -116,8 +116,20 @@ impl SumState {
         }
     }
 
+    /// Adds a value of a typed run ([`super::numeric`]): the integer `x` when `int` (exact:
+    /// below 2^53), else the real `x`; what [`Self::update`] does with the value.
     #[inline(always)]
-    fn add_integer(&mut self, i: i64) {
+    pub fn update_number(&mut self, x: f64, int: bool) {
+        if int {
+            self.add_integer(x as i64);
+        } else {
+            self.add_real(x);
+        }
+    }
+
+    /// Adds an integer.
+    #[inline(always)]
+    pub(super) fn add_integer(&mut self, i: i64) {
         self.count += 1;
         self.int_sum += i128::from(i);
         if !self.approx {
@@ -126,8 +138,9 @@ impl SumState {
         }
     }
 
+    /// Adds a real.
     #[inline(always)]
-    fn add_real(&mut self, r: f64) {
+    pub(super) fn add_real(&mut self, r: f64) {
         self.count += 1;
         self.approx = true;
         self.reals.add_f64(r);

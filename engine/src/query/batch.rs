@@ -69,7 +69,7 @@ pub struct Batch<'a, 'b> {
 impl<'a> Batch<'a, '_> {
     /// Slot `i` of row `r`.
     #[inline(always)]
-    fn slot(&self, r: u32, i: usize) -> ValueRef<'a> {
+    pub fn slot(&self, r: u32, i: usize) -> ValueRef<'a> {
         match &self.rows {
             Rows::Values(v) => v[r as usize * self.width + i],
             Rows::Cells {
@@ -278,6 +278,12 @@ impl<'a> ConstCompare<'a> {
                 return compare_truth(self.op, a, b, self.affinity, self.collation) == Some(true);
             }
         };
+        self.decide(o)
+    }
+
+    /// Whether the comparison is true when the column value orders `o` against the constant.
+    #[inline(always)]
+    fn decide(&self, o: Ordering) -> bool {
         let o = if self.column_left { o } else { o.reverse() };
         match self.op {
             CmpOp::Eq | CmpOp::Is => o == Ordering::Equal,
@@ -288,6 +294,25 @@ impl<'a> ConstCompare<'a> {
             CmpOp::Ge => o != Ordering::Less,
         }
     }
+
+    /// [`Self::holds`] for a text column value `x` against a text constant compared bytewise
+    /// (`text_bytes`): `None` when `x` may convert to a number (the general test decides).
+    #[inline(always)]
+    fn holds_text(&self, x: &[u8], c: &[u8]) -> Option<bool> {
+        (self.text_stays || !text_may_convert(x)).then(|| self.decide(binary_compare(x, c)))
+    }
+}
+
+/// [`maybe_number`], answered at once for a text that starts like an ISO date (four digits
+/// and a `-`, which no number has there: `maybe_number` stops at that `-` too).
+#[inline(always)]
+fn text_may_convert(x: &[u8]) -> bool {
+    if let Some(&[a, b, c, d, b'-']) = x.first_chunk::<5>() {
+        if [a, b, c, d].iter().all(u8::is_ascii_digit) {
+            return false;
+        }
+    }
+    maybe_number(x)
 }
 
 /// BINARY collation (`memcmp`, then length), deciding on the first eight bytes without a call
@@ -316,22 +341,43 @@ fn retain_compare(batch: &Batch<'_, '_>, i: usize, c: &ConstCompare<'_>, sel: &m
                 needed,
                 real,
                 default,
-            } => sel.retain(|r| {
-                c.holds(record_value(
-                    cells,
-                    base,
-                    *r as usize,
-                    needed,
-                    real,
-                    default,
-                ))
-            }),
+            } => {
+                let general =
+                    |r: u32| c.holds(record_value(cells, base, r as usize, needed, real, default));
+                match (c.text_bytes, c.constant) {
+                    // A text constant compared bytewise: text values of the column are decided
+                    // here, from the slot's bytes, without making a value.
+                    (true, ValueRef::Text(constant)) => retain_rows(sel, |r| {
+                        let slot = cells.slot(r as usize, needed);
+                        if slot.is_text() {
+                            if let Some(keep) = c.holds_text(slot.bytes(base), constant) {
+                                return keep;
+                            }
+                        }
+                        general(r)
+                    }),
+                    _ => retain_rows(sel, general),
+                }
+            }
             Source::Rowid => {
                 sel.retain(|r| c.holds(ValueRef::Integer(cells.rowid(base, *r as usize))))
             }
         },
         Rows::Values(_) => sel.retain(|r| c.holds(batch.slot(*r, i))),
     }
+}
+
+/// Keeps in `sel` the rows for which `keep` is true (in order, without a branch on the answer).
+#[inline(always)]
+fn retain_rows(sel: &mut Selection, keep: impl Fn(u32) -> bool) {
+    let rows: &mut [u32] = sel;
+    let mut kept = 0;
+    for k in 0..rows.len() {
+        let r = rows[k];
+        rows[kept] = r;
+        kept += usize::from(keep(r));
+    }
+    sel.truncate(kept);
 }
 
 /// Needed record column `needed` of row `row`: integers read back as reals under REAL affinity

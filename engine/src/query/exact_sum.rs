@@ -84,8 +84,11 @@ impl ExactSum {
         if shift <= FIXED_MAX_SHIFT {
             // A normal double in the window (zero, subnormals, infinities and NaN are not:
             // their exponent field is 0 or 0x7ff).
-            let mantissa = i128::from((bits & ((1 << 52) - 1)) | (1 << 52)) << shift;
-            let term = if x < 0.0 { -mantissa } else { mantissa };
+            // The signed mantissa in 54 bits (negated by the sign bit without a branch), then
+            // shifted into the window.
+            let mantissa = ((bits & ((1 << 52) - 1)) | (1 << 52)) as i64;
+            let sign = (bits as i64) >> 63;
+            let term = i128::from((mantissa ^ sign) - sign) << shift;
             match self.fixed.checked_add(term) {
                 Some(sum) => self.fixed = sum,
                 None => {

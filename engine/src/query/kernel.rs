@@ -24,10 +24,13 @@ use super::aggregate::{AggState, SumState};
 use super::batch::{self, Batch, Rows, Selection, Source};
 use super::dates;
 use super::eval::{eval, eval_ref, holds, Operand};
+use super::groups::packed_key;
 pub use super::groups::{Group, GroupTable};
 use super::ir::{AggFunc, ColumnRead, Expr, QueryPlan, Shape, SortKey};
 use super::key_row::{self, KeyRow};
-use super::program::RowProgram;
+use super::numeric::{NumericRuns, RunKind};
+use super::page_groups::{packed_slots, PageRows};
+use super::program::{Node, RowProgram};
 pub use super::row_stream::OutRow;
 use super::row_stream::RowStream;
 use super::window;
@@ -79,6 +82,8 @@ pub struct QueryKernel {
     sources: Vec<Option<(usize, bool)>>,
     /// The group of each selected row of the page (reused from page to page).
     group_of: Vec<u32>,
+    /// The page's aggregate arguments as typed runs (reused from page to page).
+    numeric: NumericRuns,
     partial: Partial,
     rows: u64,
     /// Which row of a group shows its keys.
@@ -163,6 +168,7 @@ impl QueryKernel {
             program,
             sources,
             group_of: Vec::new(),
+            numeric: NumericRuns::default(),
             plan,
             usable,
             partial,
@@ -367,7 +373,11 @@ impl QueryKernel {
             width,
         };
         let rowids = self.cells.rowids().expect("the query decoder reads rowids");
-        let mut sel: Selection = (0..rows as u32).collect();
+        let mut sel = Selection::new();
+        sel.resize(rows, 0);
+        for (i, r) in sel.iter_mut().enumerate() {
+            *r = i as u32;
+        }
         if let Some(f) = &self.batch_filter {
             batch::filter(f, &b, &mut sel);
         }
@@ -384,25 +394,97 @@ impl QueryKernel {
         else {
             unreachable!("only grouped plans are batched");
         };
-        let mut runs: Vec<ValueRef<'_>> = vec![ValueRef::Null; program.nodes().len() * n];
-        program.eval(&b, &sel, &mut runs);
+        let first = self.key_row == KeyRow::First;
+        // The aggregate arguments as typed runs when every value is a plain number; the
+        // value runs then hold only the keys.
+        let typed = first
+            && self
+                .numeric
+                .eval(program, &self.cells, page, &sources, &sel);
+        // Keys that are plain columns are read from the cells as the groups are found; any
+        // other key (or an untyped page) has its value runs.
+        let slot_keys: Option<SmallVec<[usize; 4]>> = if typed {
+            (0..keys.len())
+                .map(|j| match program.nodes()[program.key(j)] {
+                    Node::Slot(s) => Some(s),
+                    _ => None,
+                })
+                .collect()
+        } else {
+            None
+        };
+        let mut runs: Vec<ValueRef<'_>> = Vec::new();
+        if slot_keys.is_none() {
+            runs = vec![ValueRef::Null; program.nodes().len() * n];
+            if typed {
+                program.eval_keys(&b, &sel, &mut runs);
+            } else {
+                program.eval(&b, &sel, &mut runs);
+            }
+        }
         let run = |node: usize| &runs[node * n..(node + 1) * n];
+        let numeric = &self.numeric;
+        // An argument's value for selected row `k`.
+        let arg_value = |a: usize, k: usize| -> ValueRef<'_> {
+            if typed {
+                let (x, int) = numeric.run(a);
+                if int[k] {
+                    ValueRef::Integer(x[k] as i64)
+                } else {
+                    ValueRef::Real(x[k])
+                }
+            } else {
+                run(a)[k]
+            }
+        };
         // Every selected row's group.
         let collations: SmallVec<[Collation; 8]> = keys.iter().map(|k| k.1).collect();
-        let key_runs: SmallVec<[&[ValueRef<'_>]; 4]> =
-            (0..keys.len()).map(|j| run(program.key(j))).collect();
-        let first = self.key_row == KeyRow::First;
+        let key_runs: SmallVec<[&[ValueRef<'_>]; 4]> = if slot_keys.is_some() {
+            SmallVec::new()
+        } else {
+            (0..keys.len()).map(|j| run(program.key(j))).collect()
+        };
         let groups = &mut self.group_of;
-        groups.clear();
-        let mut key: SmallVec<[ValueRef<'_>; 4]> = SmallVec::new();
-        for (k, &r) in sel.iter().enumerate() {
-            key.clear();
-            key.extend(key_runs.iter().map(|run| run[k]));
-            let g = table.find_or_insert(&key, &collations, rowids[r as usize], first, || {
-                aggregates.iter().map(AggState::new).collect()
-            });
-            groups.push(g as u32);
+        let new_group = || aggregates.iter().map(AggState::new).collect();
+        let found = PageRows {
+            sel: &sel,
+            rowids,
+            collations: &collations,
+            lowest_rowid_keys: first,
+        };
+        match &slot_keys {
+            Some(slots) => {
+                let slot_sources: SmallVec<[Source<'_>; 4]> =
+                    slots.iter().map(|&s| sources[s]).collect();
+                let packed =
+                    |r: u32| packed_slots(&self.cells, page, &slot_sources, &collations, r);
+                found.resolve(
+                    table,
+                    groups,
+                    new_group,
+                    |_, r| packed(r),
+                    |_, r, j| b.slot(r, slots[j]),
+                )
+            }
+            None => {
+                let packed = |k: usize| {
+                    packed_key(
+                        key_runs
+                            .iter()
+                            .zip(&collations)
+                            .map(|(run, &c)| (run[k], c)),
+                    )
+                };
+                found.resolve(
+                    table,
+                    groups,
+                    new_group,
+                    |k, _| packed(k),
+                    |k, _, j| key_runs[j][k],
+                )
+            }
         }
+        let mut key: SmallVec<[ValueRef<'_>; 4]> = SmallVec::new();
         let groups = &*groups;
         let table = &mut table.groups;
         if first {
@@ -413,34 +495,58 @@ impl QueryKernel {
                 }
                 match (spec.func, program.arg(j)) {
                     (AggFunc::CountStar, _) if !spec.distinct && table.len() <= FEW_GROUPS => {
-                        let mut counts: SmallVec<[&mut i64; FEW_GROUPS]> = table
-                            .iter_mut()
-                            .map(|g| match &mut g.states[j] {
-                                AggState::Count(c) => c,
-                                _ => unreachable!("count(*) keeps a count"),
-                            })
-                            .collect();
+                        // Counted on the stack, then added to the groups' counts.
+                        let mut counts = [0i64; FEW_GROUPS];
                         for &g in groups {
-                            *counts[g as usize] += 1;
+                            counts[g as usize] += 1;
+                        }
+                        for (group, n) in table.iter_mut().zip(counts) {
+                            match &mut group.states[j] {
+                                AggState::Count(c) => *c += n,
+                                _ => unreachable!("count(*) keeps a count"),
+                            }
                         }
                     }
                     (AggFunc::Sum | AggFunc::Total | AggFunc::Avg, Some(a))
                         if !spec.distinct && table.len() <= FEW_GROUPS =>
                     {
-                        let mut sums: SmallVec<[&mut SumState; FEW_GROUPS]> = table
-                            .iter_mut()
-                            .map(|g| match &mut g.states[j] {
-                                AggState::Sum(s) => s,
+                        let mut sums: SmallVec<[&mut SumState; FEW_GROUPS]> = SmallVec::new();
+                        for group in table.iter_mut() {
+                            match &mut group.states[j] {
+                                AggState::Sum(s) => sums.push(s),
                                 _ => unreachable!("sums keep a sum state"),
-                            })
-                            .collect();
-                        for (&g, &v) in groups.iter().zip(run(a)) {
-                            sums[g as usize].update(v);
+                            }
+                        }
+                        let sums = sums.as_mut_slice();
+                        if typed {
+                            let (x, int) = numeric.run(a);
+                            let pairs = groups.iter().zip(x);
+                            match numeric.kind(a) {
+                                RunKind::Integers => {
+                                    for (&g, &x) in pairs {
+                                        sums[g as usize].add_integer(x as i64);
+                                    }
+                                }
+                                RunKind::Reals => {
+                                    for (&g, &x) in pairs {
+                                        sums[g as usize].add_real(x);
+                                    }
+                                }
+                                RunKind::Mixed => {
+                                    for ((&g, &x), &int) in pairs.zip(int) {
+                                        sums[g as usize].update_number(x, int);
+                                    }
+                                }
+                            }
+                        } else {
+                            for (&g, &v) in groups.iter().zip(run(a)) {
+                                sums[g as usize].update(v);
+                            }
                         }
                     }
                     (_, arg) => {
                         for (k, (&g, &r)) in groups.iter().zip(&sel).enumerate() {
-                            let v = arg.map_or(ValueRef::Null, |a| run(a)[k]);
+                            let v = arg.map_or(ValueRef::Null, |a| arg_value(a, k));
                             table[g as usize].states[j].update(spec, v, rowids[r as usize]);
                         }
                     }
@@ -453,7 +559,7 @@ impl QueryKernel {
                 let group = &mut table[g as usize];
                 for (j, (spec, state)) in aggregates.iter().zip(&mut group.states).enumerate() {
                     if program.shares(j) == j {
-                        let v = program.arg(j).map_or(ValueRef::Null, |a| run(a)[k]);
+                        let v = program.arg(j).map_or(ValueRef::Null, |a| arg_value(a, k));
                         state.update(spec, v, rowid);
                     }
                 }

@@ -16,10 +16,13 @@
 //! - [`aggregate`] and [`exact_sum`]: aggregate states with `update`, `merge` and `finish`,
 //!   real sums accumulated exactly and rounded once;
 //! - [`batch`]: a grouped query's infallible expressions evaluated over a page's rows at once;
+//! - [`numeric`]: its aggregate arguments as typed runs (a double and an integer flag per
+//!   row) in tight loops, for pages whose values are all plain numbers;
 //! - [`program`]: its keys and aggregate arguments as shared nodes (each common subexpression
 //!   once per row), and which aggregates share a state;
 //! - [`window`]: the text range the decoder itself applies for such a query's filter;
 //! - [`groups`]: the group table, looked up by borrowed key values;
+//! - [`page_groups`]: a page's rows' groups, looked up once per distinct packed key;
 //! - [`kernel`]: one executor's work ([`kernel::QueryKernel`]: filter, projection, partial
 //!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`], and
 //!   the coordinator's merge ([`kernel::merge`]); [`run_query`] runs both;
@@ -42,6 +45,8 @@ pub mod ir;
 pub mod kernel;
 pub mod key_row;
 pub mod like;
+pub mod numeric;
+pub mod page_groups;
 pub mod program;
 pub mod row_stream;
 pub mod stream;

@@ -63,6 +63,11 @@ pub struct RowProgram {
     args: Vec<Option<NodeId>>,
     /// For each aggregate, the aggregate whose state it shares (itself, or an earlier one).
     shares: Vec<usize>,
+    /// The nodes the keys read (the keys' own and their operands).
+    key_nodes: Vec<bool>,
+    /// The nodes the aggregate arguments read, when every one of them can be a typed run
+    /// ([`super::numeric`]: slots, numeric literals, `+ - *`).
+    numeric: Option<Vec<bool>>,
 }
 
 /// Which aggregates keep the same state from the same values.
@@ -87,6 +92,8 @@ impl RowProgram {
             keys: Vec::new(),
             args: Vec::new(),
             shares: Vec::new(),
+            key_nodes: Vec::new(),
+            numeric: None,
         };
         p.keys = keys.iter().map(|(e, _)| p.add(e)).collect();
         p.args = aggregates
@@ -103,7 +110,45 @@ impl RowProgram {
             });
             p.shares.push(shared.unwrap_or(j));
         }
+        p.key_nodes = p.reached(p.keys.iter().copied());
+        let args = p.reached(p.args.iter().flatten().copied());
+        let typed = |n: &Node| match n {
+            Node::Slot(_) => true,
+            Node::Literal(Value::Integer(i)) => i.unsigned_abs() < 1 << 53,
+            Node::Literal(Value::Real(_)) => true,
+            Node::Arith(op, _, _) => matches!(op, ArithOp::Add | ArithOp::Sub | ArithOp::Mul),
+            _ => false,
+        };
+        if p.nodes
+            .iter()
+            .zip(&args)
+            .all(|(n, &used)| !used || typed(n))
+        {
+            p.numeric = Some(args);
+        }
         p
+    }
+
+    /// The nodes that `roots` read: themselves and, through arithmetic, their operands.
+    fn reached(&self, roots: impl Iterator<Item = NodeId>) -> Vec<bool> {
+        let mut used = vec![false; self.nodes.len()];
+        for r in roots {
+            used[r] = true;
+        }
+        // Operands come before the nodes that read them.
+        for i in (0..self.nodes.len()).rev() {
+            if let (true, Node::Arith(_, a, b)) = (used[i], &self.nodes[i]) {
+                used[*a] = true;
+                used[*b] = true;
+            }
+        }
+        used
+    }
+
+    /// The nodes the aggregate arguments read, when all of them can be typed runs
+    /// ([`super::numeric::NumericRuns`]); `None` otherwise.
+    pub fn numeric(&self) -> Option<&[bool]> {
+        self.numeric.as_deref()
     }
 
     fn add(&mut self, e: &Expr) -> NodeId {
@@ -148,12 +193,36 @@ impl RowProgram {
     /// Evaluates every node over the selected rows of `batch`: run `i` (`sel.len()` values) of
     /// `runs` is node `i`'s.
     pub fn eval<'a>(&'a self, batch: &Batch<'a, '_>, sel: &Selection, runs: &mut [ValueRef<'a>]) {
+        self.eval_nodes(batch, sel, runs, false);
+    }
+
+    /// [`Self::eval`] of the nodes the keys read only (when typed runs hold the aggregate
+    /// arguments); the other runs are left as they were.
+    pub fn eval_keys<'a>(
+        &'a self,
+        batch: &Batch<'a, '_>,
+        sel: &Selection,
+        runs: &mut [ValueRef<'a>],
+    ) {
+        self.eval_nodes(batch, sel, runs, true);
+    }
+
+    fn eval_nodes<'a>(
+        &'a self,
+        batch: &Batch<'a, '_>,
+        sel: &Selection,
+        runs: &mut [ValueRef<'a>],
+        keys_only: bool,
+    ) {
         let n = sel.len();
         debug_assert_eq!(runs.len(), n * self.nodes.len());
         if n == 0 {
             return;
         }
         for (i, node) in self.nodes.iter().enumerate() {
+            if keys_only && !self.key_nodes[i] {
+                continue;
+            }
             let (done, rest) = runs.split_at_mut(i * n);
             let out = &mut rest[..n];
             match node {

@@ -1,7 +1,8 @@
 //! `corescan query` against SQLite on the same file: hand-written cases for every supported
 //! construct ([`cases`]), the same queries under every scan setting ([`settings`]), the
 //! command line ([`cli`]), streamed projections in rowid order on fragmented tables
-//! ([`stream`]), and a random differential tester ([`differential`]).
+//! ([`stream`]), grouped pages on the typed and the general path ([`typed_runs`]), and a
+//! random differential tester ([`differential`]).
 //!
 //! Rows compare exactly (integers, text, blobs, NULL, and their storage classes), except reals
 //! from `sum`/`avg`/`total`, which may differ from SQLite's: corescan sums exactly and rounds
@@ -17,6 +18,7 @@ mod exact;
 mod group_keys;
 mod settings;
 mod stream;
+mod typed_runs;
 mod window;
 
 use std::path::{Path, PathBuf};

@@ -199,7 +199,7 @@ fn an_error_after_rows_were_written_ends_the_output() {
     let sql = "SELECT rowid, x FROM a";
     let (_, want) = sqlite_answer(&db, sql).unwrap();
     let plan = TablePlan::open(&db, "a").unwrap();
-    let order = plan.leaves_in_key_order.clone();
+    let order = plan.leaves_in_key_order().to_vec();
     // A leaf two thirds into the key order (in the second range of two): its page type byte
     // becomes an index page's.
     let k = order.len() * 2 / 3;
