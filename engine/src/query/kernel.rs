@@ -93,6 +93,10 @@ pub struct QueryKernel {
     /// A streaming query's channel to the coordinator (see [`super::stream`]): the rows in
     /// `partial` are then only those not yet sent.
     stream: Option<RowStream>,
+    /// The first failing row of the page being decoded (rowid, error), raised when the page is
+    /// done: the page's rows before it, those completed from overflow pages included, are kept
+    /// first, and none after it is evaluated, as SQLite stops at the row that fails.
+    failed: Option<(i64, String)>,
 }
 
 impl QueryKernel {
@@ -158,6 +162,7 @@ impl QueryKernel {
             now: dates::statement_time(),
             key_row: KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr)),
             stream: None,
+            failed: None,
             needed,
             batch_filter,
             record_slots,
@@ -183,6 +188,7 @@ impl QueryKernel {
     pub fn streaming(plan: Arc<QueryPlan>, usable: u32, stream: RowStream, now: i64) -> Self {
         QueryKernel {
             stream: Some(stream),
+            failed: None,
             now,
             ..QueryKernel::new(plan, usable)
         }
@@ -234,9 +240,17 @@ impl ScanKernel for QueryKernel {
         self.rows
     }
 
-    fn page_done(&mut self) {
+    fn page_done(&mut self) -> Result<(), String> {
+        let failed = self.failed.take();
+        // A failing row ends the query unless the rows before it complete a LIMIT (SQLite
+        // stops there, before reaching it).
+        let answered = failed.is_some() && self.has_its_limit();
         if let (Some(stream), Partial::Rows(rows)) = (&mut self.stream, &mut self.partial) {
             stream.page_done(rows);
+        }
+        match failed {
+            Some((rowid, e)) if !answered => Err(format!("row {rowid}: {e}")),
+            _ => Ok(()),
         }
     }
 
@@ -287,10 +301,12 @@ impl ScanKernel for QueryKernel {
                 .decode_page_ahead(&self.needed, page_no, page, next, self.usable, spills)?;
         self.rows += cells as u64;
         if self.batched {
-            self.eval_batch(page)
-        } else {
-            self.eval_rows(page)
+            return self.eval_batch(page);
         }
+        // The LIMIT may cut the page's rows only when none of them waits for its overflow
+        // pages: such a record is completed after the page's other cells, and may come first.
+        self.eval_rows(page, spills.is_empty());
+        Ok(())
     }
 
     fn eval_spill(
@@ -303,42 +319,72 @@ impl ScanKernel for QueryKernel {
         let outcome = self
             .cells
             .decode_record(&self.needed, spill.rowid, payload, complete)?;
-        if outcome == RecordOutcome::Done {
-            self.eval_rows(payload)?;
+        // A record after the page's failing row is not evaluated (SQLite stops at that row).
+        let after_failure = self.failed.as_ref().is_some_and(|(f, _)| spill.rowid > *f);
+        if outcome == RecordOutcome::Done && !after_failure {
+            self.eval_rows(payload, false);
         }
         Ok(outcome)
     }
 }
 
 impl QueryKernel {
-    /// The decoded rows one at a time (values borrowed from `base`).
-    fn eval_rows(&mut self, base: &[u8]) -> Result<(), String> {
+    /// Whether a streamed projection (no `ORDER BY`; its range read in rowid order) has the
+    /// `LIMIT + OFFSET` rows its executor can contribute, or the output has all it needs.
+    /// Collected rows are not cut here: their ranges are read in page order, so an executor's
+    /// first rows need not be its lowest rowids.
+    fn has_its_limit(&self) -> bool {
+        match (&self.stream, &self.partial) {
+            (Some(stream), Partial::Rows(rows)) => !stream.wants_more(rows.len()),
+            _ => false,
+        }
+    }
+
+    /// The decoded rows one at a time (values borrowed from `base`); with `cut`, none after a
+    /// projection's `LIMIT` (see [`QueryKernel::has_its_limit`]) is evaluated. A row that
+    /// fails ends the evaluation; its error is raised when the page is done
+    /// ([`ScanKernel::page_done`]).
+    fn eval_rows(&mut self, base: &[u8], cut: bool) {
         // Borrowed, not cloned: an `Arc` clone per row is an atomic on a cache line every
         // executor shares. The row's values live on the stack for the usual widths.
         let plan = &*self.plan;
         let layout = (plan, &self.record_slots[..], &self.rowid_slots[..]);
         let mut slots: SmallVec<[ValueRef<'_>; 32]> = smallvec![ValueRef::Null; plan.columns.len()];
         for r in 0..self.cells.len() {
+            if cut && self.has_its_limit() {
+                // SQLite stops at the LIMIT: the rows after it are not evaluated (an error in
+                // one of them is not the query's).
+                break;
+            }
             let rowid = self.cells.rowid(base, r);
-            let at = |e: String| format!("row {rowid}: {e}");
-            row_slots(layout, &self.cells, base, r, &mut slots).map_err(at)?;
-            if self.has_virtual {
-                // Generated columns: computed in slot order over owned copies.
-                let mut owned: Vec<Value> = slots.iter().map(|v| ValueRef::to_owned(*v)).collect();
-                for (i, c) in plan.columns.iter().enumerate() {
-                    if let ColumnRead::Virtual { expr, affinity } = c {
-                        let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
-                        let v = eval(expr, &refs).map_err(at)?;
-                        owned[i] = apply_column_affinity(v.as_ref(), *affinity);
+            let evaluated = (|| {
+                row_slots(layout, &self.cells, base, r, &mut slots)?;
+                if self.has_virtual {
+                    // Generated columns: computed in slot order over owned copies.
+                    let mut owned: Vec<Value> =
+                        slots.iter().map(|v| ValueRef::to_owned(*v)).collect();
+                    for (i, c) in plan.columns.iter().enumerate() {
+                        if let ColumnRead::Virtual { expr, affinity } = c {
+                            let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
+                            let v = eval(expr, &refs)?;
+                            owned[i] = apply_column_affinity(v.as_ref(), *affinity);
+                        }
                     }
+                    let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
+                    accept(plan, self.key_row, &mut self.partial, rowid, &refs)
+                } else {
+                    accept(plan, self.key_row, &mut self.partial, rowid, &slots)
                 }
-                let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
-                accept(plan, self.key_row, &mut self.partial, rowid, &refs).map_err(at)?;
-            } else {
-                accept(plan, self.key_row, &mut self.partial, rowid, &slots).map_err(at)?;
+            })();
+            if let Err(e) = evaluated {
+                // Cells come in rowid order; a record completed from its overflow pages may
+                // fail at a lower rowid than a cell did.
+                if self.failed.as_ref().is_none_or(|(f, _)| rowid < *f) {
+                    self.failed = Some((rowid, e));
+                }
+                break;
             }
         }
-        Ok(())
     }
 
     /// A grouped query's decoded page as one batch: filter the batch, evaluate the program

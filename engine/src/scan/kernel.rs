@@ -91,7 +91,11 @@ pub trait ScanKernel: Clone + Send + 'static {
     /// Called once a page's cells, including those completed from overflow pages, have all
     /// been given to the kernel (a kernel streaming rows in order learns here that the
     /// page's rows are complete: records with overflow come after the page's other cells).
-    fn page_done(&mut self) {}
+    /// An error (what is wrong; the scan adds the file and page) ends the scan here: a kernel
+    /// that met a failing row keeps the page's rows before it first.
+    fn page_done(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 
     /// Whether the scan should go on; once `false`, the executor stops reading (after the read
     /// it is decoding) and finishes normally: a `LIMIT` without `ORDER BY` that has its rows.

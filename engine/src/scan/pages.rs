@@ -147,8 +147,9 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
             self.spills = spills;
             followed?;
         }
-        self.kernel.page_done();
-        Ok(())
+        self.kernel
+            .page_done()
+            .map_err(|what| task.corrupt(page_no, what))
     }
 
     /// Completes a record whose needed bytes continue on overflow pages, reading the chain

@@ -617,3 +617,45 @@ fn unary_plus_and_collate_in_positions() {
         both_out_of_range(q);
     }
 }
+
+/// SQLite stops at the `LIMIT`: a row after it that would fail is never evaluated, also on a
+/// page whose records wait for their overflow pages, for every core count and backend (run
+/// seed 1796144306530735164: an `ESCAPE` of two characters in a `CASE` branch that only the
+/// fourth row of a `LIMIT 3` reaches; corescan evaluated the rest of the page and failed).
+#[test]
+fn rows_after_the_limit_are_never_evaluated() {
+    use super::{corescan_answer, difference, settings, sqlite_answer};
+    use engine::IoBackend;
+    let db = fixture();
+    let rowids: Vec<i64> = {
+        let c = rusqlite::Connection::open(db).unwrap();
+        let mut st = c.prepare("SELECT rowid FROM t LIMIT 24").unwrap();
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    for (k, last) in rowids.iter().enumerate().map(|(i, r)| (i + 1, r)) {
+        let fails = "(s LIKE 'a' ESCAPE 'xy')";
+        let queries = [
+            // The failure in the filter, then in an output column, of the rows after the k-th.
+            format!("SELECT rowid, s FROM t WHERE CASE WHEN rowid > {last} THEN {fails} ELSE 1 END LIMIT {k}"),
+            format!("SELECT rowid, CASE WHEN rowid > {last} THEN {fails} END FROM t LIMIT {k}"),
+            format!("SELECT rowid FROM t WHERE CASE WHEN rowid > {last} THEN {fails} ELSE 1 END LIMIT {} OFFSET 1", k - 1),
+            // One row more: the failing row is reached, and both fail.
+            format!("SELECT rowid FROM t WHERE CASE WHEN rowid > {last} THEN {fails} ELSE 1 END LIMIT {}", k + 1),
+        ];
+        for (n, sql) in queries.iter().enumerate() {
+            let want = sqlite_answer(db, sql);
+            assert_eq!(want.is_err(), n == 3, "{sql}: SQLite {want:?}");
+            for io in [IoBackend::Pread, IoBackend::Mmap, IoBackend::Dma] {
+                for cores in 1..=3 {
+                    let got = corescan_answer(db, sql, &settings(io, 4), cores);
+                    if let Some(d) = difference(&want, &got, true) {
+                        panic!("{sql} ({io:?}, {cores} cores)\n{d}");
+                    }
+                }
+            }
+        }
+    }
+}
