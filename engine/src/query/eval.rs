@@ -199,6 +199,11 @@ pub fn truth_of(expr: &Expr, slots: &[ValueRef<'_>]) -> Result<Option<bool>, Str
             }
             let x = eval_ref(expr, slots)?;
             if x.is_null() {
+                // SQLite still computes the list (sqlite3ExprCodeIN compares the left value
+                // with each item in turn; none equals NULL), so an item that fails fails.
+                for (item, _) in list {
+                    eval_ref(item, slots)?;
+                }
                 return Ok(None);
             }
             let mut saw_null = false;

@@ -659,3 +659,27 @@ fn rows_after_the_limit_are_never_evaluated() {
         }
     }
 }
+
+/// `x IN (list)` computes the list also when `x` is NULL (sqlite3ExprCodeIN compares `x` with
+/// each item in turn, and none equals NULL), so an item that fails fails the query (run seed
+/// 1796145173547321216: `CAST(date(gs) AS INT8) NOT IN (rtrim((g NOT LIKE '%' ESCAPE 'ab'),
+/// 'a'))`; corescan answered where SQLite failed).
+#[test]
+fn an_in_list_is_computed_when_its_left_side_is_null() {
+    let db = fixture();
+    for sql in [
+        "SELECT id FROM t WHERE NULL IN (s LIKE 'a' ESCAPE 'xy')",
+        "SELECT id, (CAST(NULL AS INT) NOT IN (1, rtrim(s LIKE 'a' ESCAPE 'xy'))) FROM t",
+        "SELECT count(*) FROM t WHERE date(s) IN (i, s GLOB 'a' OR (s LIKE '%' ESCAPE 'ab'))",
+    ] {
+        assert!(
+            super::sqlite_answer(db, sql).is_err(),
+            "{sql}: SQLite answered"
+        );
+        super::check_error(db, sql, "ESCAPE expression must be a single character");
+    }
+    all(&[
+        "SELECT id, NULL IN (i, s), CAST(NULL AS INT) NOT IN (r, x), date(s) IN (i, 1) FROM t",
+        "SELECT count(*) FROM t WHERE date(i) NOT IN (s, r) IS NULL",
+    ]);
+}
