@@ -475,6 +475,12 @@ impl<'t> Resolver<'t> {
                     binary(op, l, r)?
                 }
             }
+            ast::Expr::IsNull(x) | ast::Expr::IsNotNull(x) if never_null_literal(x) => {
+                // SQLite's parser answers these itself (sqlite3PExprIsNull): the integer
+                // literal it writes is one an AND or OR then reduces by (see `and_or`).
+                let not_null = matches!(e, ast::Expr::IsNotNull(_));
+                Typed::plain(Expr::Literal(Value::Integer(i64::from(not_null))))
+            }
             ast::Expr::IsNull(x) | ast::Expr::IsNotNull(x) => {
                 let x = self.resolve(x, stage, d)?;
                 Typed {
@@ -996,6 +1002,26 @@ fn is_probability(e: &ast::Expr) -> bool {
             }
             _ => false,
         },
+        _ => false,
+    }
+}
+
+/// Whether `e` is a number, text or blob literal, under any unary `+` or `-` and parentheses:
+/// what SQLite's parser knows is never NULL (`sqlite3PExprIsNull`; a `"quoted"` name is an
+/// identifier there, and NULL, TRUE and FALSE are not among them).
+fn never_null_literal(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::UnaryOp {
+            op: UnaryOperator::Plus | UnaryOperator::Minus,
+            expr,
+        }
+        | ast::Expr::Nested(expr) => never_null_literal(expr),
+        ast::Expr::Value(v) => matches!(
+            v.value,
+            ast::Value::Number(..)
+                | ast::Value::SingleQuotedString(_)
+                | ast::Value::HexStringLiteral(_)
+        ),
         _ => false,
     }
 }

@@ -683,3 +683,18 @@ fn an_in_list_is_computed_when_its_left_side_is_null() {
         "SELECT count(*) FROM t WHERE date(i) NOT IN (s, r) IS NULL",
     ]);
 }
+
+/// SQLite's parser answers `IS [NOT] NULL` of a number, text or blob literal itself
+/// (`sqlite3PExprIsNull`), and the integer it writes decides an AND or OR, so the other
+/// operand is never computed (run seed 1796145553343389136: `avg(('' IS NOT NULL) OR (gs LIKE
+/// '%' ESCAPE ''))`; corescan computed the LIKE and failed).
+#[test]
+fn is_null_of_a_literal_is_an_integer_an_and_or_reduces_by() {
+    all(&[
+        "SELECT avg(('' IS NOT NULL) OR (s LIKE '%' ESCAPE '')), count(*) FROM t",
+        "SELECT id FROM t WHERE (-5 IS NULL) AND (s LIKE 'a' ESCAPE 'xy')",
+        "SELECT id, (x'00' NOTNULL) OR (s LIKE 'a' ESCAPE 'xy'), ('a' IS NULL) + 1 FROM t",
+        "SELECT id, ((+(2.5)) IS NULL) AND (s GLOB 'a' OR s LIKE 'b' ESCAPE 'xy') FROM t",
+        "SELECT id, i IS NULL, NULL IS NULL, '' IS NOT NULL, -'x' IS NULL FROM t",
+    ]);
+}
