@@ -698,3 +698,21 @@ fn is_null_of_a_literal_is_an_integer_an_and_or_reduces_by() {
         "SELECT id, i IS NULL, NULL IS NULL, '' IS NOT NULL, -'x' IS NULL FROM t",
     ]);
 }
+
+/// SQLite does not compute the output columns of the rows an `OFFSET` skips (`codeOffset`
+/// comes before the result columns in `selectInnerLoop`), so an output expression that fails
+/// only on those rows does not fail the query (run seed 1796146564283653503: `abs(~(gs))` of
+/// `... LIMIT 19 OFFSET 6`). corescan computes them: a failing skipped row needs to travel as a
+/// marked row to the coordinator, which alone knows which rows the OFFSET skips.
+#[test]
+#[ignore = "known difference: corescan computes the output columns of OFFSET-skipped rows (see the README)"]
+fn output_columns_of_rows_an_offset_skips_are_not_computed() {
+    let db = fixture();
+    let second: i64 = rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row("SELECT rowid FROM t LIMIT 1 OFFSET 1", [], |r| r.get(0))
+        .unwrap();
+    all(&[&format!(
+        "SELECT rowid, CASE WHEN rowid <= {second} THEN abs(-9223372036854775807 - 1) ELSE 1 END FROM t LIMIT 3 OFFSET 2"
+    )]);
+}
