@@ -463,7 +463,8 @@ impl<'t> Resolver<'t> {
                 // aggregates the expressions name decides the row that shows a group's keys
                 // (engine::query::key_row), as SQLite's AggInfo lists them all.
                 let aggregates = matches!(op, BinaryOperator::And | BinaryOperator::Or)
-                    && (super::plan::has_aggregate(left) || super::plan::has_aggregate(right));
+                    && (super::aggregate::has_aggregate(left)
+                        || super::aggregate::has_aggregate(right));
                 if aggregates {
                     let (l, r) = (Box::new(l.expr), Box::new(r.expr));
                     Typed::plain(if *op == BinaryOperator::And {

@@ -13,6 +13,7 @@
 //! The other direction, SQL text this crate sends to SQLite and its peers (TPC-H Q6), is
 //! [`text`].
 
+mod aggregate;
 mod error;
 mod expr;
 mod plan;

@@ -11,6 +11,7 @@ use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 
+use super::aggregate::has_aggregate;
 use super::error::{invalid, unsupported, SqlError};
 use super::expr::{collation_named, GroupContext, Resolver, Stage, Typed};
 use super::position::{position_term, skip_collate};
@@ -447,81 +448,6 @@ fn ordinal(n: usize) -> String {
         _ => "th",
     };
     format!("{n}{suffix}")
-}
-
-/// Whether `e` calls an aggregate function (one-argument `min`/`max`, `count`, `sum`, ...).
-pub(crate) fn has_aggregate(e: &ast::Expr) -> bool {
-    let text = e.to_string();
-    // Cheap pre-check before the walk.
-    if !text.contains('(') {
-        return false;
-    }
-    walk_has_aggregate(e)
-}
-
-fn walk_has_aggregate(e: &ast::Expr) -> bool {
-    use ast::Expr as E;
-    match e {
-        E::Function(f) => {
-            let name = f.name.to_string().to_ascii_lowercase();
-            let args: Vec<&ast::FunctionArg> = match &f.args {
-                ast::FunctionArguments::List(l) => l.args.iter().collect(),
-                _ => Vec::new(),
-            };
-            let is_agg = match name.as_str() {
-                "count" | "sum" | "total" | "avg" => true,
-                "min" | "max" => args.len() == 1,
-                _ => false,
-            };
-            is_agg
-                || args.iter().any(|a| match a {
-                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
-                        walk_has_aggregate(x)
-                    }
-                    _ => false,
-                })
-        }
-        E::BinaryOp { left, right, .. } => walk_has_aggregate(left) || walk_has_aggregate(right),
-        E::UnaryOp { expr, .. }
-        | E::Nested(expr)
-        | E::IsNull(expr)
-        | E::IsNotNull(expr)
-        | E::Cast { expr, .. }
-        | E::Collate { expr, .. } => walk_has_aggregate(expr),
-        E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
-            walk_has_aggregate(a) || walk_has_aggregate(b)
-        }
-        E::Between {
-            expr, low, high, ..
-        } => walk_has_aggregate(expr) || walk_has_aggregate(low) || walk_has_aggregate(high),
-        E::In { expr, target, .. } => {
-            walk_has_aggregate(expr)
-                || matches!(target, ast::InTarget::List(l) if l.iter().any(walk_has_aggregate))
-        }
-        E::Like {
-            expr,
-            pattern,
-            escape_char,
-            ..
-        } => {
-            walk_has_aggregate(expr)
-                || walk_has_aggregate(pattern)
-                || escape_char.as_deref().is_some_and(walk_has_aggregate)
-        }
-        E::Case {
-            operand,
-            conditions,
-            else_result,
-            ..
-        } => {
-            operand.as_deref().is_some_and(walk_has_aggregate)
-                || conditions
-                    .iter()
-                    .any(|c| walk_has_aggregate(&c.condition) || walk_has_aggregate(&c.result))
-                || else_result.as_deref().is_some_and(walk_has_aggregate)
-        }
-        _ => false,
-    }
 }
 
 /// The select list's items as written, from byte `start` (just after `SELECT`) to the
