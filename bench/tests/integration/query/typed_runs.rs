@@ -25,13 +25,8 @@ fn build(path: &Path) {
                          f CHAR(1), s CHAR(1), ship DATE, x, n INTEGER, c TEXT COLLATE NOCASE);",
     )
     .unwrap();
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut rng = super::Rng(0x9e37_79b9_7f4a_7c15);
+    let mut next = move |n: u64| rng.below(n);
     conn.execute_batch("BEGIN").unwrap();
     for block in 0..120 {
         for _ in 0..25 {
