@@ -64,8 +64,8 @@ impl HwCounters {
 
 /// Counters running on the calling thread.
 pub struct ThreadCounters {
+    /// The group; its leader counts the cycles.
     group: Group,
-    cycles: Counter,
     instructions: Counter,
     llc_misses: Counter,
 }
@@ -111,14 +111,19 @@ impl Measure {
 
 impl ThreadCounters {
     fn start() -> std::io::Result<Self> {
-        let mut group = Group::new()?;
-        let cycles = group.add(&Builder::new(Hardware::CPU_CYCLES))?;
+        // The cycles counter leads the group itself. The crate's default leader is a software
+        // dummy event, which always opens: the kernel then accounts a per-task event (the
+        // first one after a second without any enables a static key and waits for an RCU
+        // grace period, 10-20 ms measured here) before the hardware one fails on a machine
+        // without a PMU. A hardware leader fails at once there.
+        let mut leader = Group::builder();
+        leader.event(Hardware::CPU_CYCLES);
+        let mut group = leader.build_group()?;
         let instructions = group.add(&Builder::new(Hardware::INSTRUCTIONS))?;
         let llc_misses = group.add(&Builder::new(Hardware::CACHE_MISSES))?;
         group.enable()?;
         Ok(ThreadCounters {
             group,
-            cycles,
             instructions,
             llc_misses,
         })
@@ -128,7 +133,7 @@ impl ThreadCounters {
         self.group.disable()?;
         let counts = self.group.read()?;
         Ok(HwCounters {
-            cycles: Some(counts[&self.cycles]),
+            cycles: Some(counts[self.group.as_counter()]),
             instructions: Some(counts[&self.instructions]),
             llc_misses: Some(counts[&self.llc_misses]),
             unavailable: None,
