@@ -735,7 +735,7 @@ mod tests {
                                 collation,
                             };
                             let mut sel = all.clone();
-                            filter(&e, &batch, &mut sel);
+                            BatchFilter::new(&e).retain(&batch, &mut sel);
                             let want: Selection = all
                                 .iter()
                                 .copied()
@@ -848,7 +848,7 @@ mod tests {
             let mut out = vec![ValueRef::Null; n];
             eval(e, &batch, &all, &mut out);
             let mut sel = all.clone();
-            filter(e, &batch, &mut sel);
+            BatchFilter::new(e).retain(&batch, &mut sel);
             let mut kept = Selection::new();
             for r in 0..n as u32 {
                 let want = eval_row(e, row(r)).unwrap();
