@@ -25,6 +25,21 @@ fn skip_utf8(b: &[u8], mut i: usize) -> usize {
 /// through text (tag-20260418-01 in its source): an ASCII byte is one character, any other
 /// byte starts one that swallows the continuation bytes after it. (Malformed UTF-8 divides
 /// differently in other SQLite functions and versions.)
+/// How many characters [`char_starts`] finds, without listing them.
+fn char_count(b: &[u8]) -> usize {
+    let (mut n, mut i) = (0, 0);
+    while i < b.len() {
+        n += 1;
+        i += 1;
+        if b[i - 1] >= 0x80 {
+            while i < b.len() && b[i] & 0xc0 == 0x80 {
+                i += 1;
+            }
+        }
+    }
+    n
+}
+
 fn char_starts(b: &[u8]) -> Vec<usize> {
     let mut starts = Vec::new();
     let mut i = 0;
@@ -107,9 +122,10 @@ pub fn apply(f: Function, a: &[ValueRef<'_>]) -> Result<Value, String> {
             ValueRef::Null => Value::Null,
             ValueRef::Blob(b) => Value::Integer(b.len() as i64),
             other => {
-                let t = text_of(other).unwrap_or_default();
+                // Borrowed for text (nothing allocated per row); numbers are spelled first.
+                let t = other.to_text().unwrap_or_default();
                 let t = t.split(|&b| b == 0).next().unwrap_or(&[]);
-                Value::Integer(char_starts(t).len() as i64)
+                Value::Integer(char_count(t) as i64)
             }
         },
         Function::Lower | Function::Upper => match text_of(arg(0)) {

@@ -30,7 +30,7 @@ pub fn like_value(
             let Some(t) = e.to_text() else {
                 return Ok(None);
             };
-            let s = String::from_utf8_lossy(&t).into_owned();
+            let s = String::from_utf8_lossy(&t);
             let mut chars = s.chars();
             match (chars.next(), chars.next()) {
                 (Some(c), None) => Some(c),
@@ -41,23 +41,86 @@ pub fn like_value(
     let (Some(x), Some(p)) = (x.to_text(), pattern.to_text()) else {
         return Ok(None);
     };
-    // SQLite reads both as C strings (they end at the first NUL), character by character.
-    let x = sqlite_chars(&x);
-    let p = sqlite_chars(&p);
-    let tokens = if glob {
-        glob_tokens(&p)
-    } else {
-        like_tokens(&p, esc)
-    };
-    let text = x;
-    Ok(Some(matches(&tokens, &text, !glob)))
+    // The characters go into a buffer this thread keeps, and the tokens of the last few
+    // patterns are kept with their pattern: a scan compares every row with the same patterns
+    // (several in one query), and allocates nothing per row for them.
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let Scratch {
+            text,
+            chars,
+            compiled,
+            next,
+        } = &mut *scratch;
+        // SQLite reads both as C strings (they end at the first NUL), character by character.
+        sqlite_chars(&x, text);
+        let found = compiled
+            .iter()
+            .position(|c| c.esc == esc && c.glob == glob && c.pattern[..] == p[..]);
+        let at = match found {
+            Some(at) => at,
+            None => {
+                sqlite_chars(&p, chars);
+                let mut tokens = Vec::new();
+                if glob {
+                    glob_tokens(chars, &mut tokens);
+                } else {
+                    like_tokens(chars, esc, &mut tokens);
+                }
+                let made = Compiled {
+                    pattern: p.to_vec(),
+                    esc,
+                    glob,
+                    tokens,
+                };
+                if compiled.len() < PATTERNS_KEPT {
+                    compiled.push(made);
+                    compiled.len() - 1
+                } else {
+                    let at = *next % PATTERNS_KEPT;
+                    *next += 1;
+                    compiled[at] = made;
+                    at
+                }
+            }
+        };
+        Ok(Some(matches(&compiled[at].tokens, text, !glob)))
+    })
+}
+
+/// How many patterns' tokens [`like_value`] keeps per thread.
+const PATTERNS_KEPT: usize = 8;
+
+/// A pattern's tokens, with what they were made from.
+struct Compiled {
+    pattern: Vec<u8>,
+    esc: Option<char>,
+    glob: bool,
+    tokens: Vec<Token>,
+}
+
+/// What [`like_value`] keeps between calls on one thread.
+#[derive(Default)]
+struct Scratch {
+    /// The text's characters.
+    text: Vec<char>,
+    /// A pattern's characters, while it is tokenised.
+    chars: Vec<char>,
+    /// The last patterns' tokens.
+    compiled: Vec<Compiled>,
+    /// The entry of `compiled` the next new pattern replaces once it is full.
+    next: usize,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
 }
 
 /// Characters as `sqlite3Utf8Read` decodes them, up to a NUL: a lead byte and its
 /// continuation bytes form one character (overlong forms and surrogates read as U+FFFD);
-/// any other byte is a character of its own value.
-fn sqlite_chars(t: &[u8]) -> Vec<char> {
-    let mut out = Vec::new();
+/// any other byte is a character of its own value. Into `out`, which is cleared first.
+fn sqlite_chars(t: &[u8], out: &mut Vec<char>) {
+    out.clear();
     let mut i = 0;
     while i < t.len() && t[i] != 0 {
         let b = t[i];
@@ -81,11 +144,9 @@ fn sqlite_chars(t: &[u8]) -> Vec<char> {
         }
         out.push(char::from_u32(c).unwrap_or('\u{FFFD}'));
     }
-    out
 }
 
-fn like_tokens(p: &[char], esc: Option<char>) -> Vec<Token> {
-    let mut out = Vec::new();
+fn like_tokens(p: &[char], esc: Option<char>, out: &mut Vec<Token>) {
     let mut chars = p.iter().copied();
     while let Some(c) = chars.next() {
         if Some(c) == esc {
@@ -102,12 +163,10 @@ fn like_tokens(p: &[char], esc: Option<char>) -> Vec<Token> {
             out.push(Token::Char(c));
         }
     }
-    out
 }
 
-fn glob_tokens(p: &[char]) -> Vec<Token> {
+fn glob_tokens(p: &[char], out: &mut Vec<Token>) {
     let chars = p;
-    let mut out = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         match chars[i] {
@@ -143,7 +202,7 @@ fn glob_tokens(p: &[char]) -> Vec<Token> {
                 if !closed {
                     // An unterminated set matches nothing.
                     out.push(Token::Set(false, Vec::new()));
-                    return out;
+                    return;
                 }
                 out.push(Token::Set(negated, ranges));
                 i = j;
@@ -152,7 +211,6 @@ fn glob_tokens(p: &[char]) -> Vec<Token> {
         }
         i += 1;
     }
-    out
 }
 
 fn one(t: &Token, c: char, fold: bool) -> bool {
@@ -237,6 +295,56 @@ mod tests {
         assert_eq!(esc, Ok(Some(true)));
         assert!(like("É", "É"));
         assert!(!like("é", "É"));
+    }
+
+    #[test]
+    fn kept_patterns_are_told_apart_by_bytes_escape_and_kind() {
+        // More patterns than are kept, cycled, and the same bytes as LIKE, GLOB and with an
+        // escape: each answer is the one a fresh thread gives.
+        let cases: Vec<(&str, &str, Option<&str>, bool)> = (0..3)
+            .flat_map(|_| {
+                [
+                    ("a%c", "a%c", None, false),
+                    ("a%c", "a%c", None, true),
+                    ("a%c", "a!%c", Some("!"), false),
+                    ("abc", "a!%c", Some("!"), false),
+                    ("a!xc", "a!%c", None, false),
+                    ("abc", "[a-b]*", None, true),
+                    ("cbc", "[a-b]*", None, true),
+                    ("ABC", "a_c", None, false),
+                    ("ABC", "a?c", None, true),
+                    ("x", "%", None, false),
+                    ("x", "", None, false),
+                ]
+            })
+            .collect();
+        let answer = |&(x, p, e, glob): &(&str, &str, Option<&str>, bool)| {
+            like_value(
+                ValueRef::Text(x.as_bytes()),
+                ValueRef::Text(p.as_bytes()),
+                e.map(|e| ValueRef::Text(e.as_bytes())),
+                glob,
+            )
+        };
+        let fresh: Vec<_> = cases
+            .iter()
+            .map(|c| {
+                let c = *c;
+                std::thread::spawn(move || answer(&c)).join().unwrap()
+            })
+            .collect();
+        let here: Vec<_> = cases.iter().map(answer).collect();
+        assert_eq!(here, fresh);
+        assert_eq!(
+            &here[..5],
+            &[
+                Ok(Some(true)),
+                Ok(Some(true)),
+                Ok(Some(true)),
+                Ok(Some(false)),
+                Ok(Some(true))
+            ]
+        );
     }
 
     #[test]
