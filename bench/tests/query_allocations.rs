@@ -9,36 +9,13 @@
 //!
 //! Its own test binary with one test, so no other test's allocations are counted.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use engine::query::run_query;
 use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as for `dealloc`, with the size the caller asks for.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "../../engine/tests/engine/counting.rs"]
+mod counting;
 
 const QUERIES: &[&str] = &[
     // TPC-H Q6.
@@ -69,10 +46,10 @@ fn allocations_of(db: &Path, sql: &str, io: IoBackend) -> (u64, u64) {
         io: IoChoice::Fixed(io),
         sqpoll: SqpollMode::Off,
     };
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = counting::allocations();
     let planned = bench::sql::plan_query(db, sql).unwrap();
     let out = run_query(&planned.table, planned.query, &settings, &spread(2)).unwrap();
-    let used = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let used = counting::allocations() - before;
     let report = out.report;
     assert_eq!(report.io.backend, io.name());
     assert!(!out.rows.is_empty());

@@ -5,9 +5,6 @@
 //!
 //! This is its own test binary with one test, so no other test's allocations are counted.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
-
 #[path = "engine/fixture.rs"]
 #[allow(dead_code)]
 mod fixture;
@@ -15,29 +12,8 @@ mod fixture;
 use engine::{run_q6, spread, IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as for `dealloc`, with the size the caller asks for.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "engine/counting.rs"]
+mod counting;
 
 /// Allocations made by one Q6 scan of `plan`.
 fn allocations_of_a_scan(plan: &TablePlan, io: IoBackend, readahead: u32) -> (u64, u64, u64) {
@@ -47,9 +23,9 @@ fn allocations_of_a_scan(plan: &TablePlan, io: IoBackend, readahead: u32) -> (u6
         io: IoChoice::Fixed(io),
         sqpoll: SqpollMode::Off,
     };
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = counting::allocations();
     let report = run_q6(plan, &spread(2), &Q6Params::default(), &settings).unwrap();
-    let used = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let used = counting::allocations() - before;
     assert_eq!(report.io.backend, io.name());
     (used, report.pages_read, report.reads_submitted)
 }
