@@ -411,8 +411,11 @@ impl QueryKernel {
                     // before it in this range alone reach the OFFSET. Then the result either
                     // ends before it (the LIMIT) or fails there: nothing after it matters.
                     let ends = self.stream.as_ref().is_some_and(|stream| {
-                        // Its place in this range's rows (it is the last one kept).
-                        stream.produced(rows.len()) - 1 >= self.plan.offset
+                        // Its place in this range's rows: after the rows sent and those of
+                        // this page before it (a record completed from its overflow pages
+                        // comes after the page's other cells, some of them after it).
+                        let before = rows.iter().filter(|r| r.rowid < rowid).count();
+                        stream.produced(before) >= self.plan.offset
                     });
                     if ends {
                         self.end_at = Some(rowid);
