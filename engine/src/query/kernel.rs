@@ -34,7 +34,7 @@ use super::program::{Node, RowProgram};
 use super::row_stream::RowStream;
 pub use super::row_stream::{OutRow, RowFailure};
 use super::window;
-use crate::coordinator::run_scan;
+use crate::coordinator::{run_scan, run_scan_with, RangeOrder};
 use crate::error::Error;
 use crate::report::RunReport;
 use crate::scan::{RecordOutcome, ScanKernel, Spill};
@@ -100,6 +100,9 @@ pub struct QueryKernel {
     /// A plain query without `ORDER BY`: no row after this rowid is evaluated or kept (its
     /// rows end at a marked row the result cannot skip: see [`RowFailure`]).
     end_at: Option<i64>,
+    /// A sorting plan with a `LIMIT` has marked rows on the page being decoded whose place
+    /// is not yet known ([`resolve_marks`]).
+    unresolved: bool,
 }
 
 impl QueryKernel {
@@ -167,6 +170,7 @@ impl QueryKernel {
             stream: None,
             failed: None,
             end_at: None,
+            unresolved: false,
             needed,
             batch_filter,
             record_slots,
@@ -245,6 +249,14 @@ impl ScanKernel for QueryKernel {
     }
 
     fn page_done(&mut self) -> Result<(), String> {
+        if std::mem::take(&mut self.unresolved) {
+            if let (Partial::Rows(rows), Some(k)) = (&mut self.partial, self.plan.keep()) {
+                resolve_marks(&self.plan.order_by, rows, k);
+                if rows.len() as u64 >= 2 * k.max(512) {
+                    keep_best(&self.plan, rows, k);
+                }
+            }
+        }
         if let (Some(stream), Partial::Rows(rows)) = (&mut self.stream, &mut self.partial) {
             // Records completed from overflow pages may have been evaluated after the row
             // the stream ends at.
@@ -291,8 +303,7 @@ impl ScanKernel for QueryKernel {
                 rows.retain(|r| r.rowid <= end);
             }
             if let Some(k) = self.plan.keep() {
-                sort_rows(&self.plan.order_by, rows);
-                rows.truncate(k as usize);
+                keep_best(&self.plan, rows, k);
             }
         }
         self.partial
@@ -405,7 +416,18 @@ impl QueryKernel {
                 }
             })();
             match (evaluated, &mut self.partial) {
-                (Ok(Kept::Row), _) => {}
+                (Ok(Kept::Row), Partial::Rows(rows)) => {
+                    if let Some(k) = plan.keep() {
+                        // While the page has unresolved marked rows its rows all stay.
+                        if !self.unresolved && rows.len() as u64 >= 2 * k.max(512) {
+                            keep_best(plan, rows, k);
+                        }
+                    }
+                }
+                (Ok(Kept::Row), Partial::Groups(_)) => {}
+                (Ok(Kept::Marked), Partial::Rows(_)) if sorts_with_limit(plan) => {
+                    self.unresolved = true;
+                }
                 (Ok(Kept::Marked), Partial::Rows(rows)) => {
                     // Its output columns failed: an OFFSET may still skip it, unless the rows
                     // before it in this range alone reach the OFFSET. Then the result either
@@ -433,6 +455,7 @@ impl QueryKernel {
                             rowid,
                             what: e,
                             in_output: false,
+                            ahead: None,
                         }),
                     });
                     self.end_at = Some(self.end_at.map_or(rowid, |end| end.min(rowid)));
@@ -690,6 +713,63 @@ fn plan_marks(plan: &QueryPlan) -> bool {
     matches!(plan.shape, Shape::Rows { .. }) && plan.order_by.is_empty()
 }
 
+/// Whether `plan` sorts with a `LIMIT`: SQLite's sorter then holds at most `LIMIT + OFFSET`
+/// rows, and a row that comes (in rowid order) when it is full and ranks after all of them is
+/// dropped before its output columns are computed (`pushOntoSorter` with the deferred row
+/// load of `selectInnerLoop`): a row whose output columns fail is kept as a marked row until
+/// its place is known ([`resolve_marks`], [`merge`]).
+fn sorts_with_limit(plan: &QueryPlan) -> bool {
+    matches!(plan.shape, Shape::Rows { .. }) && !plan.order_by.is_empty() && plan.limit.is_some()
+}
+
+/// A sorting plan's marked rows of the page just done ([`sorts_with_limit`]): each learns
+/// how many rows before it in the range rank before or with it; one that `k` (`LIMIT +
+/// OFFSET`) rows precede so is never in SQLite's sorter, and is dropped. The rows kept are
+/// the range's best rows up to this page and all of this page's, so the count is exact below
+/// `k` (a row dropped earlier had `k` better rows before it).
+fn resolve_marks(order: &[SortKey], rows: &mut Vec<OutRow>, k: u64) {
+    let mut places = Vec::new();
+    for (i, m) in rows.iter().enumerate() {
+        if !matches!(&m.values, Err(RowFailure { ahead: None, .. })) {
+            continue;
+        }
+        let ahead = rows
+            .iter()
+            .filter(|r| {
+                r.rowid < m.rowid && compare_keys(order, &r.keys, &m.keys) != Ordering::Greater
+            })
+            .count() as u64;
+        places.push((i, (ahead < k).then_some(ahead)));
+    }
+    // From the last: a swap_remove moves an element already seen.
+    for &(i, ahead) in places.iter().rev() {
+        match ahead {
+            None => {
+                rows.swap_remove(i);
+            }
+            Some(n) => {
+                if let Err(f) = &mut rows[i].values {
+                    f.ahead = Some(n);
+                }
+            }
+        }
+    }
+}
+
+/// Keeps a plan's best `k` rows (by its order, then rowid); a sorting plan also keeps its
+/// marked rows beyond them ([`sorts_with_limit`]: their place in SQLite's sorter depends on the
+/// rows before them, not on the final order).
+fn keep_best(plan: &QueryPlan, rows: &mut Vec<OutRow>, k: u64) {
+    sort_rows(&plan.order_by, rows);
+    let k = usize::try_from(k).unwrap_or(usize::MAX);
+    if rows.len() > k {
+        let beyond = rows.split_off(k);
+        if sorts_with_limit(plan) {
+            rows.extend(beyond.into_iter().filter(|r| r.values.is_err()));
+        }
+    }
+}
+
 /// What [`accept`] did with a row that did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kept {
@@ -723,13 +803,14 @@ fn accept(
                 .map(|k| eval(&k.expr, slots))
                 .collect::<Result<Vec<_>, _>>()?;
             let values = match outputs.iter().map(|e| eval(e, slots)).collect() {
-                Err(what) if plan_marks(plan) => {
+                Err(what) if plan_marks(plan) || sorts_with_limit(plan) => {
                     kept = Kept::Marked;
                     Err(RowFailure {
                         page,
                         rowid,
                         what,
                         in_output: true,
+                        ahead: None,
                     })
                 }
                 values => Ok(values?),
@@ -739,13 +820,6 @@ fn accept(
                 rowid,
                 values,
             });
-            if let Some(k) = plan.keep() {
-                let k = k as usize;
-                if rows.len() >= 2 * k.max(512) {
-                    sort_rows(&plan.order_by, rows);
-                    rows.truncate(k);
-                }
-            }
         }
         (
             Shape::Groups {
@@ -857,6 +931,42 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
                 if let Partial::Rows(r) = p {
                     rows.extend(r.into_iter().map(|r| (range, r)));
                 }
+            }
+            if sorts_with_limit(plan) {
+                // A marked row is in SQLite's sorter, and fails the query, if fewer than
+                // `LIMIT + OFFSET` rows before it rank before or with it: those of its own
+                // range it counted, and those of the ranges before it (each range's best
+                // rows are kept, so the count is exact below the bound). The first in rowid
+                // order is the error; the others are never in the result.
+                let k = plan.keep().unwrap_or(u64::MAX);
+                let ranks_before = |range: usize, m: &OutRow| -> u64 {
+                    rows.iter()
+                        .filter(|(j, r)| {
+                            *j < range
+                                && compare_keys(&plan.order_by, &r.keys, &m.keys)
+                                    != Ordering::Greater
+                        })
+                        .count() as u64
+                };
+                let fatal = rows
+                    .iter()
+                    .filter(|(range, m)| match &m.values {
+                        Err(f) => f.ahead.unwrap_or(0).saturating_add(ranks_before(*range, m)) < k,
+                        Ok(_) => false,
+                    })
+                    .min_by_key(|(range, m)| (*range, m.rowid))
+                    .cloned();
+                if let Some((
+                    range,
+                    OutRow {
+                        values: Err(failure),
+                        ..
+                    },
+                )) = fatal
+                {
+                    return Err(MergeError::Row { range, failure });
+                }
+                rows.retain(|(_, r)| r.values.is_ok());
             }
             rows.sort_by(|(_, a), (_, b)| {
                 compare_keys(&plan.order_by, &a.keys, &b.keys).then(a.rowid.cmp(&b.rowid))
@@ -1018,7 +1128,31 @@ pub fn run_query(
     let query = Arc::new(query);
     let kernel = QueryKernel::new(Arc::clone(&query), table.header.usable_size());
     let now = kernel.statement_time();
-    let (partials, report) = run_scan(table, settings, executors, kernel)?;
+    // A sorting plan with a LIMIT counts the rows before each marked row in rowid order, so
+    // its ranges follow the b-tree (range 0's rows, then range 1's, ... in rowid order).
+    let (partials, report) = if sorts_with_limit(&query) {
+        let (partials, report, ()) = run_scan_with(
+            table,
+            settings,
+            executors,
+            RangeOrder::Key,
+            |_| kernel.clone(),
+            || ((), executors.len()),
+        )?;
+        let partials = partials
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                p.ok_or_else(|| Error::Start {
+                    cpu: executors[i].cpu,
+                    cause: "the executor thread ended without reporting".into(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        (partials, report)
+    } else {
+        run_scan(table, settings, executors, kernel)?
+    };
     // HAVING and the outputs of groups are evaluated here: the same 'now' as the rows.
     dates::set_statement_time(now);
     let rows = merge(&query, partials).map_err(|e| match e {

@@ -42,6 +42,11 @@ pub struct RowFailure {
     /// failure) rather than before them (`WHERE`, a column's `DEFAULT`: the query fails
     /// wherever the scan reaches the row).
     pub in_output: bool,
+    /// `ORDER BY ... LIMIT`: how many rows before it in its range (rowid order) rank before
+    /// or with it; SQLite computes its output columns only if fewer than `LIMIT + OFFSET`
+    /// rows before it in the whole table do (see `kernel::resolve_marks`). `None` until its
+    /// page is done, and for the other queries.
+    pub ahead: Option<u64>,
 }
 
 impl RowFailure {

@@ -866,6 +866,69 @@ fn the_row_at_the_offset_fails_also_after_overflow_records() {
     assert!(everywhere(&path, sql), "{sql}: SQLite answered");
 }
 
+/// `ORDER BY ... LIMIT`: SQLite's sorter holds `LIMIT + OFFSET` rows; a row that comes (in
+/// rowid order) when it is full and ranks after all of them is dropped before its output
+/// columns are computed (`pushOntoSorter`, with `selectInnerLoop`'s deferred row load), so a
+/// failing output column fails the query only on rows that enter the sorter, whether or not
+/// they stay in it or the `OFFSET` skips them. The sort keys and `WHERE` are computed for every
+/// row.
+#[test]
+fn output_columns_of_rows_the_sorter_drops_are_not_computed() {
+    use super::{corescan_answer, difference, settings, sqlite_answer};
+    use engine::IoBackend;
+    let db = fixture();
+    let rowids: Vec<i64> = {
+        let c = rusqlite::Connection::open(db).unwrap();
+        let mut st = c.prepare("SELECT rowid FROM t").unwrap();
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let fails = "abs(-9223372036854775807 - 1)";
+    let (mut failed, mut answered) = (0, 0);
+    for (n, &at) in rowids.iter().enumerate().step_by(3) {
+        let column = format!("CASE WHEN rowid = {at} THEN {fails} ELSE s END");
+        let queries = [
+            format!("SELECT rowid, {column} FROM t ORDER BY i LIMIT 3"),
+            format!("SELECT {column}, i FROM t ORDER BY i DESC, id LIMIT 2 OFFSET 3"),
+            format!("SELECT {column} FROM t WHERE r IS NOT NULL ORDER BY s COLLATE NOCASE, rowid LIMIT 5"),
+            format!("SELECT rowid, {column} FROM t ORDER BY x DESC NULLS LAST, r LIMIT 1 OFFSET 1"),
+        ];
+        for sql in &queries {
+            let want = sqlite_answer(db, sql);
+            if want.is_err() {
+                failed += 1;
+            } else {
+                answered += 1;
+            }
+            for cores in 1..=3 {
+                let io = [
+                    IoBackend::Pread,
+                    IoBackend::Mmap,
+                    IoBackend::Dma,
+                    IoBackend::Uring,
+                ][(n + cores) % 4];
+                let got = corescan_answer(db, sql, &settings(io, 4), cores);
+                if let Some(d) = difference(&want, &got, true) {
+                    panic!("{sql} ({io:?}, {cores} cores)\n{d}");
+                }
+            }
+        }
+    }
+    assert!(
+        failed > 10 && answered > 10,
+        "{failed} failed, {answered} answered"
+    );
+    // A failing sort key or WHERE fails wherever it is.
+    for sql in [
+        format!("SELECT rowid FROM t ORDER BY CASE WHEN rowid = {} THEN {fails} END LIMIT 1", rowids[rowids.len() - 1]),
+        format!("SELECT rowid FROM t WHERE CASE WHEN rowid = {} THEN {fails} ELSE 1 END ORDER BY i LIMIT 1", rowids[rowids.len() - 1]),
+    ] {
+        assert!(everywhere(db, &sql), "{sql}: SQLite answered");
+    }
+}
+
 /// `WHERE` is evaluated also for the rows an `OFFSET` skips (only the output columns come
 /// after the `OFFSET` test), until the `LIMIT` is reached; collected or streamed, a failing
 /// row the scan reaches is the query's error whichever range holds it, and one after the
