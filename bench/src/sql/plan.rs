@@ -4,7 +4,7 @@ use std::path::Path;
 
 use engine::datatype3::Collation;
 use engine::query::eval::eval;
-use engine::query::ir::{QueryPlan, Shape, SortKey};
+use engine::query::ir::{Expr, QueryPlan, Shape, SortKey};
 use engine::value::Value;
 use partitioner::TablePlan;
 use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
@@ -248,7 +248,7 @@ fn plan_select(
         .collect();
     r.aliases_enabled = true;
     let filter = match &select.selection {
-        Some(w) => Some(r.resolve(w, &mut Stage::Row, 0)?.expr),
+        Some(w) => Some(constant_terms_first(r.resolve(w, &mut Stage::Row, 0)?.expr)),
         None => None,
     };
 
@@ -400,6 +400,38 @@ fn plan_select(
     // Constant subexpressions are evaluated once here, not once per row.
     engine::query::fold::fold_plan(&mut plan);
     Ok(plan)
+}
+
+/// `WHERE` with its terms that read no column first: SQLite splits `WHERE` at its top-level
+/// `AND`s and tests each such term once, in order, before the scan (`sqlite3WhereBegin`:
+/// `sqlite3ExprIfFalse` to the loop's end), so one that fails fails the query and one that is
+/// false or NULL leaves no row, whichever the other terms are (run seed 1796150127262878177:
+/// `WHERE id AND (n IN (1e3) AND abs(-9223372036854775808))` fails in SQLite). Tested first on
+/// every row, they decide the same on a table with rows.
+fn constant_terms_first(filter: Expr) -> Expr {
+    fn split(e: Expr, terms: &mut Vec<Expr>) {
+        match e {
+            Expr::And(a, b) => {
+                split(*a, terms);
+                split(*b, terms);
+            }
+            // `x AND 1` planned as the truth value of `x` (see `expr::and_or`): SQLite
+            // still splits the `AND`s of `x`, and the `1` decides nothing.
+            Expr::Not(n) if matches!(&*n, Expr::Not(x) if matches!(**x, Expr::And(..))) => {
+                let Expr::Not(x) = *n else { unreachable!() };
+                split(*x, terms);
+            }
+            e => terms.push(e),
+        }
+    }
+    let mut terms = Vec::new();
+    split(filter, &mut terms);
+    let (mut first, rest): (Vec<Expr>, Vec<Expr>) =
+        terms.into_iter().partition(|t| !super::expr::uses_slots(t));
+    first.extend(rest);
+    let mut terms = first.into_iter();
+    let head = terms.next().expect("a filter has a term");
+    terms.fold(head, |a, b| Expr::And(Box::new(a), Box::new(b)))
 }
 
 fn sort_key(term: &ast::OrderByExpr, t: Typed) -> Result<SortKey, SqlError> {

@@ -740,6 +740,67 @@ fn everywhere(db: &std::path::Path, sql: &str) -> bool {
     want.is_err()
 }
 
+/// SQLite tests the `WHERE` terms (split at its top-level `AND`s) that read no column once,
+/// before the scan: one that fails fails the query whatever the terms before it decide for a
+/// row, and one that is false or NULL leaves no row, the failing terms after it never computed
+/// (run seed 1796150127262878177: `WHERE (id AND ((n IN (1e3)) AND abs(-9223372036854775808)))`).
+#[test]
+fn where_terms_without_a_column_are_tested_before_the_scan() {
+    let db = fixture();
+    for (sql, needle) in [
+        ("SELECT count(*) FROM t WHERE (id AND ((n IN (1e3)) AND abs(-9223372036854775808)))", "integer overflow"),
+        ("SELECT id FROM t WHERE i = 12345 AND abs(-9223372036854775807 - 1) AND s", "integer overflow"),
+        ("SELECT id FROM t WHERE likely(i IS NULL AND ('a' LIKE 'b' ESCAPE 'xy'))", "ESCAPE"),
+        ("SELECT typeof(i), count(*) FROM t WHERE 0 = i AND (1 AND abs(-9223372036854775807 - 1)) GROUP BY 1", "integer overflow"),
+    ] {
+        assert!(super::sqlite_answer(db, sql).is_err(), "{sql}: SQLite answered");
+        check_error(db, sql, needle);
+    }
+    all(&[
+        "SELECT id FROM t WHERE (s LIKE 'a' ESCAPE 'xy') AND NULL",
+        "SELECT id FROM t WHERE (s LIKE 'a' ESCAPE 'xy') AND (2 > 3)",
+        "SELECT count(*) FROM t WHERE i AND (s LIKE 'a' ESCAPE 'xy') AND lower('') AND 1",
+        "SELECT id FROM t WHERE (s LIKE 'a' ESCAPE 'xy') AND CAST(NULL AS INT) LIMIT 5 OFFSET 2",
+        "SELECT id FROM t WHERE i > 3 AND (1 < 2) AND s IS NOT NULL",
+    ]);
+}
+
+/// Only an integer token that fits in 32 bits is marked always true or false by SQLite's
+/// parser and decides an `AND` or `OR` without its other operand (`sqlite3ExprAlloc`, then
+/// `sqlite3ExprSimplifiedAndOr`): a negated, signed or larger integer is a value like any
+/// other, so the other operand is computed (run seed 1796149705910795367: `WHERE ... AND
+/// ((NULL LIKE '%' ESCAPE 'ab') OR -1)` failed in SQLite, corescan answered).
+#[test]
+fn only_32_bit_integer_tokens_decide_an_and_or() {
+    let db = fixture();
+    let escape = "ESCAPE expression must be a single character";
+    for sql in [
+        "SELECT count(*) FROM t WHERE (lower(1) AND ((NULL LIKE '%' ESCAPE 'ab') OR -1))",
+        "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR -1",
+        "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR +1",
+        "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR (+(1))",
+        "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR 2147483648",
+        "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR 0x80000000",
+        "SELECT id, (s LIKE '%' ESCAPE 'ab') OR 9223372036854775807 FROM t",
+    ] {
+        assert!(
+            super::sqlite_answer(db, sql).is_err(),
+            "{sql}: SQLite answered"
+        );
+        check_error(db, sql, escape);
+    }
+    all(&[
+        "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR 1",
+        "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR 2147483647",
+        "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR 0x7fffffff",
+        "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR (((5)))",
+        "SELECT count(*) FROM t WHERE 0 AND (s LIKE '%' ESCAPE 'ab')",
+        // A WHERE term without a column is tested once, before the scan.
+        "SELECT count(*) FROM t WHERE -0 AND (s LIKE '%' ESCAPE 'ab')",
+        "SELECT id, (s LIKE '%' ESCAPE 'ab') OR 7, 0x0 AND (s LIKE '%' ESCAPE 'ab') FROM t",
+    ]);
+}
+
 /// SQLite does not compute the output columns of the rows an `OFFSET` skips (`codeOffset`
 /// comes before the result columns in `selectInnerLoop` when there is no sorter), so an output
 /// expression that fails only on those rows does not fail the query (run seed
