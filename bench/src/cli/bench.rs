@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use bench::experiments::compare::{run_compare, CompareOptions};
+use bench::experiments::floor::{run_floor, FloorOptions};
 use bench::experiments::scale::{run_scale, ScaleOptions, ScaleOutcome};
 use bench::experiments::seed_report::{run_seed_report, SeedReportOptions};
 use bench::experiments::{default_out_dir, CacheMode};
@@ -35,6 +36,9 @@ enum Experiment {
     /// The same Q6 in corescan, SQLite, the sqlite3 CLI, DuckDB and Turso (when installed),
     /// cold and warm; writes compare.md and compare.json.
     Compare(CompareArgs),
+    /// The memory-bandwidth floor of a warm scan: the table's leaf pages read (every 8-byte
+    /// word summed) by one pinned thread per executor through mmap, nothing decoded.
+    Floor(FloorArgs),
     /// Consecutive Q6 scans while a writer process commits and checkpoints, in both journal
     /// modes and with every backend: answered, retried, refused, wrong, and the writer's
     /// commits and waits.
@@ -176,6 +180,24 @@ struct CompareArgs {
     out: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+struct FloorArgs {
+    /// The database file (read it once first: the floor is a warm one).
+    db: PathBuf,
+    /// The table to read (case-insensitive).
+    #[arg(long, default_value = "lineitem")]
+    table: String,
+    /// Threads, one per range as executors have them [default: one per CPU].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    cores: Option<u32>,
+    /// Rounds.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: u32,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
 fn io_choice(a: IoArg) -> IoChoice {
     IoChoice::from(IoMode::from(a))
 }
@@ -290,6 +312,38 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 "wrote {0}/seed-report.md and {0}/seed-report.json",
                 opts.out.display()
             );
+        }
+        Experiment::Floor(a) => {
+            let threads = a.cores.map_or_else(
+                || engine::coordinator::available_cpus().len().max(1),
+                |n| n as usize,
+            );
+            let r = run_floor(&FloorOptions {
+                db: a.db,
+                table: a.table,
+                threads,
+                repeat: a.repeat as usize,
+            })?;
+            if a.json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                println!(
+                    "{} {}: {} leaf pages ({:.0} MiB, {:.0}% resident) read by {} threads \
+                     (CPUs {:?}) via {}: {:.4} s median ({:.4}-{:.4}), {:.2} GB/s",
+                    r.db,
+                    r.table,
+                    r.pages,
+                    r.bytes as f64 / (1 << 20) as f64,
+                    r.resident_pct,
+                    r.cpus.len(),
+                    r.cpus,
+                    r.method,
+                    r.wall_s.median,
+                    r.wall_s.min,
+                    r.wall_s.max,
+                    r.gb_per_s
+                );
+            }
         }
         Experiment::Compare(a) => {
             let opts = CompareOptions {

@@ -12,13 +12,15 @@
 //! - [`compare`] (`corescan bench compare`): the same Q6 in corescan, SQLite (in-process and the
 //!   `sqlite3` CLI), DuckDB and Turso ([`peers`]), cold and warm;
 //! - [`live`] (`corescan bench live`): consecutive Q6 scans while a writer process commits
-//!   and checkpoints, in both journal modes and with every backend.
+//!   and checkpoints, in both journal modes and with every backend;
+//! - [`floor`] (`corescan bench floor`): the memory-bandwidth floor of a warm scan, the
+//!   table's leaf pages read by pinned threads through `mmap` without decoding them.
 //!
 //! Each experiment renders its own report: its markdown with the [`markdown`] building blocks
 //! and its charts with [`plots`], neither of which knows any experiment. Dependencies run one
 //! way: this module (errors, cache preparation, spreads, output files) and [`markdown`],
 //! [`plots`], [`machine`] at the bottom; [`runner`] and [`peers`] above them; the experiments
-//! ([`scale`], [`seed_report`], [`compare`]) on top, none importing another.
+//! ([`scale`], [`seed_report`], [`compare`], [`floor`]) on top, none importing another.
 //!
 //! The pieces they share live here and in [`runner`] (one checked Q6 run of a [`runner::ScanConfig`])
 //! and [`machine`] (what the results were measured on).
@@ -43,6 +45,7 @@
 //!   thread, or `--sqpoll on` without an idle CPU per executor, is recorded with its reason.
 
 pub mod compare;
+pub mod floor;
 pub mod live;
 pub mod machine;
 pub mod markdown;

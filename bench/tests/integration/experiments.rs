@@ -486,3 +486,71 @@ fn experiment_errors_follow_the_contract() {
     corescan(["bench", "scale", "x.db", "--io", "floppy"]).assert_usage_error();
     corescan(["bench", "scale", "x.db", "--cold", "--warm"]).assert_usage_error();
 }
+
+/// `bench floor` reads exactly the table's leaf pages, split as the executors' ranges are, and
+/// reports a time and a throughput that agree with its byte count.
+#[test]
+fn floor_reads_the_leaf_pages_a_scan_reads() {
+    let db = sf001_db();
+    let plan = partitioner::TablePlan::open(db, "lineitem").unwrap();
+    let _ = std::fs::read(db).unwrap();
+    for cores in ["1", "2"] {
+        let run = run_ok(&[
+            "bench",
+            "floor",
+            db.to_str().unwrap(),
+            "--cores",
+            cores,
+            "--repeat",
+            "3",
+            "--json",
+        ]);
+        let v: Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(v["pages"], plan.leaves.len() as u64, "{v}");
+        assert_eq!(
+            v["bytes"].as_u64().unwrap(),
+            plan.leaves.len() as u64 * u64::from(plan.header.page_size)
+        );
+        assert_eq!(
+            v["cpus"].as_array().unwrap().len(),
+            cores.parse::<usize>().unwrap()
+        );
+        assert_eq!(v["table"], "LINEITEM");
+        // Just read, so resident (the file is on a disk-backed file system or tmpfs alike).
+        assert!(v["resident_pct"].as_f64().unwrap() > 99.0, "{v}");
+        let (min, med, max) = (
+            v["wall_s"]["min"].as_f64().unwrap(),
+            v["wall_s"]["median"].as_f64().unwrap(),
+            v["wall_s"]["max"].as_f64().unwrap(),
+        );
+        assert!(0.0 < min && min <= med && med <= max, "{v}");
+        let gb = v["bytes"].as_f64().unwrap() / med / 1e9;
+        assert!(
+            (v["gb_per_s"].as_f64().unwrap() - gb).abs() < 1e-9 * gb.max(1.0),
+            "{v}"
+        );
+    }
+    let text = run_ok(&[
+        "bench",
+        "floor",
+        db.to_str().unwrap(),
+        "--cores",
+        "1",
+        "--repeat",
+        "1",
+    ]);
+    assert!(
+        text.stdout
+            .contains(&format!("{} leaf pages", plan.leaves.len()))
+            && text.stdout.contains("GB/s"),
+        "{}",
+        text.stdout
+    );
+    let bad = crate::corescan(["bench", "floor", db.to_str().unwrap(), "--table", "nosuch"]);
+    assert_ne!(bad.status, 0);
+    assert!(
+        bad.stderr.starts_with("error:") && bad.stderr.contains("nosuch"),
+        "{}",
+        bad.stderr
+    );
+}

@@ -116,6 +116,12 @@ pub(crate) trait SyncBackend {
     fn check(&self) -> io::Result<()> {
         Ok(())
     }
+    /// Asked when a page handed out failed to decode: whether the file shrank under the
+    /// backend since, which explains the damage better (`mmap`: a truncation inside a mapped
+    /// page zeroes its tail without any fault).
+    fn check_after_damage(&self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Whether the file descriptor has `O_DIRECT` set.

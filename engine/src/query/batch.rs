@@ -12,7 +12,7 @@
 
 use smallvec::SmallVec;
 
-use crate::decode::CellBatch;
+use crate::decode::{CellBatch, Slot};
 use crate::value::{Value, ValueRef};
 
 use std::cmp::Ordering;
@@ -186,38 +186,130 @@ pub fn plan_batchable(plan: &QueryPlan, has_virtual: bool) -> bool {
             .all(|AggSpec { arg, .. }| arg.as_ref().is_none_or(batchable))
 }
 
-/// Keeps in `sel` the rows for which `filter` is true.
-pub fn filter(filter: &Expr, batch: &Batch<'_, '_>, sel: &mut Selection) {
-    match filter {
+/// A batch's filter, prepared once per query: its conjuncts in order, each a column compared
+/// with a constant (decided in a tight loop, its constant's properties worked out here rather
+/// than once per page) or any other infallible expression.
+#[derive(Debug, Clone)]
+pub struct BatchFilter {
+    steps: Vec<Step>,
+}
+
+/// One conjunct of a [`BatchFilter`].
+#[derive(Debug, Clone)]
+enum Step {
+    /// Plan slot `slot` compared with a constant.
+    Compare {
+        /// The slot.
+        slot: usize,
+        /// The comparison.
+        compare: PreparedCompare,
+    },
+    /// Any other conjunct (kept when true).
+    Truth(Expr),
+}
+
+impl BatchFilter {
+    /// The filter `filter`, prepared.
+    pub fn new(filter: &Expr) -> Self {
+        let mut steps = Vec::new();
+        Self::add(filter, &mut steps);
+        BatchFilter { steps }
+    }
+
+    fn add(e: &Expr, steps: &mut Vec<Step>) {
         // Each conjunct narrows the selection (infallible, so skipping the rows an earlier
         // conjunct dropped changes nothing but the work done).
-        Expr::And(a, b) => {
-            self::filter(a, batch, sel);
-            self::filter(b, batch, sel);
+        if let Expr::And(a, b) = e {
+            Self::add(a, steps);
+            Self::add(b, steps);
+            return;
         }
-        // The common filter term: a column against a literal, in a tight loop.
-        Expr::Compare {
-            op,
-            left,
-            right,
-            affinity,
-            collation,
-        } => match (&**left, &**right) {
-            (Expr::Column(i), Expr::Literal(v)) => {
-                let c = ConstCompare::new(*op, v.as_ref(), *affinity, *collation, true);
-                retain_compare(batch, *i, &c, sel);
+        let step = match e {
+            Expr::Compare {
+                op,
+                left,
+                right,
+                affinity,
+                collation,
+            } => match (&**left, &**right) {
+                (Expr::Column(i), Expr::Literal(v)) => Some((*i, v, true)),
+                (Expr::Literal(v), Expr::Column(i)) => Some((*i, v, false)),
+                _ => None,
             }
-            (Expr::Literal(v), Expr::Column(i)) => {
-                let c = ConstCompare::new(*op, v.as_ref(), *affinity, *collation, false);
-                retain_compare(batch, *i, &c, sel);
+            .map(|(slot, v, column_left)| Step::Compare {
+                slot,
+                compare: PreparedCompare::new(*op, v, *affinity, *collation, column_left),
+            }),
+            _ => None,
+        };
+        steps.push(step.unwrap_or_else(|| Step::Truth(e.clone())));
+    }
+
+    /// Keeps in `sel` the rows for which the filter is true.
+    pub fn retain(&self, batch: &Batch<'_, '_>, sel: &mut Selection) {
+        for step in &self.steps {
+            if sel.is_empty() {
+                return;
             }
-            _ => retain_true(filter, batch, sel),
-        },
-        other => retain_true(other, batch, sel),
+            match step {
+                Step::Compare { slot, compare } => {
+                    retain_compare(batch, *slot, &compare.as_const(), sel)
+                }
+                Step::Truth(e) => retain_true(e, batch, sel),
+            }
+        }
     }
 }
 
-/// A column compared with a constant, prepared once per page: the common pairs of storage
+/// A column compared with a constant, as a [`BatchFilter`] keeps it: the constant owned, its
+/// properties worked out once.
+#[derive(Debug, Clone)]
+struct PreparedCompare {
+    op: CmpOp,
+    constant: Value,
+    affinity: Option<Affinity>,
+    collation: Collation,
+    column_left: bool,
+    text_bytes: bool,
+    text_stays: bool,
+}
+
+impl PreparedCompare {
+    fn new(
+        op: CmpOp,
+        constant: &Value,
+        affinity: Option<Affinity>,
+        collation: Collation,
+        column_left: bool,
+    ) -> Self {
+        let c = ConstCompare::new(op, constant.as_ref(), affinity, collation, column_left);
+        PreparedCompare {
+            op,
+            constant: constant.clone(),
+            affinity,
+            collation,
+            column_left,
+            text_bytes: c.text_bytes,
+            text_stays: c.text_stays,
+        }
+    }
+
+    /// The comparison, borrowing the constant.
+    #[inline(always)]
+    fn as_const(&self) -> ConstCompare<'_> {
+        ConstCompare {
+            op: self.op,
+            constant: self.constant.as_ref(),
+            affinity: self.affinity,
+            collation: self.collation,
+            column_left: self.column_left,
+            text_bytes: self.text_bytes,
+            text_stays: self.text_stays,
+        }
+    }
+}
+
+/// A column compared with a constant: the common pairs of storage
 /// classes are decided inline, the others by [`compare_truth`].
 struct ConstCompare<'a> {
     op: CmpOp,
@@ -279,6 +371,17 @@ impl<'a> ConstCompare<'a> {
             }
         };
         self.decide(o)
+    }
+
+    /// The constant as a double when that is exact: a REAL, or an integer of magnitude at
+    /// most 2^53.
+    #[inline(always)]
+    fn exact_number(&self) -> Option<f64> {
+        match self.constant {
+            ValueRef::Real(x) => Some(x),
+            ValueRef::Integer(i) if i.unsigned_abs() <= 1 << 53 => Some(i as f64),
+            _ => None,
+        }
     }
 
     /// Whether the comparison is true when the column value orders `o` against the constant.
@@ -344,6 +447,17 @@ fn retain_compare(batch: &Batch<'_, '_>, i: usize, c: &ConstCompare<'_>, sel: &m
             } => {
                 let general =
                     |r: u32| c.holds(record_value(cells, base, r as usize, needed, real, default));
+                if let Some(k) = c.exact_number() {
+                    // A number constant: REALs and integers of up to four bytes (the common
+                    // stored numbers) are compared as doubles straight from their bytes,
+                    // which is exact for both (see `small_number`).
+                    return retain_rows(sel, |r| {
+                        match small_number(cells.slot(r as usize, needed), base) {
+                            Some(x) => c.decide(x.partial_cmp(&k).unwrap_or(Ordering::Equal)),
+                            None => general(r),
+                        }
+                    });
+                }
                 match (c.text_bytes, c.constant) {
                     // A text constant compared bytewise: text values of the column are decided
                     // here, from the slot's bytes, without making a value.
@@ -364,6 +478,34 @@ fn retain_compare(batch: &Batch<'_, '_>, i: usize, c: &ConstCompare<'_>, sel: &m
             }
         },
         Rows::Values(_) => sel.retain(|r| c.holds(batch.slot(*r, i))),
+    }
+}
+
+/// A stored REAL (not NaN, which reads as NULL) or an integer of at most four bytes, as a
+/// double: exact for both, so comparing it with an exact double constant
+/// ([`ConstCompare::exact_number`]) orders the two as SQLite does (integer against integer,
+/// `sqlite3IntFloatCompare`, or real against real) whatever the column's affinity. `None` for
+/// anything else (the general test decides).
+#[inline(always)]
+fn small_number(slot: Slot, base: &[u8]) -> Option<f64> {
+    let at = slot.offset as usize;
+    let int = |n: usize| -> Option<f64> {
+        let bytes = base.get(at..at + n)?;
+        let mut word = [0u8; 4];
+        word[4 - n..].copy_from_slice(bytes);
+        // Sign-extend from the stored width.
+        let shift = 32 - 8 * n as u32;
+        Some(f64::from((i32::from_be_bytes(word) << shift) >> shift))
+    };
+    match slot.serial {
+        7 => {
+            let x = f64::from_be_bytes(base.get(at..at + 8)?.try_into().ok()?);
+            (!x.is_nan()).then_some(x)
+        }
+        8 => Some(0.0),
+        9 => Some(1.0),
+        s @ 1..=4 => int(s as usize),
+        _ => None,
     }
 }
 
@@ -593,7 +735,7 @@ mod tests {
                                 collation,
                             };
                             let mut sel = all.clone();
-                            filter(&e, &batch, &mut sel);
+                            BatchFilter::new(&e).retain(&batch, &mut sel);
                             let want: Selection = all
                                 .iter()
                                 .copied()
@@ -706,7 +848,7 @@ mod tests {
             let mut out = vec![ValueRef::Null; n];
             eval(e, &batch, &all, &mut out);
             let mut sel = all.clone();
-            filter(e, &batch, &mut sel);
+            BatchFilter::new(e).retain(&batch, &mut sel);
             let mut kept = Selection::new();
             for r in 0..n as u32 {
                 let want = eval_row(e, row(r)).unwrap();

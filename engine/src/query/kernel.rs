@@ -26,7 +26,7 @@ use super::dates;
 use super::eval::{eval, eval_ref, holds, Operand};
 use super::groups::packed_key;
 pub use super::groups::{Group, GroupTable};
-use super::ir::{AggFunc, ColumnRead, Expr, QueryPlan, Shape, SortKey};
+use super::ir::{AggFunc, ColumnRead, QueryPlan, Shape, SortKey};
 use super::key_row::{self, KeyRow};
 use super::numeric::{NumericRuns, RunKind};
 use super::page_groups::{packed_slots, PageRows};
@@ -74,7 +74,7 @@ pub struct QueryKernel {
     batched: bool,
     /// The filter a batched plan applies to a page (the plan's, its conjuncts possibly
     /// reordered: see [`window::window_and_filter`]).
-    batch_filter: Option<Expr>,
+    batch_filter: Option<batch::BatchFilter>,
     /// A batched plan's keys and aggregate arguments as shared nodes.
     program: Option<RowProgram>,
     /// For each plan slot read from the record: its index among the needed columns and
@@ -172,7 +172,7 @@ impl QueryKernel {
             end_at: None,
             unresolved: false,
             needed,
-            batch_filter,
+            batch_filter: batch_filter.as_ref().map(batch::BatchFilter::new),
             record_slots,
             rowid_slots,
             cells: CellBatch::new(),
@@ -485,6 +485,10 @@ impl QueryKernel {
         let program = self.program.as_ref().expect("batched plans have a program");
         let width = plan.columns.len();
         let rows = self.cells.len();
+        if rows == 0 {
+            // The decoder's window dropped every row of the page.
+            return Ok(());
+        }
         let sources: SmallVec<[Source<'_>; 32]> = plan
             .columns
             .iter()
@@ -514,7 +518,7 @@ impl QueryKernel {
             *r = i as u32;
         }
         if let Some(f) = &self.batch_filter {
-            batch::filter(f, &b, &mut sel);
+            f.retain(&b, &mut sel);
         }
         let n = sel.len();
         if n == 0 {

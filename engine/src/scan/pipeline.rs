@@ -71,6 +71,11 @@ pub(crate) fn scan<K: ScanKernel, B: SyncBackend>(
         let decoded = decoder.decode(req.first_page, req.pages, backend.bytes(range), &mut report);
         // A file that shrank under the map reads as zeros: say that, not "corrupt page".
         backend.check().map_err(|e| task.read_error(req, e))?;
+        if decoded.is_err() {
+            backend
+                .check_after_damage()
+                .map_err(|e| task.read_error(req, e))?;
+        }
         decoded?;
         backend.release();
         task.check_cancelled()?;
