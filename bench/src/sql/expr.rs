@@ -1104,6 +1104,10 @@ fn has_truth_value(e: &ast::Expr) -> bool {
             op: UnaryOperator::Plus | UnaryOperator::Minus,
             ..
         } => false,
+        // A COLLATE or a function call (`likely(1)`) is a node of its own, never marked (run
+        // seed 1796152070066248454: `(9223372036854775807 COLLATE BINARY) OR (x LIKE '%'
+        // ESCAPE '')` computes the LIKE).
+        ast::Expr::Collate { .. } | ast::Expr::Function(_) => false,
         ast::Expr::Value(v) => match &v.value {
             ast::Value::Number(n, _) => int32_token(n),
             // `0x1F` (an integer; `X'1F'` plans to a blob, never a truth value).

@@ -837,12 +837,27 @@ fn only_32_bit_integer_tokens_decide_an_and_or() {
         "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR 2147483648",
         "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR 0x80000000",
         "SELECT id, (s LIKE '%' ESCAPE 'ab') OR 9223372036854775807 FROM t",
+        "SELECT id, (9223372036854775807 COLLATE BINARY) OR (x LIKE '%' ESCAPE '') FROM t",
+        "SELECT id, (1 COLLATE NOCASE) OR (x LIKE '%' ESCAPE '') FROM t",
     ] {
         assert!(
             super::sqlite_answer(db, sql).is_err(),
             "{sql}: SQLite answered"
         );
         check_error(db, sql, escape);
+    }
+    // A call is a node of its own too; and in WHERE an OR whose left operand is true never
+    // computes its right one, whatever marks it.
+    for sql in [
+        "SELECT id, likely(1) OR (x LIKE '%' ESCAPE '') FROM t",
+        "SELECT id, (x LIKE '%' ESCAPE '') AND unlikely(0) FROM t",
+        "SELECT count(*) FROM t WHERE likely(1) OR (x LIKE '%' ESCAPE '')",
+    ] {
+        let want = super::sqlite_answer(db, sql);
+        let got = super::corescan_answer(db, sql, &super::settings(engine::IoBackend::Pread, 4), 2);
+        if let Some(d) = super::difference(&want, &got, true) {
+            panic!("{sql}\n{d}");
+        }
     }
     all(&[
         "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR 1",
