@@ -4,7 +4,7 @@ use std::path::Path;
 
 use engine::datatype3::Collation;
 use engine::query::eval::eval;
-use engine::query::ir::{QueryPlan, Shape, SortKey};
+use engine::query::ir::{ColumnRead, Expr, QueryPlan, Shape, SortKey};
 use engine::value::Value;
 use partitioner::TablePlan;
 use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
@@ -248,7 +248,7 @@ fn plan_select(
         .collect();
     r.aliases_enabled = true;
     let filter = match &select.selection {
-        Some(w) => Some(r.resolve(w, &mut Stage::Row, 0)?.expr),
+        Some(w) => Some(constant_terms_first(r.resolve(w, &mut Stage::Row, 0)?.expr)),
         None => None,
     };
 
@@ -287,6 +287,17 @@ fn plan_select(
                 None => r.resolve(&term.expr, &mut Stage::Row, 0)?,
             };
             order_by.push(sort_key(term, t)?);
+        }
+        if let Some(first) = order_terms.first() {
+            let written = match by_alias_or_position(&first.expr, "ORDER BY", 0)? {
+                Some((p, _)) => outputs[p].expr,
+                None => &first.expr,
+            };
+            if !order_by[0].descending && is_rowid_term(&mut r, written)? {
+                // The scan's own order: no sorter, so the rows are the plain scan's, with
+                // its LIMIT and OFFSET rules (the terms after the rowid decide nothing).
+                order_by.clear();
+            }
         }
         (
             Shape::Rows {
@@ -400,6 +411,86 @@ fn plan_select(
     // Constant subexpressions are evaluated once here, not once per row.
     engine::query::fold::fold_plan(&mut plan);
     Ok(plan)
+}
+
+/// Whether an `ORDER BY` term (a result column's expression when it names one) is the rowid
+/// to SQLite's planner: a column reference to the rowid or its `INTEGER PRIMARY KEY` alias
+/// under parentheses, `COLLATE`, `likely()`, `unlikely()` or `likelihood()`
+/// (`sqlite3ExprSkipCollateAndLikely`), not under a unary `+`. Ascending, the full scan
+/// delivers that order (`wherePathSatisfiesOrderBy`: the rowid is order-distinct, so every
+/// later term is satisfied too) and SQLite uses no sorter: a row after the `LIMIT` is never
+/// evaluated, and the output columns of the rows the `OFFSET` skips are never computed.
+fn is_rowid_term(r: &mut Resolver<'_>, e: &ast::Expr) -> Result<bool, SqlError> {
+    let mut e = e;
+    loop {
+        e = match e {
+            ast::Expr::Nested(x) | ast::Expr::Collate { expr: x, .. } => x,
+            ast::Expr::Function(f) => {
+                let name = f.name.to_string().to_ascii_lowercase();
+                let ast::FunctionArguments::List(list) = &f.args else {
+                    return Ok(false);
+                };
+                let first = match list.args.first() {
+                    Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))) => x,
+                    _ => return Ok(false),
+                };
+                let arity = if name == "likelihood" { 2 } else { 1 };
+                if !["likely", "unlikely", "likelihood"].contains(&name.as_str())
+                    || list.args.len() != arity
+                {
+                    return Ok(false);
+                }
+                first
+            }
+            _ => break,
+        };
+    }
+    if !matches!(
+        e,
+        ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
+    ) {
+        return Ok(false);
+    }
+    // A name in a result column is a column, never an alias.
+    let aliases = std::mem::replace(&mut r.aliases_enabled, false);
+    let resolved = r.resolve(e, &mut Stage::Row, 0);
+    r.aliases_enabled = aliases;
+    Ok(match resolved?.expr {
+        Expr::Column(slot) => matches!(r.columns.get(slot), Some(ColumnRead::Rowid)),
+        _ => false,
+    })
+}
+
+/// `WHERE` with its terms that read no column first: SQLite splits `WHERE` at its top-level
+/// `AND`s and tests each such term once, in order, before the scan (`sqlite3WhereBegin`:
+/// `sqlite3ExprIfFalse` to the loop's end), so one that fails fails the query and one that is
+/// false or NULL leaves no row, whichever the other terms are (run seed 1796150127262878177:
+/// `WHERE id AND (n IN (1e3) AND abs(-9223372036854775808))` fails in SQLite). Tested first on
+/// every row, they decide the same on a table with rows.
+fn constant_terms_first(filter: Expr) -> Expr {
+    fn split(e: Expr, terms: &mut Vec<Expr>) {
+        match e {
+            Expr::And(a, b) => {
+                split(*a, terms);
+                split(*b, terms);
+            }
+            // `x AND 1` planned as the truth value of `x` (see `expr::and_or`): SQLite
+            // still splits the `AND`s of `x`, and the `1` decides nothing.
+            Expr::Not(n) if matches!(&*n, Expr::Not(x) if matches!(**x, Expr::And(..))) => {
+                let Expr::Not(x) = *n else { unreachable!() };
+                split(*x, terms);
+            }
+            e => terms.push(e),
+        }
+    }
+    let mut terms = Vec::new();
+    split(filter, &mut terms);
+    let (mut first, rest): (Vec<Expr>, Vec<Expr>) =
+        terms.into_iter().partition(|t| !super::expr::uses_slots(t));
+    first.extend(rest);
+    let mut terms = first.into_iter();
+    let head = terms.next().expect("a filter has a term");
+    terms.fold(head, |a, b| Expr::And(Box::new(a), Box::new(b)))
 }
 
 fn sort_key(term: &ast::OrderByExpr, t: Typed) -> Result<SortKey, SqlError> {

@@ -31,10 +31,10 @@ use super::key_row::{self, KeyRow};
 use super::numeric::{NumericRuns, RunKind};
 use super::page_groups::{packed_slots, PageRows};
 use super::program::{Node, RowProgram};
-pub use super::row_stream::OutRow;
 use super::row_stream::RowStream;
+pub use super::row_stream::{OutRow, RowFailure};
 use super::window;
-use crate::coordinator::run_scan;
+use crate::coordinator::{run_scan, run_scan_with, RangeOrder};
 use crate::error::Error;
 use crate::report::RunReport;
 use crate::scan::{RecordOutcome, ScanKernel, Spill};
@@ -94,9 +94,15 @@ pub struct QueryKernel {
     /// `partial` are then only those not yet sent.
     stream: Option<RowStream>,
     /// The first failing row of the page being decoded (rowid, error), raised when the page is
-    /// done: the page's rows before it, those completed from overflow pages included, are kept
-    /// first, and none after it is evaluated, as SQLite stops at the row that fails.
+    /// done (a grouped or ordered query, where every row is evaluated): none after it is
+    /// evaluated, as SQLite stops at the row that fails.
     failed: Option<(i64, String)>,
+    /// A plain query without `ORDER BY`: no row after this rowid is evaluated or kept (its
+    /// rows end at a marked row the result cannot skip: see [`RowFailure`]).
+    end_at: Option<i64>,
+    /// A sorting plan with a `LIMIT` has marked rows on the page being decoded whose place
+    /// is not yet known ([`resolve_marks`]).
+    unresolved: bool,
 }
 
 impl QueryKernel {
@@ -163,6 +169,8 @@ impl QueryKernel {
             key_row: KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr)),
             stream: None,
             failed: None,
+            end_at: None,
+            unresolved: false,
             needed,
             batch_filter: batch_filter.as_ref().map(batch::BatchFilter::new),
             record_slots,
@@ -241,22 +249,33 @@ impl ScanKernel for QueryKernel {
     }
 
     fn page_done(&mut self) -> Result<(), String> {
-        let failed = self.failed.take();
-        // A failing row ends the query unless the rows before it complete a LIMIT (SQLite
-        // stops there, before reaching it).
-        let answered = failed.is_some() && self.has_its_limit();
+        if std::mem::take(&mut self.unresolved) {
+            if let (Partial::Rows(rows), Some(k)) = (&mut self.partial, self.plan.keep()) {
+                resolve_marks(&self.plan.order_by, rows, k);
+                if rows.len() as u64 >= 2 * k.max(512) {
+                    keep_best(&self.plan, rows, k);
+                }
+            }
+        }
         if let (Some(stream), Partial::Rows(rows)) = (&mut self.stream, &mut self.partial) {
+            // Records completed from overflow pages may have been evaluated after the row
+            // the stream ends at.
+            if let Some(end) = self.end_at {
+                rows.retain(|r| r.rowid <= end);
+            }
             stream.page_done(rows);
         }
-        match failed {
-            Some((rowid, e)) if !answered => Err(format!("row {rowid}: {e}")),
-            _ => Ok(()),
+        match self.failed.take() {
+            Some((rowid, e)) => Err(format!("row {rowid}: {e}")),
+            None => Ok(()),
         }
     }
 
     fn wants_more(&self) -> bool {
         match (&self.stream, &self.partial) {
-            (Some(stream), Partial::Rows(rows)) => stream.wants_more(rows.len()),
+            (Some(stream), Partial::Rows(rows)) => {
+                self.end_at.is_none() && stream.wants_more(rows.len())
+            }
             _ => true,
         }
     }
@@ -280,9 +299,11 @@ impl ScanKernel for QueryKernel {
             }
         }
         if let Partial::Rows(rows) = &mut self.partial {
+            if let Some(end) = self.end_at {
+                rows.retain(|r| r.rowid <= end);
+            }
             if let Some(k) = self.plan.keep() {
-                sort_rows(&self.plan.order_by, rows);
-                rows.truncate(k as usize);
+                keep_best(&self.plan, rows, k);
             }
         }
         self.partial
@@ -305,7 +326,7 @@ impl ScanKernel for QueryKernel {
         }
         // The LIMIT may cut the page's rows only when none of them waits for its overflow
         // pages: such a record is completed after the page's other cells, and may come first.
-        self.eval_rows(page, spills.is_empty());
+        self.eval_rows(page_no, page, spills.is_empty());
         Ok(())
     }
 
@@ -322,7 +343,7 @@ impl ScanKernel for QueryKernel {
         // A record after the page's failing row is not evaluated (SQLite stops at that row).
         let after_failure = self.failed.as_ref().is_some_and(|(f, _)| spill.rowid > *f);
         if outcome == RecordOutcome::Done && !after_failure {
-            self.eval_rows(payload, false);
+            self.eval_rows(spill.page, payload, false);
         }
         Ok(outcome)
     }
@@ -335,16 +356,18 @@ impl QueryKernel {
     /// first rows need not be its lowest rowids.
     fn has_its_limit(&self) -> bool {
         match (&self.stream, &self.partial) {
-            (Some(stream), Partial::Rows(rows)) => !stream.wants_more(rows.len()),
+            (Some(_), Partial::Rows(_)) => !self.wants_more(),
             _ => false,
         }
     }
 
-    /// The decoded rows one at a time (values borrowed from `base`); with `cut`, none after a
-    /// projection's `LIMIT` (see [`QueryKernel::has_its_limit`]) is evaluated. A row that
-    /// fails ends the evaluation; its error is raised when the page is done
+    /// The decoded rows of leaf page `page_no` one at a time (values borrowed from `base`);
+    /// with `cut`, none after a projection's `LIMIT` (see [`QueryKernel::has_its_limit`]) is
+    /// evaluated. A row that fails ends the evaluation: a plain query without `ORDER BY` keeps
+    /// it as a marked row ([`RowFailure`]; one failing in its output columns ends it only
+    /// when no `OFFSET` can skip it), the others raise its error when the page is done
     /// ([`ScanKernel::page_done`]).
-    fn eval_rows(&mut self, base: &[u8], cut: bool) {
+    fn eval_rows(&mut self, page_no: u32, base: &[u8], cut: bool) {
         // Borrowed, not cloned: an `Arc` clone per row is an atomic on a cache line every
         // executor shares. The row's values live on the stack for the usual widths.
         let plan = &*self.plan;
@@ -357,6 +380,10 @@ impl QueryKernel {
                 break;
             }
             let rowid = self.cells.rowid(base, r);
+            if self.end_at.is_some_and(|end| rowid > end) {
+                // Cells come in rowid order: none after the row the result ends at matters.
+                break;
+            }
             let evaluated = (|| {
                 row_slots(layout, &self.cells, base, r, &mut slots)?;
                 if self.has_virtual {
@@ -371,18 +398,80 @@ impl QueryKernel {
                         }
                     }
                     let refs: Vec<ValueRef<'_>> = owned.iter().map(Value::as_ref).collect();
-                    accept(plan, self.key_row, &mut self.partial, rowid, &refs)
+                    accept(
+                        plan,
+                        self.key_row,
+                        &mut self.partial,
+                        (page_no, rowid),
+                        &refs,
+                    )
                 } else {
-                    accept(plan, self.key_row, &mut self.partial, rowid, &slots)
+                    accept(
+                        plan,
+                        self.key_row,
+                        &mut self.partial,
+                        (page_no, rowid),
+                        &slots,
+                    )
                 }
             })();
-            if let Err(e) = evaluated {
-                // Cells come in rowid order; a record completed from its overflow pages may
-                // fail at a lower rowid than a cell did.
-                if self.failed.as_ref().is_none_or(|(f, _)| rowid < *f) {
-                    self.failed = Some((rowid, e));
+            match (evaluated, &mut self.partial) {
+                (Ok(Kept::Row), Partial::Rows(rows)) => {
+                    if let Some(k) = plan.keep() {
+                        // While the page has unresolved marked rows its rows all stay.
+                        if !self.unresolved && rows.len() as u64 >= 2 * k.max(512) {
+                            keep_best(plan, rows, k);
+                        }
+                    }
                 }
-                break;
+                (Ok(Kept::Row), Partial::Groups(_)) => {}
+                (Ok(Kept::Marked), Partial::Rows(_)) if sorts_with_limit(plan) => {
+                    self.unresolved = true;
+                }
+                (Ok(Kept::Marked), Partial::Rows(rows)) => {
+                    // Its output columns failed: an OFFSET may still skip it, unless the rows
+                    // before it in this range alone reach the OFFSET. Then the result either
+                    // ends before it (the LIMIT) or fails there: nothing after it matters.
+                    let ends = self.stream.as_ref().is_some_and(|stream| {
+                        // Its place in this range's rows: after the rows sent and those of
+                        // this page before it (a record completed from its overflow pages
+                        // comes after the page's other cells, some of them after it).
+                        let before = rows.iter().filter(|r| r.rowid < rowid).count();
+                        stream.produced(before) >= self.plan.offset
+                    });
+                    if ends {
+                        self.end_at = Some(rowid);
+                        break;
+                    }
+                }
+                (Err(e), Partial::Rows(rows)) if plan_marks(plan) => {
+                    // A failure before the output columns (WHERE): the scan fails where it
+                    // reaches this row, unless the LIMIT ends the result before it.
+                    rows.push(OutRow {
+                        keys: Vec::new(),
+                        rowid,
+                        values: Err(RowFailure {
+                            page: page_no,
+                            rowid,
+                            what: e,
+                            in_output: false,
+                            ahead: None,
+                        }),
+                    });
+                    self.end_at = Some(self.end_at.map_or(rowid, |end| end.min(rowid)));
+                    break;
+                }
+                (Err(e), _) => {
+                    // Cells come in rowid order; a record completed from its overflow pages
+                    // may fail at a lower rowid than a cell did.
+                    if self.failed.as_ref().is_none_or(|(f, _)| rowid < *f) {
+                        self.failed = Some((rowid, e));
+                    }
+                    break;
+                }
+                (Ok(Kept::Marked), Partial::Groups(_)) => {
+                    unreachable!("only plain queries keep marked rows")
+                }
             }
         }
     }
@@ -622,20 +711,94 @@ impl QueryKernel {
     }
 }
 
+/// Whether `plan` keeps its failing rows as marked rows ([`RowFailure`]): a plain query
+/// without `ORDER BY`, whose `OFFSET` and `LIMIT` apply in rowid order as the scan goes.
+fn plan_marks(plan: &QueryPlan) -> bool {
+    matches!(plan.shape, Shape::Rows { .. }) && plan.order_by.is_empty()
+}
+
+/// Whether `plan` sorts with a `LIMIT`: SQLite's sorter then holds at most `LIMIT + OFFSET`
+/// rows, and a row that comes (in rowid order) when it is full and ranks after all of them is
+/// dropped before its output columns are computed (`pushOntoSorter` with the deferred row
+/// load of `selectInnerLoop`): a row whose output columns fail is kept as a marked row until
+/// its place is known ([`resolve_marks`], [`merge`]).
+fn sorts_with_limit(plan: &QueryPlan) -> bool {
+    matches!(plan.shape, Shape::Rows { .. }) && !plan.order_by.is_empty() && plan.limit.is_some()
+}
+
+/// A sorting plan's marked rows of the page just done ([`sorts_with_limit`]): each learns
+/// how many rows before it in the range rank before or with it; one that `k` (`LIMIT +
+/// OFFSET`) rows precede so is never in SQLite's sorter, and is dropped. The rows kept are
+/// the range's best rows up to this page and all of this page's, so the count is exact below
+/// `k` (a row dropped earlier had `k` better rows before it).
+fn resolve_marks(order: &[SortKey], rows: &mut Vec<OutRow>, k: u64) {
+    let mut places = Vec::new();
+    for (i, m) in rows.iter().enumerate() {
+        if !matches!(&m.values, Err(RowFailure { ahead: None, .. })) {
+            continue;
+        }
+        let ahead = rows
+            .iter()
+            .filter(|r| {
+                r.rowid < m.rowid && compare_keys(order, &r.keys, &m.keys) != Ordering::Greater
+            })
+            .count() as u64;
+        places.push((i, (ahead < k).then_some(ahead)));
+    }
+    // From the last: a swap_remove moves an element already seen.
+    for &(i, ahead) in places.iter().rev() {
+        match ahead {
+            None => {
+                rows.swap_remove(i);
+            }
+            Some(n) => {
+                if let Err(f) = &mut rows[i].values {
+                    f.ahead = Some(n);
+                }
+            }
+        }
+    }
+}
+
+/// Keeps a plan's best `k` rows (by its order, then rowid); a sorting plan also keeps its
+/// marked rows beyond them ([`sorts_with_limit`]: their place in SQLite's sorter depends on the
+/// rows before them, not on the final order).
+fn keep_best(plan: &QueryPlan, rows: &mut Vec<OutRow>, k: u64) {
+    sort_rows(&plan.order_by, rows);
+    let k = usize::try_from(k).unwrap_or(usize::MAX);
+    if rows.len() > k {
+        let beyond = rows.split_off(k);
+        if sorts_with_limit(plan) {
+            rows.extend(beyond.into_iter().filter(|r| r.values.is_err()));
+        }
+    }
+}
+
+/// What [`accept`] did with a row that did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kept {
+    /// It was filtered out, or kept in the rows or groups.
+    Row,
+    /// Its output columns failed; it was kept as a marked row ([`plan_marks`]).
+    Marked,
+}
+
 /// Keeps the row whose values are `slots`, if it passes the filter: in the executor's rows or
-/// its groups.
+/// its groups. `at` is the row's leaf page and rowid.
 fn accept(
     plan: &QueryPlan,
     key_row: KeyRow,
     partial: &mut Partial,
-    rowid: i64,
+    at: (u32, i64),
     slots: &[ValueRef<'_>],
-) -> Result<(), String> {
+) -> Result<Kept, String> {
+    let (page, rowid) = at;
     if let Some(f) = &plan.filter {
         if !holds(f, slots)? {
-            return Ok(());
+            return Ok(Kept::Row);
         }
     }
+    let mut kept = Kept::Row;
     match (&plan.shape, partial) {
         (Shape::Rows { outputs }, Partial::Rows(rows)) => {
             let keys = plan
@@ -643,22 +806,24 @@ fn accept(
                 .iter()
                 .map(|k| eval(&k.expr, slots))
                 .collect::<Result<Vec<_>, _>>()?;
-            let values = outputs
-                .iter()
-                .map(|e| eval(e, slots))
-                .collect::<Result<Vec<_>, _>>()?;
+            let values = match outputs.iter().map(|e| eval(e, slots)).collect() {
+                Err(what) if plan_marks(plan) || sorts_with_limit(plan) => {
+                    kept = Kept::Marked;
+                    Err(RowFailure {
+                        page,
+                        rowid,
+                        what,
+                        in_output: true,
+                        ahead: None,
+                    })
+                }
+                values => Ok(values?),
+            };
             rows.push(OutRow {
                 keys,
                 rowid,
                 values,
             });
-            if let Some(k) = plan.keep() {
-                let k = k as usize;
-                if rows.len() >= 2 * k.max(512) {
-                    sort_rows(&plan.order_by, rows);
-                    rows.truncate(k);
-                }
-            }
         }
         (
             Shape::Groups {
@@ -693,7 +858,7 @@ fn accept(
         }
         _ => unreachable!("the partial matches the plan's shape"),
     }
-    Ok(())
+    Ok(kept)
 }
 
 /// Orders two values as one `ORDER BY` term does.
@@ -739,8 +904,22 @@ fn sort_rows(order: &[SortKey], rows: &mut [OutRow]) {
     rows.sort_by(|a, b| compare_keys(order, &a.keys, &b.keys).then(a.rowid.cmp(&b.rowid)));
 }
 
+/// Why [`merge`] failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MergeError {
+    /// Finishing a group, or its `HAVING` or output columns, failed (`integer overflow`).
+    Eval(String),
+    /// The result reaches a marked row, kept by the executor of range `range`.
+    Row {
+        /// The range (the index of its partial).
+        range: usize,
+        /// The row's failure.
+        failure: RowFailure,
+    },
+}
+
 /// Combines the executors' partials (in range order) into the result rows.
-pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>, String> {
+pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>, MergeError> {
     let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
     let limit = plan
         .limit
@@ -751,19 +930,69 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
     }
     match &plan.shape {
         Shape::Rows { .. } => {
-            let mut rows: Vec<OutRow> = Vec::new();
-            for p in partials {
+            let mut rows: Vec<(usize, OutRow)> = Vec::new();
+            for (range, p) in partials.into_iter().enumerate() {
                 if let Partial::Rows(r) = p {
-                    rows.extend(r);
+                    rows.extend(r.into_iter().map(|r| (range, r)));
                 }
             }
-            sort_rows(&plan.order_by, &mut rows);
-            Ok(rows
-                .into_iter()
-                .skip(offset)
-                .take(limit)
-                .map(|r| r.values)
-                .collect())
+            if sorts_with_limit(plan) {
+                // A marked row is in SQLite's sorter, and fails the query, if fewer than
+                // `LIMIT + OFFSET` rows before it rank before or with it: those of its own
+                // range it counted, and those of the ranges before it (each range's best
+                // rows are kept, so the count is exact below the bound). The first in rowid
+                // order is the error; the others are never in the result.
+                let k = plan.keep().unwrap_or(u64::MAX);
+                let ranks_before = |range: usize, m: &OutRow| -> u64 {
+                    rows.iter()
+                        .filter(|(j, r)| {
+                            *j < range
+                                && compare_keys(&plan.order_by, &r.keys, &m.keys)
+                                    != Ordering::Greater
+                        })
+                        .count() as u64
+                };
+                let fatal = rows
+                    .iter()
+                    .filter(|(range, m)| match &m.values {
+                        Err(f) => f.ahead.unwrap_or(0).saturating_add(ranks_before(*range, m)) < k,
+                        Ok(_) => false,
+                    })
+                    .min_by_key(|(range, m)| (*range, m.rowid))
+                    .cloned();
+                if let Some((
+                    range,
+                    OutRow {
+                        values: Err(failure),
+                        ..
+                    },
+                )) = fatal
+                {
+                    return Err(MergeError::Row { range, failure });
+                }
+                rows.retain(|(_, r)| r.values.is_ok());
+            }
+            rows.sort_by(|(_, a), (_, b)| {
+                compare_keys(&plan.order_by, &a.keys, &b.keys).then(a.rowid.cmp(&b.rowid))
+            });
+            // As SQLite's loop goes: the OFFSET skips rows (marked ones too, whose output
+            // columns it never computes), a marked row it does not skip fails the query, and
+            // nothing after the LIMIT is looked at.
+            let (mut out, mut skipped) = (Vec::new(), 0usize);
+            for (range, r) in rows {
+                if out.len() >= limit {
+                    break;
+                }
+                match r.values {
+                    Ok(_)
+                    | Err(RowFailure {
+                        in_output: true, ..
+                    }) if skipped < offset => skipped += 1,
+                    Ok(values) => out.push(values),
+                    Err(failure) => return Err(MergeError::Row { range, failure }),
+                }
+            }
+            Ok(out)
         }
         Shape::Groups {
             keys,
@@ -817,42 +1046,48 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
             });
             let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
             // Without ORDER BY, SQLite finishes groups in key order only until the LIMIT is
-            // reached: an error in a later group (integer overflow) never happens.
-            let enough = if plan.order_by.is_empty() {
-                offset.saturating_add(limit)
-            } else {
-                usize::MAX
-            };
+            // reached: an error in a later group (integer overflow) never happens; and the
+            // OFFSET skips a group after its HAVING, before its output columns are computed
+            // (selectInnerLoop codes the OFFSET first when there is no sorter).
+            let in_order = plan.order_by.is_empty();
+            let mut skipped = 0usize;
             for g in groups {
-                if out.len() >= enough {
+                if in_order && out.len() >= limit {
                     break;
                 }
                 let mut slots = g.keys;
                 for (spec, s) in aggregates.iter().zip(g.states) {
-                    slots.push(s.finish(spec)?);
+                    slots.push(s.finish(spec).map_err(MergeError::Eval)?);
                 }
                 let refs: Vec<ValueRef<'_>> = slots.iter().map(Value::as_ref).collect();
                 if let Some(h) = having {
-                    if !holds(h, &refs)? {
+                    if !holds(h, &refs).map_err(MergeError::Eval)? {
                         continue;
                     }
+                }
+                if in_order && skipped < offset {
+                    skipped += 1;
+                    continue;
                 }
                 let sort = plan
                     .order_by
                     .iter()
                     .map(|k| eval(&k.expr, &refs))
-                    .collect::<Result<Vec<_>, _>>()?;
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(MergeError::Eval)?;
                 let values = outputs
                     .iter()
                     .map(|e| eval(e, &refs))
-                    .collect::<Result<Vec<_>, _>>()?;
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(MergeError::Eval)?;
                 out.push((sort, values));
             }
             // Stable: ties keep group-key order.
             out.sort_by(|a, b| compare_keys(&plan.order_by, &a.0, &b.0));
+            let skip = if in_order { 0 } else { offset };
             Ok(out
                 .into_iter()
-                .skip(offset)
+                .skip(skip)
                 .take(limit)
                 .map(|r| r.1)
                 .collect())
@@ -897,10 +1132,39 @@ pub fn run_query(
     let query = Arc::new(query);
     let kernel = QueryKernel::new(Arc::clone(&query), table.header.usable_size());
     let now = kernel.statement_time();
-    let (partials, report) = run_scan(table, settings, executors, kernel)?;
+    // A sorting plan with a LIMIT counts the rows before each marked row in rowid order, so
+    // its ranges follow the b-tree (range 0's rows, then range 1's, ... in rowid order).
+    let (partials, report) = if sorts_with_limit(&query) {
+        let (partials, report, ()) = run_scan_with(
+            table,
+            settings,
+            executors,
+            RangeOrder::Key,
+            |_| kernel.clone(),
+            || ((), executors.len()),
+        )?;
+        let partials = partials
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                p.ok_or_else(|| Error::Start {
+                    cpu: executors[i].cpu,
+                    cause: "the executor thread ended without reporting".into(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        (partials, report)
+    } else {
+        run_scan(table, settings, executors, kernel)?
+    };
     // HAVING and the outputs of groups are evaluated here: the same 'now' as the rows.
     dates::set_statement_time(now);
-    let rows = merge(&query, partials).map_err(QueryError::Eval)?;
+    let rows = merge(&query, partials).map_err(|e| match e {
+        MergeError::Eval(e) => QueryError::Eval(e),
+        MergeError::Row { range, failure } => {
+            QueryError::Scan(failure.into_error(executors[range].cpu, &table.path))
+        }
+    })?;
     Ok(QueryOutput {
         names: query.names.clone(),
         rows,

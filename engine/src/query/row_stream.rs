@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Sender, TrySendError};
 
+use crate::error::Error;
 use crate::value::Value;
 
 /// One output row of a plain query before the final ordering.
@@ -20,8 +21,44 @@ pub struct OutRow {
     pub keys: Vec<Value>,
     /// The row's rowid (the tie-breaker).
     pub rowid: i64,
-    /// The output values.
-    pub values: Vec<Value>,
+    /// The output values, or, without `ORDER BY`, the row's failure kept in its place (a
+    /// marked row): only the coordinator knows which rows an `OFFSET` skips.
+    pub values: Result<Vec<Value>, RowFailure>,
+}
+
+/// A row of a plain query without `ORDER BY` whose evaluation failed, kept in its place in
+/// rowid order as a marked row: SQLite computes the output columns only of the rows the
+/// `OFFSET` does not skip (`selectInnerLoop` codes the `OFFSET` test first), but evaluates
+/// `WHERE` for every row until the `LIMIT` is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowFailure {
+    /// The leaf page holding the row.
+    pub page: u32,
+    /// The row's rowid.
+    pub rowid: i64,
+    /// SQLite's error message.
+    pub what: String,
+    /// Whether it failed in its output columns (an `OFFSET` that skips the row drops the
+    /// failure) rather than before them (`WHERE`, a column's `DEFAULT`: the query fails
+    /// wherever the scan reaches the row).
+    pub in_output: bool,
+    /// `ORDER BY ... LIMIT`: how many rows before it in its range (rowid order) rank before
+    /// or with it; SQLite computes its output columns only if fewer than `LIMIT + OFFSET`
+    /// rows before it in the whole table do (see `kernel::resolve_marks`). `None` until its
+    /// page is done, and for the other queries.
+    pub ahead: Option<u64>,
+}
+
+impl RowFailure {
+    /// The query's error, as an executor reports a failing row: `cpu` ran the row's range.
+    pub fn into_error(self, cpu: usize, path: &std::path::Path) -> Error {
+        Error::Corrupt {
+            cpu,
+            path: path.to_path_buf(),
+            page: self.page,
+            what: format!("row {}: {}", self.rowid, self.what),
+        }
+    }
 }
 
 /// Rows per chunk sent from an executor to the coordinator (at most; a chunk is cut only at
@@ -64,6 +101,9 @@ pub enum StreamMsg {
         /// Where each row ends in `bytes`.
         ends: Vec<usize>,
     },
+    /// A marked row, after the rows before it: the coordinator drops it when the `OFFSET`
+    /// skips it (a failure in its output columns), else the query fails with its error.
+    Failed(RowFailure),
     /// The executor's range is done (or it has the rows its `LIMIT` needs). A channel that
     /// closes without it belongs to an executor that failed.
     End,
@@ -123,7 +163,8 @@ impl RowStream {
         self.render = render;
     }
 
-    fn produced(&self, pending: usize) -> u64 {
+    /// Rows produced so far: sent, sealed, and `pending` rows of the page being decoded.
+    pub fn produced(&self, pending: usize) -> u64 {
         self.sent
             .saturating_add(self.sealed.len() as u64)
             .saturating_add(pending as u64)
@@ -162,18 +203,33 @@ impl RowStream {
             self.sealed.clear();
             return;
         }
-        let msg = match &self.render {
-            Some(Renderer(render)) => {
-                let mut bytes = Vec::with_capacity(64 * self.sealed.len());
-                let mut ends = Vec::with_capacity(self.sealed.len());
-                for r in self.sealed.drain(..) {
-                    render.render(&r.values, &mut bytes);
-                    ends.push(bytes.len());
+        // The rows in runs between the marked rows, each marked row in its place.
+        let mut rows = std::mem::take(&mut self.sealed);
+        let mut run = Run::new(self.render.is_some(), rows.len());
+        for r in rows.drain(..) {
+            match r.values {
+                Ok(values) => run.push(values, self.render.as_ref()),
+                Err(failure) => {
+                    let done = std::mem::replace(&mut run, Run::new(self.render.is_some(), 0));
+                    if let Some(msg) = done.into_msg() {
+                        self.push(msg);
+                    }
+                    self.push(StreamMsg::Failed(failure));
                 }
-                StreamMsg::Rendered { bytes, ends }
             }
-            None => StreamMsg::Rows(self.sealed.drain(..).map(|r| r.values).collect()),
-        };
+        }
+        if let Some(msg) = run.into_msg() {
+            self.push(msg);
+        }
+        // The allocation is reused for the next rows.
+        self.sealed = rows;
+    }
+
+    /// Sends one message, waiting for room in the channel if need be.
+    fn push(&mut self, msg: StreamMsg) {
+        if self.gone {
+            return;
+        }
         match self.tx.try_send(msg) {
             Ok(()) => {}
             Err(TrySendError::Full(msg)) => {
@@ -205,11 +261,54 @@ impl Drop for RowStream {
 }
 
 fn row_bytes(r: &OutRow) -> usize {
-    r.values
-        .iter()
-        .map(|v| match v {
-            Value::Text(b) | Value::Blob(b) => b.len() + 8,
-            _ => 8,
-        })
-        .sum()
+    r.values.as_ref().map_or(64, |values| {
+        values
+            .iter()
+            .map(|v| match v {
+                Value::Text(b) | Value::Blob(b) => b.len() + 8,
+                _ => 8,
+            })
+            .sum()
+    })
+}
+
+/// Rows between two marked rows, as one message: their values, or their rendered bytes.
+enum Run {
+    Values(Vec<Vec<Value>>),
+    Rendered { bytes: Vec<u8>, ends: Vec<usize> },
+}
+
+impl Run {
+    fn new(rendered: bool, rows: usize) -> Self {
+        if rendered {
+            Run::Rendered {
+                bytes: Vec::with_capacity(64 * rows),
+                ends: Vec::with_capacity(rows),
+            }
+        } else {
+            Run::Values(Vec::with_capacity(rows))
+        }
+    }
+
+    fn push(&mut self, values: Vec<Value>, render: Option<&Renderer>) {
+        match (self, render) {
+            (Run::Rendered { bytes, ends }, Some(Renderer(render))) => {
+                render.render(&values, bytes);
+                ends.push(bytes.len());
+            }
+            (Run::Values(rows), _) => rows.push(values),
+            (Run::Rendered { .. }, None) => unreachable!("a rendered run has a renderer"),
+        }
+    }
+
+    /// The message, or `None` for an empty run.
+    fn into_msg(self) -> Option<StreamMsg> {
+        match self {
+            Run::Values(rows) if !rows.is_empty() => Some(StreamMsg::Rows(rows)),
+            Run::Rendered { bytes, ends } if !ends.is_empty() => {
+                Some(StreamMsg::Rendered { bytes, ends })
+            }
+            _ => None,
+        }
+    }
 }

@@ -23,6 +23,13 @@
 //! `i` (a damaged page) stops the ranges after it; the rows of the ranges before it, and range
 //! `i`'s rows before the damaged page, are still written, then the error ends the query.
 //!
+//! A row whose evaluation fails does not fail its executor: it comes as a marked row
+//! ([`StreamMsg::Failed`]) in its place, because only this side knows which rows the `OFFSET`
+//! skips. SQLite computes the output columns only of the rows it writes, so a marked row that
+//! failed in its output columns is dropped while the `OFFSET` skips rows; any other marked row
+//! (an output the result writes, or a failing `WHERE`, evaluated for skipped rows too) ends
+//! the query with its error after the rows before it.
+//!
 //! A database read without SQLite's locks (`verify-retry`) cannot stream: the scan may have to
 //! be repeated when the file changed under it, and rows already written cannot be taken back,
 //! so there the rows are collected, checked, and then handed over.
@@ -41,7 +48,7 @@ use crate::value::Value;
 use super::dates;
 use super::ir::{QueryPlan, Shape};
 use super::kernel::{run_query, QueryError, QueryKernel};
-use super::row_stream::{Renderer, RowStream, StreamMsg, CHANNEL_CHUNKS};
+use super::row_stream::{Renderer, RowFailure, RowStream, StreamMsg, CHANNEL_CHUNKS};
 pub use super::row_stream::{RowRender, CHUNK_BYTES, CHUNK_ROWS};
 
 /// Whether `plan` streams: a plain projection without `ORDER BY`.
@@ -180,7 +187,15 @@ fn run(
         |_| kernels.pop().expect("one kernel per executor"),
         || drain(receivers, offset, limit, &stop, on_row),
     )?;
-    let rows = written.map_err(QueryError::Output)?;
+    let rows = match written {
+        Drained::Written(rows) => rows,
+        Drained::Output(e) => return Err(QueryError::Output(e)),
+        Drained::Row(range, failure) => {
+            return Err(QueryError::Scan(
+                failure.into_error(executors[range].cpu, &table.path),
+            ))
+        }
+    };
     Ok(StreamedQuery {
         names: query.names.clone(),
         rows,
@@ -193,43 +208,63 @@ fn run(
     })
 }
 
+/// How the coordinator's drain ended.
+enum Drained {
+    /// This many rows were written.
+    Written(u64),
+    /// Writing a row failed.
+    Output(std::io::Error),
+    /// The result reached a marked row (from range `.0`) that the `OFFSET` does not skip.
+    Row(usize, RowFailure),
+}
+
 /// The coordinator's side: the executors' channels in range order, `offset` rows skipped and
-/// at most `limit` written. Returns the rows written (or the error writing) and how many
-/// executors, from range 0, the result depends on.
+/// at most `limit` written. Returns how it ended and how many executors, from range 0, the
+/// result depends on.
 fn drain(
     receivers: Vec<Receiver<StreamMsg>>,
     offset: u64,
     limit: u64,
     stop: &AtomicBool,
     on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
-) -> (std::io::Result<u64>, usize) {
+) -> (Drained, usize) {
     let n = receivers.len();
-    let (mut skipped, written) = (0u64, std::cell::Cell::new(0u64));
+    let (skipped, written) = (std::cell::Cell::new(0u64), std::cell::Cell::new(0u64));
     if limit == 0 {
         // SQLite computes nothing for LIMIT 0: no row, and no error can come.
         stop.store(true, Ordering::Relaxed);
-        return (Ok(0), 0);
+        return (Drained::Written(0), 0);
     }
     // Hands one row over; `Some` when the drain ends here.
-    let mut take = |row: ResultRow<'_>, i: usize| -> Option<(std::io::Result<u64>, usize)> {
-        if skipped < offset {
-            skipped += 1;
+    let mut take = |row: ResultRow<'_>, i: usize| -> Option<(Drained, usize)> {
+        if skipped.get() < offset {
+            skipped.set(skipped.get() + 1);
             return None;
         }
         if let Err(e) = on_row(row) {
             stop.store(true, Ordering::Relaxed);
-            return Some((Err(e), 0));
+            return Some((Drained::Output(e), 0));
         }
         written.set(written.get() + 1);
         // Ranges before this one are complete; nothing after matters.
         (written.get() == limit).then(|| {
             stop.store(true, Ordering::Relaxed);
-            (Ok(written.get()), i)
+            (Drained::Written(written.get()), i)
         })
     };
     for (i, rx) in receivers.into_iter().enumerate() {
         loop {
             match rx.recv() {
+                // Its output columns are never computed in SQLite: the OFFSET skips it.
+                Ok(StreamMsg::Failed(RowFailure {
+                    in_output: true, ..
+                })) if skipped.get() < offset => skipped.set(skipped.get() + 1),
+                Ok(StreamMsg::Failed(failure)) => {
+                    // The rows before it are written; the ranges before this one are
+                    // complete, and nothing from this one or after it matters.
+                    stop.store(true, Ordering::Relaxed);
+                    return (Drained::Row(i, failure), i);
+                }
                 Ok(StreamMsg::Rows(chunk)) => {
                     for row in &chunk {
                         if let Some(end) = take(ResultRow::Values(row), i) {
@@ -248,9 +283,9 @@ fn drain(
                 }
                 Ok(StreamMsg::End) => break,
                 // The executor failed: its error ends the query, after the rows before it.
-                Err(_) => return (Ok(written.get()), i + 1),
+                Err(_) => return (Drained::Written(written.get()), i + 1),
             }
         }
     }
-    (Ok(written.get()), n)
+    (Drained::Written(written.get()), n)
 }
