@@ -7,8 +7,8 @@
 //! where it is unknown): the kernel maps a whole read's cached pages in one call rather than
 //! in one page fault per 64 KiB as the decoder first touches them (warm SF 1 `q6`, executor
 //! wall, nine alternating pairs: 0.0927 -> 0.0882 s with a page cache of 4 KiB folios, as
-//! SQLite's own reads leave it; unchanged at 0.0732 s with the large folios a sequential
-//! `read` leaves). On a warm cache this path copies nothing. A
+//! faults through a mapping leave it; unchanged at 0.0732 s with the large folios readahead
+//! for sequential `read`s leaves). On a warm cache this path copies nothing. A
 //! file truncated under the map ends the scan with an error instead of SIGBUS (`backend::sigbus`).
 //!
 //! Layering: a backend; imports only the backend interface (`backend`) and `sigbus`.
