@@ -49,11 +49,22 @@ pub fn run_scan<K: ScanKernel>(
     executors: &[ExecutorSpec],
     kernel: K,
 ) -> Result<(Vec<K::Partial>, RunReport)> {
+    run_scan_in(plan, settings, executors, RangeOrder::File, kernel)
+}
+
+/// [`run_scan`] with the leaves cut into ranges in `order`.
+pub fn run_scan_in<K: ScanKernel>(
+    plan: &TablePlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+    order: RangeOrder,
+    kernel: K,
+) -> Result<(Vec<K::Partial>, RunReport)> {
     let (partials, report, ()) = run_scan_with(
         plan,
         settings,
         executors,
-        RangeOrder::File,
+        order,
         |_| kernel.clone(),
         || ((), executors.len()),
     )?;

@@ -34,7 +34,7 @@ use super::program::{Node, RowProgram};
 use super::row_stream::RowStream;
 pub use super::row_stream::{OutRow, RowFailure};
 use super::window;
-use crate::coordinator::{run_scan, run_scan_with, RangeOrder};
+use crate::coordinator::{run_scan_in, RangeOrder};
 use crate::error::Error;
 use crate::report::RunReport;
 use crate::scan::{RecordOutcome, ScanKernel, Spill};
@@ -1134,29 +1134,14 @@ pub fn run_query(
     let now = kernel.statement_time();
     // A sorting plan with a LIMIT counts the rows before each marked row in rowid order, so
     // its ranges follow the b-tree (range 0's rows, then range 1's, ... in rowid order).
-    let (partials, report) = if sorts_with_limit(&query) {
-        let (partials, report, ()) = run_scan_with(
-            table,
-            settings,
-            executors,
-            RangeOrder::Key,
-            |_| kernel.clone(),
-            || ((), executors.len()),
-        )?;
-        let partials = partials
-            .into_iter()
-            .enumerate()
-            .map(|(i, p)| {
-                p.ok_or_else(|| Error::Start {
-                    cpu: executors[i].cpu,
-                    cause: "the executor thread ended without reporting".into(),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        (partials, report)
+    // A sorting plan with a LIMIT counts the rows before each marked row in rowid order, so
+    // its ranges follow the b-tree (range 0's rows, then range 1's, ... in rowid order).
+    let order = if sorts_with_limit(&query) {
+        RangeOrder::Key
     } else {
-        run_scan(table, settings, executors, kernel)?
+        RangeOrder::File
     };
+    let (partials, report) = run_scan_in(table, settings, executors, order, kernel)?;
     // HAVING and the outputs of groups are evaluated here: the same 'now' as the rows.
     dates::set_statement_time(now);
     let rows = merge(&query, partials).map_err(|e| match e {
