@@ -747,14 +747,7 @@ fn everywhere(db: &std::path::Path, sql: &str) -> bool {
 #[test]
 fn order_by_rowid_is_the_scan_order() {
     let db = fixture();
-    let rowids: Vec<i64> = {
-        let c = rusqlite::Connection::open(db).unwrap();
-        let mut st = c.prepare("SELECT rowid FROM t").unwrap();
-        st.query_map([], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
+    let rowids = rowids(db);
     let fails = "abs(-9223372036854775807 - 1)";
     let (a, b) = (rowids[2], rowids[5]);
     let column = format!("CASE WHEN rowid = {a} OR rowid > {b} THEN {fails} END");
@@ -1008,14 +1001,7 @@ fn output_columns_of_rows_the_sorter_drops_are_not_computed() {
     use super::{corescan_answer, difference, settings, sqlite_answer};
     use engine::IoBackend;
     let db = fixture();
-    let rowids: Vec<i64> = {
-        let c = rusqlite::Connection::open(db).unwrap();
-        let mut st = c.prepare("SELECT rowid FROM t").unwrap();
-        st.query_map([], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
+    let rowids = rowids(db);
     let fails = "abs(-9223372036854775807 - 1)";
     let (mut failed, mut answered) = (0, 0);
     for (n, &at) in rowids.iter().enumerate().step_by(3) {
@@ -1067,14 +1053,7 @@ fn output_columns_of_rows_the_sorter_drops_are_not_computed() {
 #[test]
 fn the_offset_does_not_skip_a_failing_filter() {
     let db = fixture();
-    let rowids: Vec<i64> = {
-        let c = rusqlite::Connection::open(db).unwrap();
-        let mut st = c.prepare("SELECT rowid FROM t").unwrap();
-        st.query_map([], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
+    let rowids = rowids(db);
     let fails = "(s LIKE 'a' ESCAPE 'xy')";
     for k in [0usize, 5, 60, rowids.len() - 1] {
         let at = rowids[k];
@@ -1161,4 +1140,14 @@ fn output_columns_of_groups_an_offset_skips_are_not_computed() {
     ] {
         assert_eq!(everywhere(db, &sql), fails, "{sql}");
     }
+}
+
+/// The rowids of the fixture's table `t` in `db`, in rowid order.
+fn rowids(db: &std::path::Path) -> Vec<i64> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut st = c.prepare("SELECT rowid FROM t ORDER BY rowid").unwrap();
+    st.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }
