@@ -265,13 +265,8 @@ impl BatchFilter {
 /// properties worked out once.
 #[derive(Debug, Clone)]
 struct PreparedCompare {
-    op: CmpOp,
+    rule: CompareRule,
     constant: Value,
-    affinity: Option<Affinity>,
-    collation: Collation,
-    column_left: bool,
-    text_bytes: bool,
-    text_stays: bool,
 }
 
 impl PreparedCompare {
@@ -282,15 +277,19 @@ impl PreparedCompare {
         collation: Collation,
         column_left: bool,
     ) -> Self {
-        let c = ConstCompare::new(op, constant.as_ref(), affinity, collation, column_left);
+        let text_stays = matches!(affinity, None | Some(Affinity::Text | Affinity::Blob));
+        let text_bytes = collation == Collation::Binary
+            && matches!(constant, Value::Text(c) if text_stays || !maybe_number(c));
         PreparedCompare {
-            op,
+            rule: CompareRule {
+                op,
+                affinity,
+                collation,
+                column_left,
+                text_bytes,
+                text_stays,
+            },
             constant: constant.clone(),
-            affinity,
-            collation,
-            column_left,
-            text_bytes: c.text_bytes,
-            text_stays: c.text_stays,
         }
     }
 
@@ -298,22 +297,16 @@ impl PreparedCompare {
     #[inline(always)]
     fn as_const(&self) -> ConstCompare<'_> {
         ConstCompare {
-            op: self.op,
+            rule: self.rule,
             constant: self.constant.as_ref(),
-            affinity: self.affinity,
-            collation: self.collation,
-            column_left: self.column_left,
-            text_bytes: self.text_bytes,
-            text_stays: self.text_stays,
         }
     }
 }
 
-/// A column compared with a constant: the common pairs of storage
-/// classes are decided inline, the others by [`compare_truth`].
-struct ConstCompare<'a> {
+/// How a column is compared with a constant (everything but the constant).
+#[derive(Debug, Clone, Copy)]
+struct CompareRule {
     op: CmpOp,
-    constant: ValueRef<'a>,
     affinity: Option<Affinity>,
     collation: Collation,
     /// The column is the left operand.
@@ -325,34 +318,20 @@ struct ConstCompare<'a> {
     text_stays: bool,
 }
 
-impl<'a> ConstCompare<'a> {
-    fn new(
-        op: CmpOp,
-        constant: ValueRef<'a>,
-        affinity: Option<Affinity>,
-        collation: Collation,
-        column_left: bool,
-    ) -> Self {
-        let text_stays = matches!(affinity, None | Some(Affinity::Text | Affinity::Blob));
-        let text_bytes = collation == Collation::Binary
-            && matches!(constant, ValueRef::Text(c) if text_stays || !maybe_number(c));
-        ConstCompare {
-            op,
-            constant,
-            affinity,
-            collation,
-            column_left,
-            text_bytes,
-            text_stays,
-        }
-    }
+/// A column compared with a constant: the common pairs of storage classes are decided
+/// inline, the others by [`compare_truth`].
+struct ConstCompare<'a> {
+    rule: CompareRule,
+    constant: ValueRef<'a>,
+}
 
+impl ConstCompare<'_> {
     /// Whether the comparison is true for the column value `v` (what [`compare_truth`] says).
     #[inline(always)]
     fn holds(&self, v: ValueRef<'_>) -> bool {
         let o = match (v, self.constant) {
             (ValueRef::Text(x), ValueRef::Text(c))
-                if self.text_bytes && (self.text_stays || !maybe_number(x)) =>
+                if self.rule.text_bytes && (self.rule.text_stays || !maybe_number(x)) =>
             {
                 binary_compare(x, c)
             }
@@ -362,12 +341,13 @@ impl<'a> ConstCompare<'a> {
             (ValueRef::Integer(x), ValueRef::Real(c)) => int_real_cmp(x, c),
             (ValueRef::Real(x), ValueRef::Integer(c)) => int_real_cmp(c, x).reverse(),
             _ => {
-                let (a, b) = if self.column_left {
+                let (a, b) = if self.rule.column_left {
                     (v, self.constant)
                 } else {
                     (self.constant, v)
                 };
-                return compare_truth(self.op, a, b, self.affinity, self.collation) == Some(true);
+                return compare_truth(self.rule.op, a, b, self.rule.affinity, self.rule.collation)
+                    == Some(true);
             }
         };
         self.decide(o)
@@ -387,8 +367,12 @@ impl<'a> ConstCompare<'a> {
     /// Whether the comparison is true when the column value orders `o` against the constant.
     #[inline(always)]
     fn decide(&self, o: Ordering) -> bool {
-        let o = if self.column_left { o } else { o.reverse() };
-        match self.op {
+        let o = if self.rule.column_left {
+            o
+        } else {
+            o.reverse()
+        };
+        match self.rule.op {
             CmpOp::Eq | CmpOp::Is => o == Ordering::Equal,
             CmpOp::Ne | CmpOp::IsNot => o != Ordering::Equal,
             CmpOp::Lt => o == Ordering::Less,
@@ -402,7 +386,7 @@ impl<'a> ConstCompare<'a> {
     /// (`text_bytes`): `None` when `x` may convert to a number (the general test decides).
     #[inline(always)]
     fn holds_text(&self, x: &[u8], c: &[u8]) -> Option<bool> {
-        (self.text_stays || !text_may_convert(x)).then(|| self.decide(binary_compare(x, c)))
+        (self.rule.text_stays || !text_may_convert(x)).then(|| self.decide(binary_compare(x, c)))
     }
 }
 
@@ -458,7 +442,7 @@ fn retain_compare(batch: &Batch<'_, '_>, i: usize, c: &ConstCompare<'_>, sel: &m
                         }
                     });
                 }
-                match (c.text_bytes, c.constant) {
+                match (c.rule.text_bytes, c.constant) {
                     // A text constant compared bytewise: text values of the column are decided
                     // here, from the slot's bytes, without making a value.
                     (true, ValueRef::Text(constant)) => retain_rows(sel, |r| {

@@ -25,36 +25,21 @@ fn skip_utf8(b: &[u8], mut i: usize) -> usize {
 /// through text (tag-20260418-01 in its source): an ASCII byte is one character, any other
 /// byte starts one that swallows the continuation bytes after it. (Malformed UTF-8 divides
 /// differently in other SQLite functions and versions.)
-/// How many characters [`char_starts`] finds, without listing them.
-fn char_count(b: &[u8]) -> usize {
-    let (mut n, mut i) = (0, 0);
-    while i < b.len() {
-        n += 1;
-        i += 1;
-        if b[i - 1] >= 0x80 {
-            while i < b.len() && b[i] & 0xc0 == 0x80 {
-                i += 1;
-            }
-        }
-    }
-    n
-}
-
-fn char_starts(b: &[u8]) -> Vec<usize> {
-    let mut starts = Vec::new();
+fn char_starts(b: &[u8]) -> impl Iterator<Item = usize> + '_ {
     let mut i = 0;
-    while i < b.len() {
-        starts.push(i);
-        if b[i] < 0x80 {
-            i += 1;
-        } else {
-            i += 1;
+    std::iter::from_fn(move || {
+        let start = i;
+        if start >= b.len() {
+            return None;
+        }
+        i += 1;
+        if b[start] >= 0x80 {
             while i < b.len() && b[i] & 0xc0 == 0x80 {
                 i += 1;
             }
         }
-    }
-    starts
+        Some(start)
+    })
 }
 
 /// `char()`'s text, as `charFunc` encodes it: each argument as an integer (NULL is 0), one
@@ -125,7 +110,7 @@ pub fn apply(f: Function, a: &[ValueRef<'_>]) -> Result<Value, String> {
                 // Borrowed for text (nothing allocated per row); numbers are spelled first.
                 let t = other.to_text().unwrap_or_default();
                 let t = t.split(|&b| b == 0).next().unwrap_or(&[]);
-                Value::Integer(char_count(t) as i64)
+                Value::Integer(char_starts(t).count() as i64)
             }
         },
         Function::Lower | Function::Upper => match text_of(arg(0)) {
@@ -226,7 +211,11 @@ fn substr(a: &[ValueRef<'_>]) -> Value {
     } else {
         bytes.split(|&b| b == 0).next().unwrap_or(&[])
     };
-    let starts = if blob { Vec::new() } else { char_starts(bytes) };
+    let starts: Vec<usize> = if blob {
+        Vec::new()
+    } else {
+        char_starts(bytes).collect()
+    };
     // The length counts characters with SQLITE_SKIP_UTF8 (stray continuation bytes are
     // characters of their own), the skipping below as length() does.
     let len = if blob {
