@@ -146,8 +146,14 @@ pub struct NeededColumns {
     /// For the vector walk (every needed column among the first [`header::LANES`]): the
     /// record column of each slot, as a lane.
     lanes: [u8; header::LANES],
-    /// Rows the decoder drops itself (see [`NeededColumns::drop_texts_outside`]).
+    /// Rows the decoder drops itself (see [`NeededColumns::with_window`]).
     window: Option<TextWindow>,
+    /// Whether the window's column is the last one the vector walk reads: then a row's types
+    /// before it are summed into its offset alone, and the running sums of the whole walk are
+    /// computed only for the rows the window keeps.
+    window_last: bool,
+    /// The lanes before the window's column (for [`header::Walk::sum`]).
+    before_window: [u8; header::LANES],
 }
 
 /// A first test the decoder applies to a slot, for a kernel whose filter begins with a
@@ -205,6 +211,8 @@ impl NeededColumns {
             }),
             slot_of,
             window: None,
+            window_last: false,
+            before_window: [0; header::LANES],
         }
     }
 
@@ -215,6 +223,9 @@ impl NeededColumns {
     pub fn with_window(mut self, window: Option<TextWindow>) -> Self {
         debug_assert!(window.is_none_or(|w| w.slot < self.columns.len()));
         self.window = window;
+        let column = window.map(|w| self.columns[w.slot]);
+        self.window_last = column.is_some_and(|c| c + 1 == self.walk() && c < header::LANES);
+        self.before_window = header::keep_mask(column.unwrap_or(0));
         self
     }
 
@@ -519,6 +530,30 @@ impl CellBatch {
             return false;
         }
         let types: &[u8; header::LANES] = types.try_into().expect("sixteen bytes");
+        const DATE: u8 = 13 + 2 * TextWindow::LEN as u8;
+        if let (true, Some(window)) = (columns.window_last, &columns.window) {
+            // Most rows of a windowed scan end here: the window's column is the last one the
+            // walk reads, so one sum of the sizes before it places its text, and the checks
+            // the full walk makes (every kept type a one-byte one, the walk inside the
+            // payload) are made on that sum.
+            let c = columns.walk() - 1;
+            if types[c] == DATE {
+                let Some(before) = W::sum(types, &columns.keep, &columns.before_window) else {
+                    return false;
+                };
+                let end = header_len + before as usize + TextWindow::LEN;
+                if end > payload_len {
+                    return false;
+                }
+                let at = start + end - TextWindow::LEN;
+                let text = page[at..at + TextWindow::LEN]
+                    .try_into()
+                    .expect("ten bytes");
+                if window.drops(text) {
+                    return true;
+                }
+            }
+        }
         let Some(offsets) = W::offsets(types, &columns.keep) else {
             return false;
         };
@@ -528,9 +563,9 @@ impl CellBatch {
             return false;
         }
         let body = start + header_len;
-        if let Some(window) = &columns.window {
+        if let (false, Some(window)) = (columns.window_last, &columns.window) {
             let c = usize::from(columns.lanes[window.slot % header::LANES]) % header::LANES;
-            if u32::from(types[c]) == 13 + 2 * TextWindow::LEN as u32 {
+            if types[c] == DATE {
                 let at = body + usize::from(offsets.starts[c]);
                 let text = page[at..at + TextWindow::LEN]
                     .try_into()

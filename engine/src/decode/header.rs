@@ -40,6 +40,11 @@ pub(super) fn keep_mask(walk: usize) -> [u8; LANES] {
 pub(super) trait Walk {
     /// The walk.
     fn offsets(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<Offsets>;
+
+    /// One offset instead of all of them: the sum of the body sizes of the lanes in `within`
+    /// (a subset of `keep`), or `None` under the same conditions as [`Walk::offsets`] (a kept
+    /// type that is not a one-byte one). Cheaper than the running sums: one vector sum.
+    fn sum(types: &[u8; LANES], keep: &[u8; LANES], within: &[u8; LANES]) -> Option<u32>;
 }
 
 /// The walk every CPU of the target can run: SSE2 on x86-64, the size table elsewhere.
@@ -57,6 +62,18 @@ impl Walk for Baseline {
             scalar(types, keep)
         }
     }
+
+    #[inline(always)]
+    fn sum(types: &[u8; LANES], keep: &[u8; LANES], within: &[u8; LANES]) -> Option<u32> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            sse2::sum(types, keep, within)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            scalar_sum(types, keep, within)
+        }
+    }
 }
 
 /// The AVX2 walk (a table shuffle for the sizes, one 256-bit running sum); only for code
@@ -71,6 +88,12 @@ impl Walk for Avx2 {
         // SAFETY: `Avx2` is only named inside functions compiled for AVX2, which run only
         // once `has_avx2` said the CPU has it.
         unsafe { avx2::offsets(types, keep) }
+    }
+
+    #[inline(always)]
+    fn sum(types: &[u8; LANES], keep: &[u8; LANES], within: &[u8; LANES]) -> Option<u32> {
+        // SAFETY: as for `offsets`.
+        unsafe { avx2::sum(types, keep, within) }
     }
 }
 
@@ -105,18 +128,36 @@ pub(super) fn scalar(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<Offsets>
     Some(Offsets { starts, end })
 }
 
+/// The portable [`Walk::sum`].
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[inline(always)]
+pub(super) fn scalar_sum(
+    types: &[u8; LANES],
+    keep: &[u8; LANES],
+    within: &[u8; LANES],
+) -> Option<u32> {
+    let o = scalar(types, keep)?;
+    let mut sum = 0;
+    for ((&t, &k), &w) in types.iter().zip(keep).zip(within) {
+        sum += serial_type_size(u64::from(t & k & w))? as u32;
+    }
+    debug_assert!(sum <= o.end);
+    Some(sum)
+}
+
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
     use std::arch::x86_64::*;
 
     use super::{Offsets, LANES};
 
-    /// The SSE2 walk; see the module documentation.
+    /// The body size of each kept lane's type, or `None` when a kept type is not a one-byte
+    /// one.
     #[inline(always)]
-    pub(super) fn offsets(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<Offsets> {
+    fn sizes(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<__m128i> {
         // SAFETY: SSE2 is part of the x86-64 baseline, so these instructions exist on every
-        // CPU this code runs on; the loads and stores are unaligned ones of exactly 16 bytes
-        // within the arrays given (and the 32-byte array below).
+        // CPU this code runs on; the loads are unaligned ones of exactly 16 bytes within the
+        // arrays given.
         unsafe {
             let t = _mm_and_si128(
                 _mm_loadu_si128(types.as_ptr().cast()),
@@ -137,7 +178,36 @@ mod sse2 {
             let eight = _mm_and_si128(_mm_andnot_si128(g7, g5), _mm_set1_epi8(8));
             let halved = _mm_srli_epi16::<1>(_mm_sub_epi8(t, _mm_set1_epi8(12)));
             let text = _mm_and_si128(_mm_and_si128(halved, _mm_set1_epi8(0x7f)), g11);
-            let sizes = _mm_or_si128(_mm_or_si128(small, six), _mm_or_si128(eight, text));
+            Some(_mm_or_si128(
+                _mm_or_si128(small, six),
+                _mm_or_si128(eight, text),
+            ))
+        }
+    }
+
+    /// The SSE2 [`super::Walk::sum`]: one sum of absolute differences against zero.
+    #[inline(always)]
+    pub(super) fn sum(
+        types: &[u8; LANES],
+        keep: &[u8; LANES],
+        within: &[u8; LANES],
+    ) -> Option<u32> {
+        let sizes = sizes(types, keep)?;
+        // SAFETY: SSE2 (see `sizes`); the load is of exactly the 16-byte array.
+        unsafe {
+            let kept = _mm_and_si128(sizes, _mm_loadu_si128(within.as_ptr().cast()));
+            let s = _mm_sad_epu8(kept, _mm_setzero_si128());
+            Some(_mm_cvtsi128_si32(_mm_add_epi32(s, _mm_unpackhi_epi64(s, s))) as u32)
+        }
+    }
+
+    /// The SSE2 walk; see the module documentation.
+    #[inline(always)]
+    pub(super) fn offsets(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<Offsets> {
+        let sizes = sizes(types, keep)?;
+        // SAFETY: SSE2 (see `sizes`); the stores are unaligned ones of 16 bytes within the
+        // 32-byte array below.
+        unsafe {
             // Running sums in 16-bit lanes (sixteen sizes of at most 57 exceed a byte).
             let zero = _mm_setzero_si128();
             let lo = _mm_unpacklo_epi8(sizes, zero);
@@ -170,16 +240,17 @@ mod avx2 {
 
     use super::{Offsets, LANES};
 
-    /// The AVX2 walk; see [`super::Avx2`]. Always inlined, and only into functions compiled
-    /// for AVX2, where its intrinsics become single instructions (a function of its own with
-    /// the feature enabled would not be inlined into the page loop).
+    /// The body size of each kept lane's type (a table shuffle), or `None` when a kept type is
+    /// not a one-byte one. Like everything here, always inlined, and only into functions
+    /// compiled for AVX2, where its intrinsics become single instructions (a function of its
+    /// own with the feature enabled would not be inlined into the page loop).
     ///
     /// # Safety
     ///
     /// The CPU must have AVX2.
     #[inline(always)]
-    pub(super) unsafe fn offsets(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<Offsets> {
-        // SAFETY (of the loads and stores): unaligned ones of exactly the arrays' sizes.
+    unsafe fn sizes(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<__m128i> {
+        // SAFETY (of the loads): unaligned ones of exactly the arrays' sizes.
         unsafe {
             let t = _mm_and_si128(
                 _mm_loadu_si128(types.as_ptr().cast()),
@@ -195,7 +266,46 @@ mod avx2 {
             let small = _mm_shuffle_epi8(table, t);
             let halved = _mm_srli_epi16::<1>(_mm_sub_epi8(t, _mm_set1_epi8(12)));
             let large = _mm_and_si128(halved, _mm_set1_epi8(0x7f));
-            let sizes = _mm_blendv_epi8(small, large, _mm_cmpgt_epi8(t, _mm_set1_epi8(15)));
+            Some(_mm_blendv_epi8(
+                small,
+                large,
+                _mm_cmpgt_epi8(t, _mm_set1_epi8(15)),
+            ))
+        }
+    }
+
+    /// The AVX2 [`super::Walk::sum`]: one sum of absolute differences against zero.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2.
+    #[inline(always)]
+    pub(super) unsafe fn sum(
+        types: &[u8; LANES],
+        keep: &[u8; LANES],
+        within: &[u8; LANES],
+    ) -> Option<u32> {
+        // SAFETY: the caller's CPU has AVX2; the load is of exactly the 16-byte array.
+        unsafe {
+            let sizes = sizes(types, keep)?;
+            let kept = _mm_and_si128(sizes, _mm_loadu_si128(within.as_ptr().cast()));
+            let s = _mm_sad_epu8(kept, _mm_setzero_si128());
+            Some(_mm_cvtsi128_si32(_mm_add_epi32(s, _mm_unpackhi_epi64(s, s))) as u32)
+        }
+    }
+
+    /// The AVX2 walk; see [`super::Avx2`]. Always inlined, and only into functions compiled
+    /// for AVX2, where its intrinsics become single instructions (a function of its own with
+    /// the feature enabled would not be inlined into the page loop).
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2.
+    #[inline(always)]
+    pub(super) unsafe fn offsets(types: &[u8; LANES], keep: &[u8; LANES]) -> Option<Offsets> {
+        // SAFETY (of the store): unaligned, of exactly the array's size; the CPU has AVX2.
+        unsafe {
+            let sizes = sizes(types, keep)?;
             // Running sums of the sixteen sizes in 16-bit lanes: within each half, then the
             // low half's total added to every lane of the high half.
             let wide = _mm256_cvtepu8_epi16(sizes);
@@ -239,6 +349,21 @@ mod tests {
                         // SAFETY: the CPU has AVX2.
                         let avx2 = unsafe { avx2::offsets(&types, &keep) };
                         assert_eq!(avx2, want, "AVX2: type {t} in lane {lane}, walk {walk}");
+                    }
+                    // One sum: every lane's offset is the sum of the lanes before it.
+                    for upto in 0..=walk.min(LANES) {
+                        let within = keep_mask(upto);
+                        let want = want
+                            .map(|o| o.starts.get(upto).map_or(o.end, |&start| u32::from(start)));
+                        let got = Baseline::sum(&types, &keep, &within);
+                        assert_eq!(got, want, "sum to {upto}: type {t} in lane {lane}");
+                        assert_eq!(scalar_sum(&types, &keep, &within), want);
+                        #[cfg(target_arch = "x86_64")]
+                        if has_avx2() {
+                            // SAFETY: the CPU has AVX2.
+                            let avx2 = unsafe { avx2::sum(&types, &keep, &within) };
+                            assert_eq!(avx2, want, "AVX2 sum to {upto}: type {t} in lane {lane}");
+                        }
                     }
                 }
             }
