@@ -3,22 +3,23 @@
 //! glommio 0.9 leaks an eventfd for every executor it builds and ends (DataDog/glommio#448):
 //! a process that built its executors afresh for every scan (a server answering queries, the
 //! differential tester, `bench compare`) ran out of descriptors after a few hundred scans. So
-//! an executor is kept when its scan is done: it goes back to an idle list keyed by what it was
-//! built with ([`Key`]: CPU, ring depth, I/O memory), and the next scan that needs the same
-//! takes it instead of building one.
+//! an executor is kept when its scan is done: it goes back to an idle list with what it was
+//! built with ([`Key`]: CPU, ring depth, I/O memory), and the next scan on that CPU takes one
+//! that has at least the ring depth and I/O memory it needs (the smallest such) instead of
+//! building one. Bigger is kept over smaller: a process that alternates scan shapes (readahead
+//! windows, backends) soon holds executors every shape fits, and stops building (and leaking).
 //!
 //! A scan takes its executors for itself ([`Executor::take`]): two scans running at once never
 //! share one, so neither ever waits for the other (a key-ordered scan's executors wait for
 //! their consumer, and a shared executor could close a cycle of waits between two scans). When
-//! no idle executor fits, a new one is built. At most [`MAX_IDLE_PER_KEY`] executors stay idle
-//! per key and two per CPU in all; one more ends (and leaks its eventfd, as before). Idle
+//! no idle executor fits, a new one is built. At most [`MAX_IDLE_PER_CPU`] executors stay idle
+//! per CPU; when one more comes back, the smallest of them ends (and leaks its eventfd). Idle
 //! executors keep their rings and their locked I/O memory: when building one fails (the
 //! `RLIMIT_MEMLOCK` budget taken by idle ones), the idle ones are ended and the build is
 //! tried once more.
 //!
 //! Layering: below the coordinator, its only user; imports nothing from the crate.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -29,7 +30,8 @@ use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 /// Work for an executor: builds, on the executor's thread, the future it runs to completion.
 pub(crate) type Job = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
 
-/// What an executor was built with; only an executor built the same way is reused.
+/// What an executor was built with, or what a scan needs of one: an executor serves a scan
+/// whose key it [fits](Key::fits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Key {
     /// The CPU it is pinned to.
@@ -40,15 +42,24 @@ pub(crate) struct Key {
     pub io_memory: usize,
 }
 
-/// The most idle executors kept for one key.
-pub(crate) const MAX_IDLE_PER_KEY: usize = 2;
+impl Key {
+    /// Whether an executor built with this key serves a scan that needs `want`: the same CPU,
+    /// rings at least as deep and at least as much I/O memory (more of either costs a scan
+    /// nothing: the rings are never fuller than its window, the memory is a pool).
+    fn fits(&self, want: &Key) -> bool {
+        self.cpu == want.cpu
+            && self.ring_depth >= want.ring_depth
+            && self.io_memory >= want.io_memory
+    }
 
-/// The most idle executors kept in all: two per CPU this process may use, so that what idle
-/// executors hold (rings, locked I/O memory: about 8 MiB each with the default window) stays
-/// proportional to the machine.
-fn max_idle() -> usize {
-    2 * std::thread::available_parallelism().map_or(1, usize::from)
+    /// The order in which idle executors are taken and kept: smaller first.
+    fn size(&self) -> (usize, usize) {
+        (self.io_memory, self.ring_depth)
+    }
 }
+
+/// The most idle executors kept for one CPU (two scans at once each take one).
+pub(crate) const MAX_IDLE_PER_CPU: usize = 2;
 
 /// A pinned glommio executor running the jobs it is sent, one after the other.
 pub(crate) struct Executor {
@@ -57,9 +68,9 @@ pub(crate) struct Executor {
     thread: ExecutorJoinHandle<()>,
 }
 
-/// The idle executors by key.
-fn idle() -> MutexGuard<'static, HashMap<Key, Vec<Executor>>> {
-    static IDLE: OnceLock<Mutex<HashMap<Key, Vec<Executor>>>> = OnceLock::new();
+/// The idle executors.
+fn idle() -> MutexGuard<'static, Vec<Executor>> {
+    static IDLE: OnceLock<Mutex<Vec<Executor>>> = OnceLock::new();
     IDLE.get_or_init(Default::default)
         .lock()
         // A panic while the list was held cannot leave it inconsistent (pushes and pops).
@@ -67,12 +78,17 @@ fn idle() -> MutexGuard<'static, HashMap<Key, Vec<Executor>>> {
 }
 
 impl Executor {
-    /// Runs `job` on an idle executor built for `key`, or on a new one (its thread named
-    /// `name`), and returns that executor, which the caller gives back with
+    /// Runs `job` on the smallest idle executor that fits `key`, or on a new one built for it
+    /// (its thread named `name`), and returns that executor, which the caller gives back with
     /// [`Executor::release`] once the job has reported.
     pub(crate) fn start(key: Key, name: &str, mut job: Job) -> Result<Executor, String> {
         loop {
-            let Some(e) = idle().get_mut(&key).and_then(Vec::pop) else {
+            let taken = {
+                let mut idle = idle();
+                let keys: Vec<Key> = idle.iter().map(|e| e.key).collect();
+                choose(&keys, &key).map(|i| idle.swap_remove(i))
+            };
+            let Some(e) = taken else {
                 break;
             };
             match e.jobs.send(job) {
@@ -113,16 +129,17 @@ impl Executor {
     }
 
     /// Puts the executor back on the idle list once its job is done (jobs queue, so one still
-    /// finishing delays the next scan's, never mixes with it), or ends it when the list is full.
+    /// finishing delays the next scan's, never mixes with it). When its CPU already has
+    /// [`MAX_IDLE_PER_CPU`] idle ones, the smallest of them and it ends.
     pub(crate) fn release(self) {
         let mut idle = idle();
-        let total: usize = idle.values().map(Vec::len).sum();
-        let list = idle.entry(self.key).or_default();
-        if list.len() < MAX_IDLE_PER_KEY && total < max_idle() {
-            list.push(self);
-        } else {
-            drop(idle);
-            self.end();
+        let cpu = self.key.cpu;
+        idle.push(self);
+        let keys: Vec<Key> = idle.iter().map(|e| e.key).collect();
+        let ended = surplus(&keys, cpu).map(|i| idle.swap_remove(i));
+        drop(idle);
+        if let Some(e) = ended {
+            e.end();
         }
     }
 
@@ -133,9 +150,27 @@ impl Executor {
     }
 }
 
+/// Which of the idle executors (their keys) a scan that needs `want` takes: the smallest that
+/// fits it.
+fn choose(idle: &[Key], want: &Key) -> Option<usize> {
+    (0..idle.len())
+        .filter(|&i| idle[i].fits(want))
+        .min_by_key(|&i| idle[i].size())
+}
+
+/// Which idle executor (by key) ends when CPU `cpu` has more than [`MAX_IDLE_PER_CPU`]: its
+/// smallest.
+fn surplus(idle: &[Key], cpu: usize) -> Option<usize> {
+    let on_cpu = (0..idle.len()).filter(|&i| idle[i].cpu == cpu);
+    if on_cpu.clone().count() <= MAX_IDLE_PER_CPU {
+        return None;
+    }
+    on_cpu.min_by_key(|&i| idle[i].size())
+}
+
 /// Ends every idle executor (freeing their rings and locked memory); returns how many.
 fn end_idle() -> usize {
-    let all: Vec<Executor> = idle().drain().flat_map(|(_, list)| list).collect();
+    let all: Vec<Executor> = idle().drain(..).collect();
     let n = all.len();
     for e in all {
         e.end();
@@ -146,7 +181,7 @@ fn end_idle() -> usize {
 /// How many executors are idle now (for tests).
 #[cfg(test)]
 pub(crate) fn idle_count() -> usize {
-    idle().values().map(Vec::len).sum()
+    idle().len()
 }
 
 #[cfg(test)]
@@ -179,5 +214,33 @@ mod tests {
             "the same executor thread ran both"
         );
         again.release();
+    }
+
+    #[test]
+    fn a_scan_takes_the_smallest_idle_executor_that_fits_and_the_smallest_ends_first() {
+        let key = |cpu, ring_depth, io_memory| Key {
+            cpu,
+            ring_depth,
+            io_memory,
+        };
+        let idle = [
+            key(0, 4096, 8 << 20),
+            key(1, 128, 64 << 10),
+            key(0, 512, 1 << 20),
+        ];
+        // Less of both than two of them: the smaller of those; the other CPU's never.
+        assert_eq!(choose(&idle, &key(0, 128, 64 << 10)), Some(2));
+        assert_eq!(choose(&idle, &key(0, 1024, 64 << 10)), Some(0));
+        assert_eq!(choose(&idle, &key(1, 128, 64 << 10)), Some(1));
+        // Deeper rings or more memory than any: none (a new one is built).
+        assert_eq!(choose(&idle, &key(1, 256, 64 << 10)), None);
+        assert_eq!(choose(&idle, &key(0, 128, 16 << 20)), None);
+        assert_eq!(choose(&idle, &key(2, 128, 64 << 10)), None);
+        // Two per CPU stay; a third makes the smallest end (so the bigger, which serve every
+        // smaller scan, are the ones kept).
+        assert_eq!(surplus(&idle, 0), None);
+        let more = [idle[0], idle[1], idle[2], key(0, 1024, 2 << 20)];
+        assert_eq!(surplus(&more, 0), Some(2));
+        assert_eq!(surplus(&more, 1), None);
     }
 }
