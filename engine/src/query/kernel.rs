@@ -97,8 +97,9 @@ pub struct QueryKernel {
     /// done (a grouped or ordered query, where every row is evaluated): none after it is
     /// evaluated, as SQLite stops at the row that fails.
     failed: Option<(i64, String)>,
-    /// A plain query without `ORDER BY`: no row after this rowid is evaluated or kept (its
-    /// rows end at a marked row the result cannot skip: see [`RowFailure`]).
+    /// A plain query without `ORDER BY`: no row after this rowid in the scan's order (higher,
+    /// or lower for a [`QueryPlan::backward`] scan) is evaluated or kept (its rows end at a
+    /// marked row the result cannot skip: see [`RowFailure`]).
     end_at: Option<i64>,
     /// A sorting plan with a `LIMIT` has marked rows on the page being decoded whose place
     /// is not yet known ([`resolve_marks`]).
@@ -299,8 +300,9 @@ impl ScanKernel for QueryKernel {
             }
         }
         if let Partial::Rows(rows) = &mut self.partial {
-            if let Some(end) = self.end_at {
-                rows.retain(|r| r.rowid <= end);
+            if self.end_at.is_some() {
+                let (end, backward) = (self.end_at, self.plan.backward);
+                rows.retain(|r| !past_end(end, backward, r.rowid));
             }
             if let Some(k) = self.plan.keep() {
                 keep_best(&self.plan, rows, k);
@@ -350,6 +352,12 @@ impl ScanKernel for QueryKernel {
 }
 
 impl QueryKernel {
+    /// Whether the row `rowid` comes after the row the result ends at, in the scan's order
+    /// ([`QueryKernel::end_at`]).
+    fn beyond_end(&self, rowid: i64) -> bool {
+        past_end(self.end_at, self.plan.backward, rowid)
+    }
+
     /// Whether a streamed projection (no `ORDER BY`; its range read in rowid order) has the
     /// `LIMIT + OFFSET` rows its executor can contribute, or the output has all it needs.
     /// Collected rows are not cut here: their ranges are read in page order, so an executor's
@@ -380,7 +388,11 @@ impl QueryKernel {
                 break;
             }
             let rowid = self.cells.rowid(base, r);
-            if self.end_at.is_some_and(|end| rowid > end) {
+            if self.beyond_end(rowid) {
+                if plan.backward {
+                    // The page's later cells have higher rowids: they come first backwards.
+                    continue;
+                }
                 // Cells come in rowid order: none after the row the result ends at matters.
                 break;
             }
@@ -458,6 +470,11 @@ impl QueryKernel {
                             ahead: None,
                         }),
                     });
+                    if plan.backward {
+                        // Backwards, the scan reaches this page's later cells first.
+                        self.end_at = Some(self.end_at.map_or(rowid, |end| end.max(rowid)));
+                        continue;
+                    }
                     self.end_at = Some(self.end_at.map_or(rowid, |end| end.min(rowid)));
                     break;
                 }
@@ -712,7 +729,8 @@ impl QueryKernel {
 }
 
 /// Whether `plan` keeps its failing rows as marked rows ([`RowFailure`]): a plain query
-/// without `ORDER BY`, whose `OFFSET` and `LIMIT` apply in rowid order as the scan goes.
+/// without `ORDER BY`, whose `OFFSET` and `LIMIT` apply in rowid order (descending for a
+/// [`QueryPlan::backward`] scan) as the scan goes.
 fn plan_marks(plan: &QueryPlan) -> bool {
     matches!(plan.shape, Shape::Rows { .. }) && plan.order_by.is_empty()
 }
@@ -764,13 +782,23 @@ fn resolve_marks(order: &[SortKey], rows: &mut Vec<OutRow>, k: u64) {
 /// marked rows beyond them ([`sorts_with_limit`]: their place in SQLite's sorter depends on the
 /// rows before them, not on the final order).
 fn keep_best(plan: &QueryPlan, rows: &mut Vec<OutRow>, k: u64) {
-    sort_rows(&plan.order_by, rows);
+    rows.sort_by(|a, b| compare_rows(plan, a, b));
     let k = usize::try_from(k).unwrap_or(usize::MAX);
     if rows.len() > k {
         let beyond = rows.split_off(k);
         if sorts_with_limit(plan) {
             rows.extend(beyond.into_iter().filter(|r| r.values.is_err()));
         }
+    }
+}
+
+/// Whether `rowid` comes after `end` in the scan's order (rowid order, descending when
+/// `backward`).
+fn past_end(end: Option<i64>, backward: bool, rowid: i64) -> bool {
+    match end {
+        Some(end) if backward => rowid < end,
+        Some(end) => rowid > end,
+        None => false,
     }
 }
 
@@ -900,8 +928,15 @@ fn compare_keys(order: &[SortKey], a: &[Value], b: &[Value]) -> Ordering {
     Ordering::Equal
 }
 
-fn sort_rows(order: &[SortKey], rows: &mut [OutRow]) {
-    rows.sort_by(|a, b| compare_keys(order, &a.keys, &b.keys).then(a.rowid.cmp(&b.rowid)));
+/// Orders two rows of `plan` as its result does: by the `ORDER BY` keys, then in the scan's
+/// order (rowid order, descending for a [`QueryPlan::backward`] scan).
+fn compare_rows(plan: &QueryPlan, a: &OutRow, b: &OutRow) -> Ordering {
+    let scan = if plan.backward {
+        b.rowid.cmp(&a.rowid)
+    } else {
+        a.rowid.cmp(&b.rowid)
+    };
+    compare_keys(&plan.order_by, &a.keys, &b.keys).then(scan)
 }
 
 /// Why [`merge`] failed.
@@ -972,9 +1007,7 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
                 }
                 rows.retain(|(_, r)| r.values.is_ok());
             }
-            rows.sort_by(|(_, a), (_, b)| {
-                compare_keys(&plan.order_by, &a.keys, &b.keys).then(a.rowid.cmp(&b.rowid))
-            });
+            rows.sort_by(|(_, a), (_, b)| compare_rows(plan, a, b));
             // As SQLite's loop goes: the OFFSET skips rows (marked ones too, whose output
             // columns it never computes), a marked row it does not skip fails the query, and
             // nothing after the LIMIT is looked at.
@@ -1121,6 +1154,22 @@ pub enum QueryError {
     Output(std::io::Error),
 }
 
+/// Tests `plan`'s constant `WHERE` terms ([`QueryPlan::constant_terms`]) once, in order, at
+/// the statement's time `now`, as SQLite does before its scan: the first that fails is the
+/// query's error (also on an empty table), and the first that is false or NULL leaves no row
+/// (the filter becomes `0`: no other expression is computed, and a query without `GROUP BY`
+/// still has its one aggregate row). The terms are then gone from the plan.
+pub fn test_constant_terms(plan: &mut QueryPlan, now: i64) -> Result<(), QueryError> {
+    dates::set_statement_time(now);
+    for term in std::mem::take(&mut plan.constant_terms) {
+        if !holds(&term, &[]).map_err(QueryError::Eval)? {
+            plan.filter = Some(super::ir::Expr::Literal(Value::Integer(0)));
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// Runs `query` over `table` with one executor per entry of `executors`: each evaluates the
 /// filter and projection or partial groups over its range, and the partials are merged here.
 pub fn run_query(
@@ -1129,11 +1178,14 @@ pub fn run_query(
     settings: &ScanSettings,
     executors: &[ExecutorSpec],
 ) -> std::result::Result<QueryOutput, QueryError> {
+    let mut query = query;
+    let now = dates::statement_time();
+    test_constant_terms(&mut query, now)?;
     let query = Arc::new(query);
-    let kernel = QueryKernel::new(Arc::clone(&query), table.header.usable_size());
-    let now = kernel.statement_time();
-    // A sorting plan with a LIMIT counts the rows before each marked row in rowid order, so
-    // its ranges follow the b-tree (range 0's rows, then range 1's, ... in rowid order).
+    let kernel = QueryKernel {
+        now,
+        ..QueryKernel::new(Arc::clone(&query), table.header.usable_size())
+    };
     // A sorting plan with a LIMIT counts the rows before each marked row in rowid order, so
     // its ranges follow the b-tree (range 0's rows, then range 1's, ... in rowid order).
     let order = if sorts_with_limit(&query) {
