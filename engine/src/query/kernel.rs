@@ -1,6 +1,7 @@
 //! [`QueryKernel`]: one executor's share of a query (decode, filter, project or aggregate
-//! into a [`Partial`]), and [`merge`]: the coordinator's side, which combines the partials of
-//! all executors, in range order, into the result rows.
+//! into a [`Partial`]), and [`run_query`], which runs the kernels and the coordinator's
+//! [`merge`] (in [`super::merge`]) of their partials; which failing rows are kept, and where,
+//! is [`super::marks`]'s.
 //!
 //! Order: a plain query's rows carry their rowid, and rows are ordered by the `ORDER BY` keys,
 //! then by rowid; without `ORDER BY` that is rowid order, SQLite's full-scan order, whatever
@@ -8,15 +9,14 @@
 //! here (ranges cut by page number); `corescan query` streams a plain projection without
 //! `ORDER BY` instead ([`super::stream`]: ranges in b-tree order, rows sent in chunks as the
 //! kernel decodes them). With `LIMIT`, each executor keeps only its best `LIMIT + OFFSET`
-//! rows. Grouped results come in group-key order (then `ORDER BY`), each group showing the
+//! rows. `ORDER BY rowid DESC` ([`QueryPlan::backward`]) is collected, descending. Grouped results come in group-key order (then `ORDER BY`), each group showing the
 //! key values of the row [`super::key_row`] picks.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use smallvec::{smallvec, SmallVec};
 
-use crate::datatype3::{apply_column_affinity, compare_values, Collation};
+use crate::datatype3::{apply_column_affinity, Collation};
 use crate::decode::{CellBatch, NeededColumns};
 use crate::value::{Value, ValueRef};
 
@@ -26,8 +26,11 @@ use super::dates;
 use super::eval::{eval, eval_ref, holds, Operand};
 use super::groups::packed_key;
 pub use super::groups::{Group, GroupTable};
-use super::ir::{AggFunc, ColumnRead, QueryPlan, Shape, SortKey};
+use super::ir::{AggFunc, ColumnRead, QueryPlan, Shape};
 use super::key_row::{self, KeyRow};
+pub use super::marks::compare_key;
+use super::marks::{keep_best, past_end, plan_marks, resolve_marks, sorts_with_limit};
+pub use super::merge::{merge, MergeError, Partial};
 use super::numeric::{NumericRuns, RunKind};
 use super::page_groups::{packed_slots, PageRows};
 use super::program::{Node, RowProgram};
@@ -44,15 +47,6 @@ use partitioner::TablePlan;
 /// Up to this many groups, a page's updates of one aggregate go through a table of its
 /// states, one per group, gathered once per page.
 const FEW_GROUPS: usize = 16;
-
-/// What one executor hands the coordinator.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Partial {
-    /// A plain query's rows (its best `LIMIT + OFFSET` when there is a limit).
-    Rows(Vec<OutRow>),
-    /// A grouped query's partial groups.
-    Groups(GroupTable),
-}
 
 /// One executor's query state.
 #[derive(Debug, Clone)]
@@ -728,80 +722,6 @@ impl QueryKernel {
     }
 }
 
-/// Whether `plan` keeps its failing rows as marked rows ([`RowFailure`]): a plain query
-/// without `ORDER BY`, whose `OFFSET` and `LIMIT` apply in rowid order (descending for a
-/// [`QueryPlan::backward`] scan) as the scan goes.
-fn plan_marks(plan: &QueryPlan) -> bool {
-    matches!(plan.shape, Shape::Rows { .. }) && plan.order_by.is_empty()
-}
-
-/// Whether `plan` sorts with a `LIMIT`: SQLite's sorter then holds at most `LIMIT + OFFSET`
-/// rows, and a row that comes (in rowid order) when it is full and ranks after all of them is
-/// dropped before its output columns are computed (`pushOntoSorter` with the deferred row
-/// load of `selectInnerLoop`): a row whose output columns fail is kept as a marked row until
-/// its place is known ([`resolve_marks`], [`merge`]).
-fn sorts_with_limit(plan: &QueryPlan) -> bool {
-    matches!(plan.shape, Shape::Rows { .. }) && !plan.order_by.is_empty() && plan.limit.is_some()
-}
-
-/// A sorting plan's marked rows of the page just done ([`sorts_with_limit`]): each learns
-/// how many rows before it in the range rank before or with it; one that `k` (`LIMIT +
-/// OFFSET`) rows precede so is never in SQLite's sorter, and is dropped. The rows kept are
-/// the range's best rows up to this page and all of this page's, so the count is exact below
-/// `k` (a row dropped earlier had `k` better rows before it).
-fn resolve_marks(order: &[SortKey], rows: &mut Vec<OutRow>, k: u64) {
-    let mut places = Vec::new();
-    for (i, m) in rows.iter().enumerate() {
-        if !matches!(&m.values, Err(RowFailure { ahead: None, .. })) {
-            continue;
-        }
-        let ahead = rows
-            .iter()
-            .filter(|r| {
-                r.rowid < m.rowid && compare_keys(order, &r.keys, &m.keys) != Ordering::Greater
-            })
-            .count() as u64;
-        places.push((i, (ahead < k).then_some(ahead)));
-    }
-    // From the last: a swap_remove moves an element already seen.
-    for &(i, ahead) in places.iter().rev() {
-        match ahead {
-            None => {
-                rows.swap_remove(i);
-            }
-            Some(n) => {
-                if let Err(f) = &mut rows[i].values {
-                    f.ahead = Some(n);
-                }
-            }
-        }
-    }
-}
-
-/// Keeps a plan's best `k` rows (by its order, then rowid); a sorting plan also keeps its
-/// marked rows beyond them ([`sorts_with_limit`]: their place in SQLite's sorter depends on the
-/// rows before them, not on the final order).
-fn keep_best(plan: &QueryPlan, rows: &mut Vec<OutRow>, k: u64) {
-    rows.sort_by(|a, b| compare_rows(plan, a, b));
-    let k = usize::try_from(k).unwrap_or(usize::MAX);
-    if rows.len() > k {
-        let beyond = rows.split_off(k);
-        if sorts_with_limit(plan) {
-            rows.extend(beyond.into_iter().filter(|r| r.values.is_err()));
-        }
-    }
-}
-
-/// Whether `rowid` comes after `end` in the scan's order (rowid order, descending when
-/// `backward`).
-fn past_end(end: Option<i64>, backward: bool, rowid: i64) -> bool {
-    match end {
-        Some(end) if backward => rowid < end,
-        Some(end) => rowid > end,
-        None => false,
-    }
-}
-
 /// What [`accept`] did with a row that did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kept {
@@ -887,245 +807,6 @@ fn accept(
         _ => unreachable!("the partial matches the plan's shape"),
     }
     Ok(kept)
-}
-
-/// Orders two values as one `ORDER BY` term does.
-pub fn compare_key(k: &SortKey, a: &Value, b: &Value) -> Ordering {
-    match (a.is_null(), b.is_null()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => {
-            if k.nulls_first {
-                Ordering::Less
-            } else {
-                Ordering::Greater
-            }
-        }
-        (false, true) => {
-            if k.nulls_first {
-                Ordering::Greater
-            } else {
-                Ordering::Less
-            }
-        }
-        _ => {
-            let o = compare_values(a.as_ref(), b.as_ref(), k.collation);
-            if k.descending {
-                o.reverse()
-            } else {
-                o
-            }
-        }
-    }
-}
-
-fn compare_keys(order: &[SortKey], a: &[Value], b: &[Value]) -> Ordering {
-    for ((k, x), y) in order.iter().zip(a).zip(b) {
-        let o = compare_key(k, x, y);
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    Ordering::Equal
-}
-
-/// Orders two rows of `plan` as its result does: by the `ORDER BY` keys, then in the scan's
-/// order (rowid order, descending for a [`QueryPlan::backward`] scan).
-fn compare_rows(plan: &QueryPlan, a: &OutRow, b: &OutRow) -> Ordering {
-    let scan = if plan.backward {
-        b.rowid.cmp(&a.rowid)
-    } else {
-        a.rowid.cmp(&b.rowid)
-    };
-    compare_keys(&plan.order_by, &a.keys, &b.keys).then(scan)
-}
-
-/// Why [`merge`] failed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum MergeError {
-    /// Finishing a group, or its `HAVING` or output columns, failed (`integer overflow`).
-    Eval(String),
-    /// The result reaches a marked row, kept by the executor of range `range`.
-    Row {
-        /// The range (the index of its partial).
-        range: usize,
-        /// The row's failure.
-        failure: RowFailure,
-    },
-}
-
-/// Combines the executors' partials (in range order) into the result rows.
-pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>, MergeError> {
-    let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
-    let limit = plan
-        .limit
-        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    if limit == 0 {
-        // SQLite stops before computing anything: no error can come from a LIMIT 0 query.
-        return Ok(Vec::new());
-    }
-    match &plan.shape {
-        Shape::Rows { .. } => {
-            let mut rows: Vec<(usize, OutRow)> = Vec::new();
-            for (range, p) in partials.into_iter().enumerate() {
-                if let Partial::Rows(r) = p {
-                    rows.extend(r.into_iter().map(|r| (range, r)));
-                }
-            }
-            if sorts_with_limit(plan) {
-                // A marked row is in SQLite's sorter, and fails the query, if fewer than
-                // `LIMIT + OFFSET` rows before it rank before or with it: those of its own
-                // range it counted, and those of the ranges before it (each range's best
-                // rows are kept, so the count is exact below the bound). The first in rowid
-                // order is the error; the others are never in the result.
-                let k = plan.keep().unwrap_or(u64::MAX);
-                let ranks_before = |range: usize, m: &OutRow| -> u64 {
-                    rows.iter()
-                        .filter(|(j, r)| {
-                            *j < range
-                                && compare_keys(&plan.order_by, &r.keys, &m.keys)
-                                    != Ordering::Greater
-                        })
-                        .count() as u64
-                };
-                let fatal = rows
-                    .iter()
-                    .filter(|(range, m)| match &m.values {
-                        Err(f) => f.ahead.unwrap_or(0).saturating_add(ranks_before(*range, m)) < k,
-                        Ok(_) => false,
-                    })
-                    .min_by_key(|(range, m)| (*range, m.rowid))
-                    .cloned();
-                if let Some((
-                    range,
-                    OutRow {
-                        values: Err(failure),
-                        ..
-                    },
-                )) = fatal
-                {
-                    return Err(MergeError::Row { range, failure });
-                }
-                rows.retain(|(_, r)| r.values.is_ok());
-            }
-            rows.sort_by(|(_, a), (_, b)| compare_rows(plan, a, b));
-            // As SQLite's loop goes: the OFFSET skips rows (marked ones too, whose output
-            // columns it never computes), a marked row it does not skip fails the query, and
-            // nothing after the LIMIT is looked at.
-            let (mut out, mut skipped) = (Vec::new(), 0usize);
-            for (range, r) in rows {
-                if out.len() >= limit {
-                    break;
-                }
-                match r.values {
-                    Ok(_)
-                    | Err(RowFailure {
-                        in_output: true, ..
-                    }) if skipped < offset => skipped += 1,
-                    Ok(values) => out.push(values),
-                    Err(failure) => return Err(MergeError::Row { range, failure }),
-                }
-            }
-            Ok(out)
-        }
-        Shape::Groups {
-            keys,
-            aggregates,
-            having,
-            outputs,
-        } => {
-            let mut table = GroupTable::default();
-            let collations: Vec<Collation> = keys.iter().map(|k| k.1).collect();
-            let key_row = KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr));
-            for p in partials {
-                let Partial::Groups(t) = p else { continue };
-                for g in t.groups {
-                    let found = {
-                        let refs: SmallVec<[ValueRef<'_>; 4]> =
-                            g.keys.iter().map(Value::as_ref).collect();
-                        table.find(&refs, &collations)
-                    };
-                    match found {
-                        Some(i) => {
-                            key_row::merge(key_row, &mut table.groups[i], g, |into, later| {
-                                for ((spec, s), later) in
-                                    aggregates.iter().zip(&mut into.states).zip(later)
-                                {
-                                    s.merge(spec, later);
-                                }
-                            });
-                        }
-                        None => {
-                            table.push(g, &collations);
-                        }
-                    }
-                }
-            }
-            let mut groups = table.groups;
-            if keys.is_empty() && groups.is_empty() {
-                groups.push(Group {
-                    keys: Vec::new(),
-                    keys_rowid: i64::MIN,
-                    states: aggregates.iter().map(AggState::new).collect(),
-                });
-            }
-            groups.sort_by(|a, b| {
-                for ((x, y), (_, c)) in a.keys.iter().zip(&b.keys).zip(keys) {
-                    let o = compare_values(x.as_ref(), y.as_ref(), *c);
-                    if o != Ordering::Equal {
-                        return o;
-                    }
-                }
-                Ordering::Equal
-            });
-            let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
-            // Without ORDER BY, SQLite finishes groups in key order only until the LIMIT is
-            // reached: an error in a later group (integer overflow) never happens; and the
-            // OFFSET skips a group after its HAVING, before its output columns are computed
-            // (selectInnerLoop codes the OFFSET first when there is no sorter).
-            let in_order = plan.order_by.is_empty();
-            let mut skipped = 0usize;
-            for g in groups {
-                if in_order && out.len() >= limit {
-                    break;
-                }
-                let mut slots = g.keys;
-                for (spec, s) in aggregates.iter().zip(g.states) {
-                    slots.push(s.finish(spec).map_err(MergeError::Eval)?);
-                }
-                let refs: Vec<ValueRef<'_>> = slots.iter().map(Value::as_ref).collect();
-                if let Some(h) = having {
-                    if !holds(h, &refs).map_err(MergeError::Eval)? {
-                        continue;
-                    }
-                }
-                if in_order && skipped < offset {
-                    skipped += 1;
-                    continue;
-                }
-                let sort = plan
-                    .order_by
-                    .iter()
-                    .map(|k| eval(&k.expr, &refs))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(MergeError::Eval)?;
-                let values = outputs
-                    .iter()
-                    .map(|e| eval(e, &refs))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(MergeError::Eval)?;
-                out.push((sort, values));
-            }
-            // Stable: ties keep group-key order.
-            out.sort_by(|a, b| compare_keys(&plan.order_by, &a.0, &b.0));
-            let skip = if in_order { 0 } else { offset };
-            Ok(out
-                .into_iter()
-                .skip(skip)
-                .take(limit)
-                .map(|r| r.1)
-                .collect())
-        }
-    }
 }
 
 /// A query's answer and what the scan measured.
