@@ -14,7 +14,9 @@
 //!    `=`/`IS` term of the column with a constant side, else its first `IS NULL` one; the
 //!    chosen `=`/`IS` term counts only if its comparison's collation is the `ORDER BY` term's
 //!    and the constant side has no affinity or the column's (a `CAST`, say, to another type
-//!    would convert).
+//!    would convert). An `OR` term without a `COLLATE` in it is read as its reduction by
+//!    the operands SQLite's parser marks true or false (`exprAnalyze` with
+//!    `sqlite3ExprSimplifiedAndOr`: `x = 5 OR 0` is `x = 5`).
 //! 2. The first term not satisfied so must be the rowid (or its `INTEGER PRIMARY KEY` alias):
 //!    the full scan's own order, ascending or descending as that term is; the rowid is unique,
 //!    so every later term is satisfied too.
