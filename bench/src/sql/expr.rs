@@ -53,7 +53,7 @@ impl Typed {
 }
 
 /// The collation of a comparison of `l` with `r` (`sqlite3BinaryCompareCollSeq`).
-fn binary_collation(l: &Typed, r: &Typed) -> Collation {
+pub(super) fn binary_collation(l: &Typed, r: &Typed) -> Collation {
     match (l.collation, r.collation) {
         (Some((c, true)), _) => c,
         (_, Some((c, true))) => c,
@@ -1097,7 +1097,7 @@ fn compare(op: CmpOp, l: Typed, r: Typed) -> Typed {
 /// 1796149705910795367: `(NULL LIKE '%' ESCAPE 'ab') OR -1` computes the LIKE, and fails).
 /// Other operands that plan to an integer (a reduced `AND`/`OR`, `IS NULL` of a literal,
 /// `TRUE`) are the nodes SQLite marks.
-fn has_truth_value(e: &ast::Expr) -> bool {
+pub(super) fn has_truth_value(e: &ast::Expr) -> bool {
     match e {
         ast::Expr::Nested(x) => has_truth_value(x),
         ast::Expr::UnaryOp {

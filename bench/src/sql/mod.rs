@@ -16,6 +16,7 @@
 mod aggregate;
 mod error;
 mod expr;
+mod order;
 mod plan;
 mod position;
 mod source;

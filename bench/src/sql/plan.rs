@@ -4,7 +4,7 @@ use std::path::Path;
 
 use engine::datatype3::Collation;
 use engine::query::eval::eval;
-use engine::query::ir::{ColumnRead, Expr, QueryPlan, Shape, SortKey};
+use engine::query::ir::{Expr, Function, QueryPlan, Shape, SortKey};
 use engine::value::Value;
 use partitioner::TablePlan;
 use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
@@ -14,6 +14,7 @@ use sqlparser::parser::Parser;
 use super::aggregate::has_aggregate;
 use super::error::{invalid, unsupported, SqlError};
 use super::expr::{collation_named, GroupContext, Resolver, Stage, Typed};
+use super::order::{scan_order, ScanOrder};
 use super::position::{position_term, skip_collate};
 use super::source::offset_of;
 
@@ -247,9 +248,9 @@ fn plan_select(
         .filter_map(|o| o.alias.clone().map(|a| (a, o.expr.clone())))
         .collect();
     r.aliases_enabled = true;
-    let filter = match &select.selection {
-        Some(w) => Some(constant_terms_first(r.resolve(w, &mut Stage::Row, 0)?.expr)),
-        None => None,
+    let (constant_terms, filter) = match &select.selection {
+        Some(w) => split_where(r.resolve(w, &mut Stage::Row, 0)?.expr),
+        None => (Vec::new(), None),
     };
 
     let group_exprs: Vec<&ast::Expr> = match &select.group_by {
@@ -273,6 +274,7 @@ fn plan_select(
         || outputs.iter().any(|o| has_aggregate(o.expr))
         || order_terms.iter().any(|o| has_aggregate(&o.expr));
 
+    let mut backward = false;
     let (shape, order_by) = if !grouped {
         let mut resolved = Vec::with_capacity(outputs.len());
         r.aliases_enabled = false;
@@ -288,15 +290,23 @@ fn plan_select(
             };
             order_by.push(sort_key(term, t)?);
         }
-        if let Some(first) = order_terms.first() {
-            let written = match by_alias_or_position(&first.expr, "ORDER BY", 0)? {
-                Some((p, _)) => outputs[p].expr,
-                None => &first.expr,
-            };
-            if !order_by[0].descending && is_rowid_term(&mut r, written)? {
-                // The scan's own order: no sorter, so the rows are the plain scan's, with
-                // its LIMIT and OFFSET rules (the terms after the rowid decide nothing).
-                order_by.clear();
+        if !order_terms.is_empty() {
+            let mut written = Vec::with_capacity(order_terms.len());
+            for (i, term) in order_terms.iter().enumerate() {
+                written.push(match by_alias_or_position(&term.expr, "ORDER BY", i)? {
+                    Some((p, _)) => outputs[p].expr,
+                    None => &term.expr,
+                });
+            }
+            // The scan's own order, forwards or backwards: no sorter, so the rows are the
+            // plain scan's, with its LIMIT and OFFSET rules.
+            match scan_order(&mut r, select.selection.as_ref(), &written, &order_by)? {
+                Some(ScanOrder::Forward) => order_by.clear(),
+                Some(ScanOrder::Backward) => {
+                    order_by.clear();
+                    backward = true;
+                }
+                None => {}
             }
         }
         (
@@ -392,18 +402,18 @@ fn plan_select(
 
     // A LIMIT of 0 jumps past the scan (computeLimitRegisters): no row is evaluated, so no
     // expression can fail (run seed 1796143330066918182: a failing LIKE in an aggregate).
-    let filter = if limit == Some(0) {
-        Some(engine::query::ir::Expr::Literal(
-            engine::value::Value::Integer(0),
-        ))
+    let (constant_terms, filter) = if limit == Some(0) {
+        (Vec::new(), Some(Expr::Literal(Value::Integer(0))))
     } else {
-        filter
+        (constant_terms, filter)
     };
     let mut plan = QueryPlan {
         columns: r.columns,
+        constant_terms,
         filter,
         shape,
         order_by,
+        backward,
         limit,
         offset,
         names: outputs.into_iter().map(|o| o.name).collect(),
@@ -413,61 +423,14 @@ fn plan_select(
     Ok(plan)
 }
 
-/// Whether an `ORDER BY` term (a result column's expression when it names one) is the rowid
-/// to SQLite's planner: a column reference to the rowid or its `INTEGER PRIMARY KEY` alias
-/// under parentheses, `COLLATE`, `likely()`, `unlikely()` or `likelihood()`
-/// (`sqlite3ExprSkipCollateAndLikely`), not under a unary `+`. Ascending, the full scan
-/// delivers that order (`wherePathSatisfiesOrderBy`: the rowid is order-distinct, so every
-/// later term is satisfied too) and SQLite uses no sorter: a row after the `LIMIT` is never
-/// evaluated, and the output columns of the rows the `OFFSET` skips are never computed.
-fn is_rowid_term(r: &mut Resolver<'_>, e: &ast::Expr) -> Result<bool, SqlError> {
-    let mut e = e;
-    loop {
-        e = match e {
-            ast::Expr::Nested(x) | ast::Expr::Collate { expr: x, .. } => x,
-            ast::Expr::Function(f) => {
-                let name = f.name.to_string().to_ascii_lowercase();
-                let ast::FunctionArguments::List(list) = &f.args else {
-                    return Ok(false);
-                };
-                let first = match list.args.first() {
-                    Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))) => x,
-                    _ => return Ok(false),
-                };
-                let arity = if name == "likelihood" { 2 } else { 1 };
-                if !["likely", "unlikely", "likelihood"].contains(&name.as_str())
-                    || list.args.len() != arity
-                {
-                    return Ok(false);
-                }
-                first
-            }
-            _ => break,
-        };
-    }
-    if !matches!(
-        e,
-        ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
-    ) {
-        return Ok(false);
-    }
-    // A name in a result column is a column, never an alias.
-    let aliases = std::mem::replace(&mut r.aliases_enabled, false);
-    let resolved = r.resolve(e, &mut Stage::Row, 0);
-    r.aliases_enabled = aliases;
-    Ok(match resolved?.expr {
-        Expr::Column(slot) => matches!(r.columns.get(slot), Some(ColumnRead::Rowid)),
-        _ => false,
-    })
-}
-
-/// `WHERE` with its terms that read no column first: SQLite splits `WHERE` at its top-level
-/// `AND`s and tests each such term once, in order, before the scan (`sqlite3WhereBegin`:
-/// `sqlite3ExprIfFalse` to the loop's end), so one that fails fails the query and one that is
-/// false or NULL leaves no row, whichever the other terms are (run seed 1796150127262878177:
-/// `WHERE id AND (n IN (1e3) AND abs(-9223372036854775808))` fails in SQLite). Tested first on
-/// every row, they decide the same on a table with rows.
-fn constant_terms_first(filter: Expr) -> Expr {
+/// `WHERE` split at its top-level `AND`s (`sqlite3WhereSplit`, also through `likely()` and
+/// its kin) into the terms that read no column, which SQLite tests once, in order, before the
+/// scan ([`QueryPlan::constant_terms`]; every function corescan knows is deterministic, so
+/// none stays in the loop as `random()` would), and the others, rejoined in their order as
+/// the row filter. One of the first that fails fails the query whatever the others decide,
+/// even on an empty table (run seed 1796150127262878177: `WHERE id AND (n IN (1e3) AND
+/// abs(-9223372036854775808))` fails in SQLite).
+fn split_where(filter: Expr) -> (Vec<Expr>, Option<Expr>) {
     fn split(e: Expr, terms: &mut Vec<Expr>) {
         match e {
             Expr::And(a, b) => {
@@ -480,17 +443,22 @@ fn constant_terms_first(filter: Expr) -> Expr {
                 let Expr::Not(x) = *n else { unreachable!() };
                 split(*x, terms);
             }
+            // `likely(x)`, `unlikely(x)`, `likelihood(x, p)`: a one-argument coalesce, which
+            // `sqlite3WhereSplit` looks through.
+            Expr::Function(Function::Coalesce, mut args) if args.len() == 1 => {
+                split(args.pop().expect("one argument"), terms);
+            }
             e => terms.push(e),
         }
     }
     let mut terms = Vec::new();
     split(filter, &mut terms);
-    let (mut first, rest): (Vec<Expr>, Vec<Expr>) =
+    let (constant, rest): (Vec<Expr>, Vec<Expr>) =
         terms.into_iter().partition(|t| !super::expr::uses_slots(t));
-    first.extend(rest);
-    let mut terms = first.into_iter();
-    let head = terms.next().expect("a filter has a term");
-    terms.fold(head, |a, b| Expr::And(Box::new(a), Box::new(b)))
+    let filter = rest
+        .into_iter()
+        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
+    (constant, filter)
 }
 
 fn sort_key(term: &ast::OrderByExpr, t: Typed) -> Result<SortKey, SqlError> {

@@ -33,6 +33,7 @@ pub fn fold_plan(plan: &mut QueryPlan) {
             fold_in_place(expr);
         }
     }
+    plan.constant_terms.iter_mut().for_each(fold_in_place);
     if let Some(f) = &mut plan.filter {
         fold_in_place(f);
     }

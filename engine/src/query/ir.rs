@@ -283,13 +283,25 @@ pub enum Shape {
 pub struct QueryPlan {
     /// The row stage's slots: what to decode from each record.
     pub columns: Vec<ColumnRead>,
-    /// `WHERE` (row stage).
+    /// The `WHERE` terms (split at its top-level `AND`s) that read no column and are
+    /// deterministic: SQLite tests them once, in order, before the scan (`sqlite3WhereBegin`
+    /// codes them with `sqlite3ExprIfFalse` to the loop's end), so one that fails fails the
+    /// query even on an empty table, and one that is false or NULL leaves no row without any
+    /// other expression computed. Not part of [`QueryPlan::filter`].
+    pub constant_terms: Vec<Expr>,
+    /// `WHERE` (row stage): the terms that read a column.
     pub filter: Option<Expr>,
     /// Rows or groups.
     pub shape: Shape,
     /// `ORDER BY`; ties (and a plain query without `ORDER BY`) keep rowid order, grouped ones
     /// group-key order.
     pub order_by: Vec<SortKey>,
+    /// A plain query whose `ORDER BY` SQLite's planner satisfies with the full scan run
+    /// backwards (`ORDER BY rowid DESC`): its rows come in descending rowid order, with the
+    /// scan order's rules from the last row (no sorter: `WHERE` computed from the last row
+    /// down until the `LIMIT` is reached, the output columns of the rows the `OFFSET` skips
+    /// never computed). [`QueryPlan::order_by`] is then empty.
+    pub backward: bool,
     /// `LIMIT` (`None`: no limit).
     pub limit: Option<u64>,
     /// `OFFSET`.

@@ -1,6 +1,7 @@
 //! [`QueryKernel`]: one executor's share of a query (decode, filter, project or aggregate
-//! into a [`Partial`]), and [`merge`]: the coordinator's side, which combines the partials of
-//! all executors, in range order, into the result rows.
+//! into a [`Partial`]), and [`run_query`], which runs the kernels and the coordinator's
+//! [`merge`] (in [`super::merge`]) of their partials; which failing rows are kept, and where,
+//! is [`super::marks`]'s.
 //!
 //! Order: a plain query's rows carry their rowid, and rows are ordered by the `ORDER BY` keys,
 //! then by rowid; without `ORDER BY` that is rowid order, SQLite's full-scan order, whatever
@@ -8,15 +9,14 @@
 //! here (ranges cut by page number); `corescan query` streams a plain projection without
 //! `ORDER BY` instead ([`super::stream`]: ranges in b-tree order, rows sent in chunks as the
 //! kernel decodes them). With `LIMIT`, each executor keeps only its best `LIMIT + OFFSET`
-//! rows. Grouped results come in group-key order (then `ORDER BY`), each group showing the
+//! rows. `ORDER BY rowid DESC` ([`QueryPlan::backward`]) is collected, descending. Grouped results come in group-key order (then `ORDER BY`), each group showing the
 //! key values of the row [`super::key_row`] picks.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use smallvec::{smallvec, SmallVec};
 
-use crate::datatype3::{apply_column_affinity, compare_values, Collation};
+use crate::datatype3::{apply_column_affinity, Collation};
 use crate::decode::{CellBatch, NeededColumns};
 use crate::value::{Value, ValueRef};
 
@@ -26,8 +26,11 @@ use super::dates;
 use super::eval::{eval, eval_ref, holds, Operand};
 use super::groups::packed_key;
 pub use super::groups::{Group, GroupTable};
-use super::ir::{AggFunc, ColumnRead, QueryPlan, Shape, SortKey};
+use super::ir::{AggFunc, ColumnRead, QueryPlan, Shape};
 use super::key_row::{self, KeyRow};
+pub use super::marks::compare_key;
+use super::marks::{keep_best, past_end, plan_marks, resolve_marks, sorts_with_limit};
+pub use super::merge::{merge, MergeError, Partial};
 use super::numeric::{NumericRuns, RunKind};
 use super::page_groups::{packed_slots, PageRows};
 use super::program::{Node, RowProgram};
@@ -44,15 +47,6 @@ use partitioner::TablePlan;
 /// Up to this many groups, a page's updates of one aggregate go through a table of its
 /// states, one per group, gathered once per page.
 const FEW_GROUPS: usize = 16;
-
-/// What one executor hands the coordinator.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Partial {
-    /// A plain query's rows (its best `LIMIT + OFFSET` when there is a limit).
-    Rows(Vec<OutRow>),
-    /// A grouped query's partial groups.
-    Groups(GroupTable),
-}
 
 /// One executor's query state.
 #[derive(Debug, Clone)]
@@ -97,8 +91,9 @@ pub struct QueryKernel {
     /// done (a grouped or ordered query, where every row is evaluated): none after it is
     /// evaluated, as SQLite stops at the row that fails.
     failed: Option<(i64, String)>,
-    /// A plain query without `ORDER BY`: no row after this rowid is evaluated or kept (its
-    /// rows end at a marked row the result cannot skip: see [`RowFailure`]).
+    /// A plain query without `ORDER BY`: no row after this rowid in the scan's order (higher,
+    /// or lower for a [`QueryPlan::backward`] scan) is evaluated or kept (its rows end at a
+    /// marked row the result cannot skip: see [`RowFailure`]).
     end_at: Option<i64>,
     /// A sorting plan with a `LIMIT` has marked rows on the page being decoded whose place
     /// is not yet known ([`resolve_marks`]).
@@ -299,8 +294,9 @@ impl ScanKernel for QueryKernel {
             }
         }
         if let Partial::Rows(rows) = &mut self.partial {
-            if let Some(end) = self.end_at {
-                rows.retain(|r| r.rowid <= end);
+            if self.end_at.is_some() {
+                let (end, backward) = (self.end_at, self.plan.backward);
+                rows.retain(|r| !past_end(end, backward, r.rowid));
             }
             if let Some(k) = self.plan.keep() {
                 keep_best(&self.plan, rows, k);
@@ -350,6 +346,12 @@ impl ScanKernel for QueryKernel {
 }
 
 impl QueryKernel {
+    /// Whether the row `rowid` comes after the row the result ends at, in the scan's order
+    /// ([`QueryKernel::end_at`]).
+    fn beyond_end(&self, rowid: i64) -> bool {
+        past_end(self.end_at, self.plan.backward, rowid)
+    }
+
     /// Whether a streamed projection (no `ORDER BY`; its range read in rowid order) has the
     /// `LIMIT + OFFSET` rows its executor can contribute, or the output has all it needs.
     /// Collected rows are not cut here: their ranges are read in page order, so an executor's
@@ -380,7 +382,11 @@ impl QueryKernel {
                 break;
             }
             let rowid = self.cells.rowid(base, r);
-            if self.end_at.is_some_and(|end| rowid > end) {
+            if self.beyond_end(rowid) {
+                if plan.backward {
+                    // The page's later cells have higher rowids: they come first backwards.
+                    continue;
+                }
                 // Cells come in rowid order: none after the row the result ends at matters.
                 break;
             }
@@ -458,6 +464,11 @@ impl QueryKernel {
                             ahead: None,
                         }),
                     });
+                    if plan.backward {
+                        // Backwards, the scan reaches this page's later cells first.
+                        self.end_at = Some(self.end_at.map_or(rowid, |end| end.max(rowid)));
+                        continue;
+                    }
                     self.end_at = Some(self.end_at.map_or(rowid, |end| end.min(rowid)));
                     break;
                 }
@@ -711,69 +722,6 @@ impl QueryKernel {
     }
 }
 
-/// Whether `plan` keeps its failing rows as marked rows ([`RowFailure`]): a plain query
-/// without `ORDER BY`, whose `OFFSET` and `LIMIT` apply in rowid order as the scan goes.
-fn plan_marks(plan: &QueryPlan) -> bool {
-    matches!(plan.shape, Shape::Rows { .. }) && plan.order_by.is_empty()
-}
-
-/// Whether `plan` sorts with a `LIMIT`: SQLite's sorter then holds at most `LIMIT + OFFSET`
-/// rows, and a row that comes (in rowid order) when it is full and ranks after all of them is
-/// dropped before its output columns are computed (`pushOntoSorter` with the deferred row
-/// load of `selectInnerLoop`): a row whose output columns fail is kept as a marked row until
-/// its place is known ([`resolve_marks`], [`merge`]).
-fn sorts_with_limit(plan: &QueryPlan) -> bool {
-    matches!(plan.shape, Shape::Rows { .. }) && !plan.order_by.is_empty() && plan.limit.is_some()
-}
-
-/// A sorting plan's marked rows of the page just done ([`sorts_with_limit`]): each learns
-/// how many rows before it in the range rank before or with it; one that `k` (`LIMIT +
-/// OFFSET`) rows precede so is never in SQLite's sorter, and is dropped. The rows kept are
-/// the range's best rows up to this page and all of this page's, so the count is exact below
-/// `k` (a row dropped earlier had `k` better rows before it).
-fn resolve_marks(order: &[SortKey], rows: &mut Vec<OutRow>, k: u64) {
-    let mut places = Vec::new();
-    for (i, m) in rows.iter().enumerate() {
-        if !matches!(&m.values, Err(RowFailure { ahead: None, .. })) {
-            continue;
-        }
-        let ahead = rows
-            .iter()
-            .filter(|r| {
-                r.rowid < m.rowid && compare_keys(order, &r.keys, &m.keys) != Ordering::Greater
-            })
-            .count() as u64;
-        places.push((i, (ahead < k).then_some(ahead)));
-    }
-    // From the last: a swap_remove moves an element already seen.
-    for &(i, ahead) in places.iter().rev() {
-        match ahead {
-            None => {
-                rows.swap_remove(i);
-            }
-            Some(n) => {
-                if let Err(f) = &mut rows[i].values {
-                    f.ahead = Some(n);
-                }
-            }
-        }
-    }
-}
-
-/// Keeps a plan's best `k` rows (by its order, then rowid); a sorting plan also keeps its
-/// marked rows beyond them ([`sorts_with_limit`]: their place in SQLite's sorter depends on the
-/// rows before them, not on the final order).
-fn keep_best(plan: &QueryPlan, rows: &mut Vec<OutRow>, k: u64) {
-    sort_rows(&plan.order_by, rows);
-    let k = usize::try_from(k).unwrap_or(usize::MAX);
-    if rows.len() > k {
-        let beyond = rows.split_off(k);
-        if sorts_with_limit(plan) {
-            rows.extend(beyond.into_iter().filter(|r| r.values.is_err()));
-        }
-    }
-}
-
 /// What [`accept`] did with a row that did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kept {
@@ -861,240 +809,6 @@ fn accept(
     Ok(kept)
 }
 
-/// Orders two values as one `ORDER BY` term does.
-pub fn compare_key(k: &SortKey, a: &Value, b: &Value) -> Ordering {
-    match (a.is_null(), b.is_null()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => {
-            if k.nulls_first {
-                Ordering::Less
-            } else {
-                Ordering::Greater
-            }
-        }
-        (false, true) => {
-            if k.nulls_first {
-                Ordering::Greater
-            } else {
-                Ordering::Less
-            }
-        }
-        _ => {
-            let o = compare_values(a.as_ref(), b.as_ref(), k.collation);
-            if k.descending {
-                o.reverse()
-            } else {
-                o
-            }
-        }
-    }
-}
-
-fn compare_keys(order: &[SortKey], a: &[Value], b: &[Value]) -> Ordering {
-    for ((k, x), y) in order.iter().zip(a).zip(b) {
-        let o = compare_key(k, x, y);
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    Ordering::Equal
-}
-
-fn sort_rows(order: &[SortKey], rows: &mut [OutRow]) {
-    rows.sort_by(|a, b| compare_keys(order, &a.keys, &b.keys).then(a.rowid.cmp(&b.rowid)));
-}
-
-/// Why [`merge`] failed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum MergeError {
-    /// Finishing a group, or its `HAVING` or output columns, failed (`integer overflow`).
-    Eval(String),
-    /// The result reaches a marked row, kept by the executor of range `range`.
-    Row {
-        /// The range (the index of its partial).
-        range: usize,
-        /// The row's failure.
-        failure: RowFailure,
-    },
-}
-
-/// Combines the executors' partials (in range order) into the result rows.
-pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>, MergeError> {
-    let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
-    let limit = plan
-        .limit
-        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    if limit == 0 {
-        // SQLite stops before computing anything: no error can come from a LIMIT 0 query.
-        return Ok(Vec::new());
-    }
-    match &plan.shape {
-        Shape::Rows { .. } => {
-            let mut rows: Vec<(usize, OutRow)> = Vec::new();
-            for (range, p) in partials.into_iter().enumerate() {
-                if let Partial::Rows(r) = p {
-                    rows.extend(r.into_iter().map(|r| (range, r)));
-                }
-            }
-            if sorts_with_limit(plan) {
-                // A marked row is in SQLite's sorter, and fails the query, if fewer than
-                // `LIMIT + OFFSET` rows before it rank before or with it: those of its own
-                // range it counted, and those of the ranges before it (each range's best
-                // rows are kept, so the count is exact below the bound). The first in rowid
-                // order is the error; the others are never in the result.
-                let k = plan.keep().unwrap_or(u64::MAX);
-                let ranks_before = |range: usize, m: &OutRow| -> u64 {
-                    rows.iter()
-                        .filter(|(j, r)| {
-                            *j < range
-                                && compare_keys(&plan.order_by, &r.keys, &m.keys)
-                                    != Ordering::Greater
-                        })
-                        .count() as u64
-                };
-                let fatal = rows
-                    .iter()
-                    .filter(|(range, m)| match &m.values {
-                        Err(f) => f.ahead.unwrap_or(0).saturating_add(ranks_before(*range, m)) < k,
-                        Ok(_) => false,
-                    })
-                    .min_by_key(|(range, m)| (*range, m.rowid))
-                    .cloned();
-                if let Some((
-                    range,
-                    OutRow {
-                        values: Err(failure),
-                        ..
-                    },
-                )) = fatal
-                {
-                    return Err(MergeError::Row { range, failure });
-                }
-                rows.retain(|(_, r)| r.values.is_ok());
-            }
-            rows.sort_by(|(_, a), (_, b)| {
-                compare_keys(&plan.order_by, &a.keys, &b.keys).then(a.rowid.cmp(&b.rowid))
-            });
-            // As SQLite's loop goes: the OFFSET skips rows (marked ones too, whose output
-            // columns it never computes), a marked row it does not skip fails the query, and
-            // nothing after the LIMIT is looked at.
-            let (mut out, mut skipped) = (Vec::new(), 0usize);
-            for (range, r) in rows {
-                if out.len() >= limit {
-                    break;
-                }
-                match r.values {
-                    Ok(_)
-                    | Err(RowFailure {
-                        in_output: true, ..
-                    }) if skipped < offset => skipped += 1,
-                    Ok(values) => out.push(values),
-                    Err(failure) => return Err(MergeError::Row { range, failure }),
-                }
-            }
-            Ok(out)
-        }
-        Shape::Groups {
-            keys,
-            aggregates,
-            having,
-            outputs,
-        } => {
-            let mut table = GroupTable::default();
-            let collations: Vec<Collation> = keys.iter().map(|k| k.1).collect();
-            let key_row = KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr));
-            for p in partials {
-                let Partial::Groups(t) = p else { continue };
-                for g in t.groups {
-                    let found = {
-                        let refs: SmallVec<[ValueRef<'_>; 4]> =
-                            g.keys.iter().map(Value::as_ref).collect();
-                        table.find(&refs, &collations)
-                    };
-                    match found {
-                        Some(i) => {
-                            key_row::merge(key_row, &mut table.groups[i], g, |into, later| {
-                                for ((spec, s), later) in
-                                    aggregates.iter().zip(&mut into.states).zip(later)
-                                {
-                                    s.merge(spec, later);
-                                }
-                            });
-                        }
-                        None => {
-                            table.push(g, &collations);
-                        }
-                    }
-                }
-            }
-            let mut groups = table.groups;
-            if keys.is_empty() && groups.is_empty() {
-                groups.push(Group {
-                    keys: Vec::new(),
-                    keys_rowid: i64::MIN,
-                    states: aggregates.iter().map(AggState::new).collect(),
-                });
-            }
-            groups.sort_by(|a, b| {
-                for ((x, y), (_, c)) in a.keys.iter().zip(&b.keys).zip(keys) {
-                    let o = compare_values(x.as_ref(), y.as_ref(), *c);
-                    if o != Ordering::Equal {
-                        return o;
-                    }
-                }
-                Ordering::Equal
-            });
-            let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
-            // Without ORDER BY, SQLite finishes groups in key order only until the LIMIT is
-            // reached: an error in a later group (integer overflow) never happens; and the
-            // OFFSET skips a group after its HAVING, before its output columns are computed
-            // (selectInnerLoop codes the OFFSET first when there is no sorter).
-            let in_order = plan.order_by.is_empty();
-            let mut skipped = 0usize;
-            for g in groups {
-                if in_order && out.len() >= limit {
-                    break;
-                }
-                let mut slots = g.keys;
-                for (spec, s) in aggregates.iter().zip(g.states) {
-                    slots.push(s.finish(spec).map_err(MergeError::Eval)?);
-                }
-                let refs: Vec<ValueRef<'_>> = slots.iter().map(Value::as_ref).collect();
-                if let Some(h) = having {
-                    if !holds(h, &refs).map_err(MergeError::Eval)? {
-                        continue;
-                    }
-                }
-                if in_order && skipped < offset {
-                    skipped += 1;
-                    continue;
-                }
-                let sort = plan
-                    .order_by
-                    .iter()
-                    .map(|k| eval(&k.expr, &refs))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(MergeError::Eval)?;
-                let values = outputs
-                    .iter()
-                    .map(|e| eval(e, &refs))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(MergeError::Eval)?;
-                out.push((sort, values));
-            }
-            // Stable: ties keep group-key order.
-            out.sort_by(|a, b| compare_keys(&plan.order_by, &a.0, &b.0));
-            let skip = if in_order { 0 } else { offset };
-            Ok(out
-                .into_iter()
-                .skip(skip)
-                .take(limit)
-                .map(|r| r.1)
-                .collect())
-        }
-    }
-}
-
 /// A query's answer and what the scan measured.
 #[derive(Debug)]
 pub struct QueryOutput {
@@ -1121,6 +835,22 @@ pub enum QueryError {
     Output(std::io::Error),
 }
 
+/// Tests `plan`'s constant `WHERE` terms ([`QueryPlan::constant_terms`]) once, in order, at
+/// the statement's time `now`, as SQLite does before its scan: the first that fails is the
+/// query's error (also on an empty table), and the first that is false or NULL leaves no row
+/// (the filter becomes `0`: no other expression is computed, and a query without `GROUP BY`
+/// still has its one aggregate row). The terms are then gone from the plan.
+pub fn test_constant_terms(plan: &mut QueryPlan, now: i64) -> Result<(), QueryError> {
+    dates::set_statement_time(now);
+    for term in std::mem::take(&mut plan.constant_terms) {
+        if !holds(&term, &[]).map_err(QueryError::Eval)? {
+            plan.filter = Some(super::ir::Expr::Literal(Value::Integer(0)));
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// Runs `query` over `table` with one executor per entry of `executors`: each evaluates the
 /// filter and projection or partial groups over its range, and the partials are merged here.
 pub fn run_query(
@@ -1129,11 +859,14 @@ pub fn run_query(
     settings: &ScanSettings,
     executors: &[ExecutorSpec],
 ) -> std::result::Result<QueryOutput, QueryError> {
+    let mut query = query;
+    let now = dates::statement_time();
+    test_constant_terms(&mut query, now)?;
     let query = Arc::new(query);
-    let kernel = QueryKernel::new(Arc::clone(&query), table.header.usable_size());
-    let now = kernel.statement_time();
-    // A sorting plan with a LIMIT counts the rows before each marked row in rowid order, so
-    // its ranges follow the b-tree (range 0's rows, then range 1's, ... in rowid order).
+    let kernel = QueryKernel {
+        now,
+        ..QueryKernel::new(Arc::clone(&query), table.header.usable_size())
+    };
     // A sorting plan with a LIMIT counts the rows before each marked row in rowid order, so
     // its ranges follow the b-tree (range 0's rows, then range 1's, ... in rowid order).
     let order = if sorts_with_limit(&query) {

@@ -25,7 +25,9 @@
 //! - [`page_groups`]: a page's rows' groups, looked up once per distinct packed key;
 //! - [`kernel`]: one executor's work ([`kernel::QueryKernel`]: filter, projection, partial
 //!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`], and
-//!   the coordinator's merge ([`kernel::merge`]); [`run_query`] runs both;
+//!   [`run_query`] runs it and the coordinator's merge ([`merge::merge`]);
+//! - [`marks`]: which failing rows a plain query keeps as marked rows, and which a `LIMIT`
+//!   sorter drops before their output columns (SQLite fails only on what it evaluates);
 //! - [`key_row`]: which row of a group shows its key values (the first, or the one a
 //!   `min()`/`max()` chose);
 //! - [`row_stream`]: an executor's side of a streamed projection (chunks of rows through a
@@ -45,6 +47,8 @@ pub mod ir;
 pub mod kernel;
 pub mod key_row;
 pub mod like;
+pub mod marks;
+pub mod merge;
 pub mod numeric;
 pub mod page_groups;
 pub mod program;

@@ -47,13 +47,15 @@ use crate::value::Value;
 
 use super::dates;
 use super::ir::{QueryPlan, Shape};
-use super::kernel::{run_query, QueryError, QueryKernel};
+use super::kernel::{run_query, test_constant_terms, QueryError, QueryKernel};
 use super::row_stream::{Renderer, RowFailure, RowStream, StreamMsg, CHANNEL_CHUNKS};
 pub use super::row_stream::{RowRender, CHUNK_BYTES, CHUNK_ROWS};
 
-/// Whether `plan` streams: a plain projection without `ORDER BY`.
+/// Whether `plan` streams: a plain projection without `ORDER BY`, in rowid order (a
+/// [`QueryPlan::backward`] scan's rows are collected: its ranges would have to be read from
+/// the last leaf down).
 pub fn streams(plan: &QueryPlan) -> bool {
-    matches!(plan.shape, Shape::Rows { .. }) && plan.order_by.is_empty()
+    matches!(plan.shape, Shape::Rows { .. }) && plan.order_by.is_empty() && !plan.backward
 }
 
 /// One result row as the coordinator hands it over.
@@ -155,11 +157,13 @@ fn run(
             report: out.report,
         });
     }
+    let mut query = query;
+    // One 'now' for the whole statement, whichever executor evaluates it.
+    let now = dates::statement_time();
+    test_constant_terms(&mut query, now)?;
     let query = Arc::new(query);
     let usable = table.header.usable_size();
     let stop = Arc::new(AtomicBool::new(false));
-    // One 'now' for the whole statement, whichever executor evaluates it.
-    let now = dates::statement_time();
     let mut receivers = Vec::with_capacity(executors.len());
     let waited: Vec<Arc<AtomicU64>> = (0..executors.len()).map(|_| Arc::default()).collect();
     let kernel_for = |index: usize| {

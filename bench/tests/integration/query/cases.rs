@@ -767,24 +767,127 @@ fn order_by_rowid_is_the_scan_order() {
     }
 }
 
-/// `ORDER BY rowid DESC` is the full scan run backwards in SQLite, no sorter: the same rules
-/// from the last row. corescan sorts it (every row's `WHERE` is evaluated, and the output
-/// columns of the rows that enter its bound), so a row that fails where SQLite's backward
-/// scan never reaches fails the query here.
+/// `ORDER BY rowid DESC` is the full scan run backwards in SQLite, no sorter: the scan order's
+/// rules from the last row. `WHERE` is computed from the last row down until the `LIMIT` is
+/// reached (the rows the `OFFSET` skips included), the output columns only of the rows
+/// written; without a `LIMIT`, every row is reached. Also through an alias, a position,
+/// `NULLS FIRST` and later terms; under a unary `+` the term is an expression, sorted.
 #[test]
-#[ignore = "known difference: ORDER BY rowid DESC is sorted, not a backward scan (see the README)"]
 fn order_by_rowid_desc_is_the_backward_scan() {
     let db = fixture();
-    let first: i64 = rusqlite::Connection::open(db)
-        .unwrap()
-        .query_row("SELECT min(rowid) FROM t", [], |r| r.get(0))
-        .unwrap();
+    let rowids = rowids(db);
+    let n = rowids.len();
+    let (first, last) = (rowids[0], rowids[n - 1]);
     let fails = "abs(-9223372036854775807 - 1)";
-    for sql in [
-        format!("SELECT rowid, CASE WHEN rowid = {first} THEN {fails} END FROM t ORDER BY rowid DESC LIMIT 3"),
-        format!("SELECT rowid FROM t WHERE CASE WHEN rowid = {first} THEN {fails} ELSE 1 END ORDER BY id DESC LIMIT 3"),
+    let low = format!("CASE WHEN rowid = {first} THEN {fails} END");
+    let high = format!(
+        "CASE WHEN rowid >= {} THEN {fails} ELSE s END",
+        rowids[n - 3]
+    );
+    let low_filter = format!("CASE WHEN rowid = {first} THEN {fails} ELSE 1 END");
+    let high_filter = format!("CASE WHEN rowid = {last} THEN (s LIKE 'a' ESCAPE 'xy') ELSE 1 END");
+    for (sql, fails) in [
+        // Output columns failing on the first row, reached only at the end.
+        (format!("SELECT rowid, {low} FROM t ORDER BY rowid DESC LIMIT 3"), false),
+        (format!("SELECT rowid, {low} FROM t ORDER BY rowid DESC LIMIT 3 OFFSET {}", n - 4), false),
+        (format!("SELECT rowid, {low} FROM t ORDER BY rowid DESC LIMIT 3 OFFSET {}", n - 3), true),
+        (format!("SELECT rowid, {low} FROM t ORDER BY rowid DESC LIMIT 3 OFFSET {}", n - 1), true),
+        (format!("SELECT rowid, {low} FROM t ORDER BY rowid DESC LIMIT 5 OFFSET {n}"), false),
+        (format!("SELECT rowid, {low} FROM t ORDER BY rowid DESC"), true),
+        (format!("SELECT rowid, {low} FROM t WHERE rowid <> {first} ORDER BY rowid DESC"), false),
+        // Output columns failing on the last three rows: the OFFSET skips them or not.
+        (format!("SELECT {high}, rowid FROM t ORDER BY rowid DESC LIMIT 2 OFFSET 3"), false),
+        (format!("SELECT {high}, rowid FROM t ORDER BY rowid DESC LIMIT 2 OFFSET 2"), true),
+        (format!("SELECT {high}, rowid FROM t ORDER BY rowid DESC LIMIT -1 OFFSET 3"), false),
+        (format!("SELECT {high}, rowid FROM t ORDER BY rowid DESC LIMIT 1"), true),
+        // WHERE failing on the first row: reached only when the LIMIT is not.
+        (format!("SELECT rowid FROM t WHERE {low_filter} ORDER BY id DESC LIMIT 3"), false),
+        (format!("SELECT rowid FROM t WHERE {low_filter} ORDER BY id DESC LIMIT 1 OFFSET {}", n - 2), false),
+        (format!("SELECT rowid FROM t WHERE {low_filter} ORDER BY id DESC LIMIT 1 OFFSET {}", n - 1), true),
+        (format!("SELECT rowid FROM t WHERE {low_filter} ORDER BY id DESC"), true),
+        // WHERE failing on the last row: the first one the scan reaches.
+        (format!("SELECT rowid FROM t WHERE {high_filter} ORDER BY rowid DESC LIMIT 1"), true),
+        (format!("SELECT rowid FROM t WHERE {high_filter} ORDER BY rowid DESC, s LIMIT 0"), false),
+        // Through an alias, a position, NULLS FIRST, COLLATE, likely() and later terms.
+        (format!("SELECT id AS k, {low} FROM t ORDER BY k DESC LIMIT 4 OFFSET 2"), false),
+        (format!("SELECT rowid, {low} FROM t ORDER BY 1 DESC LIMIT 4"), false),
+        (format!("SELECT rowid, {low} AS v FROM t ORDER BY oid DESC NULLS FIRST, v LIMIT 4"), false),
+        (format!("SELECT rowid, {low} FROM t ORDER BY likely(_rowid_) COLLATE NOCASE DESC, s LIMIT 4"), false),
+        (format!("SELECT rowid, s FROM t WHERE {low_filter} AND i > 0 ORDER BY t.id DESC LIMIT 10 OFFSET 5"), false),
+        // An expression: sorted, every row's WHERE computed.
+        (format!("SELECT rowid FROM t WHERE {low_filter} ORDER BY +id DESC LIMIT 3"), true),
     ] {
-        assert!(!everywhere(db, &sql), "{sql}: SQLite failed");
+        assert_eq!(everywhere(db, &sql), fails, "{sql}");
+    }
+    // The rows themselves, descending.
+    for sql in [
+        "SELECT rowid, * FROM t ORDER BY rowid DESC",
+        "SELECT id, s FROM t WHERE i > 0 ORDER BY id DESC LIMIT 7 OFFSET 3",
+        "SELECT id, b FROM t WHERE b IS NOT NULL ORDER BY rowid DESC LIMIT -1 OFFSET 11",
+    ] {
+        assert!(!everywhere(db, sql), "{sql}: SQLite failed");
+    }
+}
+
+/// SQLite's planner counts an `ORDER BY` term as satisfied when a top-level `AND` term of
+/// `WHERE` makes it constant (`column = constant`, `IS`, `IN (constant)`, `IS NULL`), the
+/// comparison's collation being the term's and the constant having no other affinity than the
+/// column's (`wherePathSatisfiesOrderBy`): when the terms left are none or start with the
+/// rowid, there is no sorter, and the scan order's rules hold (no row after the `LIMIT`
+/// evaluated, no output column of a row the `OFFSET` skips computed). Otherwise it sorts.
+#[test]
+fn order_by_terms_made_constant_by_where() {
+    let db = fixture();
+    let c = rusqlite::Connection::open(db).unwrap();
+    // `added` is 42 on the rows written before the column was added (its DEFAULT).
+    let with_42: Vec<i64> = c
+        .prepare("SELECT rowid FROM t WHERE added = 42 ORDER BY rowid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(with_42.len() > 10);
+    let (first, last) = (with_42[0], with_42[with_42.len() - 1]);
+    let fails = "abs(-9223372036854775807 - 1)";
+    let on_first = format!("CASE WHEN rowid = {first} THEN {fails} ELSE s END");
+    let filter_last = format!("CASE WHEN rowid = {last} THEN {fails} ELSE 1 END");
+    let filter_first = format!("CASE WHEN rowid = {first} THEN {fails} ELSE 1 END");
+    for (sql, fails) in [
+        // Satisfied: the scan order.
+        (format!("SELECT rowid, {on_first} FROM t WHERE added = 42 ORDER BY added, id LIMIT 2 OFFSET 1"), false),
+        (format!("SELECT rowid, {on_first} FROM t WHERE 42 = added ORDER BY added DESC, rowid LIMIT 2 OFFSET 1"), false),
+        (format!("SELECT rowid, {on_first} FROM t WHERE added IS 42 ORDER BY added LIMIT 2 OFFSET 1"), false),
+        (format!("SELECT rowid, {on_first} FROM t WHERE added IN (42) AND i IS NOT NULL ORDER BY 1 LIMIT 2 OFFSET 1"), false),
+        (format!("SELECT rowid, {on_first} FROM t WHERE likely(added = 42) ORDER BY (added) COLLATE BINARY, id LIMIT 2 OFFSET 1"), false),
+        (format!("SELECT rowid FROM t WHERE added = 42 AND {filter_last} ORDER BY added, id LIMIT 3"), false),
+        // An OR term reduced by its marked operand (`exprAnalyze`), without a COLLATE in it.
+        (format!("SELECT rowid, {on_first} FROM t WHERE added = 42 OR 0 ORDER BY added, id LIMIT 2 OFFSET 1"), false),
+        (format!("SELECT rowid, {on_first} FROM t WHERE (added = 42 AND 1) OR (0 AND s) ORDER BY added, id LIMIT 2 OFFSET 1"), false),
+        (format!("SELECT rowid FROM t WHERE added = 42 AND {filter_first} ORDER BY added, id DESC LIMIT 3"), false),
+        (format!("SELECT rowid FROM t WHERE added = 42 AND {filter_first} ORDER BY added, id DESC"), true),
+        (format!("SELECT rowid, x FROM t WHERE x IS NULL AND {filter_last} ORDER BY x, s, rowid LIMIT 1"), false),
+        // Not satisfied: sorted, so every row's WHERE (and the output columns of the rows
+        // entering the sorter) computed.
+        (format!("SELECT rowid, {on_first} FROM t WHERE added = 42 ORDER BY added, +id LIMIT 2 OFFSET 1"), true),
+        (format!("SELECT rowid, {on_first} FROM t WHERE +added = 42 ORDER BY added, id LIMIT 2 OFFSET 1"), true),
+        (format!("SELECT rowid, {on_first} FROM t WHERE added = CAST(42 AS TEXT) ORDER BY added, id LIMIT 2 OFFSET 1"), true),
+        (format!("SELECT rowid, {on_first} FROM t WHERE added = 42 COLLATE NOCASE ORDER BY added, id LIMIT 2 OFFSET 1"), true),
+        (format!("SELECT rowid, {on_first} FROM t WHERE added = 42 ORDER BY added COLLATE NOCASE, id LIMIT 2 OFFSET 1"), true),
+        (format!("SELECT rowid, {on_first} FROM t WHERE added = 42 OR 2 > 3 ORDER BY added, id LIMIT 2 OFFSET 1"), true),
+        (format!("SELECT rowid, {on_first} FROM t WHERE (added = 42 COLLATE BINARY) OR 0 ORDER BY added, id LIMIT 2 OFFSET 1"), true),
+        (format!("SELECT rowid FROM t WHERE added = 42 AND {filter_last} ORDER BY added, s, id LIMIT 3"), true),
+        (format!("SELECT rowid FROM t WHERE added = 42 AND {filter_last} ORDER BY id + 0, added LIMIT 3"), true),
+    ] {
+        assert_eq!(everywhere(db, &sql), fails, "{sql}");
+    }
+    for sql in [
+        "SELECT rowid, added, s FROM t WHERE added = 42 ORDER BY added, rowid DESC LIMIT 5 OFFSET 2",
+        "SELECT rowid, c FROM t WHERE c = 'a' ORDER BY c, id DESC",
+        "SELECT rowid, i FROM t WHERE i = '5' ORDER BY i, id",
+        "SELECT rowid, s FROM t WHERE s = 5 ORDER BY s, id DESC",
+    ] {
+        assert!(!everywhere(db, sql), "{sql}: SQLite failed");
     }
 }
 
@@ -803,6 +906,85 @@ fn where_terms_without_a_column_are_tested_before_the_scan() {
     ] {
         assert!(super::sqlite_answer(db, sql).is_err(), "{sql}: SQLite answered");
         check_error(db, sql, needle);
+    }
+    // Also on an empty table, and where every row fails another term: the terms are tested
+    // before the scan, not per row. A false or NULL one leaves no row, the terms after it
+    // never computed; a query without GROUP BY still has its aggregate row.
+    let empty = crate::scratch_dir("query-constant-terms").join("empty.db");
+    let _ = std::fs::remove_file(&empty);
+    rusqlite::Connection::open(&empty)
+        .unwrap()
+        .execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, i INT, s TEXT)")
+        .unwrap();
+    for (path, sql, fails) in [
+        (
+            &*empty,
+            "SELECT id FROM t WHERE abs(-9223372036854775808)",
+            true,
+        ),
+        (
+            &*empty,
+            "SELECT count(*) FROM t WHERE i AND abs(-9223372036854775807 - 1)",
+            true,
+        ),
+        (
+            &*empty,
+            "SELECT id FROM t WHERE likely(i > 0 AND ('a' LIKE 'b' ESCAPE 'xy'))",
+            true,
+        ),
+        (
+            &*empty,
+            "SELECT i, count(*) FROM t WHERE 1 AND abs(-9223372036854775807 - 1) GROUP BY i",
+            true,
+        ),
+        (
+            &*empty,
+            "SELECT id FROM t WHERE abs(-9223372036854775808) ORDER BY i LIMIT 1 OFFSET 2",
+            true,
+        ),
+        (
+            &*empty,
+            "SELECT id FROM t WHERE abs(-9223372036854775808) LIMIT 0",
+            false,
+        ),
+        (
+            &*empty,
+            "SELECT count(*) FROM t WHERE NULL AND abs(-9223372036854775808)",
+            false,
+        ),
+        (
+            &*empty,
+            "SELECT count(*), max(i) FROM t WHERE (2 > 3) AND abs(-9223372036854775808)",
+            false,
+        ),
+        (
+            &*empty,
+            "SELECT id FROM t WHERE abs(-9223372036854775808) AND NULL",
+            true,
+        ),
+        (&*empty, "SELECT id FROM t WHERE date('now') AND s", false),
+        (
+            db,
+            "SELECT id FROM t WHERE i = 12345 AND abs(-9223372036854775807 - 1)",
+            true,
+        ),
+        (
+            db,
+            "SELECT id FROM t WHERE rowid < -1000000 AND 0.5 AND abs(-9223372036854775808)",
+            true,
+        ),
+        (
+            db,
+            "SELECT count(*) FROM t WHERE i = 12345 AND '' AND abs(-9223372036854775808)",
+            false,
+        ),
+        (
+            db,
+            "SELECT id, s FROM t WHERE 1 = 1 AND i > 10 ORDER BY rowid DESC LIMIT 3",
+            false,
+        ),
+    ] {
+        assert_eq!(everywhere(path, sql), fails, "{sql}");
     }
     all(&[
         "SELECT id FROM t WHERE (s LIKE 'a' ESCAPE 'xy') AND NULL",

@@ -1,0 +1,217 @@
+//! [`merge`]: the coordinator's side of a query, which combines the partials of all executors,
+//! in range order, into the result rows: plain rows in the result's order with the marked-row
+//! rules of [`super::marks`] (the `OFFSET` skips, the `LIMIT` ends, a marked row it reaches
+//! fails the query), groups merged, finished, filtered by `HAVING` and ordered.
+
+use std::cmp::Ordering;
+
+use smallvec::SmallVec;
+
+use crate::datatype3::{compare_values, Collation};
+use crate::value::{Value, ValueRef};
+
+use super::aggregate::AggState;
+use super::eval::{eval, holds};
+use super::groups::{Group, GroupTable};
+use super::ir::{QueryPlan, Shape};
+use super::key_row::{self, KeyRow};
+use super::marks::{compare_keys, compare_rows, sorts_with_limit};
+use super::row_stream::{OutRow, RowFailure};
+
+/// What one executor hands the coordinator.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Partial {
+    /// A plain query's rows (its best `LIMIT + OFFSET` when there is a limit).
+    Rows(Vec<OutRow>),
+    /// A grouped query's partial groups.
+    Groups(GroupTable),
+}
+
+/// Why [`merge`] failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MergeError {
+    /// Finishing a group, or its `HAVING` or output columns, failed (`integer overflow`).
+    Eval(String),
+    /// The result reaches a marked row, kept by the executor of range `range`.
+    Row {
+        /// The range (the index of its partial).
+        range: usize,
+        /// The row's failure.
+        failure: RowFailure,
+    },
+}
+
+/// Combines the executors' partials (in range order) into the result rows.
+pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>, MergeError> {
+    let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
+    let limit = plan
+        .limit
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    if limit == 0 {
+        // SQLite stops before computing anything: no error can come from a LIMIT 0 query.
+        return Ok(Vec::new());
+    }
+    match &plan.shape {
+        Shape::Rows { .. } => {
+            let mut rows: Vec<(usize, OutRow)> = Vec::new();
+            for (range, p) in partials.into_iter().enumerate() {
+                if let Partial::Rows(r) = p {
+                    rows.extend(r.into_iter().map(|r| (range, r)));
+                }
+            }
+            if sorts_with_limit(plan) {
+                // A marked row is in SQLite's sorter, and fails the query, if fewer than
+                // `LIMIT + OFFSET` rows before it rank before or with it: those of its own
+                // range it counted, and those of the ranges before it (each range's best
+                // rows are kept, so the count is exact below the bound). The first in rowid
+                // order is the error; the others are never in the result.
+                let k = plan.keep().unwrap_or(u64::MAX);
+                let ranks_before = |range: usize, m: &OutRow| -> u64 {
+                    rows.iter()
+                        .filter(|(j, r)| {
+                            *j < range
+                                && compare_keys(&plan.order_by, &r.keys, &m.keys)
+                                    != Ordering::Greater
+                        })
+                        .count() as u64
+                };
+                let fatal = rows
+                    .iter()
+                    .filter(|(range, m)| match &m.values {
+                        Err(f) => f.ahead.unwrap_or(0).saturating_add(ranks_before(*range, m)) < k,
+                        Ok(_) => false,
+                    })
+                    .min_by_key(|(range, m)| (*range, m.rowid))
+                    .cloned();
+                if let Some((
+                    range,
+                    OutRow {
+                        values: Err(failure),
+                        ..
+                    },
+                )) = fatal
+                {
+                    return Err(MergeError::Row { range, failure });
+                }
+                rows.retain(|(_, r)| r.values.is_ok());
+            }
+            rows.sort_by(|(_, a), (_, b)| compare_rows(plan, a, b));
+            // As SQLite's loop goes: the OFFSET skips rows (marked ones too, whose output
+            // columns it never computes), a marked row it does not skip fails the query, and
+            // nothing after the LIMIT is looked at.
+            let (mut out, mut skipped) = (Vec::new(), 0usize);
+            for (range, r) in rows {
+                if out.len() >= limit {
+                    break;
+                }
+                match r.values {
+                    Ok(_)
+                    | Err(RowFailure {
+                        in_output: true, ..
+                    }) if skipped < offset => skipped += 1,
+                    Ok(values) => out.push(values),
+                    Err(failure) => return Err(MergeError::Row { range, failure }),
+                }
+            }
+            Ok(out)
+        }
+        Shape::Groups {
+            keys,
+            aggregates,
+            having,
+            outputs,
+        } => {
+            let mut table = GroupTable::default();
+            let collations: Vec<Collation> = keys.iter().map(|k| k.1).collect();
+            let key_row = KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr));
+            for p in partials {
+                let Partial::Groups(t) = p else { continue };
+                for g in t.groups {
+                    let found = {
+                        let refs: SmallVec<[ValueRef<'_>; 4]> =
+                            g.keys.iter().map(Value::as_ref).collect();
+                        table.find(&refs, &collations)
+                    };
+                    match found {
+                        Some(i) => {
+                            key_row::merge(key_row, &mut table.groups[i], g, |into, later| {
+                                for ((spec, s), later) in
+                                    aggregates.iter().zip(&mut into.states).zip(later)
+                                {
+                                    s.merge(spec, later);
+                                }
+                            });
+                        }
+                        None => {
+                            table.push(g, &collations);
+                        }
+                    }
+                }
+            }
+            let mut groups = table.groups;
+            if keys.is_empty() && groups.is_empty() {
+                groups.push(Group {
+                    keys: Vec::new(),
+                    keys_rowid: i64::MIN,
+                    states: aggregates.iter().map(AggState::new).collect(),
+                });
+            }
+            groups.sort_by(|a, b| {
+                for ((x, y), (_, c)) in a.keys.iter().zip(&b.keys).zip(keys) {
+                    let o = compare_values(x.as_ref(), y.as_ref(), *c);
+                    if o != Ordering::Equal {
+                        return o;
+                    }
+                }
+                Ordering::Equal
+            });
+            let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+            // Without ORDER BY, SQLite finishes groups in key order only until the LIMIT is
+            // reached: an error in a later group (integer overflow) never happens; and the
+            // OFFSET skips a group after its HAVING, before its output columns are computed
+            // (selectInnerLoop codes the OFFSET first when there is no sorter).
+            let in_order = plan.order_by.is_empty();
+            let mut skipped = 0usize;
+            for g in groups {
+                if in_order && out.len() >= limit {
+                    break;
+                }
+                let mut slots = g.keys;
+                for (spec, s) in aggregates.iter().zip(g.states) {
+                    slots.push(s.finish(spec).map_err(MergeError::Eval)?);
+                }
+                let refs: Vec<ValueRef<'_>> = slots.iter().map(Value::as_ref).collect();
+                if let Some(h) = having {
+                    if !holds(h, &refs).map_err(MergeError::Eval)? {
+                        continue;
+                    }
+                }
+                if in_order && skipped < offset {
+                    skipped += 1;
+                    continue;
+                }
+                let sort = plan
+                    .order_by
+                    .iter()
+                    .map(|k| eval(&k.expr, &refs))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(MergeError::Eval)?;
+                let values = outputs
+                    .iter()
+                    .map(|e| eval(e, &refs))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(MergeError::Eval)?;
+                out.push((sort, values));
+            }
+            // Stable: ties keep group-key order.
+            out.sort_by(|a, b| compare_keys(&plan.order_by, &a.0, &b.0));
+            let skip = if in_order { 0 } else { offset };
+            Ok(out
+                .into_iter()
+                .skip(skip)
+                .take(limit)
+                .map(|r| r.1)
+                .collect())
+        }
+    }
+}
