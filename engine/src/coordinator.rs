@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use crossbeam_channel::unbounded;
 use futures_lite::FutureExt;
-use partitioner::TablePlan;
+use partitioner::{Share, TablePlan};
 
 pub use crate::settings::available_cpus;
 
@@ -36,7 +36,7 @@ use crate::pool;
 use crate::readahead::max_read_pages;
 use crate::report::{IoReport, RunReport, SnapshotReport};
 use crate::scan::task::Cancel;
-use crate::scan::{self, ExecutorReport, ExecutorTask, ScanKernel};
+use crate::scan::{self, Arrival, ExecutorReport, ExecutorTask, ScanKernel, StartGate};
 use crate::settings::{list_cpus, ExecutorSpec, ScanSettings};
 
 /// Scans `plan`'s table with one executor per entry of `executors`, each computing a clone of
@@ -138,10 +138,9 @@ pub fn run_scan_with<K: ScanKernel, T>(
 
     let header = &plan.header;
     let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
-    let ranges = match order {
-        RangeOrder::File => plan.split(&weights),
-        RangeOrder::Key => plan.split_in_key_order(&weights),
-    };
+    // A plan that left the leaf-parent level to the scan is cut into runs of that level,
+    // which each executor reads on its own CPU (ExecutorTask::prepare).
+    let shares = plan.shares(&weights, matches!(order, RangeOrder::Key))?;
     let max_read = max_read_pages(settings.coalesce_kib, header.page_size);
     let cancel = Arc::new(Cancel::new());
     let faults = Faults::from_env().map_err(Error::Config)?;
@@ -165,16 +164,28 @@ pub fn run_scan_with<K: ScanKernel, T>(
         .next_power_of_two()
         .clamp(128, 4096);
 
+    // A cold scan's executors read their parents first, all of them, then the leaves.
+    let parents_shared = shares.iter().any(|s| matches!(s, Share::Parents(_)));
+    let gate = (parents_shared && !io.cached && executors.len() > 1)
+        .then(|| StartGate::new(executors.len()));
     let (tx, rx) = unbounded::<(usize, Result<(K::Partial, ExecutorReport)>)>();
     let mut handles = Vec::with_capacity(executors.len());
     let wal = plan.wal.clone().map(Arc::new);
-    for (index, (spec, range)) in executors.iter().zip(ranges).enumerate() {
+    for (index, (spec, share)) in executors.iter().zip(shares).enumerate() {
+        let (extents, parents) = match share {
+            Share::Leaves(range) => (range.extents, None),
+            Share::Parents(parents) => (Vec::new(), Some(parents)),
+        };
         let mut task = ExecutorTask {
             index,
             cpu: spec.cpu,
             path: plan.path.clone(),
             header: header.clone(),
-            extents: range.extents,
+            extents,
+            parents,
+            parent_pages: 0,
+            parents_s: 0.0,
+            gate: gate.clone().map(|g| Arc::new(Arrival(g))),
             order: Vec::new(),
             wal_pages: Vec::new(),
             wal: wal.clone(),
@@ -213,11 +224,14 @@ pub fn run_scan_with<K: ScanKernel, T>(
                 };
                 let job: pool::Job = Box::new(move || {
                     Box::pin(async move {
-                        task.prepare();
-                        let outcome = AssertUnwindSafe(scan::run(&task, kernel, sync_capacity))
-                            .catch_unwind()
-                            .await;
-                        report(outcome, task.cpu);
+                        let cpu = task.cpu;
+                        let outcome = AssertUnwindSafe(async move {
+                            task.prepare()?;
+                            scan::run(&task, kernel, sync_capacity).await
+                        })
+                        .catch_unwind()
+                        .await;
+                        report(outcome, cpu);
                     })
                 });
                 pool::Executor::start(key, &name, job).map(Worker::Pooled)
@@ -235,7 +249,7 @@ pub fn run_scan_with<K: ScanKernel, T>(
                             });
                         }
                         // On its own CPU: the threads do this work at once, not in turn.
-                        task.prepare();
+                        task.prepare()?;
                         scan::run_without_uring(&task, kernel, sync_capacity)
                     }));
                     report(outcome, task.cpu);

@@ -4,12 +4,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::affinity::Affinity;
-use crate::btree::{table_page_header, walk_table, LeafCheck, PageSet};
+use crate::btree::{
+    table_page_header, walk_table, walk_upper, LeafCheck, PageSet, TableTree, Walk,
+};
 use crate::cell::{follow_overflow_chain, TableLeafCell};
 use crate::create_table::{CreateTable, Generated};
 use crate::default_value::DefaultValue;
 use crate::error::Result;
 use crate::header::DbHeader;
+use crate::leaf_parents::{LeafParents, Share};
 use crate::pager::{FileSnapshot, PageFile};
 use crate::partition::{extents_of, split_leaves, Extent, LeafRange};
 use crate::schema::{find_table, read_schema, TableSchema};
@@ -26,16 +29,23 @@ pub struct TablePlan {
     pub header: DbHeader,
     /// The table's schema entry.
     pub table: TableSchema,
-    /// Every leaf page of the table, sorted by page number.
+    /// Every leaf page of the table, sorted by page number; empty when the plan left the
+    /// leaf-parent level to the scan ([`TablePlan::leaf_parents`]).
     pub leaves: Vec<u32>,
     /// Every leaf page of the table in b-tree (rowid) order when that differs from
     /// [`TablePlan::leaves`] (see [`TablePlan::leaves_in_key_order`]); `None` when the walk met
     /// the leaves in page order, so that a large table's list is not held twice.
     key_order: Option<Vec<u32>>,
-    /// Every interior page of the table, sorted by page number.
+    /// Every interior page of the table, sorted by page number (without the leaf-parent
+    /// level when the plan left it to the scan).
     pub interior_pages: Vec<u32>,
-    /// The leaves grouped into runs of consecutive pages, in file order.
+    /// The leaves grouped into runs of consecutive pages, in file order (empty when the plan
+    /// left the leaf-parent level to the scan).
     pub extents: Vec<Extent>,
+    /// The leaf-parent level, listed and not read, of a plan from
+    /// [`TablePlan::open_for_scan`] of a table of three or more levels: the scan's
+    /// executors read it ([`TablePlan::shares`]). `None` when the leaves are listed.
+    pub leaf_parents: Option<LeafParents>,
     /// The parsed `CREATE TABLE` statement (column storage details).
     pub definition: CreateTable,
     /// Levels in the table's b-tree (1 when the root is a leaf).
@@ -89,11 +99,63 @@ impl TablePlan {
     /// Reads the header, the schema and the table's interior pages, not its leaves (see
     /// [`crate::btree`]); [`TablePlan::census`] reads those.
     pub fn open(path: &Path, table: &str) -> Result<Self> {
+        Self::open_walking(path, table, false)
+    }
+
+    /// Opens `path` as [`TablePlan::open`] does, for a scan: on a table of three or more
+    /// levels the plan reads the levels above the leaf-parent level only (a dozen pages for
+    /// SF 10's `lineitem`, against 5,520) and leaves the leaf-parent level to the scan's
+    /// executors, each reading its share on its own CPU ([`TablePlan::shares`]). Its
+    /// [`TablePlan::leaves`] and [`TablePlan::extents`] are then empty: split it with
+    /// [`TablePlan::shares`] only.
+    pub fn open_for_scan(path: &Path, table: &str) -> Result<Self> {
+        Self::open_walking(path, table, true)
+    }
+
+    fn open_walking(path: &Path, table: &str, defer: bool) -> Result<Self> {
         let file = PageFile::open(path)?;
         let entries = read_schema(&file)?;
         let schema = find_table(&file, &entries, table)?;
         let definition = schema.definition().map_err(|w| file.invalid(w))?;
-        let tree = walk_table(&file, schema.root_page, LeafCheck::First)?;
+        let walk = if defer {
+            walk_upper(&file, schema.root_page)?
+        } else {
+            Walk::Whole(walk_table(&file, schema.root_page, LeafCheck::First)?)
+        };
+        let mut plan = Self {
+            path: path.to_path_buf(),
+            header: file.header().clone(),
+            table: schema,
+            leaves: Vec::new(),
+            key_order: None,
+            interior_pages: Vec::new(),
+            extents: Vec::new(),
+            leaf_parents: None,
+            definition,
+            depth: 0,
+            wal: file.wal().cloned(),
+            wal_ignored: file.wal_ignored().map(str::to_string),
+            snapshot: file.snapshot(),
+            read: file.read_snapshot().clone(),
+        };
+        match walk {
+            Walk::Whole(tree) => plan.set_tree(tree),
+            Walk::Upper(upper) => {
+                plan.interior_pages = upper.interior_pages;
+                plan.interior_pages.sort_unstable();
+                plan.depth = upper.depth;
+                plan.leaf_parents = Some(LeafParents::new(
+                    Arc::new(file),
+                    upper.parents,
+                    upper.depth - 1,
+                    upper.seen,
+                ));
+            }
+        }
+        Ok(plan)
+    }
+
+    fn set_tree(&mut self, tree: TableTree) {
         // The walk lists the leaves left to right; a table loaded in key order has them in
         // page order already (the leaves are distinct: the walk refuses a page met twice).
         let (leaves, key_order) = if tree.leaves.windows(2).all(|w| w[0] < w[1]) {
@@ -103,23 +165,42 @@ impl TablePlan {
             by_page.sort_unstable();
             (by_page, Some(tree.leaves))
         };
-        let mut interior_pages = tree.interior_pages;
-        interior_pages.sort_unstable();
-        Ok(Self {
-            path: path.to_path_buf(),
-            header: file.header().clone(),
-            table: schema,
-            extents: extents_of(&leaves),
-            leaves,
-            key_order,
-            interior_pages,
-            definition,
-            depth: tree.depth,
-            wal: file.wal().cloned(),
-            wal_ignored: file.wal_ignored().map(str::to_string),
-            snapshot: file.snapshot(),
-            read: file.read_snapshot().clone(),
-        })
+        self.interior_pages = tree.interior_pages;
+        self.interior_pages.sort_unstable();
+        self.extents = extents_of(&leaves);
+        self.leaves = leaves;
+        self.key_order = key_order;
+        self.depth = tree.depth;
+    }
+
+    /// Cuts the table into one share per weight for a scan, as [`TablePlan::split`] (or, with
+    /// `key_order`, [`TablePlan::split_in_key_order`]) cuts the leaves. A plan whose
+    /// leaf-parent level is left to the scan ([`TablePlan::leaf_parents`]) is cut into
+    /// contiguous runs of that level in key order, sized by the weights, which the executors
+    /// read ([`Share::leaves`]); with fewer than
+    /// [`crate::leaf_parents::MIN_PARENTS_PER_SHARE`] parents per executor the level is read
+    /// here and the leaves are cut. Fails only when reading the level here fails.
+    pub fn shares(&self, weights: &[u32], key_order: bool) -> Result<Vec<Share>> {
+        match &self.leaf_parents {
+            Some(parents) => parents.shares(weights, key_order),
+            None => {
+                let ranges = if key_order {
+                    self.split_in_key_order(weights)
+                } else {
+                    self.split(weights)
+                };
+                Ok(ranges.into_iter().map(Share::Leaves).collect())
+            }
+        }
+    }
+
+    /// Leaf pages to sample for page-cache residency: every leaf, or, when the plan left the
+    /// leaf-parent level to the scan, the leaves of a few parents spread over it.
+    pub fn leaf_sample(&self) -> &[u32] {
+        match &self.leaf_parents {
+            Some(parents) => parents.sample(),
+            None => &self.leaves,
+        }
     }
 
     /// Where the latest committed copy of `page` lies: its frame in the write-ahead log when
@@ -167,8 +248,13 @@ impl TablePlan {
     ///
     /// Rounding is by largest remainder (see [`crate::partition::proportional_shares`]): a zero
     /// weight gets an empty range, all-zero weights count as equal, and an empty slice yields
-    /// no ranges.
+    /// no ranges. A plan whose leaf-parent level is left to the scan has no leaves listed:
+    /// cut it with [`TablePlan::shares`].
     pub fn split(&self, weights: &[u32]) -> Vec<LeafRange> {
+        debug_assert!(
+            self.leaf_parents.is_none(),
+            "split of a plan without its leaves"
+        );
         split_leaves(&self.leaves, weights)
     }
 
@@ -181,6 +267,10 @@ impl TablePlan {
     /// table. On an unfragmented table this is the same split as [`TablePlan::split`]; on a
     /// fragmented one the extents are shorter (less coalesced I/O).
     pub fn split_in_key_order(&self, weights: &[u32]) -> Vec<LeafRange> {
+        debug_assert!(
+            self.leaf_parents.is_none(),
+            "split of a plan without its leaves"
+        );
         split_leaves(self.leaves_in_key_order(), weights)
     }
 
@@ -281,10 +371,21 @@ impl TablePlan {
     }
 
     /// Reads every leaf page and follows every overflow chain, checking page types, cells and
-    /// chain lengths; the file is opened again and must not have changed since planning.
+    /// chain lengths; the file is opened again and must not have changed since planning. A
+    /// plan that left the leaf-parent level to the scan reads that level first.
     pub fn census(&self) -> Result<PageCensus> {
         let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
         self.check_same_as(&file)?;
+        if let Some(parents) = &self.leaf_parents {
+            let mut whole = self.clone();
+            let mut leaves = parents.read_all()?;
+            whole.interior_pages.extend_from_slice(parents.pages());
+            whole.interior_pages.sort_unstable();
+            leaves.sort_unstable();
+            whole.leaves = leaves;
+            whole.leaf_parents = None;
+            return whole.census();
+        }
         let usable = file.header().usable_size();
         let mut seen = PageSet::new(file.header().page_count);
         for &p in self.leaves.iter().chain(&self.interior_pages) {

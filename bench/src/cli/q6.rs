@@ -69,7 +69,7 @@ fn quantity_arg(s: &str) -> Result<String, String> {
 /// Runs `corescan q6`.
 pub fn run(args: Q6Args) -> anyhow::Result<()> {
     let params = Q6Params::parse(&args.date, &args.discount, &args.quantity)?;
-    let plan = TablePlan::open(&args.db, &args.table)?;
+    let plan = TablePlan::open_for_scan(&args.db, &args.table)?;
     if args.print_sql {
         println!("{}", q6_sql(&plan.table.name, &params, Q6Select::Revenue));
         return Ok(());
@@ -83,7 +83,7 @@ pub fn run(args: Q6Args) -> anyhow::Result<()> {
         || {
             first
                 .take()
-                .map_or_else(|| TablePlan::open(&args.db, &args.table), Ok)
+                .map_or_else(|| TablePlan::open_for_scan(&args.db, &args.table), Ok)
         },
         |plan| run_q6(plan, &executors, &params, &settings),
     )?;
@@ -258,8 +258,16 @@ pub fn human(r: &ScanReport) -> String {
     for e in &r.executors {
         let _ = writeln!(
             s,
-            "  CPU {:<3} {} pages, {} rows, {} matched, {} reads, {:.3} s wall, user {:.3} s, sys {:.3} s{}{}",
+            "  CPU {:<3} {}{} pages, {} rows, {} matched, {} reads, {:.3} s wall, user {:.3} s, sys {:.3} s{}{}",
             e.cpu,
+            if e.parent_pages > 0 {
+                format!(
+                    "{} leaf-parent pages read in {:.3} s, then ",
+                    e.parent_pages, e.parents_s
+                )
+            } else {
+                String::new()
+            },
             e.pages,
             e.rows,
             e.rows_matched,

@@ -57,7 +57,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         || {
             first
                 .take()
-                .map_or_else(|| TablePlan::open(&args.db, &table), Ok)
+                .map_or_else(|| TablePlan::open_for_scan(&args.db, &table), Ok)
         },
         |plan| match if args.format == Format::Table {
             run_query_streaming(plan, planned.query.clone(), &settings, &executors, |row| {

@@ -136,7 +136,7 @@ pub fn plan_query(db: &Path, sql: &str) -> Result<PlannedQuery, SqlError> {
         TableFactor::Derived { .. } => return unsupported("subqueries in FROM"),
         _ => return unsupported("FROM clauses other than one table"),
     };
-    let table = TablePlan::open(db, &name)?;
+    let table = TablePlan::open_for_scan(db, &name)?;
     let query = plan_select(&table, alias.as_deref(), select, query, sql)?;
     Ok(PlannedQuery { table, query })
 }

@@ -495,17 +495,29 @@ fn floor_reads_the_leaf_pages_a_scan_reads() {
     let plan = partitioner::TablePlan::open(db, "lineitem").unwrap();
     let _ = std::fs::read(db).unwrap();
     for cores in ["1", "2"] {
-        let run = run_ok(&[
-            "bench",
-            "floor",
-            db.to_str().unwrap(),
-            "--cores",
-            cores,
-            "--repeat",
-            "3",
-            "--json",
-        ]);
-        let v: Value = serde_json::from_str(&run.stdout).unwrap();
+        let floor = || {
+            let run = run_ok(&[
+                "bench",
+                "floor",
+                db.to_str().unwrap(),
+                "--cores",
+                cores,
+                "--repeat",
+                "3",
+                "--json",
+            ]);
+            serde_json::from_str::<Value>(&run.stdout).unwrap()
+        };
+        // Another test's cold run may drop the page cache (all of it, with drop_caches)
+        // between the read and the floor's residency check: read and measure again then.
+        let mut v = floor();
+        for _ in 0..3 {
+            if v["resident_pct"].as_f64().unwrap() > 99.0 {
+                break;
+            }
+            let _ = std::fs::read(db).unwrap();
+            v = floor();
+        }
         assert_eq!(v["pages"], plan.leaves.len() as u64, "{v}");
         assert_eq!(
             v["bytes"].as_u64().unwrap(),

@@ -212,7 +212,7 @@ fn choose_backend(
     match settings.io {
         IoChoice::Fixed(b) => Ok((b, None)),
         IoChoice::Auto => {
-            match residency::sample(&plan.path, plan.header.page_size, &plan.leaves, 1024) {
+            match residency::sample(&plan.path, plan.header.page_size, plan.leaf_sample(), 1024) {
                 Ok(r) => {
                     let cached = r.fraction() >= AUTO_CACHED_FRACTION;
                     // `mmap` and `pread` measured within noise of each other warm

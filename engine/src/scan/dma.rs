@@ -56,6 +56,8 @@ pub(crate) async fn scan<K: ScanKernel>(task: &ExecutorTask, kernel: K) -> Resul
     let clock = ThreadClock::start(&task.faults);
     let mut report = ExecutorReport {
         cpu: task.cpu,
+        parent_pages: task.parent_pages,
+        parents_s: task.parents_s,
         backend: "dma".into(),
         ..Default::default()
     };

@@ -30,7 +30,7 @@ pub mod task;
 
 pub use kernel::{RecordOutcome, ScanKernel, Spill};
 pub use task::ExecutorReport;
-pub(crate) use task::ExecutorTask;
+pub(crate) use task::{Arrival, ExecutorTask, StartGate};
 
 use crate::backend::mmap::MmapBackend;
 use crate::backend::pread::PreadBackend;

@@ -21,6 +21,8 @@ pub(crate) fn scan<K: ScanKernel, B: SyncBackend>(
     let clock = ThreadClock::start(&task.faults);
     let mut report = ExecutorReport {
         cpu: task.cpu,
+        parent_pages: task.parent_pages,
+        parents_s: task.parents_s,
         backend: backend.name().to_string(),
         notice: backend.notice(),
         o_direct: backend.o_direct(),

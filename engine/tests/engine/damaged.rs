@@ -258,3 +258,75 @@ fn overflow_chains_that_loop_or_leave_the_file_fail_under_every_backend() {
         assert!(err.contains(says), "{what}: {err}");
     }
 }
+
+/// A leaf-parent page of `path` (4 KiB pages) made a leaf, after the scan was planned: the
+/// executor reading it says so, the others stop or finish, and nobody waits at the start gate
+/// for it (a cold scan's executors wait for each other's parents before their leaves).
+#[test]
+fn a_damaged_leaf_parent_read_by_an_executor_fails_under_every_backend() {
+    let dir = test_dir("damaged-parent");
+    let path = dir.join("li.db");
+    make_lineitem(&path, 20_000, 4096);
+    let mut plan = TablePlan::open_for_scan(&path, "lineitem").unwrap();
+    let parents = plan
+        .leaf_parents
+        .as_mut()
+        .map(|p| {
+            p.set_min_parents_per_share(1);
+            p.pages().to_vec()
+        })
+        .expect("a table deep enough to leave its leaf-parent level to the scan");
+    assert!(parents.len() >= 2, "{} parents", parents.len());
+    // The first parent of each executor's share in turn (two executors, or one with SQPOLL).
+    for victim in [parents[0], parents[parents.len() - 1]] {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let at = u64::from(victim - 1) * 4096;
+        let mut kind = [0u8];
+        f.read_exact_at(&mut kind, at).unwrap();
+        assert_eq!(kind[0], 0x05, "page {victim} is an interior table page");
+        f.write_all_at(&[0x0d], at).unwrap();
+        f.sync_all().unwrap();
+        for config in every_backend(4096) {
+            let ctx = format!("parent {victim} made a leaf, {}", config.name);
+            let started = std::time::Instant::now();
+            let outcome = run_with_timeout(&plan, &config).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            // The failed executor arrived at the gate as it failed: nobody waited the gate's
+            // 2 s limit for it.
+            let took = started.elapsed();
+            assert!(took < Duration::from_millis(1500), "{ctx}: {took:?}");
+            let err = match outcome {
+                Ok(r) => panic!("{ctx}: answered {} instead of failing", r.revenue),
+                Err(Error::Config(why)) if config.settings.sqpoll == SqpollMode::On => {
+                    assert!(why.contains("idle CPU"), "{ctx}: {why}");
+                    continue;
+                }
+                Err(e) => e,
+            };
+            let text = err.to_string();
+            assert!(
+                matches!(&err, Error::Plan(e) if e.page() == Some(victim)),
+                "{ctx}: {text}"
+            );
+            assert!(
+                text.starts_with(&path.display().to_string()),
+                "{ctx}: {text}"
+            );
+            assert!(text.contains("same depth"), "{ctx}: {text}");
+            assert!(!text.contains('\n'), "{ctx}: one line: {text}");
+        }
+        f.write_all_at(&[0x05], at).unwrap();
+        f.sync_all().unwrap();
+    }
+    // Repaired, the same plan scans: the damage, not the plan, made it fail.
+    let r = run_q6(
+        &plan,
+        &spread(2),
+        &Q6Params::default(),
+        &ScanSettings::defaults(4096),
+    );
+    assert!(r.is_ok(), "{r:?}");
+}
