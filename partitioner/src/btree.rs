@@ -329,17 +329,16 @@ pub fn read_parent(
     })
 }
 
-/// Lists the children of interior page `page` (its bytes in `buf`, its header `header`)
-/// without adding them to any set: for sampling a level, not for walking it.
+/// Appends the children of interior page `page` (its bytes in `buf`, its header `header`) to
+/// `children` without adding them to any set: for sampling a level, not for walking it.
 pub fn interior_children(
     file: &PageFile,
     page: u32,
     buf: &[u8],
     header: &BtreePageHeader,
-) -> Result<Vec<u32>> {
-    let mut children = Vec::with_capacity(usize::from(header.cell_count) + 1);
-    push_interior_children(file, page, buf, header, |_| true, &mut children)?;
-    Ok(children)
+    children: &mut Vec<u32>,
+) -> Result<()> {
+    push_interior_children(file, page, buf, header, |_| true, children)
 }
 
 /// The state of a walk from the root down, one level at a time.

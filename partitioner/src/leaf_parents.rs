@@ -68,7 +68,7 @@ impl LeafParents {
         let n = pages.len();
         let picks = SAMPLED_PARENTS.min(n);
         let mut buf = file.page_buffer();
-        let (mut sample, mut sampled) = (Vec::new(), Vec::new());
+        let (mut sample, mut sampled) = (Vec::new(), Vec::with_capacity(picks));
         for k in 0..picks {
             let page = pages[if picks > 1 {
                 k * (n - 1) / (picks - 1)
@@ -76,11 +76,17 @@ impl LeafParents {
                 0
             }];
             sampled.push(page);
-            let children = file.read_page(page, &mut buf).and_then(|()| {
+            let before = sample.len();
+            let read = file.read_page(page, &mut buf).and_then(|()| {
                 let header = table_page_header(&file, page, &buf)?;
-                interior_children(&file, page, &buf, &header)
+                if k == 0 {
+                    sample.reserve(picks * (usize::from(header.cell_count) + 1));
+                }
+                interior_children(&file, page, &buf, &header, &mut sample)
             });
-            sample.extend(children.unwrap_or_default());
+            if read.is_err() {
+                sample.truncate(before);
+            }
         }
         sample.sort_unstable();
         sample.dedup();
@@ -248,7 +254,7 @@ impl ParentShare {
         }
         let mut buf = file.page_buffer();
         let mut leaves = Vec::new();
-        for &page in parents {
+        for (k, &page) in parents.iter().enumerate() {
             read_parent(
                 file,
                 page,
@@ -257,6 +263,12 @@ impl ParentShare {
                 &self.walk.seen,
                 &mut leaves,
             )?;
+            if k == 0 {
+                // About as many children per parent as the first has (they are filled alike),
+                // never more than the file has pages (a damaged first parent must not size it).
+                let pages = file.header().page_count as usize;
+                leaves.reserve((leaves.len() * (parents.len() - 1)).min(pages));
+            }
         }
         Ok(leaves)
     }
