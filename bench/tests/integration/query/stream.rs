@@ -350,3 +350,80 @@ fn the_command_line_writes_streamed_rows_as_it_writes_collected_ones() {
         }
     }
 }
+
+/// Queries on a fragmented table deep enough for its leaf-parent level to be left to the
+/// executors (one parent per executor enough to split by parents), with the last changes in
+/// the write-ahead log: streamed and collected, in key order and in file order, every answer is
+/// SQLite's, and the executors really read the parents.
+#[test]
+fn queries_whose_executors_read_the_leaf_parents_answer_as_sqlite() {
+    let db = scratch_dir("stream-leaf-parents").join("deep.db");
+    let _writer = fragmented(&db, 1024, 12_000, true);
+    let queries = [
+        "SELECT rowid, x, y FROM a LIMIT 25 OFFSET 3000",
+        "SELECT rowid, z FROM a ORDER BY rowid DESC LIMIT 7",
+        "SELECT count(*), sum(x), total(z), max(length(y)) FROM a",
+        "SELECT length(y) % 5 AS k, count(*), min(x), max(z) FROM a GROUP BY k ORDER BY k",
+        "SELECT x FROM a WHERE z > 120 AND x % 97 = 0",
+    ];
+    for sql in queries {
+        let want = sqlite_answer(&db, sql);
+        assert!(want.is_ok(), "{sql}: {want:?}");
+        for io in [
+            IoBackend::Dma,
+            IoBackend::Uring,
+            IoBackend::Pread,
+            IoBackend::Mmap,
+        ] {
+            for cores in [1, 2, 3] {
+                let what = format!("{sql} ({io:?}, {cores} cores)");
+                let mut planned = bench::sql::plan_query(&db, sql).unwrap();
+                let parents = planned
+                    .table
+                    .leaf_parents
+                    .as_mut()
+                    .map(|p| {
+                        p.set_min_parents_per_share(1);
+                        p.pages().len() as u64
+                    })
+                    .expect("a deferred leaf-parent level");
+                let mut rows = Vec::new();
+                let out = run_query_streaming(
+                    &planned.table,
+                    planned.query.clone(),
+                    &settings(io, 8),
+                    &spread(cores),
+                    |r| {
+                        rows.push(r.to_vec());
+                        Ok(())
+                    },
+                )
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let got = Ok((out.names, rows));
+                if let Some(d) = difference(&want, &got, false) {
+                    panic!("{what}, streamed: {d}");
+                }
+                let collected = engine::query::run_query(
+                    &planned.table,
+                    planned.query,
+                    &settings(io, 8),
+                    &spread(cores),
+                )
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let read: u64 = collected
+                    .report
+                    .executors
+                    .iter()
+                    .map(|e| e.parent_pages)
+                    .sum();
+                assert_eq!(
+                    read, parents,
+                    "{what}: the executors read every parent once"
+                );
+                if let Some(d) = difference(&want, &Ok((collected.names, collected.rows)), false) {
+                    panic!("{what}, collected: {d}");
+                }
+            }
+        }
+    }
+}
