@@ -23,20 +23,22 @@ fn sample() -> (TempDir, PathBuf, TablePlan) {
     (dir, path, plan)
 }
 
-fn read_page(path: &Path, page: u32) -> Vec<u8> {
+/// Page `page` of the 512-byte-page file `path` (shared with `leaf_parents`).
+pub(crate) fn read_page(path: &Path, page: u32) -> Vec<u8> {
     let raw = std::fs::read(path).unwrap();
     let at = (page as usize - 1) * PAGE as usize;
     raw[at..at + PAGE as usize].to_vec()
 }
 
-fn write_at(path: &Path, page: u32, offset: usize, bytes: &[u8]) {
+/// Writes `bytes` at `offset` of page `page` of the 512-byte-page file `path`.
+pub(crate) fn write_at(path: &Path, page: u32, offset: usize, bytes: &[u8]) {
     let file = OpenOptions::new().write(true).open(path).unwrap();
     let at = u64::from(page - 1) * u64::from(PAGE) + offset as u64;
     file.write_all_at(bytes, at).unwrap();
 }
 
 /// Offset in `page` of the 4-byte child pointer of interior cell `i`.
-fn child_pointer_offset(path: &Path, page: u32, i: usize) -> usize {
+pub(crate) fn child_pointer_offset(path: &Path, page: u32, i: usize) -> usize {
     let bytes = read_page(path, page);
     assert_eq!(bytes[0], 0x05, "page {page} is not interior");
     usize::from(u16::from_be_bytes([bytes[12 + 2 * i], bytes[13 + 2 * i]]))

@@ -2,13 +2,12 @@
 //! shares list exactly the leaves the full walk lists, in the order asked for, and damage in
 //! the level is reported by the share that reads it, naming the file and the page.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use partitioner::{Share, TablePlan};
 use tempfile::{tempdir, TempDir};
 
+use crate::corrupt::{child_pointer_offset, read_page, write_at};
 use crate::{create_db, fill, Layout, XorShift};
 
 /// `t` with 512-byte pages (three or four levels), rows inserted in key order.
@@ -134,27 +133,6 @@ fn shallow_tables_are_walked_whole() {
     assert_eq!(plan.leaf_sample(), &full.leaves[..]);
 }
 
-const PAGE: u32 = 512;
-
-fn read_page(path: &Path, page: u32) -> Vec<u8> {
-    let raw = std::fs::read(path).unwrap();
-    let at = (page as usize - 1) * PAGE as usize;
-    raw[at..at + PAGE as usize].to_vec()
-}
-
-fn write_at(path: &Path, page: u32, offset: usize, bytes: &[u8]) {
-    let file = OpenOptions::new().write(true).open(path).unwrap();
-    let at = u64::from(page - 1) * u64::from(PAGE) + offset as u64;
-    file.write_all_at(bytes, at).unwrap();
-}
-
-/// Offset in `page` of the 4-byte child pointer of interior cell `i`.
-fn child_pointer_offset(path: &Path, page: u32, i: usize) -> usize {
-    let bytes = read_page(path, page);
-    assert_eq!(bytes[0], 0x05, "page {page} is not interior");
-    usize::from(u16::from_be_bytes([bytes[12 + 2 * i], bytes[13 + 2 * i]]))
-}
-
 /// A fresh in-order file, its deferred plan with one parent per share allowed, and the
 /// leaf-parent level.
 fn damaged_sample() -> (TempDir, PathBuf, Vec<u32>) {
@@ -166,20 +144,25 @@ fn damaged_sample() -> (TempDir, PathBuf, Vec<u32>) {
     (dir, path, parents)
 }
 
-/// Plans `path` for a scan and reads two shares; expects one of them to fail naming the file
-/// and `page` with `needle` in its message.
-fn expect_share_error(path: &Path, page: u32, needle: &str) {
+/// The errors of reading two shares of a scan plan of `path` that splits by parents however
+/// few there are.
+fn share_errors(path: &Path) -> Vec<String> {
     let mut plan = TablePlan::open_for_scan(path, "t").unwrap();
     plan.leaf_parents
         .as_mut()
         .unwrap()
         .set_min_parents_per_share(1);
-    let errors: Vec<String> = plan
-        .shares(&[1, 1], false)
+    plan.shares(&[1, 1], false)
         .unwrap()
         .into_iter()
         .filter_map(|s| s.leaves().err().map(|e| e.to_string()))
-        .collect();
+        .collect()
+}
+
+/// Expects reading two shares of a scan plan of `path` to fail, naming the file and `page`
+/// with `needle` in the message.
+fn expect_share_error(path: &Path, page: u32, needle: &str) {
+    let errors = share_errors(path);
     let text = errors.first().expect("damage went unnoticed");
     assert!(text.starts_with(&path.display().to_string()), "{text}");
     assert!(text.contains(&format!(": page {page}: ")), "{text}");
@@ -194,23 +177,11 @@ fn damage_in_the_leaf_parent_level_is_found_by_the_share_reading_it() {
     let at = child_pointer_offset(&path, first, 0);
     let child = read_page(&path, first)[at..at + 4].to_vec();
     write_at(&path, late, child_pointer_offset(&path, late, 1), &child);
-    let mut plan = TablePlan::open_for_scan(&path, "t").unwrap();
-    plan.leaf_parents
-        .as_mut()
-        .unwrap()
-        .set_min_parents_per_share(1);
-    let results: Vec<_> = plan
-        .shares(&[1, 1], false)
-        .unwrap()
-        .into_iter()
-        .map(Share::leaves)
-        .collect();
     // Whichever share claimed the page second reports it, naming its own parent.
-    let text = results
-        .iter()
-        .find_map(|r| r.as_ref().err())
-        .expect("a page with two parents went unnoticed")
-        .to_string();
+    let errors = share_errors(&path);
+    let text = errors
+        .first()
+        .expect("a page with two parents went unnoticed");
     assert!(text.contains("two parents"), "{text}");
     assert!(
         text.contains(&format!(": page {first}: ")) || text.contains(&format!(": page {late}: ")),
