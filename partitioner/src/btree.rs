@@ -189,9 +189,27 @@ fn push_interior_children(
     page: u32,
     buf: &[u8],
     header: &BtreePageHeader,
+    claim: impl FnMut(u32) -> bool,
+    children: &mut Vec<u32>,
+) -> Result<()> {
+    push_children_in(file, page, buf, header, None, claim, children)
+}
+
+/// [`push_interior_children`] keeping only the children whose rowids can lie in `rowids`
+/// (inclusive; every child when `None`): child `i` of a table interior page holds the rowids
+/// above cell `i - 1`'s key up to cell `i`'s key, the right child those above the last key
+/// (btree.c's `sqlite3BtreeTableMoveto` goes left on an equal key).
+fn push_children_in(
+    file: &PageFile,
+    page: u32,
+    buf: &[u8],
+    header: &BtreePageHeader,
+    rowids: Option<(i64, i64)>,
     mut claim: impl FnMut(u32) -> bool,
     children: &mut Vec<u32>,
 ) -> Result<()> {
+    // The key of the cell before the current one: the current child's rowids are above it.
+    let mut below: Option<i64> = None;
     let db = file.header();
     let offset = btree_header_offset(page);
     let usable = db.usable_size() as usize;
@@ -209,11 +227,21 @@ fn push_interior_children(
             let child = be_u32(buf, cell)
                 .filter(|_| cell + 4 <= usable)
                 .ok_or_else(|| file.corrupt(page, format!("cell {i} runs past the usable page")))?;
-            buf.get(cell + 4..usable)
+            let (key, _) = buf
+                .get(cell + 4..usable)
                 .and_then(read_varint)
                 .ok_or_else(|| file.corrupt(page, format!("cell {i}: key runs past the page")))?;
+            // A rowid is a signed 64-bit integer, stored as its two's complement.
+            let key = key as i64;
+            let above = below.replace(key);
+            if rowids.is_some_and(|(lo, hi)| key < lo || above.is_some_and(|a| a >= hi)) {
+                continue;
+            }
             child
         } else {
+            if rowids.is_some_and(|(_, hi)| below.is_some_and(|b| b >= hi)) {
+                continue;
+            }
             header.right_child.unwrap_or(0)
         };
         // Named only when something is wrong: 200,000 children per GB of table.
@@ -245,6 +273,27 @@ pub fn walk_table(file: &PageFile, root: u32, check: LeafCheck) -> Result<TableT
         walk.descend(first)?;
     }
     walk.finish(check)
+}
+
+/// [`walk_table`] keeping only the subtrees that can hold a rowid in `lo..=hi`: the pages a
+/// SQLite cursor seeking that range visits (with [`LeafCheck::First`], the first and last of
+/// the leaves found are read). Pages outside the range are not read, so damage there goes
+/// unnoticed, as it does for SQLite. No leaf when no subtree can hold the range.
+pub fn walk_rowids(file: &PageFile, root: u32, lo: i64, hi: i64) -> Result<TableTree> {
+    let mut walk = Walker::new(file, root)?;
+    walk.rowids = Some((lo, hi));
+    while let Some(first) = walk.probe()? {
+        walk.descend(first)?;
+        if walk.level.is_empty() {
+            return Ok(TableTree {
+                root_page: root,
+                leaves: Vec::new(),
+                interior_pages: walk.interior_pages,
+                depth: walk.depth,
+            });
+        }
+    }
+    walk.finish(LeafCheck::First)
 }
 
 /// The pages of a table b-tree down to its leaf-parent level, which is listed but not read
@@ -353,6 +402,8 @@ struct Walker<'a> {
     level: Vec<u32>,
     /// The current level's depth (1: the root).
     depth: u32,
+    /// Only the subtrees that can hold these rowids are walked ([`walk_rowids`]).
+    rowids: Option<(i64, i64)>,
 }
 
 impl<'a> Walker<'a> {
@@ -374,6 +425,7 @@ impl<'a> Walker<'a> {
             interior_pages: Vec::new(),
             level: vec![root],
             depth: 1,
+            rowids: None,
         })
     }
 
@@ -450,12 +502,14 @@ impl<'a> Walker<'a> {
                 return Err(uneven(file, page, self.depth, "a leaf", "interior pages"));
             }
             let seen = &mut self.seen;
-            push_interior_children(
+            let claim = |p| seen.insert(p);
+            push_children_in(
                 file,
                 page,
                 &self.buf,
                 &header,
-                |p| seen.insert(p),
+                self.rowids,
+                claim,
                 &mut next,
             )?;
             self.interior_pages.push(page);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::affinity::Affinity;
 use crate::btree::{
-    table_page_header, walk_table, walk_upper, LeafCheck, PageSet, TableTree, Walk,
+    table_page_header, walk_rowids, walk_table, walk_upper, LeafCheck, PageSet, TableTree, Walk,
 };
 use crate::cell::{follow_overflow_chain, TableLeafCell};
 use crate::create_table::{CreateTable, Generated};
@@ -171,6 +171,24 @@ impl TablePlan {
         self.leaves = leaves;
         self.key_order = key_order;
         self.depth = tree.depth;
+    }
+
+    /// This plan restricted to the leaves that can hold a rowid in `lo..=hi`, found by walking
+    /// only the subtrees whose keys admit the range (see [`crate::btree::walk_rowids`]), in
+    /// the plan's snapshot: what SQLite's planner reads for `WHERE rowid BETWEEN lo AND hi`
+    /// instead of the whole table. Rows outside the range may remain on the leaves kept (a
+    /// leaf's rows are not split); a scan still filters every row. No leaf when `lo > hi`.
+    pub fn restrict_to_rowids(&self, lo: i64, hi: i64) -> Result<Self> {
+        let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
+        self.check_same_as(&file)?;
+        let mut plan = self.clone();
+        plan.leaf_parents = None;
+        let mut tree = walk_rowids(&file, self.table.root_page, lo, hi)?;
+        if lo > hi {
+            tree.leaves.clear();
+        }
+        plan.set_tree(tree);
+        Ok(plan)
     }
 
     /// Cuts the table into one share per weight for a scan, as [`TablePlan::split`] (or, with

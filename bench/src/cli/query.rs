@@ -9,7 +9,6 @@ use anyhow::Context;
 use clap::Args;
 use engine::query::{run_query_rendered, run_query_streaming, QueryError, RowRender};
 use engine::ScanReport;
-use partitioner::TablePlan;
 
 use super::query_output::{Format, FormatRender, RowWriter};
 use super::scan_setup::{scan_setup, ScanArgs};
@@ -55,9 +54,10 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     let result = engine::consistent(
         &args.db,
         || {
-            first
-                .take()
-                .map_or_else(|| TablePlan::open_for_scan(&args.db, &table), Ok)
+            first.take().map_or_else(
+                || bench::sql::plan_table(&args.db, &table, &planned.query),
+                Ok,
+            )
         },
         |plan| match if args.format == Format::Table {
             run_query_streaming(plan, planned.query.clone(), &settings, &executors, |row| {

@@ -24,5 +24,5 @@ pub mod text;
 
 pub use error::SqlError;
 
-pub use plan::{plan_query, PlannedQuery};
+pub use plan::{plan_query, plan_table, PlannedQuery};
 pub use text::{q6_sql, quote_identifier, Q6Select};

@@ -138,7 +138,25 @@ pub fn plan_query(db: &Path, sql: &str) -> Result<PlannedQuery, SqlError> {
     };
     let table = TablePlan::open_for_scan(db, &name)?;
     let query = plan_select(&table, alias.as_deref(), select, query, sql)?;
+    let table = restrict(table, &query)?;
     Ok(PlannedQuery { table, query })
+}
+
+/// Plans table `name` of `db` for a scan of `query` (planned on an earlier plan of the same
+/// table): what [`plan_query`] does again when a database read without SQLite's locks changed
+/// and the scan is retried.
+pub fn plan_table(db: &Path, name: &str, query: &QueryPlan) -> partitioner::Result<TablePlan> {
+    restrict(TablePlan::open_for_scan(db, name)?, query)
+}
+
+/// The table's plan cut down to the leaves that can hold the rowids the query's `WHERE`
+/// admits ([`QueryPlan::rowid_range`]), as SQLite seeks a rowid or a rowid range instead of
+/// scanning: `WHERE rowid = 7` reads a root-to-leaf path, not the table.
+fn restrict(table: TablePlan, query: &QueryPlan) -> partitioner::Result<TablePlan> {
+    match query.rowid_range() {
+        Some((lo, hi)) => table.restrict_to_rowids(lo, hi),
+        None => Ok(table),
+    }
 }
 
 /// One output column before resolution.

@@ -315,4 +315,143 @@ impl QueryPlan {
     pub fn keep(&self) -> Option<u64> {
         self.limit.map(|l| l.saturating_add(self.offset))
     }
+
+    /// The inclusive range of rowids outside which no row can satisfy the `WHERE` clause,
+    /// from its top-level `AND` terms that compare the rowid (or an `INTEGER PRIMARY KEY`)
+    /// with an integer literal (`=`, `IS`, `<`, `<=`, `>`, `>=`, `BETWEEN`, either way round);
+    /// `None` when no term bounds it. A row the filter accepts makes every such term true, so
+    /// its rowid is in the range: a scan may skip the leaves outside it, as SQLite's planner
+    /// seeks to the range instead of scanning the table. (Terms with a real or text literal
+    /// are not used: the range only ever narrows what is read; the filter still decides.)
+    pub fn rowid_range(&self) -> Option<(i64, i64)> {
+        let mut terms = Vec::new();
+        let mut stack: Vec<&Expr> = self.filter.iter().collect();
+        while let Some(e) = stack.pop() {
+            match e {
+                Expr::And(a, b) => stack.extend([a.as_ref(), b.as_ref()]),
+                other => terms.push(other),
+            }
+        }
+        let is_rowid = |e: &Expr| matches!(e, Expr::Column(i) if matches!(self.columns.get(*i), Some(ColumnRead::Rowid)));
+        let (mut lo, mut hi, mut bounded) = (i64::MIN, i64::MAX, false);
+        for term in terms {
+            let Expr::Compare {
+                op, left, right, ..
+            } = term
+            else {
+                continue;
+            };
+            // rowid OP n, or n OP rowid with the operator mirrored.
+            let (op, n) = match (left.as_ref(), right.as_ref()) {
+                (l, Expr::Literal(Value::Integer(n))) if is_rowid(l) => (*op, *n),
+                (Expr::Literal(Value::Integer(n)), r) if is_rowid(r) => match op {
+                    CmpOp::Lt => (CmpOp::Gt, *n),
+                    CmpOp::Le => (CmpOp::Ge, *n),
+                    CmpOp::Gt => (CmpOp::Lt, *n),
+                    CmpOp::Ge => (CmpOp::Le, *n),
+                    other => (*other, *n),
+                },
+                _ => continue,
+            };
+            let (l, h) = match op {
+                CmpOp::Eq | CmpOp::Is => (n, n),
+                CmpOp::Lt => match n.checked_sub(1) {
+                    Some(h) => (i64::MIN, h),
+                    None => return Some((1, 0)),
+                },
+                CmpOp::Le => (i64::MIN, n),
+                CmpOp::Gt => match n.checked_add(1) {
+                    Some(l) => (l, i64::MAX),
+                    None => return Some((1, 0)),
+                },
+                CmpOp::Ge => (n, i64::MAX),
+                _ => continue,
+            };
+            (lo, hi, bounded) = (lo.max(l), hi.min(h), true);
+        }
+        bounded.then_some((lo, hi))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan reading the rowid (slot 0) and a record column (slot 1), filtered by `filter`.
+    fn plan(filter: Option<Expr>) -> QueryPlan {
+        QueryPlan {
+            columns: vec![
+                ColumnRead::Rowid,
+                ColumnRead::Record {
+                    position: 0,
+                    default: Ok(Value::Null),
+                    real_affinity: false,
+                },
+            ],
+            constant_terms: Vec::new(),
+            filter,
+            shape: Shape::Rows {
+                outputs: vec![Expr::Column(0)],
+            },
+            order_by: Vec::new(),
+            backward: false,
+            limit: None,
+            offset: 0,
+            names: vec!["rowid".into()],
+        }
+    }
+
+    fn cmp(op: CmpOp, left: Expr, right: Expr) -> Expr {
+        Expr::Compare {
+            op,
+            left: Box::new(left),
+            right: Box::new(right),
+            affinity: Some(Affinity::Numeric),
+            collation: Collation::Binary,
+        }
+    }
+
+    fn int(n: i64) -> Expr {
+        Expr::Literal(Value::Integer(n))
+    }
+
+    fn and(a: Expr, b: Expr) -> Expr {
+        Expr::And(Box::new(a), Box::new(b))
+    }
+
+    #[test]
+    fn rowid_range_comes_from_top_level_integer_comparisons_only() {
+        let rowid = || Expr::Column(0);
+        let range = |f: Expr| plan(Some(f)).rowid_range();
+        assert_eq!(plan(None).rowid_range(), None);
+        assert_eq!(range(cmp(CmpOp::Eq, rowid(), int(7))), Some((7, 7)));
+        assert_eq!(range(cmp(CmpOp::Is, int(7), rowid())), Some((7, 7)));
+        assert_eq!(range(cmp(CmpOp::Lt, rowid(), int(7))), Some((i64::MIN, 6)));
+        assert_eq!(range(cmp(CmpOp::Lt, int(7), rowid())), Some((8, i64::MAX)));
+        assert_eq!(range(cmp(CmpOp::Ge, int(7), rowid())), Some((i64::MIN, 7)));
+        // Nothing below the smallest rowid or above the largest.
+        assert_eq!(range(cmp(CmpOp::Lt, rowid(), int(i64::MIN))), Some((1, 0)));
+        assert_eq!(range(cmp(CmpOp::Gt, rowid(), int(i64::MAX))), Some((1, 0)));
+        // BETWEEN, nested ANDs, and a term on another column beside them.
+        let other = cmp(CmpOp::Gt, Expr::Column(1), int(100));
+        let between = and(
+            cmp(CmpOp::Ge, rowid(), int(10)),
+            cmp(CmpOp::Le, rowid(), int(20)),
+        );
+        assert_eq!(range(and(other.clone(), between.clone())), Some((10, 20)));
+        let tighter = and(between.clone(), cmp(CmpOp::Gt, int(15), rowid()));
+        assert_eq!(range(tighter), Some((10, 14)));
+        // Not used: OR, NOT, <>, a real or text literal, another column, a computed rowid.
+        let or = Expr::Or(Box::new(between.clone()), Box::new(other.clone()));
+        assert_eq!(range(or), None);
+        assert_eq!(range(Expr::Not(Box::new(between))), None);
+        assert_eq!(range(cmp(CmpOp::Ne, rowid(), int(7))), None);
+        let real = Expr::Literal(Value::Real(7.5));
+        assert_eq!(range(cmp(CmpOp::Lt, rowid(), real)), None);
+        let text = Expr::Literal(Value::Text(b"7".to_vec()));
+        assert_eq!(range(cmp(CmpOp::Eq, rowid(), text)), None);
+        assert_eq!(range(other), None);
+        let sum = Expr::Arith(ArithOp::Add, Box::new(rowid()), Box::new(int(1)));
+        assert_eq!(range(cmp(CmpOp::Eq, sum, int(7))), None);
+    }
 }
