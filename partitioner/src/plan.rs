@@ -183,10 +183,17 @@ impl TablePlan {
         self.check_same_as(&file)?;
         let mut plan = self.clone();
         plan.leaf_parents = None;
-        let mut tree = walk_rowids(&file, self.table.root_page, lo, hi)?;
-        if lo > hi {
-            tree.leaves.clear();
-        }
+        let tree = if lo > hi {
+            // No rowid can match: nothing to walk.
+            TableTree {
+                root_page: self.table.root_page,
+                leaves: Vec::new(),
+                interior_pages: Vec::new(),
+                depth: self.depth,
+            }
+        } else {
+            walk_rowids(&file, self.table.root_page, lo, hi)?
+        };
         plan.set_tree(tree);
         Ok(plan)
     }
@@ -301,9 +308,10 @@ impl TablePlan {
     }
 
     /// Whether the leaves in b-tree order are in page-number order (the table is not
-    /// fragmented): then file order is rowid order.
+    /// fragmented): then file order is rowid order. `false` for a plan that left its
+    /// leaf-parent level to the scan: its leaves' order is not known yet.
     pub fn leaves_in_file_order(&self) -> bool {
-        self.key_order.is_none()
+        self.key_order.is_none() && self.leaf_parents.is_none()
     }
 
     /// The declaration index of column `name` (ASCII case-insensitive), or an
