@@ -30,7 +30,7 @@ use rusqlite::Connection;
 use tpchgen::generators::{LineItem, LineItemGenerator};
 
 use crate::gen::{self, date_text, decimal, GenOptions, TableSelection};
-use crate::sql::quote_identifier;
+use crate::text::quote_identifier;
 
 /// The TPC-H scale factor of every layout's rows.
 pub const SCALE_FACTOR: f64 = 0.002;

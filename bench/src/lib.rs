@@ -1,13 +1,13 @@
 //! # bench: test data, the SQLite oracle and the experiments behind the `corescan` binary
 //!
-//! `bench` is the library half of the `corescan` command line. It owns everything that talks to
-//! SQLite itself (the scan engine never does):
+//! `bench` is what the `corescan` command line (the `corescan` package) measures and checks
+//! with. It owns everything that talks to SQLite itself (the scan engine never does):
 //!
 //! - [`gen`] writes TPC-H databases in the common TPC-H SQLite layout from the `tpchgen` crate
 //!   ([`gen::generate`] behind `corescan gen`): upper-case names, `DECIMAL(15,2)` money columns
 //!   stored as an integer when the value has no fraction and as a REAL otherwise, dates as
 //!   `'YYYY-MM-DD'` text;
-//! - [`sql`] renders the TPC-H Q6 text once, for every engine that runs it (the oracle,
+//! - [`text`] renders the TPC-H Q6 text once, for every engine that runs it (the oracle,
 //!   SQLite, the `sqlite3` shell, DuckDB, Turso);
 //! - [`oracle`] answers TPC-H Q6 exactly through SQLite ([`oracle::q6`]), the reference every
 //!   engine answer is compared with;
@@ -28,4 +28,4 @@ pub mod experiments;
 pub mod gen;
 pub mod layouts;
 pub mod oracle;
-pub mod sql;
+pub mod text;

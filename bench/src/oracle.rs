@@ -2,7 +2,7 @@
 //!
 //! The oracle opens the file read-only and immutable (SQLite takes no locks and never writes,
 //! not even a journal), and runs the real Q6 query on the stored values: the text
-//! [`crate::sql::q6_sql`] renders for every engine (parameters as literals: the ship-date window
+//! [`crate::text::q6_sql`] renders for every engine (parameters as literals: the ship-date window
 //! as `'YYYY-MM-DD'` text, the discount bounds as computed decimals such as `0.05` and `0.07`,
 //! the quantity as TPC-H writes it), selecting the row count and the revenue summed in
 //! integers, `round(price * 100) * round(discount * 100)`, so the result is an exact count of
@@ -18,8 +18,8 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use engine::q6::{format_ten_thousandths as format_revenue, Q6Params};
 
-pub use crate::sql::quote_identifier;
-use crate::sql::{q6_sql, Q6Select};
+pub use crate::text::quote_identifier;
+use crate::text::{q6_sql, Q6Select};
 
 /// The oracle's Q6 result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -3,7 +3,7 @@
 //!
 //! - **Probing** never installs anything: [`probe_sqlite3`] and [`probe_python_module`] say
 //!   what is there, or why not, so the command can print what it skips.
-//! - **The SQL** is the one [`crate::sql::q6_sql`] renders for every engine: TPC-H Q6 with the
+//! - **The SQL** is the one [`crate::text::q6_sql`] renders for every engine: TPC-H Q6 with the
 //!   parameters substituted as literals (the discount bounds as computed decimals, `0.05` and
 //!   `0.07`).
 //! - **DuckDB** reads its own copy of the table ([`duckdb_copy`]): exported from SQLite to
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ExperimentError, Result};
 use crate::oracle;
-use crate::sql::quote_identifier;
+use crate::text::quote_identifier;
 
 /// The Python side of the peers: probes a module, builds the DuckDB copy, runs Q6 in DuckDB or
 /// Turso and prints one JSON object with the answer and the seconds from opening the database

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | corescan | the SQLite file, defaults (`--io auto`, one executor per CPU) | exact |
 //! | SQLite (rusqlite) | the same file, in-process, the same Q6 with the oracle's integer sum | exact |
-//! | `sqlite3` CLI | the same file, read-only, standard Q6 ([`crate::sql::q6_sql`]) | float |
+//! | `sqlite3` CLI | the same file, read-only, standard Q6 ([`crate::text::q6_sql`]) | float |
 //! | DuckDB (`duckdb`) | its own `.duckdb` copy of the table, `DECIMAL(15,2)` columns | exact decimal |
 //! | Turso (`pyturso`) | a private copy of the file (Turso writes to what it opens) | float |
 //!
@@ -34,7 +34,7 @@ use super::{
     ExperimentError, Result, Spread,
 };
 use crate::oracle::{self, OracleAnswer};
-use crate::sql::{q6_sql, Q6Select};
+use crate::text::{q6_sql, Q6Select};
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,7 +13,7 @@ use clap::{Args, Subcommand};
 use engine::{IoChoice, Q6Params};
 use partitioner::topology::IoMode;
 
-use super::{IoArg, SqpollArg};
+use crate::args::{IoArg, SqpollArg};
 
 /// Arguments of `corescan bench`.
 #[derive(Debug, Args)]
@@ -42,10 +42,10 @@ enum Experiment {
     /// Consecutive Q6 scans while a writer process commits and checkpoints, in both journal
     /// modes and with every backend: answered, retried, refused, wrong, and the writer's
     /// commits and waits.
-    Live(super::live::LiveArgs),
+    Live(crate::live::LiveArgs),
     /// The writer of `bench live` (commits until standard input closes).
     #[command(hide = true)]
-    LiveWriter(super::live::LiveWriterArgs),
+    LiveWriter(crate::live::LiveWriterArgs),
 }
 
 /// Cold or warm runs.
@@ -243,8 +243,8 @@ fn parse_counts(s: &str) -> Result<Counts, String> {
 /// Runs `corescan bench`.
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.experiment {
-        Experiment::Live(a) => super::live::run(a)?,
-        Experiment::LiveWriter(a) => super::live::run_writer_process(a)?,
+        Experiment::Live(a) => crate::live::run(a)?,
+        Experiment::LiveWriter(a) => crate::live::run_writer_process(a)?,
         Experiment::Scale(a) => {
             let opts = ScaleOptions {
                 experiment: "scale",

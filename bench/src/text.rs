@@ -23,7 +23,7 @@
 //!   affinity SQLite compares them as text (`'24'`), exactly as it does for this query typed
 //!   into the `sqlite3` shell.
 //!
-//! Nothing here imports another module of this crate. (Re-exported from [`crate::sql`].)
+//! Nothing here imports another module of this crate.
 
 use engine::q6::format_hundredths;
 use engine::Q6Params;

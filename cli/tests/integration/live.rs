@@ -123,10 +123,10 @@ fn commands_during_writes(journal: Journal) {
         assert_eq!(r["snapshot"]["protocol"], protocol, "{io}: {r}");
         assert_eq!(r["snapshot"]["attempts"], 1, "{io}: {r}");
         // The general query path takes the same locks: Q6 as SQL, its report on stderr.
-        let sql = bench::sql::q6_sql(
+        let sql = bench::text::q6_sql(
             "lineitem",
             &Q6Params::default(),
-            bench::sql::Q6Select::Revenue,
+            bench::text::Q6Select::Revenue,
         );
         let run = corescan([
             "query".as_ref(),

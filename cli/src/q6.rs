@@ -5,12 +5,12 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use bench::sql::{q6_sql, Q6Select};
+use bench::text::{q6_sql, Q6Select};
 use clap::Args;
 use engine::{run_q6, Q6Params, ScanReport};
 use partitioner::TablePlan;
 
-use super::scan_setup::{scan_setup, ScanArgs};
+use crate::scan_setup::{scan_setup, ScanArgs};
 
 /// Arguments of `corescan q6`.
 #[derive(Debug, Args)]

@@ -1,7 +1,26 @@
-//! The `corescan` binary: a thin entry point over [`cli::command`], which parses the command line, runs
-//! the subcommand and turns every error into one `error:` line and an exit status.
+//! # corescan: the command line
+//!
+//! The `corescan` binary: [`command`] (the clap definition, the dispatch to one module per
+//! subcommand and the error contract: one `error:` line and an exit status) on top of one module
+//! per subcommand, which share the arguments of [`args`] (`--io`, `--sqpoll`,
+//! `--cores`/`--cpus`). The work itself is in the libraries: `partitioner` (what to read),
+//! `engine` (how to read it and what to compute), `corescan-sql` (SQL text to a query plan) and
+//! `bench` (data generation, the SQLite oracle, experiments).
+//!
+//! Dependencies run one way: `command` imports the subcommand modules, they import `args`, and
+//! `args` imports neither.
 
-mod cli;
+mod args;
+mod bench;
+mod command;
+mod explain;
+mod gen;
+mod live;
+mod q6;
+mod query;
+mod query_output;
+mod scan_setup;
+mod topology;
 
 /// Large allocations (glommio's registered I/O memory among them) on transparent huge pages,
 /// so each direct read is one physically contiguous segment for the device.
@@ -25,5 +44,5 @@ fn main() -> std::process::ExitCode {
         // can read the environment concurrently). A user's own setting is left alone.
         unsafe { std::env::set_var("HWLOC_PLUGINS_BLACKLIST", UNUSED_HWLOC_PLUGINS) };
     }
-    cli::command::main()
+    command::main()
 }

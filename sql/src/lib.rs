@@ -1,3 +1,5 @@
+//! # corescan-sql: SQL text to a query plan
+//!
 //! The SQL front end of `corescan query`: parses one `SELECT` with `sqlparser` (SQLite
 //! dialect), refuses what a single-table scan cannot answer with one message naming the
 //! construct, and plans the rest against the table's schema into the engine's
@@ -9,9 +11,7 @@
 //! terms by output alias or position (`position.rs`: an `ORDER BY` name is an alias before it is
 //! a column, any other name a column first). Output column names are SQLite's: the alias, a
 //! column's declared name, or the expression's text as written.
-//!
-//! The other direction, SQL text this crate sends to SQLite and its peers (TPC-H Q6), is
-//! [`text`].
+#![deny(missing_docs)]
 
 mod aggregate;
 mod error;
@@ -20,9 +20,7 @@ mod order;
 mod plan;
 mod position;
 mod source;
-pub mod text;
 
 pub use error::SqlError;
 
 pub use plan::{plan_query, plan_table, PlannedQuery};
-pub use text::{q6_sql, quote_identifier, Q6Select};

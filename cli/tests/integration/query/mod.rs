@@ -76,7 +76,7 @@ pub fn settings(io: IoBackend, readahead: u32) -> ScanSettings {
 /// it: streamed during the scan for a plain projection without `ORDER BY`, collected and
 /// merged for the others.
 pub fn corescan_answer(path: &Path, sql: &str, settings: &ScanSettings, cores: usize) -> Answer {
-    let planned = bench::sql::plan_query(path, sql).map_err(|e| e.to_string())?;
+    let planned = corescan_sql::plan_query(path, sql).map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     let out = run_query_streaming(
         &planned.table,
@@ -95,7 +95,7 @@ pub fn corescan_answer(path: &Path, sql: &str, settings: &ScanSettings, cores: u
 /// corescan's answer through the collect-everything path ([`run_query`]: every executor's
 /// rows merged and sorted by rowid at the end).
 pub fn collected_answer(path: &Path, sql: &str, settings: &ScanSettings, cores: usize) -> Answer {
-    let planned = bench::sql::plan_query(path, sql).map_err(|e| e.to_string())?;
+    let planned = corescan_sql::plan_query(path, sql).map_err(|e| e.to_string())?;
     let out = run_query(&planned.table, planned.query, settings, &spread(cores))
         .map_err(|e| e.to_string())?;
     Ok((out.names, out.rows))

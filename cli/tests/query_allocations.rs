@@ -47,7 +47,7 @@ fn allocations_of(db: &Path, sql: &str, io: IoBackend) -> (u64, u64) {
         sqpoll: SqpollMode::Off,
     };
     let before = counting::allocations();
-    let planned = bench::sql::plan_query(db, sql).unwrap();
+    let planned = corescan_sql::plan_query(db, sql).unwrap();
     let out = run_query(&planned.table, planned.query, &settings, &spread(2)).unwrap();
     let used = counting::allocations() - before;
     let report = out.report;

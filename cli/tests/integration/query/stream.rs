@@ -152,7 +152,7 @@ fn limit_ends_the_scan_early() {
     let db = scratch_dir("stream-limit").join("big.db");
     fragmented(&db, 1024, 12_000, false);
     let sql = "SELECT rowid, x FROM a LIMIT 10";
-    let planned = bench::sql::plan_query(&db, sql).unwrap();
+    let planned = corescan_sql::plan_query(&db, sql).unwrap();
     // The query's plan may leave its leaf-parent level to the scan: count the leaves apart.
     let leaves = partitioner::TablePlan::open(&db, "a").unwrap().leaves.len() as u64;
     for cores in [1, 2] {
@@ -296,7 +296,7 @@ fn a_large_projection_does_not_hold_the_table() {
 fn the_first_rows_come_before_the_scan_ends() {
     let db = scratch_dir("stream-first-rows").join("rows.db");
     fragmented(&db, 4096, 40_000, false);
-    let planned = bench::sql::plan_query(&db, "SELECT rowid, x, y FROM a").unwrap();
+    let planned = corescan_sql::plan_query(&db, "SELECT rowid, x, y FROM a").unwrap();
     let started = std::time::Instant::now();
     let mut first: Option<std::time::Duration> = None;
     let out = run_query_streaming(
@@ -377,7 +377,7 @@ fn queries_whose_executors_read_the_leaf_parents_answer_as_sqlite() {
         ] {
             for cores in [1, 2, 3] {
                 let what = format!("{sql} ({io:?}, {cores} cores)");
-                let mut planned = bench::sql::plan_query(&db, sql).unwrap();
+                let mut planned = corescan_sql::plan_query(&db, sql).unwrap();
                 let parents = planned
                     .table
                     .leaf_parents
@@ -474,7 +474,7 @@ fn rowid_bounds_read_only_the_leaves_that_can_hold_them() {
     }
     // One rowid: a root-to-leaf path (one leaf, perhaps one overflow page), whatever the
     // table's size.
-    let planned = bench::sql::plan_query(&db, "SELECT * FROM a WHERE rowid = 4321").unwrap();
+    let planned = corescan_sql::plan_query(&db, "SELECT * FROM a WHERE rowid = 4321").unwrap();
     assert_eq!(planned.table.leaves.len(), 1);
     let out = engine::query::run_query(
         &planned.table,

@@ -22,7 +22,7 @@ use partitioner::topology::{
     MAX_READAHEAD,
 };
 
-use super::{parse_cpu_list, CpuList, IoArg, SqpollArg};
+use crate::args::{parse_cpu_list, CpuList, IoArg, SqpollArg};
 
 /// Arguments of `corescan topology`.
 #[derive(Debug, Args)]

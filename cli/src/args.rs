@@ -1,20 +1,5 @@
-//! The command line: [`command`] (the clap definition, the dispatch to one module per
-//! subcommand and the error contract) on top of one module per subcommand, which share the
-//! arguments defined here (`--io`, `--sqpoll`, `--cores`/`--cpus`).
-//!
-//! Dependencies run one way: `command` imports the subcommand modules, they import this
-//! module's shared arguments, and this module imports neither.
-
-mod bench;
-pub mod command;
-mod explain;
-mod gen;
-mod live;
-mod q6;
-mod query;
-mod query_output;
-mod scan_setup;
-mod topology;
+//! The arguments the subcommands share (`--io`, `--sqpoll`, `--cores`/`--cpus`). This module
+//! imports no other module of the binary.
 
 use clap::{Args, ValueEnum};
 use partitioner::topology::{plan_executors, IoMode, Machine, SqpollPolicy};

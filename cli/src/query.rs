@@ -1,4 +1,4 @@
-//! `corescan query DB SQL`: one `SELECT` over one table, planned by [`bench::sql`] and run
+//! `corescan query DB SQL`: one `SELECT` over one table, planned by [`corescan_sql`] and run
 //! with one pinned executor per CPU; rows on stdout in the `sqlite3` shell's output modes,
 //! and with `--report` the I/O report on stderr.
 
@@ -10,8 +10,8 @@ use clap::Args;
 use engine::query::{run_query_rendered, run_query_streaming, QueryError, RowRender};
 use engine::ScanReport;
 
-use super::query_output::{Format, FormatRender, RowWriter};
-use super::scan_setup::{scan_setup, ScanArgs};
+use crate::query_output::{Format, FormatRender, RowWriter};
+use crate::scan_setup::{scan_setup, ScanArgs};
 
 /// Arguments of `corescan query`.
 #[derive(Debug, Args)]
@@ -33,7 +33,7 @@ pub struct QueryArgs {
 
 /// Runs `corescan query`.
 pub fn run(args: QueryArgs) -> anyhow::Result<()> {
-    let planned = bench::sql::plan_query(&args.db, &args.sql)?;
+    let planned = corescan_sql::plan_query(&args.db, &args.sql)?;
     let (executors, settings) = scan_setup(&args.scan, planned.table.header.page_size)?;
     // The first plan is the first attempt; a database read without SQLite's locks that changed
     // meanwhile is planned and scanned again (engine::consistent), as for q6. An error
@@ -55,7 +55,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         &args.db,
         || {
             first.take().map_or_else(
-                || bench::sql::plan_table(&args.db, &table, &planned.query),
+                || corescan_sql::plan_table(&args.db, &table, &planned.query),
                 Ok,
             )
         },
@@ -98,7 +98,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
             json["stream_wait_s"] = serde_json::json!(waited);
             eprintln!("{json}");
         } else {
-            let text = super::q6::human(&ScanReport::from_run(out.report, String::new(), rows));
+            let text = crate::q6::human(&ScanReport::from_run(out.report, String::new(), rows));
             // The Q6 report without its revenue line; "matched" counts result rows here.
             for line in text.lines().skip(1) {
                 let line = if line.starts_with("rows ") {

@@ -231,7 +231,7 @@ fn print_sql_is_the_q6_text_every_engine_runs() {
     let params = engine::Q6Params::parse("1994-01-01", "0.07", "24").unwrap();
     assert_eq!(
         sql,
-        bench::sql::q6_sql("LINEITEM", &params, bench::sql::Q6Select::Revenue)
+        bench::text::q6_sql("LINEITEM", &params, bench::text::Q6Select::Revenue)
     );
     // SQLite running that text gives the oracle's answer (as a float).
     let revenue: f64 = crate::open(db).query_row(sql, [], |r| r.get(0)).unwrap();

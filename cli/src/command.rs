@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use super::{bench, explain, gen, q6, query, topology};
+use crate::{bench, explain, gen, q6, query, topology};
 
 /// Thread-per-core table scans of SQLite-format files: TPC-H Q6 and single-table SELECT queries,
 /// with the answers SQLite gives.

@@ -9,7 +9,7 @@ use clap::Args;
 use engine::{ExecutorSpec, ScanSettings, SqpollMode};
 use partitioner::topology::{IoMode, Machine, Topology};
 
-use super::{CpuArgs, IoArg, SqpollArg};
+use crate::args::{CpuArgs, IoArg, SqpollArg};
 
 /// The scan options of `q6` and `query`, as given on the command line (each `None` when not
 /// given): flattened into both commands' arguments.

@@ -13,7 +13,7 @@ use clap::Args;
 use partitioner::TablePlan;
 use serde::Serialize;
 
-use super::CpuArgs;
+use crate::args::CpuArgs;
 
 /// Arguments of `corescan explain`.
 #[derive(Debug, Args)]

@@ -530,7 +530,7 @@ fn constant_folding_keeps_sqlite_answers() {
     let overflow = "SELECT CASE WHEN i IS NOT NULL THEN abs(-9223372036854775808) END FROM t";
     assert!(super::sqlite_answer(db, overflow).is_err());
     check_error(db, overflow, "integer overflow");
-    let planned = bench::sql::plan_query(
+    let planned = corescan_sql::plan_query(
         db,
         "SELECT count(*) FROM t WHERE s <= date('1998-12-01', '-90 day')",
     )

@@ -14,7 +14,7 @@ use clap::{Args, ValueEnum};
 use engine::IoChoice;
 use partitioner::topology::IoMode;
 
-use super::{CpuArgs, IoArg};
+use crate::args::{CpuArgs, IoArg};
 
 /// `--journal` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
