@@ -2,7 +2,7 @@
 //! imports no other module of the binary.
 
 use clap::{Args, ValueEnum};
-use partitioner::topology::{plan_executors, IoMode, Machine, SqpollPolicy};
+use partitioner::topology::{IoMode, SqpollPolicy};
 
 /// `--io` values, shared by `q6` and `topology detect`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -67,46 +67,21 @@ pub struct CpuArgs {
 }
 
 impl CpuArgs {
-    /// The executors, placed by the topology planner (hwloc): NUMA nodes and packages first,
-    /// one executor per physical core before any SMT sibling, an SQ poll CPU per executor as
-    /// `sqpoll` allows. When hwloc cannot describe the machine, executors go round-robin over
-    /// the available CPUs and SQPOLL is left to the engine's simpler policy.
-    pub fn placement(&self, sqpoll: SqpollPolicy) -> anyhow::Result<Vec<engine::ExecutorSpec>> {
-        let available = engine::coordinator::available_cpus();
-        let allowed = match &self.cpus {
-            Some(list) => list.0.clone(),
-            None => available.clone(),
-        };
-        let n = match (&self.cpus, self.cores) {
-            (Some(list), _) => list.0.len(),
-            (None, Some(n)) => n as usize,
-            (None, None) => available.len().max(1),
-        };
-        let Ok(machine) = Machine::detect() else {
-            return Ok(match &self.cpus {
-                Some(list) => list
-                    .0
-                    .iter()
-                    .map(|&cpu| engine::ExecutorSpec {
-                        cpu,
-                        weight: 1,
-                        sqpoll_cpu: None,
-                    })
-                    .collect(),
-                None => engine::spread(n),
-            });
-        };
-        let plan = plan_executors(&machine, n, Some(&allowed), sqpoll)?;
-        Ok(plan
-            .executors
-            .iter()
-            .map(engine::ExecutorSpec::from)
-            .collect())
+    /// The placement these options ask for (the engine's planner places the executors).
+    pub fn placement(&self) -> engine::Placement {
+        match (&self.cpus, self.cores) {
+            (Some(list), _) => engine::Placement::Cpus(list.0.clone()),
+            (None, Some(n)) => engine::Placement::Cores(n as usize),
+            (None, None) => engine::Placement::AllCpus,
+        }
     }
 
-    /// The executors without SQPOLL (see [`Self::placement`]).
+    /// The executors without SQPOLL, placed by the engine's planner
+    /// ([`engine::placement::resolve`]).
     pub fn executors(&self) -> anyhow::Result<Vec<engine::ExecutorSpec>> {
-        self.placement(SqpollPolicy::Off)
+        let (executors, _) =
+            engine::placement::resolve(&self.placement(), &engine::ScanOptions::default(), 4096)?;
+        Ok(executors)
     }
 }
 

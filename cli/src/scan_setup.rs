@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use engine::{ExecutorSpec, ScanSettings, SqpollMode};
-use partitioner::topology::{IoMode, Machine, Topology};
+use engine::{ExecutorSpec, Placement, ScanOptions, ScanSettings};
+use partitioner::topology::IoMode;
 
 use crate::args::{CpuArgs, IoArg, SqpollArg};
 
@@ -38,48 +38,38 @@ pub struct ScanArgs {
     coalesce_kib: Option<u32>,
 }
 
-/// The executors and settings for a file with `page_size`-byte pages: a topology file's
-/// executors and `[scan]` section, or the planner's placement for `--cores`/`--cpus` with the
-/// engine's defaults; explicit options override either.
+impl ScanArgs {
+    /// Where the executors run: a topology file, or `--cores`/`--cpus`.
+    pub fn placement(&self) -> Placement {
+        match &self.topology {
+            Some(path) => Placement::Topology(path.clone()),
+            None => self.cpus.placement(),
+        }
+    }
+
+    /// The settings given explicitly (the others come from the topology file or the
+    /// engine's defaults).
+    pub fn options(&self) -> ScanOptions {
+        ScanOptions {
+            io: self.io.map(|a| IoMode::from(a).into()),
+            sqpoll: self.sqpoll.map(Into::into),
+            readahead: self.readahead,
+            coalesce_kib: self.coalesce_kib,
+        }
+    }
+}
+
+/// The executors and settings for a file with `page_size`-byte pages, placed by the engine
+/// ([`engine::placement::resolve`]): a topology file's executors and `[scan]` section, or the
+/// planner's placement for `--cores`/`--cpus` with the engine's defaults; explicit options
+/// override either.
 pub fn scan_setup(
     o: &ScanArgs,
     page_size: u32,
 ) -> anyhow::Result<(Vec<ExecutorSpec>, ScanSettings)> {
-    let defaults = ScanSettings::defaults(page_size);
-    let sqpoll: Option<SqpollMode> = o.sqpoll.map(Into::into);
-    let io: Option<IoMode> = o.io.map(Into::into);
-    let (executors, base) = match &o.topology {
-        Some(path) => {
-            let machine = Machine::detect()?;
-            let topo = Topology::load_checked(path, Some(&machine))?;
-            let executors = topo
-                .executors
-                .iter()
-                .map(|e| ExecutorSpec {
-                    // An explicit --sqpoll replans the poll threads; otherwise the file's stand.
-                    sqpoll_cpu: if sqpoll.is_some() { None } else { e.sqpoll_cpu },
-                    ..ExecutorSpec::from(e)
-                })
-                .collect();
-            let scan = &topo.scan;
-            let base = ScanSettings {
-                readahead: scan.readahead,
-                coalesce_kib: scan.coalesce_kib,
-                io: scan.io.into(),
-                sqpoll: scan.sqpoll,
-            };
-            (executors, base)
-        }
-        None => (
-            o.cpus.placement(sqpoll.unwrap_or(defaults.sqpoll))?,
-            defaults,
-        ),
-    };
-    let settings = ScanSettings {
-        readahead: o.readahead.unwrap_or(base.readahead),
-        coalesce_kib: o.coalesce_kib.unwrap_or(base.coalesce_kib),
-        io: io.map_or(base.io, Into::into),
-        sqpoll: sqpoll.unwrap_or(base.sqpoll),
-    };
-    Ok((executors, settings))
+    Ok(engine::placement::resolve(
+        &o.placement(),
+        &o.options(),
+        page_size,
+    )?)
 }

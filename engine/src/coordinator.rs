@@ -17,6 +17,7 @@
 //! [`run_scan`].
 
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -79,6 +80,16 @@ pub fn run_scan_in<K: ScanKernel>(
         })
         .collect::<Result<Vec<_>>>()?;
     Ok((partials, report))
+}
+
+/// Executors started by a scan that have not yet reported (see [`running_executors`]).
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// How many executors, over every scan of this process, are still running: started and not
+/// yet done with their range (an executor kept idle for the next scan does not count). A
+/// cancelled scan's executors leave this count as they stop.
+pub fn running_executors() -> usize {
+    RUNNING.load(Ordering::Relaxed)
 }
 
 /// What [`run_scan_with`] returns: the partials in range order (`None` for an executor that
@@ -213,7 +224,9 @@ pub fn run_scan_with<K: ScanKernel, T>(
                 }
             }
             let _ = exec_tx.send((index, result));
+            RUNNING.fetch_sub(1, Ordering::Relaxed);
         };
+        RUNNING.fetch_add(1, Ordering::Relaxed);
         let name = format!("corescan-cpu{}", spec.cpu);
         let spawned = match io.runtime {
             Runtime::Glommio => {
@@ -260,6 +273,7 @@ pub fn run_scan_with<K: ScanKernel, T>(
         match spawned {
             Ok(h) => handles.push((spec.cpu, h)),
             Err(e) => {
+                RUNNING.fetch_sub(1, Ordering::Relaxed);
                 match order {
                     RangeOrder::File => cancel.all(),
                     RangeOrder::Key => cancel.after(index),

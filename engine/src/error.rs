@@ -68,6 +68,9 @@ pub enum Error {
         /// The executor's CPU.
         cpu: usize,
     },
+    /// The executors could not be placed (hwloc, a topology file, or a CPU list).
+    #[error(transparent)]
+    Placement(#[from] partitioner::topology::TopologyError),
     /// The scan settings are unusable.
     #[error("invalid scan settings: {0}")]
     Config(String),

@@ -58,8 +58,11 @@ pub mod decode;
 pub mod device;
 pub mod error;
 pub mod faults;
+mod handle;
 pub mod hugepages;
 pub mod inflight;
+mod partitions;
+pub mod placement;
 mod pool;
 pub mod q6;
 pub mod query;
@@ -68,14 +71,19 @@ pub mod report;
 pub mod retry;
 pub mod scan;
 pub mod settings;
+mod spec;
 pub mod value;
 
 pub use q6::decoder;
 
 pub use backend::{IoBackend, SqpollMode};
-pub use coordinator::run_scan;
+pub use coordinator::{run_scan, running_executors};
 pub use error::{Error, Result};
+pub use handle::{scan, Batch, Scan, ScanEnd, BATCHES_IN_FLIGHT, BATCH_ROWS};
+pub use partitions::{scan_partitions, PartitionStream, PartitionedScan};
+pub use placement::{Placement, ScanOptions};
 pub use q6::{run_q6, LeafDecoder, PartialAggregate, Q6ColumnTypes, Q6Columns, Q6Kernel, Q6Params};
+pub use query::{QueryError, QueryPlan};
 pub use report::{IoReport, RunReport, ScanReport, SnapshotReport};
 pub use retry::{consistent, Consistent};
 pub use scan::{RecordOutcome, ScanKernel, Spill};
@@ -83,3 +91,4 @@ pub use settings::{
     spread, ExecutorSpec, IoChoice, ScanSettings, DEFAULT_COALESCE_KIB, DEFAULT_IO,
     DEFAULT_READAHEAD_BYTES,
 };
+pub use spec::{replan, restrict, Compute, OpenScan, ScanSpec};

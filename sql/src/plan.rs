@@ -27,6 +27,22 @@ pub struct PlannedQuery {
     pub query: QueryPlan,
 }
 
+impl PlannedQuery {
+    /// The scan of this query, for [`engine::scan`] or [`engine::scan_partitions`] (the table's
+    /// plan is reused for the first attempt), with the default placement and settings.
+    pub fn into_spec(self) -> engine::ScanSpec {
+        let path = self.table.path.clone();
+        let name = self.table.table.name.clone();
+        engine::ScanSpec::query(path, name, self.query).with_table_plan(self.table)
+    }
+}
+
+/// Parses `sql`, opens its table in `db` and plans it: the scan specification to run with
+/// [`engine::scan`].
+pub fn scan_spec(db: &Path, sql: &str) -> Result<engine::ScanSpec, SqlError> {
+    Ok(plan_query(db, sql)?.into_spec())
+}
+
 /// Parses `sql`, opens its table in `db` and plans the query.
 pub fn plan_query(db: &Path, sql: &str) -> Result<PlannedQuery, SqlError> {
     let statements = Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| {
@@ -138,7 +154,7 @@ pub fn plan_query(db: &Path, sql: &str) -> Result<PlannedQuery, SqlError> {
     };
     let table = TablePlan::open_for_scan(db, &name)?;
     let query = plan_select(&table, alias.as_deref(), select, query, sql)?;
-    let table = restrict(table, &query)?;
+    let table = engine::restrict(table, &query)?;
     Ok(PlannedQuery { table, query })
 }
 
@@ -146,17 +162,7 @@ pub fn plan_query(db: &Path, sql: &str) -> Result<PlannedQuery, SqlError> {
 /// table): what [`plan_query`] does again when a database read without SQLite's locks changed
 /// and the scan is retried.
 pub fn plan_table(db: &Path, name: &str, query: &QueryPlan) -> partitioner::Result<TablePlan> {
-    restrict(TablePlan::open_for_scan(db, name)?, query)
-}
-
-/// The table's plan cut down to the leaves that can hold the rowids the query's `WHERE`
-/// admits ([`QueryPlan::rowid_range`]), as SQLite seeks a rowid or a rowid range instead of
-/// scanning: `WHERE rowid = 7` reads a root-to-leaf path, not the table.
-fn restrict(table: TablePlan, query: &QueryPlan) -> partitioner::Result<TablePlan> {
-    match query.rowid_range() {
-        Some((lo, hi)) => table.restrict_to_rowids(lo, hi),
-        None => Ok(table),
-    }
+    engine::replan(db, name, query)
 }
 
 /// One output column before resolution.

@@ -12,6 +12,7 @@
 //! rows. `ORDER BY rowid DESC` ([`QueryPlan::backward`]) is collected, descending. Grouped results come in group-key order (then `ORDER BY`), each group showing the
 //! key values of the row [`super::key_row`] picks.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use smallvec::{smallvec, SmallVec};
@@ -98,6 +99,9 @@ pub struct QueryKernel {
     /// A sorting plan with a `LIMIT` has marked rows on the page being decoded whose place
     /// is not yet known ([`resolve_marks`]).
     unresolved: bool,
+    /// Set when nobody wants the answer any more (an embedder dropped its handle): the
+    /// executor stops at its next read.
+    abandoned: Option<Arc<AtomicBool>>,
 }
 
 impl QueryKernel {
@@ -166,6 +170,7 @@ impl QueryKernel {
             failed: None,
             end_at: None,
             unresolved: false,
+            abandoned: None,
             needed,
             batch_filter: batch_filter.as_ref().map(batch::BatchFilter::new),
             record_slots,
@@ -195,6 +200,11 @@ impl QueryKernel {
             now,
             ..QueryKernel::new(plan, usable)
         }
+    }
+
+    /// The kernel, stopping at its next read once `abandoned` is set (`None`: never).
+    pub fn abandoned_when(self, abandoned: Option<Arc<AtomicBool>>) -> Self {
+        QueryKernel { abandoned, ..self }
     }
 
     /// The statement's time this kernel's `'now'` reads.
@@ -267,6 +277,13 @@ impl ScanKernel for QueryKernel {
     }
 
     fn wants_more(&self) -> bool {
+        if self
+            .abandoned
+            .as_ref()
+            .is_some_and(|a| a.load(Ordering::Relaxed))
+        {
+            return false;
+        }
         match (&self.stream, &self.partial) {
             (Some(stream), Partial::Rows(rows)) => {
                 self.end_at.is_none() && stream.wants_more(rows.len())
@@ -833,6 +850,9 @@ pub enum QueryError {
     /// Writing a result row failed (the output was closed, the disk is full).
     #[error("writing the result: {0}")]
     Output(std::io::Error),
+    /// The caller gave the query up (an embedder dropped its [`crate::Scan`]) before it ended.
+    #[error("the scan was abandoned by its caller")]
+    Abandoned,
 }
 
 /// Tests `plan`'s constant `WHERE` terms ([`QueryPlan::constant_terms`]) once, in order, at
@@ -859,12 +879,26 @@ pub fn run_query(
     settings: &ScanSettings,
     executors: &[ExecutorSpec],
 ) -> std::result::Result<QueryOutput, QueryError> {
+    run_query_until(table, query, settings, executors, None)
+}
+
+/// [`run_query`] that gives up once `abandoned` is set (nobody wants the answer: the
+/// executors stop at their next read, and the partials are not merged). An abandoned run
+/// returns [`QueryError::Abandoned`].
+pub fn run_query_until(
+    table: &TablePlan,
+    query: QueryPlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+    abandoned: Option<Arc<AtomicBool>>,
+) -> std::result::Result<QueryOutput, QueryError> {
     let mut query = query;
     let now = dates::statement_time();
     test_constant_terms(&mut query, now)?;
     let query = Arc::new(query);
     let kernel = QueryKernel {
         now,
+        abandoned: abandoned.clone(),
         ..QueryKernel::new(Arc::clone(&query), table.header.usable_size())
     };
     // A sorting plan with a LIMIT counts the rows before each marked row in rowid order, so
@@ -875,6 +909,9 @@ pub fn run_query(
         RangeOrder::File
     };
     let (partials, report) = run_scan_in(table, settings, executors, order, kernel)?;
+    if abandoned.is_some_and(|a| a.load(Ordering::Relaxed)) {
+        return Err(QueryError::Abandoned);
+    }
     // HAVING and the outputs of groups are evaluated here: the same 'now' as the rows.
     dates::set_statement_time(now);
     let rows = merge(&query, partials).map_err(|e| match e {

@@ -57,5 +57,10 @@ pub mod stream;
 pub mod window;
 
 pub use ir::QueryPlan;
-pub use kernel::{merge, run_query, Partial, QueryError, QueryKernel, QueryOutput};
-pub use stream::{run_query_rendered, run_query_streaming, streams, RowRender, StreamedQuery};
+pub use kernel::{
+    merge, run_query, run_query_until, Partial, QueryError, QueryKernel, QueryOutput,
+};
+pub use stream::{
+    run_query_rendered, run_query_streaming, run_query_streaming_until, streams, RowRender,
+    StreamedQuery,
+};

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crossbeam_channel::{Sender, TrySendError};
+// async-channel rather than crossbeam: the executor side blocks as before, and a consumer can
+// also await the same channel from an async runtime (`crate::partitions`).
+use async_channel::{Sender, TrySendError};
 
 use crate::error::Error;
 use crate::value::Value;
@@ -234,11 +236,11 @@ impl RowStream {
             Ok(()) => {}
             Err(TrySendError::Full(msg)) => {
                 let waiting = Instant::now();
-                self.gone = self.tx.send(msg).is_err();
+                self.gone = self.tx.send_blocking(msg).is_err();
                 let ns = u64::try_from(waiting.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 self.waited_ns.fetch_add(ns, Ordering::Relaxed);
             }
-            Err(TrySendError::Disconnected(_)) => self.gone = true,
+            Err(TrySendError::Closed(_)) => self.gone = true,
         }
     }
 
@@ -246,7 +248,7 @@ impl RowStream {
     pub fn finish(&mut self) {
         self.send();
         if !self.gone {
-            let _ = self.tx.send(StreamMsg::End);
+            let _ = self.tx.send_blocking(StreamMsg::End);
         }
         self.ended = true;
     }

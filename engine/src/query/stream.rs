@@ -37,7 +37,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crossbeam_channel::{bounded, Receiver};
+use async_channel::{bounded, Receiver};
 use partitioner::TablePlan;
 
 use crate::coordinator::{run_scan_with, RangeOrder};
@@ -47,7 +47,7 @@ use crate::value::Value;
 
 use super::dates;
 use super::ir::{QueryPlan, Shape};
-use super::kernel::{run_query, test_constant_terms, QueryError, QueryKernel};
+use super::kernel::{run_query_until, test_constant_terms, QueryError, QueryKernel};
 use super::row_stream::{Renderer, RowFailure, RowStream, StreamMsg, CHANNEL_CHUNKS};
 pub use super::row_stream::{RowRender, CHUNK_BYTES, CHUNK_ROWS};
 
@@ -91,6 +91,20 @@ pub fn run_query_streaming(
     query: QueryPlan,
     settings: &ScanSettings,
     executors: &[ExecutorSpec],
+    on_row: impl FnMut(&[Value]) -> std::io::Result<()>,
+) -> Result<StreamedQuery, QueryError> {
+    run_query_streaming_until(table, query, settings, executors, None, on_row)
+}
+
+/// [`run_query_streaming`] that gives up once `abandoned` is set (nobody wants the rows any
+/// more): the executors stop at their next read and the query ends with
+/// [`QueryError::Abandoned`].
+pub fn run_query_streaming_until(
+    table: &TablePlan,
+    query: QueryPlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+    abandoned: Option<Arc<AtomicBool>>,
     mut on_row: impl FnMut(&[Value]) -> std::io::Result<()>,
 ) -> Result<StreamedQuery, QueryError> {
     run(
@@ -99,6 +113,7 @@ pub fn run_query_streaming(
         settings,
         executors,
         None,
+        abandoned,
         &mut |row| match row {
             ResultRow::Values(v) => on_row(v),
             ResultRow::Rendered(_) => unreachable!("no renderer was given"),
@@ -125,6 +140,7 @@ pub fn run_query_rendered(
         settings,
         executors,
         Some(Renderer(render)),
+        None,
         &mut |row| match row {
             ResultRow::Rendered(b) => on_row(b),
             ResultRow::Values(v) => {
@@ -142,10 +158,11 @@ fn run(
     settings: &ScanSettings,
     executors: &[ExecutorSpec],
     render: Option<Renderer>,
+    abandoned: Option<Arc<AtomicBool>>,
     on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
 ) -> Result<StreamedQuery, QueryError> {
     if !streams(&query) || table.read.needs_verification() {
-        let out = run_query(table, query, settings, executors)?;
+        let out = run_query_until(table, query, settings, executors, abandoned)?;
         for row in &out.rows {
             on_row(ResultRow::Values(row)).map_err(QueryError::Output)?;
         }
@@ -177,6 +194,7 @@ fn run(
         );
         stream.set_render(render.clone());
         QueryKernel::streaming(Arc::clone(&query), usable, stream, now)
+            .abandoned_when(abandoned.clone())
     };
     // The kernels are all made before `consume` runs (one per executor, as they start).
     let mut kernels: Vec<QueryKernel> = (0..executors.len()).map(kernel_for).collect();
@@ -258,7 +276,7 @@ fn drain(
     };
     for (i, rx) in receivers.into_iter().enumerate() {
         loop {
-            match rx.recv() {
+            match rx.recv_blocking() {
                 // Its output columns are never computed in SQLite: the OFFSET skips it.
                 Ok(StreamMsg::Failed(RowFailure {
                     in_output: true, ..

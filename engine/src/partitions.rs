@@ -1,0 +1,349 @@
+//! One stream per executor: [`scan_partitions`] starts a plain projection (with a `WHERE`,
+//! without `ORDER BY`, aggregates or `OFFSET`) and returns a [`PartitionedScan`] whose
+//! [`PartitionStream`]s each yield one executor's rows, what a query engine's partitions need
+//! (DataFusion's `ExecutionPlan::execute(partition)`).
+//!
+//! Each executor reads its range of the table in key order, so partition 0's rows, then
+//! partition 1's, ... are the table in rowid order. A stream's channel is the executor's own
+//! bounded channel: a partition nobody reads holds its executor (memory stays bounded), and a
+//! stream can be read from another thread or awaited on any async runtime. With a `LIMIT`, each
+//! partition yields at most that many rows (a limit above the partitions takes the rest).
+//!
+//! A row whose evaluation fails ends its partition with its error; an executor that fails ends
+//! its partition with the scan's error (the first partition to see it gets it, the others a
+//! cancellation naming their CPU). Dropping every stream (and the [`PartitionedScan`]) cancels
+//! the scan. A database read without SQLite's locks cannot stream (a change found at the end
+//! means scanning again): its rows are collected, checked, and handed over in partition 0.
+//!
+//! Layering: the top of the engine, beside [`crate::handle`].
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_channel::{bounded, Receiver};
+use futures_lite::Stream;
+
+use crate::coordinator::{run_scan_with, RangeOrder};
+use crate::error::Error;
+use crate::handle::{Batch, ScanEnd};
+use crate::query::dates;
+use crate::query::kernel::test_constant_terms;
+use crate::query::row_stream::{RowStream, StreamMsg, CHANNEL_CHUNKS};
+use crate::query::{run_query_until, streams, QueryError, QueryKernel};
+use crate::retry::consistent;
+use crate::spec::{replan, OpenScan, ScanSpec};
+
+/// What the partitions share: the scan's outcome and whether anyone still wants it.
+#[derive(Debug)]
+struct Shared {
+    /// The coordinator's outcome, once the scan ended (taken by the first partition that
+    /// needs its error, or by [`PartitionedScan::finish`]).
+    outcome: Mutex<Option<Result<ScanEnd, QueryError>>>,
+    /// Closed when the coordinator has stored the outcome.
+    done: Receiver<()>,
+}
+
+/// Sets the abandonment mark when the last holder (the scan or a stream) goes away.
+#[derive(Debug)]
+struct Live(Arc<AtomicBool>);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A scan running one stream per executor (see the module docs).
+#[derive(Debug)]
+pub struct PartitionedScan {
+    names: Vec<String>,
+    streams: Vec<PartitionStream>,
+    shared: Arc<Shared>,
+    _live: Arc<Live>,
+}
+
+/// One executor's rows, in rowid order.
+#[derive(Debug)]
+pub struct PartitionStream {
+    index: usize,
+    cpu: usize,
+    path: std::path::PathBuf,
+    rx: Receiver<StreamMsg>,
+    shared: Arc<Shared>,
+    done: bool,
+    _live: Arc<Live>,
+}
+
+/// Starts `spec` with one stream per executor. Fails at once for a query that is not a plain
+/// projection without `ORDER BY` or `OFFSET`, and for errors about the file, the table, the
+/// columns or the placement.
+pub fn scan_partitions(spec: ScanSpec) -> Result<PartitionedScan, QueryError> {
+    let open = spec.open()?;
+    if !streams(&open.query) || open.query.offset > 0 {
+        return Err(QueryError::Scan(Error::Config(
+            "a partitioned scan yields rows as each executor reads them: the query must be a \
+             plain projection without ORDER BY, aggregates or OFFSET"
+                .into(),
+        )));
+    }
+    let n = open.executors.len();
+    let abandoned = Arc::new(AtomicBool::new(false));
+    let live = Arc::new(Live(Arc::clone(&abandoned)));
+    let (done_tx, done_rx) = bounded::<()>(1);
+    let shared = Arc::new(Shared {
+        outcome: Mutex::new(None),
+        done: done_rx,
+    });
+    let mut senders = Vec::with_capacity(n);
+    let mut streams = Vec::with_capacity(n);
+    for (index, e) in open.executors.iter().enumerate() {
+        let (tx, rx) = bounded(CHANNEL_CHUNKS);
+        senders.push(tx);
+        streams.push(PartitionStream {
+            index,
+            cpu: e.cpu,
+            path: open.path.clone(),
+            rx,
+            shared: Arc::clone(&shared),
+            done: false,
+            _live: Arc::clone(&live),
+        });
+    }
+    let names = open.query.names.clone();
+    let coordinator = Arc::clone(&shared);
+    std::thread::Builder::new()
+        .name("corescan-coordinator".into())
+        .spawn(move || {
+            let outcome = run(open, senders, abandoned);
+            *coordinator
+                .outcome
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+            drop(done_tx);
+        })
+        .map_err(|e| {
+            QueryError::Scan(Error::Config(format!(
+                "cannot start the coordinator thread: {e}"
+            )))
+        })?;
+    Ok(PartitionedScan {
+        names,
+        streams,
+        shared,
+        _live: live,
+    })
+}
+
+/// The coordinator's work: the scan with a streaming kernel per executor, or, for a database
+/// read without SQLite's locks, the collected query handed to partition 0.
+fn run(
+    open: OpenScan,
+    senders: Vec<async_channel::Sender<StreamMsg>>,
+    abandoned: Arc<AtomicBool>,
+) -> Result<ScanEnd, QueryError> {
+    if open.table.read.needs_verification() {
+        return run_collected(open, senders, abandoned);
+    }
+    let mut query = open.query;
+    let now = dates::statement_time();
+    test_constant_terms(&mut query, now)?;
+    let query = Arc::new(query);
+    let usable = open.table.header.usable_size();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut kernels: Vec<QueryKernel> = senders
+        .into_iter()
+        .map(|tx| {
+            let stream = RowStream::new(
+                tx,
+                Arc::clone(&stop),
+                query.keep(),
+                Arc::new(AtomicU64::new(0)),
+            );
+            QueryKernel::streaming(Arc::clone(&query), usable, stream, now)
+                .abandoned_when(Some(Arc::clone(&abandoned)))
+        })
+        .collect();
+    kernels.reverse();
+    let n = open.executors.len();
+    let (_, report, ()) = run_scan_with(
+        &open.table,
+        &open.settings,
+        &open.executors,
+        RangeOrder::Key,
+        |_| kernels.pop().expect("one kernel per executor"),
+        || ((), n),
+    )?;
+    let rows = report.executors.iter().map(|e| e.rows_matched).sum();
+    Ok(ScanEnd {
+        rows,
+        streamed: true,
+        report,
+    })
+}
+
+/// A database read without SQLite's locks: the query collected through the retry loop, its
+/// rows sent through partition 0 once checked.
+fn run_collected(
+    open: OpenScan,
+    senders: Vec<async_channel::Sender<StreamMsg>>,
+    abandoned: Arc<AtomicBool>,
+) -> Result<ScanEnd, QueryError> {
+    let mut first = Some(open.table);
+    let mut done = consistent(
+        &open.path,
+        || {
+            first
+                .take()
+                .map_or_else(|| replan(&open.path, &open.table_name, &open.query), Ok)
+        },
+        |plan| match run_query_until(
+            plan,
+            open.query.clone(),
+            &open.settings,
+            &open.executors,
+            Some(Arc::clone(&abandoned)),
+        ) {
+            Ok(out) => Ok(Ok(out)),
+            Err(QueryError::Scan(e)) => Err(e),
+            Err(e) => Ok(Err(e)),
+        },
+    )?;
+    let mut out = std::mem::replace(&mut done.value, Err(QueryError::Abandoned))?;
+    done.report_into(&mut out.report.snapshot, &mut out.report.io.notice);
+    let rows = out.rows.len() as u64;
+    let mut senders = senders.into_iter();
+    if let Some(tx) = senders.next() {
+        for chunk in out.rows.chunks(crate::handle::BATCH_ROWS) {
+            if tx.send_blocking(StreamMsg::Rows(chunk.to_vec())).is_err() {
+                return Err(QueryError::Abandoned);
+            }
+        }
+        let _ = tx.send_blocking(StreamMsg::End);
+    }
+    for tx in senders {
+        let _ = tx.send_blocking(StreamMsg::End);
+    }
+    Ok(ScanEnd {
+        rows,
+        streamed: false,
+        report: out.report,
+    })
+}
+
+impl PartitionedScan {
+    /// The output column names.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// How many partitions (executors) the scan has.
+    pub fn partition_count(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Takes the streams, in range order (partition 0 holds the table's first rows).
+    pub fn take_partitions(&mut self) -> Vec<PartitionStream> {
+        std::mem::take(&mut self.streams)
+    }
+
+    /// Waits (blocking) for the scan to end and returns its report, or its error if no
+    /// partition has taken it.
+    pub fn finish(self) -> Result<ScanEnd, QueryError> {
+        let _ = self.shared.done.recv_blocking();
+        self.shared.take_outcome(usize::MAX)
+    }
+}
+
+impl Shared {
+    /// The outcome for a reader: the error once (to the first that asks), then a cancellation
+    /// naming `cpu`.
+    fn take_outcome(&self, cpu: usize) -> Result<ScanEnd, QueryError> {
+        let mut slot = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.take() {
+            Some(Ok(end)) => {
+                *slot = Some(Ok(end.clone()));
+                Ok(end)
+            }
+            Some(Err(e)) => Err(e),
+            None => Err(QueryError::Scan(Error::Cancelled { cpu })),
+        }
+    }
+}
+
+impl PartitionStream {
+    /// The partition's index (its range's place in rowid order).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The CPU of the executor behind it.
+    pub fn cpu(&self) -> usize {
+        self.cpu
+    }
+
+    /// The next batch, awaited without blocking the thread; `None` after the last one (or
+    /// after an error).
+    pub async fn next_batch(&mut self) -> Option<Result<Batch, QueryError>> {
+        if self.done {
+            return None;
+        }
+        let msg = self.rx.recv().await;
+        if msg.is_err() {
+            let _ = self.shared.done.recv().await;
+        }
+        self.take(msg)
+    }
+
+    /// The next batch, blocking the calling thread.
+    pub fn next_blocking(&mut self) -> Option<Result<Batch, QueryError>> {
+        if self.done {
+            return None;
+        }
+        let msg = self.rx.recv_blocking();
+        if msg.is_err() {
+            let _ = self.shared.done.recv_blocking();
+        }
+        self.take(msg)
+    }
+
+    /// The stream as a [`futures_lite::Stream`] (for an async runtime).
+    pub fn into_stream(self) -> impl Stream<Item = Result<Batch, QueryError>> + Send {
+        futures_lite::stream::unfold(
+            self,
+            |mut s| async move { s.next_batch().await.map(|b| (b, s)) },
+        )
+    }
+
+    fn take(
+        &mut self,
+        msg: Result<StreamMsg, async_channel::RecvError>,
+    ) -> Option<Result<Batch, QueryError>> {
+        match msg {
+            Ok(StreamMsg::Rows(rows)) => Some(Ok(Batch { rows })),
+            Ok(StreamMsg::Rendered { .. }) => unreachable!("partitions are never rendered"),
+            Ok(StreamMsg::Failed(failure)) => {
+                self.done = true;
+                Some(Err(QueryError::Scan(
+                    failure.into_error(self.cpu, &self.path),
+                )))
+            }
+            Ok(StreamMsg::End) => {
+                self.done = true;
+                None
+            }
+            // The executor ended without its end mark: the scan failed.
+            Err(_) => {
+                self.done = true;
+                self.shared.take_outcome(self.cpu).err().map(Err)
+            }
+        }
+    }
+}
+
+impl Iterator for PartitionStream {
+    type Item = Result<Batch, QueryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_blocking()
+    }
+}

@@ -1,0 +1,177 @@
+//! Where the executors run and how they read: a [`Placement`] (one executor per CPU, `N`
+//! executors, a CPU list, a topology file, or explicit [`ExecutorSpec`]s) and [`ScanOptions`]
+//! (the settings a caller overrides), resolved together into the executors and the
+//! [`ScanSettings`] of one scan ([`resolve`]).
+//!
+//! This is the library form of the command line's `--cores`/`--cpus`/`--topology`, `--io`,
+//! `--sqpoll`, `--readahead` and `--coalesce-kib`, so an embedder places a scan exactly as
+//! `corescan query` does.
+//!
+//! Policy: CPUs are placed by the topology planner ([`partitioner::topology::plan_executors`],
+//! from hwloc): NUMA nodes and packages first, one executor per physical core before any SMT
+//! sibling, an SQ poll CPU per executor where the SQPOLL policy allows one. When hwloc cannot
+//! describe the machine, executors go round-robin over the available CPUs ([`spread`]) and
+//! SQPOLL is left to the backend policy. A topology file brings its executors and its `[scan]`
+//! settings; options given explicitly override the file.
+//!
+//! Layering: above [`crate::settings`] and [`crate::error`]; used by the scan seam
+//! ([`crate::scan`]) and by the binary.
+
+use std::path::PathBuf;
+
+use partitioner::topology::{plan_executors, Machine, SqpollPolicy, Topology};
+
+use crate::error::Result;
+use crate::settings::{available_cpus, spread, ExecutorSpec, IoChoice, ScanSettings, SqpollMode};
+
+/// Which CPUs run a scan's executors.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// One executor per CPU this process may use (the default).
+    #[default]
+    AllCpus,
+    /// This many executors, spread over the available CPUs by the planner; more than the
+    /// CPUs is allowed (round-robin) and flagged as oversubscribed in the report.
+    Cores(usize),
+    /// One executor on each of these CPUs (as the kernel numbers them).
+    Cpus(Vec<usize>),
+    /// The executors and `[scan]` settings of a topology file (`corescan topology detect`),
+    /// checked against this machine.
+    Topology(PathBuf),
+    /// Exactly these executors, as given.
+    Executors(Vec<ExecutorSpec>),
+}
+
+/// Scan settings a caller sets; each `None` takes the topology file's value (with
+/// [`Placement::Topology`]) or the engine's default for the file's page size
+/// ([`ScanSettings::defaults`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanOptions {
+    /// The I/O backend, or `auto` (default: [`crate::DEFAULT_IO`]).
+    pub io: Option<IoChoice>,
+    /// Whether the `uring` backend uses SQ poll threads (default: off). Setting it replans a
+    /// topology file's poll CPUs.
+    pub sqpoll: Option<SqpollMode>,
+    /// Pages in flight ahead of each executor's decoder (default: 4 MiB worth of pages).
+    pub readahead: Option<u32>,
+    /// Reads coalesced up to this many KiB (default: [`crate::DEFAULT_COALESCE_KIB`]).
+    pub coalesce_kib: Option<u32>,
+}
+
+/// The executors and settings for a file with `page_size`-byte pages: `placement`'s executors
+/// with `options` over the base settings (the topology file's, or the defaults). Fails with
+/// the topology planner's or file's error naming the problem.
+pub fn resolve(
+    placement: &Placement,
+    options: &ScanOptions,
+    page_size: u32,
+) -> Result<(Vec<ExecutorSpec>, ScanSettings)> {
+    let defaults = ScanSettings::defaults(page_size);
+    let sqpoll = options.sqpoll;
+    let (executors, base) = match placement {
+        Placement::Topology(path) => {
+            let machine = Machine::detect()?;
+            let topo = Topology::load_checked(path, Some(&machine))?;
+            let executors = topo
+                .executors
+                .iter()
+                .map(|e| ExecutorSpec {
+                    // An explicit SQPOLL policy replans the poll threads; otherwise the
+                    // file's stand.
+                    sqpoll_cpu: if sqpoll.is_some() { None } else { e.sqpoll_cpu },
+                    ..ExecutorSpec::from(e)
+                })
+                .collect();
+            let scan = &topo.scan;
+            let mut base = defaults;
+            base.readahead = scan.readahead;
+            base.coalesce_kib = scan.coalesce_kib;
+            base.io = scan.io.into();
+            base.sqpoll = scan.sqpoll;
+            (executors, base)
+        }
+        Placement::Executors(list) => (list.clone(), defaults),
+        Placement::AllCpus => (
+            planned(None, None, sqpoll.unwrap_or(defaults.sqpoll))?,
+            defaults,
+        ),
+        Placement::Cores(n) => (
+            planned(Some(*n), None, sqpoll.unwrap_or(defaults.sqpoll))?,
+            defaults,
+        ),
+        Placement::Cpus(cpus) => (
+            planned(None, Some(cpus), sqpoll.unwrap_or(defaults.sqpoll))?,
+            defaults,
+        ),
+    };
+    let mut settings = base;
+    settings.readahead = options.readahead.unwrap_or(base.readahead);
+    settings.coalesce_kib = options.coalesce_kib.unwrap_or(base.coalesce_kib);
+    settings.io = options.io.unwrap_or(base.io);
+    settings.sqpoll = sqpoll.unwrap_or(base.sqpoll);
+    Ok((executors, settings))
+}
+
+/// The planner's executors: `cores` of them (default: one per allowed CPU) over `cpus`
+/// (default: the available CPUs), with poll CPUs as `sqpoll` allows.
+fn planned(
+    cores: Option<usize>,
+    cpus: Option<&[usize]>,
+    sqpoll: SqpollPolicy,
+) -> Result<Vec<ExecutorSpec>> {
+    let available = available_cpus();
+    let allowed = cpus.map_or_else(|| available.clone(), <[usize]>::to_vec);
+    let n = match (cpus, cores) {
+        (Some(list), _) => list.len(),
+        (None, Some(n)) => n,
+        (None, None) => available.len().max(1),
+    };
+    let Ok(machine) = Machine::detect() else {
+        return Ok(match cpus {
+            Some(list) => list
+                .iter()
+                .map(|&cpu| ExecutorSpec {
+                    cpu,
+                    weight: 1,
+                    sqpoll_cpu: None,
+                })
+                .collect(),
+            None => spread(n),
+        });
+    };
+    let plan = plan_executors(&machine, n, Some(&allowed), sqpoll)?;
+    Ok(plan.executors.iter().map(ExecutorSpec::from).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_options_override_the_defaults_and_explicit_executors_are_kept() {
+        let mine = vec![ExecutorSpec {
+            cpu: 0,
+            weight: 3,
+            sqpoll_cpu: None,
+        }];
+        let options = ScanOptions {
+            readahead: Some(7),
+            coalesce_kib: Some(0),
+            ..ScanOptions::default()
+        };
+        let (executors, settings) =
+            resolve(&Placement::Executors(mine.clone()), &options, 4096).unwrap();
+        assert_eq!(executors, mine);
+        assert_eq!(settings.readahead, 7);
+        assert_eq!(settings.coalesce_kib, 0);
+        assert_eq!(settings.io, ScanSettings::defaults(4096).io);
+    }
+
+    #[test]
+    fn a_core_count_gives_that_many_executors_on_available_cpus() {
+        let available = available_cpus();
+        let (executors, _) = resolve(&Placement::Cores(3), &ScanOptions::default(), 4096).unwrap();
+        assert_eq!(executors.len(), 3);
+        assert!(executors.iter().all(|e| available.contains(&e.cpu)));
+    }
+}
