@@ -1,0 +1,266 @@
+//! Starting a scan's executors: [`Launch::prepare`] cuts the table into shares, resolves the
+//! I/O path ([`crate::backend::policy`]) and sizes the rings and windows; [`Launch::spawn`]
+//! starts one pinned executor per share (a pooled glommio executor, or a plain pinned thread
+//! for the backends without a ring), each reporting exactly one outcome over a channel, even
+//! when it panics.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crossbeam_channel::{unbounded, Receiver};
+use futures_lite::FutureExt;
+use partitioner::{Share, TablePlan};
+
+use crate::backend::policy::{self, ResolvedIo, Runtime};
+use crate::error::{Error, Result};
+use crate::faults::Faults;
+use crate::pool;
+use crate::readahead::max_read_pages;
+use crate::scan::task::Cancel;
+use crate::scan::{self, Arrival, ExecutorReport, ExecutorTask, ScanKernel, StartGate};
+use crate::settings::{ExecutorSpec, ScanSettings};
+
+use super::range_order::RangeOrder;
+
+/// What every executor of a run is started with.
+pub(super) struct Launch {
+    /// Each executor's share of the table, in range order.
+    shares: Vec<Share>,
+    /// The resolved I/O path.
+    pub io: ResolvedIo,
+    /// The largest read, in pages.
+    pub max_read: u32,
+    /// Pages in flight ahead of the decoder.
+    readahead: u32,
+    /// Reads in flight per executor for the synchronous backends.
+    sync_capacity: usize,
+    /// Each glommio executor's ring depth.
+    ring_depth: usize,
+    /// A cold scan's executors wait here for each other's leaf parents.
+    gate: Option<Arc<StartGate>>,
+    /// The failures to pretend.
+    faults: Faults,
+    /// The cancellation mark the executors share.
+    cancel: Arc<Cancel>,
+    /// How the ranges are cut and read.
+    order: RangeOrder,
+}
+
+/// The executors started, by CPU.
+pub(super) type Workers = Vec<(usize, Worker)>;
+
+/// What one executor ends with: its partial and report, or its error.
+pub(super) type Outcome<P> = Result<(P, ExecutorReport)>;
+
+/// The channel of the executors' outcomes, each with its range's index.
+pub(super) type Outcomes<P> = Receiver<(usize, Outcome<P>)>;
+
+/// Executors started by a scan that have not yet reported (see [`running_executors`]).
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// How many executors, over every scan of this process, are still running: started and not
+/// yet done with their range (an executor kept idle for the next scan does not count). A
+/// cancelled scan's executors leave this count as they stop.
+pub fn running_executors() -> usize {
+    RUNNING.load(Ordering::Relaxed)
+}
+
+impl Launch {
+    /// Shares, I/O path and sizes for `executors` over `plan` (see the module docs).
+    pub fn prepare(
+        plan: &TablePlan,
+        settings: &ScanSettings,
+        executors: &[ExecutorSpec],
+        order: RangeOrder,
+        available: &[usize],
+    ) -> Result<Launch> {
+        let page_size = plan.header.page_size;
+        let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
+        // A plan that left the leaf-parent level to the scan is cut into runs of that level,
+        // which each executor reads on its own CPU (ExecutorTask::prepare).
+        let shares = plan.shares(&weights, matches!(order, RangeOrder::Key))?;
+        let max_read = max_read_pages(settings.coalesce_kib, page_size);
+        let faults = Faults::from_env().map_err(Error::Config)?;
+        let window_bytes =
+            (u64::from(settings.readahead.max(1)) + u64::from(max_read) + 2) * u64::from(page_size);
+        let io = policy::resolve(plan, settings, executors, available, window_bytes, &faults)?;
+        // Reads in flight per executor for the synchronous backends: enough for a full window
+        // of the largest reads, with room for smaller ones at extent ends.
+        let window = settings.readahead.max(1);
+        let sync_capacity = ((window / max_read) * 2 + 2).min(window + 1) as usize;
+        let ring_depth = (settings.readahead.max(1) as usize + 8)
+            .next_power_of_two()
+            .clamp(128, 4096);
+        // A cold scan's executors read their parents first, all of them, then the leaves.
+        let parents_shared = shares.iter().any(|s| matches!(s, Share::Parents(_)));
+        let gate = (parents_shared && !io.cached && executors.len() > 1)
+            .then(|| StartGate::new(executors.len()));
+        Ok(Launch {
+            shares,
+            io,
+            max_read,
+            readahead: settings.readahead,
+            sync_capacity,
+            ring_depth,
+            gate,
+            faults,
+            cancel: Arc::new(Cancel::new()),
+            order,
+        })
+    }
+
+    /// Starts one executor per share, each running `kernel_for(index)` over its share, and
+    /// returns them with the channel of their outcomes (one message each).
+    pub fn spawn<K: ScanKernel>(
+        &mut self,
+        plan: &TablePlan,
+        executors: &[ExecutorSpec],
+        mut kernel_for: impl FnMut(usize) -> K,
+    ) -> (Workers, Outcomes<K::Partial>) {
+        let order = self.order;
+        let sync_capacity = self.sync_capacity;
+        let shares = std::mem::take(&mut self.shares);
+        let (tx, rx) = unbounded::<(usize, Outcome<K::Partial>)>();
+        let mut workers = Vec::with_capacity(executors.len());
+        let wal = plan.wal.clone().map(Arc::new);
+        for (index, (spec, share)) in executors.iter().zip(shares).enumerate() {
+            let (extents, parents) = match share {
+                Share::Leaves(range) => (range.extents, None),
+                Share::Parents(parents) => (Vec::new(), Some(parents)),
+            };
+            let mut task = ExecutorTask {
+                index,
+                cpu: spec.cpu,
+                path: plan.path.clone(),
+                header: plan.header.clone(),
+                extents,
+                parents,
+                parent_pages: 0,
+                parents_s: 0.0,
+                gate: self.gate.clone().map(|g| Arc::new(Arrival(g))),
+                order: Vec::new(),
+                wal_pages: Vec::new(),
+                wal: wal.clone(),
+                readahead: self.readahead,
+                hints: self.readahead > 0 && !self.io.cached,
+                max_read_pages: self.max_read,
+                backend: self.io.backend,
+                sqpoll_cpu: self.io.sqpoll_cpus[index],
+                faults: self.faults,
+                cancel: self.cancel.clone(),
+            };
+            let kernel = kernel_for(index);
+            let (exec_tx, exec_cancel) = (tx.clone(), self.cancel.clone());
+            let report = move |result: std::thread::Result<Result<_>>, cpu: usize| {
+                let result = result.unwrap_or_else(|payload| {
+                    Err(Error::Panicked {
+                        cpu,
+                        message: panic_message(payload.as_ref()),
+                    })
+                });
+                if result.is_err() {
+                    match order {
+                        RangeOrder::File => exec_cancel.all(),
+                        RangeOrder::Key => exec_cancel.after(index),
+                    }
+                }
+                let _ = exec_tx.send((index, result));
+                RUNNING.fetch_sub(1, Ordering::Relaxed);
+            };
+            RUNNING.fetch_add(1, Ordering::Relaxed);
+            let name = format!("corescan-cpu{}", spec.cpu);
+            let spawned = match self.io.runtime {
+                Runtime::Glommio => {
+                    let key = pool::Key {
+                        cpu: spec.cpu,
+                        ring_depth: self.ring_depth,
+                        io_memory: self.io.io_memory,
+                    };
+                    let job: pool::Job = Box::new(move || {
+                        Box::pin(async move {
+                            let cpu = task.cpu;
+                            let outcome = AssertUnwindSafe(async move {
+                                task.prepare()?;
+                                scan::run(&task, kernel, sync_capacity).await
+                            })
+                            .catch_unwind()
+                            .await;
+                            report(outcome, cpu);
+                        })
+                    });
+                    pool::Executor::start(key, &name, job).map(Worker::Pooled)
+                }
+                Runtime::Threads => std::thread::Builder::new()
+                    .name(name)
+                    .spawn(move || {
+                        let pinned =
+                            core_affinity::set_for_current(core_affinity::CoreId { id: task.cpu });
+                        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            if !pinned {
+                                return Err(Error::Start {
+                                    cpu: task.cpu,
+                                    cause: "cannot pin the thread to this CPU".into(),
+                                });
+                            }
+                            // On its own CPU: the threads do this work at once, not in turn.
+                            task.prepare()?;
+                            scan::run_without_uring(&task, kernel, sync_capacity)
+                        }));
+                        report(outcome, task.cpu);
+                    })
+                    .map(Worker::Thread)
+                    .map_err(|e| e.to_string()),
+            };
+            match spawned {
+                Ok(h) => workers.push((spec.cpu, h)),
+                Err(e) => {
+                    RUNNING.fetch_sub(1, Ordering::Relaxed);
+                    match order {
+                        RangeOrder::File => self.cancel.all(),
+                        RangeOrder::Key => self.cancel.after(index),
+                    }
+                    let _ = tx.send((
+                        index,
+                        Err(Error::Start {
+                            cpu: spec.cpu,
+                            cause: e,
+                        }),
+                    ));
+                }
+            }
+        }
+        (workers, rx)
+    }
+}
+
+/// An executor running a scan's range.
+pub(super) enum Worker {
+    /// A glommio executor of the pool ([`crate::pool`]), given back when its range is done.
+    Pooled(pool::Executor),
+    /// A plain pinned thread (no io_uring).
+    Thread(std::thread::JoinHandle<()>),
+}
+
+impl Worker {
+    /// Waits for a plain thread; gives a pooled executor back (its job has reported).
+    pub fn join(self) -> std::result::Result<(), String> {
+        match self {
+            Worker::Pooled(e) => {
+                e.release();
+                Ok(())
+            }
+            Worker::Thread(h) => h.join().map_err(|p| panic_message(p.as_ref())),
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
