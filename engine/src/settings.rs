@@ -97,7 +97,7 @@ pub struct ScanSettings {
 impl ScanSettings {
     /// The defaults for a file with `page_size`-byte pages: a window of
     /// [`DEFAULT_READAHEAD_BYTES`] and reads coalesced up to [`DEFAULT_COALESCE_KIB`] KiB, the
-    /// fastest settings measured on the reference machine (see the README's benchmark).
+    /// fastest settings measured on the reference machine (see docs/performance.md).
     pub fn defaults(page_size: u32) -> Self {
         ScanSettings {
             readahead: (DEFAULT_READAHEAD_BYTES / u64::from(page_size.max(512))).max(16) as u32,
