@@ -1,11 +1,13 @@
 //! The executors and scan settings of a run, from the command line's `--cores`/`--cpus`/
 //! `--topology`, `--io`, `--sqpoll`, `--readahead` and `--coalesce-kib` (shared by `q6` and
-//! `query`).
+//! `query`), and the faults to inject from `CORESCAN_FAULTS`.
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::Args;
 
+use engine::faults::Faults;
 use engine::{ExecutorSpec, ScanSettings, SqpollMode};
 use partitioner::topology::{IoMode, Machine, Topology};
 
@@ -67,6 +69,7 @@ pub fn scan_setup(
                 coalesce_kib: scan.coalesce_kib,
                 io: scan.io.into(),
                 sqpoll: scan.sqpoll,
+                ..defaults
             };
             (executors, base)
         }
@@ -80,6 +83,19 @@ pub fn scan_setup(
         coalesce_kib: o.coalesce_kib.unwrap_or(base.coalesce_kib),
         io: io.map_or(base.io, Into::into),
         sqpoll: sqpoll.unwrap_or(base.sqpoll),
+        faults: injected_faults()?,
     };
     Ok((executors, settings))
+}
+
+/// The environment variable that lists the failures to pretend (see `engine::faults`): how the
+/// end-to-end tests reach each fallback on a machine where nothing fails.
+const FAULTS_ENV: &str = "CORESCAN_FAULTS";
+
+/// The faults named in [`FAULTS_ENV`] (none when it is unset).
+fn injected_faults() -> anyhow::Result<Faults> {
+    match std::env::var(FAULTS_ENV) {
+        Ok(list) => Ok(Faults::parse(&list).with_context(|| FAULTS_ENV)?),
+        Err(_) => Ok(Faults::NONE),
+    }
 }

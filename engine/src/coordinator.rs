@@ -31,7 +31,6 @@ use crate::counters::HwCounters;
 use crate::cputime::{peak_rss_mib, process_start, CpuTime};
 use crate::device::BlockDevice;
 use crate::error::{Error, Result};
-use crate::faults::Faults;
 use crate::pool;
 use crate::readahead::max_read_pages;
 use crate::report::{IoReport, RunReport, SnapshotReport};
@@ -143,7 +142,7 @@ pub fn run_scan_with<K: ScanKernel, T>(
     let shares = plan.shares(&weights, matches!(order, RangeOrder::Key))?;
     let max_read = max_read_pages(settings.coalesce_kib, header.page_size);
     let cancel = Arc::new(Cancel::new());
-    let faults = Faults::from_env().map_err(Error::Config)?;
+    let faults = settings.faults;
     let window_bytes = (u64::from(settings.readahead.max(1)) + u64::from(max_read) + 2)
         * u64::from(header.page_size);
     let io = policy::resolve(plan, settings, executors, &available, window_bytes, &faults)?;

@@ -22,6 +22,7 @@ fn allocations_of_a_scan(plan: &TablePlan, io: IoBackend, readahead: u32) -> (u6
         coalesce_kib: 128,
         io: IoChoice::Fixed(io),
         sqpoll: SqpollMode::Off,
+        faults: engine::faults::Faults::NONE,
     };
     let before = counting::allocations();
     let report = run_q6(plan, &spread(2), &Q6Params::default(), &settings).unwrap();

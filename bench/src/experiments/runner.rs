@@ -57,6 +57,7 @@ impl ScanConfig {
             coalesce_kib: self.coalesce_kib,
             io: self.io,
             sqpoll: self.sqpoll,
+            faults: engine::faults::Faults::NONE,
         }
     }
 

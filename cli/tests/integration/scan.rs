@@ -99,6 +99,7 @@ impl ScanTester {
                                 coalesce_kib,
                                 io: IoChoice::Fixed(io),
                                 sqpoll: SqpollMode::Off,
+                                faults: engine::faults::Faults::NONE,
                             };
                             let what = format!(
                                 "{} ({table}), {params:?}, {cores} cores, {settings:?}, {}",

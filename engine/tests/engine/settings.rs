@@ -29,6 +29,7 @@ fn every_setting_gives_sqlites_answer() {
                         coalesce_kib,
                         io: IoChoice::Fixed(io),
                         sqpoll: SqpollMode::Off,
+                        faults: engine::faults::Faults::NONE,
                     };
                     let what = format!("{page_size} B pages, {cores} cores, {settings:?}");
                     let direct = matches!(io, IoBackend::Dma | IoBackend::Uring);
