@@ -228,7 +228,7 @@ fn print_sql_is_the_q6_text_every_engine_runs() {
     ]);
     assert_eq!(run.status, 0, "{run:?}");
     let sql = run.stdout.trim();
-    let params = engine::Q6Params::parse("1994-01-01", "0.07", "24").unwrap();
+    let params = engine::q6::Q6Params::parse("1994-01-01", "0.07", "24").unwrap();
     assert_eq!(
         sql,
         bench::text::q6_sql("LINEITEM", &params, bench::text::Q6Select::Revenue)

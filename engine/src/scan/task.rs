@@ -171,8 +171,11 @@ pub struct ExecutorReport {
     pub overflow_pages: u64,
     /// Rows examined.
     pub rows: u64,
-    /// Rows that matched Q6 (0 for other kernels).
-    pub rows_matched: u64,
+    /// Rows the kernel kept: those that passed its filter (Q6's predicate), as counted by the
+    /// code that ran the kernel, which alone knows what its partials hold; `None` when it does
+    /// not count them. In JSON `rows_matched`, the key `corescan q6 --json` has always used.
+    #[serde(rename = "rows_matched")]
+    pub rows_kept: Option<u64>,
     /// Pages read from the write-ahead log instead of the database file.
     pub wal_pages: u64,
     /// Read requests handed to the ring (or, for `pread` and `mmap`, reads performed).

@@ -1,6 +1,7 @@
 //! The same answer for every core count, readahead window and coalescing size.
 
-use engine::{run_q6, spread, IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode};
+use engine::q6::{run_q6, Q6Params};
+use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 
 const BACKENDS: [IoBackend; 4] = [
     IoBackend::Dma,
