@@ -1,5 +1,8 @@
 //! The engine's error type: every failure names the CPU of the executor that hit it and, where
-//! one is involved, the file and page.
+//! one is involved, the file and page. A row whose evaluation fails ([`Error::Eval`]) is kept
+//! apart from a damaged page ([`Error::Corrupt`]): the file is sound, the query fails on that
+//! row's values, as SQLite's would, so a caller can tell the two apart (and needs no retry or
+//! repair for the first).
 //!
 //! Layering: at the bottom of the crate with [`crate::settings`]; every other module may use it.
 //! An I/O failure keeps the operating system's [`std::io::Error`] (its kind and errno) beside
@@ -26,6 +29,22 @@ pub enum Error {
         page: u32,
         /// What is wrong with it.
         what: String,
+    },
+    /// Evaluating a row failed with SQLite's error for it (`integer overflow`, a function's
+    /// error): the file is sound, the query fails on this row's values. Displayed without the
+    /// CPU, which does not change the answer: the file, page, rowid and SQLite's message.
+    #[error("{}: page {page}: rowid {rowid}: {message}", path.display())]
+    Eval {
+        /// The executor's CPU.
+        cpu: usize,
+        /// The database file.
+        path: PathBuf,
+        /// The leaf page holding the row.
+        page: u32,
+        /// The row's rowid.
+        rowid: i64,
+        /// SQLite's error message, as its `sqlite3_errmsg` gives it.
+        message: String,
     },
     /// A read (or the open or ring set-up before it) failed.
     #[error(

@@ -76,7 +76,7 @@ pub use coordinator::run_scan;
 pub use error::{Error, Result};
 pub use report::{IoReport, RunReport, SnapshotReport};
 pub use retry::{consistent, Consistent};
-pub use scan::{RecordOutcome, ScanKernel, Spill};
+pub use scan::{RecordOutcome, RowError, ScanKernel, Spill};
 pub use settings::{
     spread, ExecutorSpec, IoChoice, ScanSettings, DEFAULT_COALESCE_KIB, DEFAULT_IO,
     DEFAULT_READAHEAD_BYTES,
