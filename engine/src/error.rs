@@ -12,6 +12,10 @@
 use std::io;
 use std::path::PathBuf;
 
+// Text from the file (names, values in SQLite's messages) and paths are shown through the
+// partitioner's one escape, so a hostile file cannot put raw control characters in a message.
+use partitioner::error::{printable, shown};
+
 /// An error that stopped a scan.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -19,7 +23,7 @@ pub enum Error {
     #[error(transparent)]
     Plan(#[from] partitioner::Error),
     /// A page read during the scan is malformed.
-    #[error("CPU {cpu}: {}: page {page}: {what}", path.display())]
+    #[error("CPU {cpu}: {}: page {page}: {}", shown(path), printable(what))]
     Corrupt {
         /// The executor's CPU.
         cpu: usize,
@@ -33,7 +37,7 @@ pub enum Error {
     /// Evaluating a row failed with SQLite's error for it (`integer overflow`, a function's
     /// error): the file is sound, the query fails on this row's values. Displayed without the
     /// CPU, which does not change the answer: the file, page, rowid and SQLite's message.
-    #[error("{}: page {page}: rowid {rowid}: {message}", path.display())]
+    #[error("{}: page {page}: rowid {rowid}: {}", shown(path), printable(message))]
     Eval {
         /// The executor's CPU.
         cpu: usize,
@@ -48,8 +52,9 @@ pub enum Error {
     },
     /// A read (or the open or ring set-up before it) failed.
     #[error(
-        "CPU {cpu}: {}: {op}{}: {source}",
-        path.display(),
+        "CPU {cpu}: {}: {}{}: {source}",
+        shown(path),
+        printable(op),
         offset.map(|o| format!(" at byte offset {o}")).unwrap_or_default()
     )]
     Io {
@@ -65,7 +70,7 @@ pub enum Error {
         source: io::Error,
     },
     /// An executor thread could not be started.
-    #[error("CPU {cpu}: cannot start an executor: {cause}")]
+    #[error("CPU {cpu}: cannot start an executor: {}", printable(cause))]
     Start {
         /// The CPU it was meant for.
         cpu: usize,
@@ -74,7 +79,7 @@ pub enum Error {
         cause: String,
     },
     /// An executor panicked (a bug in corescan; the scan is abandoned).
-    #[error("CPU {cpu}: executor panicked: {message}")]
+    #[error("CPU {cpu}: executor panicked: {}", printable(message))]
     Panicked {
         /// The executor's CPU.
         cpu: usize,
@@ -88,7 +93,7 @@ pub enum Error {
         cpu: usize,
     },
     /// The scan settings are unusable.
-    #[error("invalid scan settings: {0}")]
+    #[error("invalid scan settings: {}", printable(.0))]
     Config(String),
 }
 

@@ -831,7 +831,7 @@ pub enum QueryError {
     /// (`integer overflow` in `sum`, a group's output or `HAVING`) or a constant `WHERE`
     /// term tested before the scan. SQLite's message alone: there is no page or rowid to name
     /// (a failing row is [`Error::Eval`] inside [`QueryError::Scan`]).
-    #[error("{0}")]
+    #[error("{}", partitioner::printable(.0))]
     Eval(String),
     /// Writing a result row failed (the output was closed, the disk is full).
     #[error("writing the result: {0}")]
