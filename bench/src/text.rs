@@ -26,7 +26,7 @@
 //! Nothing here imports another module of this crate.
 
 use engine::q6::format_hundredths;
-use engine::Q6Params;
+use engine::q6::Q6Params;
 
 /// What a Q6 query selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

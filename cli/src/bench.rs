@@ -10,7 +10,8 @@ use bench::experiments::scale::{run_scale, ScaleOptions, ScaleOutcome};
 use bench::experiments::seed_report::{run_seed_report, SeedReportOptions};
 use bench::experiments::{default_out_dir, CacheMode};
 use clap::{Args, Subcommand};
-use engine::{IoChoice, Q6Params};
+use engine::q6::Q6Params;
+use engine::IoChoice;
 use partitioner::topology::IoMode;
 
 use crate::args::{IoArg, SqpollArg};

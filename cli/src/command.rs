@@ -5,7 +5,10 @@
 //! status 1; a usage error is one `error:` line too, with status 2 (clap's message with its
 //! usage block and hints folded into that line, see [`usage_line`]); `--help` and `--version`
 //! exit 0. A panic is reported the same way (one `error: internal error: ...` line, status 1),
-//! never as Rust's multi-line panic message.
+//! never as Rust's multi-line panic message. Every `error:` line goes through
+//! [`partitioner::printable`]: the libraries' errors already escape the text they took from a
+//! file, and this covers whatever else reaches the line (an I/O error's path, an argument, a
+//! panic message), so no control character reaches the terminal raw and the line stays one.
 //!
 //! Every option that takes a value accepts a negative-looking one (`--discount -0.06`,
 //! `--cores -1`), so that its value parser, not clap's "unexpected argument" path, rejects it
@@ -15,6 +18,7 @@ use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use partitioner::printable;
 
 use crate::{bench, explain, gen, q6, query, topology};
 
@@ -94,7 +98,7 @@ fn usage_exit(e: &clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         _ => {
-            eprintln!("error: {}", usage_line(e));
+            eprintln!("error: {}", printable(&usage_line(e)));
             ExitCode::from(2)
         }
     }
@@ -141,9 +145,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// The error and its causes joined by `: `, on one line. Library errors often print their
-/// source already (`FILE: open: No such file ...`), so a cause whose text is already in the
-/// message is not repeated.
+/// The error and its causes joined by `: `, on one line (a newline or any other control
+/// character left in the text shows as its escape). Library errors often print their source
+/// already (`FILE: open: No such file ...`), so a cause whose text is already in the message
+/// is not repeated.
 fn one_line(e: &anyhow::Error) -> String {
     let mut line = e.to_string();
     for cause in e.chain().skip(1) {
@@ -153,7 +158,7 @@ fn one_line(e: &anyhow::Error) -> String {
             line.push_str(&text);
         }
     }
-    line.replace(['\n', '\r'], " ")
+    printable(&line).into_owned()
 }
 
 fn install_panic_hook() {
@@ -169,8 +174,8 @@ fn install_panic_hook() {
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
         eprintln!(
-            "error: internal error: {}{at}",
-            what.replace(['\n', '\r'], " ")
+            "error: internal error: {}",
+            printable(&format!("{what}{at}"))
         );
     }));
 }

@@ -19,6 +19,7 @@ mod live;
 mod q6;
 mod query;
 mod query_output;
+mod report;
 mod scan_setup;
 mod topology;
 

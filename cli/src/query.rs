@@ -8,9 +8,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 use engine::query::{run_query_rendered, run_query_streaming, QueryError, RowRender};
-use engine::ScanReport;
 
 use crate::query_output::{Format, FormatRender, RowWriter};
+use crate::report;
 use crate::scan_setup::{scan_setup, ScanArgs};
 
 /// Arguments of `corescan query`.
@@ -98,23 +98,18 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
             json["stream_wait_s"] = serde_json::json!(waited);
             eprintln!("{json}");
         } else {
-            let text = crate::q6::human(&ScanReport::from_run(out.report, String::new(), rows));
-            // The Q6 report without its revenue line; "matched" counts result rows here.
-            for line in text.lines().skip(1) {
-                let line = if line.starts_with("rows ") {
-                    line.replace(&format!("{rows} matched"), &format!("{rows} result rows"))
-                } else {
-                    line.to_string()
-                };
-                eprintln!("{line}");
-            }
+            let mut text = report::human(&out.report, &format!("{rows} result rows"));
             if let Some(w) = waited {
                 let each: Vec<String> = w.iter().map(|s| format!("{s:.3} s")).collect();
-                eprintln!(
-                    "streamed        in rowid order; waits for the output per executor: {}",
-                    each.join(", ")
-                );
+                text.push_str(&report::line(
+                    "streamed",
+                    &format!(
+                        "in rowid order; waits for the output per executor: {}",
+                        each.join(", ")
+                    ),
+                ));
             }
+            eprint!("{text}");
         }
     }
     Ok(())

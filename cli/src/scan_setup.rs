@@ -1,11 +1,13 @@
 //! The executors and scan settings of a run, from the command line's `--cores`/`--cpus`/
 //! `--topology`, `--io`, `--sqpoll`, `--readahead` and `--coalesce-kib` (shared by `q6` and
-//! `query`).
+//! `query`), and the faults to inject from `CORESCAN_FAULTS`.
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::Args;
 
+use engine::faults::Faults;
 use engine::{ExecutorSpec, Placement, ScanOptions, ScanSettings};
 use partitioner::topology::IoMode;
 
@@ -55,6 +57,7 @@ impl ScanArgs {
             sqpoll: self.sqpoll.map(Into::into),
             readahead: self.readahead,
             coalesce_kib: self.coalesce_kib,
+            faults: None,
         }
     }
 }
@@ -67,9 +70,25 @@ pub fn scan_setup(
     o: &ScanArgs,
     page_size: u32,
 ) -> anyhow::Result<(Vec<ExecutorSpec>, ScanSettings)> {
+    let options = ScanOptions {
+        faults: Some(injected_faults()?),
+        ..o.options()
+    };
     Ok(engine::placement::resolve(
         &o.placement(),
-        &o.options(),
+        &options,
         page_size,
     )?)
+}
+
+/// The environment variable that lists the failures to pretend (see `engine::faults`): how the
+/// end-to-end tests reach each fallback on a machine where nothing fails.
+const FAULTS_ENV: &str = "CORESCAN_FAULTS";
+
+/// The faults named in [`FAULTS_ENV`] (none when it is unset).
+fn injected_faults() -> anyhow::Result<Faults> {
+    match std::env::var(FAULTS_ENV) {
+        Ok(list) => Ok(Faults::parse(&list).with_context(|| FAULTS_ENV)?),
+        Err(_) => Ok(Faults::NONE),
+    }
 }

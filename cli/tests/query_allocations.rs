@@ -45,6 +45,7 @@ fn allocations_of(db: &Path, sql: &str, io: IoBackend) -> (u64, u64) {
         coalesce_kib: 128,
         io: IoChoice::Fixed(io),
         sqpoll: SqpollMode::Off,
+        faults: engine::faults::Faults::NONE,
     };
     let before = counting::allocations();
     let planned = corescan_sql::plan_query(db, sql).unwrap();

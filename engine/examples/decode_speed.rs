@@ -7,8 +7,8 @@
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
 
+use engine::q6::{Q6Kernel, Q6Params};
 use engine::scan::ScanKernel;
-use engine::{Q6Kernel, Q6Params};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

@@ -85,8 +85,8 @@ pub enum Measure {
 }
 
 impl Measure {
-    /// Starts counting the calling thread (`CORESCAN_FAULTS=pmu` pretends there is no PMU,
-    /// for tests on machines that have one).
+    /// Starts counting the calling thread (`no_pmu`, the `pmu` fault of the scan settings,
+    /// pretends there is no PMU, for tests on machines that have one).
     pub fn start(no_pmu: bool) -> Measure {
         if no_pmu {
             return Measure::Unavailable("injected: no PMU".into());

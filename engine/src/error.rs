@@ -1,5 +1,8 @@
 //! The engine's error type: every failure names the CPU of the executor that hit it and, where
-//! one is involved, the file and page.
+//! one is involved, the file and page. A row whose evaluation fails ([`Error::Eval`]) is kept
+//! apart from a damaged page ([`Error::Corrupt`]): the file is sound, the query fails on that
+//! row's values, as SQLite's would, so a caller can tell the two apart (and needs no retry or
+//! repair for the first).
 //!
 //! Layering: at the bottom of the crate with [`crate::settings`]; every other module may use it.
 //! An I/O failure keeps the operating system's [`std::io::Error`] (its kind and errno) beside
@@ -9,6 +12,10 @@
 use std::io;
 use std::path::PathBuf;
 
+// Text from the file (names, values in SQLite's messages) and paths are shown through the
+// partitioner's one escape, so a hostile file cannot put raw control characters in a message.
+use partitioner::error::{printable, shown};
+
 /// An error that stopped a scan.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -16,7 +23,7 @@ pub enum Error {
     #[error(transparent)]
     Plan(#[from] partitioner::Error),
     /// A page read during the scan is malformed.
-    #[error("CPU {cpu}: {}: page {page}: {what}", path.display())]
+    #[error("CPU {cpu}: {}: page {page}: {}", shown(path), printable(what))]
     Corrupt {
         /// The executor's CPU.
         cpu: usize,
@@ -27,10 +34,27 @@ pub enum Error {
         /// What is wrong with it.
         what: String,
     },
+    /// Evaluating a row failed with SQLite's error for it (`integer overflow`, a function's
+    /// error): the file is sound, the query fails on this row's values. Displayed without the
+    /// CPU, which does not change the answer: the file, page, rowid and SQLite's message.
+    #[error("{}: page {page}: rowid {rowid}: {}", shown(path), printable(message))]
+    Eval {
+        /// The executor's CPU.
+        cpu: usize,
+        /// The database file.
+        path: PathBuf,
+        /// The leaf page holding the row.
+        page: u32,
+        /// The row's rowid.
+        rowid: i64,
+        /// SQLite's error message, as its `sqlite3_errmsg` gives it.
+        message: String,
+    },
     /// A read (or the open or ring set-up before it) failed.
     #[error(
-        "CPU {cpu}: {}: {op}{}: {source}",
-        path.display(),
+        "CPU {cpu}: {}: {}{}: {source}",
+        shown(path),
+        printable(op),
         offset.map(|o| format!(" at byte offset {o}")).unwrap_or_default()
     )]
     Io {
@@ -46,7 +70,7 @@ pub enum Error {
         source: io::Error,
     },
     /// An executor thread could not be started.
-    #[error("CPU {cpu}: cannot start an executor: {cause}")]
+    #[error("CPU {cpu}: cannot start an executor: {}", printable(cause))]
     Start {
         /// The CPU it was meant for.
         cpu: usize,
@@ -55,7 +79,7 @@ pub enum Error {
         cause: String,
     },
     /// An executor panicked (a bug in corescan; the scan is abandoned).
-    #[error("CPU {cpu}: executor panicked: {message}")]
+    #[error("CPU {cpu}: executor panicked: {}", printable(message))]
     Panicked {
         /// The executor's CPU.
         cpu: usize,
@@ -72,7 +96,7 @@ pub enum Error {
     #[error(transparent)]
     Placement(#[from] partitioner::topology::TopologyError),
     /// The scan settings are unusable.
-    #[error("invalid scan settings: {0}")]
+    #[error("invalid scan settings: {}", printable(.0))]
     Config(String),
 }
 

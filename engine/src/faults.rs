@@ -1,7 +1,9 @@
 //! Fault injection: forces the failures the engine must survive, so tests can check each
 //! fallback on a machine where nothing actually fails.
 //!
-//! Set `CORESCAN_FAULTS` to a comma-separated list of:
+//! The faults of a scan are [`crate::ScanSettings::faults`] (none by default); a list such as
+//! `odirect,sqpoll` parses into [`Faults`] (the `corescan` binary reads one from its
+//! `CORESCAN_FAULTS` environment variable). The names:
 //!
 //! | fault | pretends that | the engine then |
 //! |---|---|---|
@@ -13,12 +15,12 @@
 //!
 //! Each fallback is reported in the run's `io.notice`.
 //!
-//! Layering: a leaf of the crate (imports nothing from it); the backends, their policy and the
-//! coordinator consult it.
+//! Layering: a leaf of the crate (imports nothing from it); the settings hold it, and the
+//! backends, their policy and the coordinator consult it.
 
-use std::sync::OnceLock;
+use std::str::FromStr;
 
-/// The faults in force for this process.
+/// The faults to pretend during a scan ([`Faults::NONE`] by default).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Faults {
     /// `O_DIRECT` is refused.
@@ -33,13 +35,25 @@ pub struct Faults {
     pub pmu: bool,
 }
 
-/// The environment variable that lists the faults to inject.
-pub const FAULTS_ENV: &str = "CORESCAN_FAULTS";
+/// A fault list named a fault the engine does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown fault {0:?} (known: odirect, io_uring, sqpoll, memlock, pmu)")]
+pub struct UnknownFault(pub String);
 
 impl Faults {
-    /// Parses a fault list such as `odirect,sqpoll`; unknown names are an error.
-    pub fn parse(list: &str) -> Result<Self, String> {
-        let mut f = Faults::default();
+    /// No fault: what really happens.
+    pub const NONE: Faults = Faults {
+        odirect: false,
+        io_uring: false,
+        sqpoll: false,
+        memlock: false,
+        pmu: false,
+    };
+
+    /// Parses a comma-separated fault list such as `odirect, sqpoll` (empty: none); an unknown
+    /// name is an error, so a misspelt fault cannot silently test the healthy path.
+    pub fn parse(list: &str) -> Result<Self, UnknownFault> {
+        let mut f = Faults::NONE;
         for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match name {
                 "odirect" => f.odirect = true,
@@ -47,25 +61,18 @@ impl Faults {
                 "sqpoll" => f.sqpoll = true,
                 "memlock" => f.memlock = true,
                 "pmu" => f.pmu = true,
-                other => {
-                    return Err(format!(
-                        "{FAULTS_ENV}: unknown fault {other:?} (known: odirect, io_uring, sqpoll, memlock, pmu)"
-                    ))
-                }
+                other => return Err(UnknownFault(other.to_string())),
             }
         }
         Ok(f)
     }
+}
 
-    /// The faults named in `CORESCAN_FAULTS` (read once per process).
-    pub fn from_env() -> Result<Self, String> {
-        static FAULTS: OnceLock<Result<Faults, String>> = OnceLock::new();
-        FAULTS
-            .get_or_init(|| match std::env::var(FAULTS_ENV) {
-                Ok(v) => Faults::parse(&v),
-                Err(_) => Ok(Faults::default()),
-            })
-            .clone()
+impl FromStr for Faults {
+    type Err = UnknownFault;
+
+    fn from_str(list: &str) -> Result<Self, UnknownFault> {
+        Faults::parse(list)
     }
 }
 
@@ -75,11 +82,12 @@ mod tests {
 
     #[test]
     fn parses_fault_lists() {
-        assert_eq!(Faults::parse("").unwrap(), Faults::default());
-        let f = Faults::parse("odirect, sqpoll").unwrap();
-        assert!(f.odirect && f.sqpoll && !f.io_uring && !f.memlock);
-        assert!(Faults::parse("disk_on_fire")
-            .unwrap_err()
-            .contains("unknown fault"));
+        assert_eq!(Faults::parse("").unwrap(), Faults::NONE);
+        assert_eq!(Faults::NONE, Faults::default());
+        let f: Faults = "odirect, sqpoll".parse().unwrap();
+        assert!(f.odirect && f.sqpoll && !f.io_uring && !f.memlock && !f.pmu);
+        let err = Faults::parse("pmu,disk_on_fire").unwrap_err();
+        assert_eq!(err, UnknownFault("disk_on_fire".into()));
+        assert!(err.to_string().contains("unknown fault \"disk_on_fire\""));
     }
 }

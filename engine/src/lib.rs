@@ -4,7 +4,7 @@
 //! CPU. Each executor has its own io_uring, reads its range of leaf pages in file order with
 //! `O_DIRECT` into glommio's registered DMA buffers, and keeps a window of reads in flight
 //! ahead of its decoder, because direct I/O gets no readahead from the kernel. What is computed
-//! from the rows is a [`ScanKernel`]; TPC-H Q6 ([`run_q6`]) is the first one.
+//! from the rows is a [`ScanKernel`]; TPC-H Q6 ([`q6::run_q6`]) is the first one.
 //!
 //! ## Layout, bottom to top
 //!
@@ -34,9 +34,10 @@
 //!    cells into the serial types and offsets of the needed columns, fast path without
 //!    per-byte branches);
 //! 5. kernels on top: [`census`] (rows and overflow pages, for `explain --census`) and
-//!    [`q6`]: TPC-H Q6: parameters and exact decimals ([`Q6Params`]), the record
-//!    decoder ([`LeafDecoder`]) with its predicates under each column's affinity and
-//!    collation, as a kernel, and [`run_q6`].
+//!    [`q6`]: TPC-H Q6: parameters and exact decimals ([`q6::Q6Params`]), the record
+//!    decoder ([`q6::LeafDecoder`]) with its predicates under each column's affinity and
+//!    collation, as a kernel, [`q6::run_q6`] and its report ([`q6::Q6Report`]). Their names
+//!    stay in their modules (`engine::q6::...`): the crate root publishes the generic scan.
 //!
 //! ## Policy
 //!
@@ -74,19 +75,16 @@ pub mod settings;
 mod spec;
 pub mod value;
 
-pub use q6::decoder;
-
 pub use backend::{IoBackend, SqpollMode};
 pub use coordinator::{run_scan, running_executors};
 pub use error::{Error, Result};
 pub use handle::{scan, Batch, Scan, ScanEnd, BATCHES_IN_FLIGHT, BATCH_ROWS};
 pub use partitions::{scan_partitions, PartitionStream, PartitionedScan};
 pub use placement::{Placement, ScanOptions};
-pub use q6::{run_q6, LeafDecoder, PartialAggregate, Q6ColumnTypes, Q6Columns, Q6Kernel, Q6Params};
 pub use query::{QueryError, QueryPlan};
-pub use report::{IoReport, RunReport, ScanReport, SnapshotReport};
+pub use report::{IoReport, RunReport, SnapshotReport};
 pub use retry::{consistent, Consistent};
-pub use scan::{RecordOutcome, ScanKernel, Spill};
+pub use scan::{RecordOutcome, RowError, ScanKernel, Spill};
 pub use settings::{
     spread, ExecutorSpec, IoChoice, ScanSettings, DEFAULT_COALESCE_KIB, DEFAULT_IO,
     DEFAULT_READAHEAD_BYTES,

@@ -41,6 +41,8 @@ struct Shared {
     outcome: Mutex<Option<Result<ScanEnd, QueryError>>>,
     /// Closed when the coordinator has stored the outcome.
     done: Receiver<()>,
+    /// Rows the partition streams have handed over.
+    delivered: AtomicU64,
 }
 
 /// Sets the abandonment mark when the last holder (the scan or a stream) goes away.
@@ -93,6 +95,7 @@ pub fn scan_partitions(spec: ScanSpec) -> Result<PartitionedScan, QueryError> {
     let shared = Arc::new(Shared {
         outcome: Mutex::new(None),
         done: done_rx,
+        delivered: AtomicU64::new(0),
     });
     let mut senders = Vec::with_capacity(n);
     let mut streams = Vec::with_capacity(n);
@@ -173,9 +176,9 @@ fn run(
         |_| kernels.pop().expect("one kernel per executor"),
         || ((), n),
     )?;
-    let rows = report.executors.iter().map(|e| e.rows_matched).sum();
     Ok(ScanEnd {
-        rows,
+        // Counted as the streams hand rows over (see `PartitionedScan::finish`).
+        rows: 0,
         streamed: true,
         report,
     })
@@ -247,10 +250,15 @@ impl PartitionedScan {
     }
 
     /// Waits (blocking) for the scan to end and returns its report, or its error if no
-    /// partition has taken it.
+    /// partition has taken it. [`ScanEnd::rows`] counts the rows the streams have handed
+    /// over so far: all of them once every stream has ended.
     pub fn finish(self) -> Result<ScanEnd, QueryError> {
         let _ = self.shared.done.recv_blocking();
-        self.shared.take_outcome(usize::MAX)
+        let mut end = self.shared.take_outcome(usize::MAX)?;
+        if end.streamed {
+            end.rows = self.shared.delivered.load(Ordering::Relaxed);
+        }
+        Ok(end)
     }
 }
 
@@ -319,7 +327,11 @@ impl PartitionStream {
         msg: Result<StreamMsg, async_channel::RecvError>,
     ) -> Option<Result<Batch, QueryError>> {
         match msg {
-            Ok(StreamMsg::Rows(rows)) => Some(Ok(Batch { rows })),
+            Ok(StreamMsg::Rows(rows)) => {
+                let n = rows.len() as u64;
+                self.shared.delivered.fetch_add(n, Ordering::Relaxed);
+                Some(Ok(Batch { rows }))
+            }
             Ok(StreamMsg::Rendered { .. }) => unreachable!("partitions are never rendered"),
             Ok(StreamMsg::Failed(failure)) => {
                 self.done = true;

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use partitioner::topology::{plan_executors, Machine, SqpollPolicy, Topology};
 
 use crate::error::Result;
+use crate::faults::Faults;
 use crate::settings::{available_cpus, spread, ExecutorSpec, IoChoice, ScanSettings, SqpollMode};
 
 /// Which CPUs run a scan's executors.
@@ -56,6 +57,9 @@ pub struct ScanOptions {
     pub readahead: Option<u32>,
     /// Reads coalesced up to this many KiB (default: [`crate::DEFAULT_COALESCE_KIB`]).
     pub coalesce_kib: Option<u32>,
+    /// Failures to pretend, to reach each fallback on a machine where nothing fails (see
+    /// [`crate::faults`]; default: none).
+    pub faults: Option<Faults>,
 }
 
 /// The executors and settings for a file with `page_size`-byte pages: `placement`'s executors
@@ -109,6 +113,7 @@ pub fn resolve(
     settings.coalesce_kib = options.coalesce_kib.unwrap_or(base.coalesce_kib);
     settings.io = options.io.unwrap_or(base.io);
     settings.sqpoll = sqpoll.unwrap_or(base.sqpoll);
+    settings.faults = options.faults.unwrap_or(base.faults);
     Ok((executors, settings))
 }
 

@@ -1,5 +1,6 @@
-//! What a run measured: [`RunReport`] for any scan (I/O, executors, device, CPU), and
-//! [`ScanReport`], the Q6 answer with the same figures (the shape of `corescan q6 --json`).
+//! What a run measured: [`RunReport`] for any scan (I/O, executors, device, CPU), whatever
+//! its kernel computed; a kernel's answer sits beside it in its own report (as
+//! [`crate::q6::Q6Report`] does).
 //!
 //! Layering: reports sit above the scan loops (they hold each executor's
 //! [`ExecutorReport`]) and below the coordinator, which builds them.
@@ -132,37 +133,4 @@ pub struct RunReport {
     pub oversubscribed: bool,
     /// How the scan held one committed state of the database.
     pub snapshot: SnapshotReport,
-}
-
-/// The result of one Q6 scan: the answer, and the run's report beside it (in `--json`, one
-/// object: `revenue` and `rows_matched` next to every field of [`RunReport`]). It dereferences
-/// to the [`RunReport`], so `report.wall_s` reads as on any run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ScanReport {
-    /// The revenue with four decimals, exact.
-    pub revenue: String,
-    /// Rows that matched.
-    pub rows_matched: u64,
-    /// Everything measured while computing it.
-    #[serde(flatten)]
-    pub run: RunReport,
-}
-
-impl ScanReport {
-    /// The Q6 report of a run whose answer is `revenue` (four decimals) over `rows_matched` rows.
-    pub fn from_run(run: RunReport, revenue: String, rows_matched: u64) -> Self {
-        ScanReport {
-            revenue,
-            rows_matched,
-            run,
-        }
-    }
-}
-
-impl std::ops::Deref for ScanReport {
-    type Target = RunReport;
-
-    fn deref(&self) -> &RunReport {
-        &self.run
-    }
 }

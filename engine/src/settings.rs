@@ -5,12 +5,14 @@
 //! choose from; the backends themselves are in [`crate::backend`].
 //!
 //! Layering: this module is at the bottom of the crate with [`crate::error`]; it imports nothing
-//! from the rest of the engine, so the backends and their policy, the scan loops and the
-//! coordinator can all take their settings from here.
+//! from the rest of the engine but the leaf [`crate::faults`] (the failures a test pretends),
+//! so the backends and their policy, the scan loops and the coordinator can all take their
+//! settings from here.
 
 use std::fmt;
 
 use crate::error::{Error, Result};
+use crate::faults::Faults;
 
 pub use partitioner::topology::{MAX_COALESCE_KIB, MAX_READAHEAD};
 
@@ -92,6 +94,10 @@ pub struct ScanSettings {
     pub io: IoChoice,
     /// Whether the `uring` backend uses a kernel SQ poll thread.
     pub sqpoll: SqpollMode,
+    /// Failures to pretend, to test the fallbacks ([`crate::faults`]); [`Faults::NONE`] by
+    /// default. Part of the settings rather than read from the environment, so an embedding
+    /// program (or a test) decides per scan.
+    pub faults: Faults,
 }
 
 impl ScanSettings {
@@ -104,6 +110,7 @@ impl ScanSettings {
             coalesce_kib: DEFAULT_COALESCE_KIB,
             io: DEFAULT_IO,
             sqpoll: SqpollMode::Off,
+            faults: Faults::NONE,
         }
     }
 

@@ -9,7 +9,8 @@
 #[allow(dead_code)]
 mod fixture;
 
-use engine::{run_q6, spread, IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode};
+use engine::q6::{run_q6, Q6Params};
+use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
 
 #[path = "engine/counting.rs"]
@@ -22,6 +23,7 @@ fn allocations_of_a_scan(plan: &TablePlan, io: IoBackend, readahead: u32) -> (u6
         coalesce_kib: 128,
         io: IoChoice::Fixed(io),
         sqpoll: SqpollMode::Off,
+        faults: engine::faults::Faults::NONE,
     };
     let before = counting::allocations();
     let report = run_q6(plan, &spread(2), &Q6Params::default(), &settings).unwrap();

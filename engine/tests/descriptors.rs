@@ -4,7 +4,8 @@
 //!
 //! A test binary of its own: no other test's executors open or leak descriptors meanwhile.
 
-use engine::{run_q6, spread, IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode};
+use engine::q6::{run_q6, Q6Params};
+use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
 
 #[path = "engine/fixture.rs"]
@@ -33,6 +34,7 @@ fn repeated_scans_do_not_accumulate_eventfds() {
         coalesce_kib: 64,
         io: IoChoice::Fixed(IoBackend::Dma),
         sqpoll: SqpollMode::Off,
+        faults: engine::faults::Faults::NONE,
     };
     let scan = || run_q6(&plan, &spread(2), &Q6Params::default(), &settings).unwrap();
     let first = scan();

@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use engine::decoder::{LeafDecoder, MissingValue, Q6Columns};
+use engine::q6::decoder::{LeafDecoder, MissingValue, Q6Columns};
 use engine::q6::{PartialAggregate, Q6Filter, Q6Params};
 use partitioner::sidecar::wal_path;
 use partitioner::{DbHeader, Error, PageLocation, TablePlan};

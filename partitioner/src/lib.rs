@@ -59,7 +59,7 @@ pub mod wal;
 
 pub use affinity::Affinity;
 pub use default_value::DefaultValue;
-pub use error::{Error, Result};
+pub use error::{printable, Error, Result};
 pub use header::DbHeader;
 pub use leaf_parents::{ParentShare, Share};
 pub use pager::{FileSnapshot, PageFile};

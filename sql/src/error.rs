@@ -1,17 +1,22 @@
 //! [`SqlError`]: why `corescan query` cannot run a query. Layering: the bottom of `sql`; it
 //! imports nothing from the crate.
+//!
+//! Its messages quote names from the file's schema (and the query's text): they are shown
+//! through [`partitioner::printable`], so control characters in a hostile name read as escapes.
+
+use partitioner::printable;
 
 /// A query corescan cannot run, with the reason.
 #[derive(Debug, thiserror::Error)]
 pub enum SqlError {
     /// The SQL does not parse.
-    #[error("SQL syntax: {0}")]
+    #[error("SQL syntax: {}", printable(.0))]
     Syntax(String),
     /// A construct outside single-table scans.
-    #[error("not supported by corescan query: {0}")]
+    #[error("not supported by corescan query: {}", printable(.0))]
     Unsupported(String),
     /// A name or usage error (unknown column or function, wrong argument count, ...).
-    #[error("{0}")]
+    #[error("{}", printable(.0))]
     Invalid(String),
     /// The table could not be opened or planned.
     #[error(transparent)]

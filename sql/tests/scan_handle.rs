@@ -189,6 +189,7 @@ fn partitions_hold_the_table_in_rowid_order_one_stream_per_executor() {
             assert_eq!(rows, expected, "{sql} under {placement:?} {options:?}");
             let end = scan.finish().unwrap();
             assert_eq!(end.report.executors.len(), n);
+            assert_eq!(end.rows, expected.len() as u64);
         }
     }
 }

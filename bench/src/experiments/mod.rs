@@ -60,7 +60,8 @@ use std::io::{self, IsTerminal, Read};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use engine::{IoChoice, ScanReport, SqpollMode};
+use engine::q6::Q6Report;
+use engine::{IoChoice, SqpollMode};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
@@ -312,7 +313,7 @@ impl Spread {
 }
 
 /// Checks a corescan run's answer against the oracle's.
-pub fn check_answer(what: &str, report: &ScanReport, want: &OracleAnswer) -> Result<()> {
+pub fn check_answer(what: &str, report: &Q6Report, want: &OracleAnswer) -> Result<()> {
     if report.revenue == want.revenue()
         && report.rows_matched == want.rows_matched
         && report.rows_scanned == want.rows_scanned

@@ -10,10 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use engine::backend::residency;
-use engine::{
-    run_q6, spread, ExecutorSpec, IoBackend, IoChoice, Q6Params, ScanReport, ScanSettings,
-    SqpollMode,
-};
+use engine::q6::{run_q6, Q6Params, Q6Report};
+use engine::{spread, ExecutorSpec, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use partitioner::topology::{self, plan_executors};
 use partitioner::TablePlan;
 use serde::{Serialize, Serializer};
@@ -57,6 +55,7 @@ impl ScanConfig {
             coalesce_kib: self.coalesce_kib,
             io: self.io,
             sqpoll: self.sqpoll,
+            faults: engine::faults::Faults::NONE,
         }
     }
 
@@ -131,7 +130,7 @@ pub struct RunRecord {
     /// Whether there were more executors than CPUs.
     pub oversubscribed: bool,
     /// The engine's report.
-    pub report: ScanReport,
+    pub report: Q6Report,
 }
 
 /// Runs configurations of Q6 over one table, each with the cache prepared and the answer

@@ -20,7 +20,8 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use engine::{IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode};
+use engine::q6::Q6Params;
+use engine::{IoBackend, IoChoice, ScanSettings, SqpollMode};
 use serde::Serialize;
 
 use super::machine::Machine;

@@ -10,7 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
-use engine::{run_q6, spread, IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode};
+use engine::q6::{run_q6, Q6Params};
+use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
 use rusqlite::Connection;
 
@@ -245,6 +246,7 @@ fn errors_under_every_backend(path: &Path) -> Vec<Option<String>> {
             readahead: 32,
             coalesce_kib: 128,
             sqpoll: SqpollMode::Off,
+            faults: engine::faults::Faults::NONE,
         };
         let plan = plan.as_ref().map_err(|e| e.to_string());
         match plan {

@@ -228,7 +228,7 @@ fn print_sql_is_the_q6_text_every_engine_runs() {
     ]);
     assert_eq!(run.status, 0, "{run:?}");
     let sql = run.stdout.trim();
-    let params = engine::Q6Params::parse("1994-01-01", "0.07", "24").unwrap();
+    let params = engine::q6::Q6Params::parse("1994-01-01", "0.07", "24").unwrap();
     assert_eq!(
         sql,
         bench::text::q6_sql("LINEITEM", &params, bench::text::Q6Select::Revenue)
@@ -329,4 +329,75 @@ fn an_hwloc_xml_machine_is_read_without_the_libxml_plugin() {
     let here = detect(&["topology".as_ref(), "detect".as_ref()]);
     assert!(from_xml.contains("[[executor]]"), "{from_xml}");
     assert_eq!(from_xml, here);
+}
+
+/// A database whose table and column names carry an ESC sequence (it would turn the terminal
+/// red) and a newline (it would forge a second line): every error line shows them as escapes,
+/// on one line, whichever command and error reaches them.
+#[test]
+fn names_from_a_hostile_file_are_escaped_in_error_lines() {
+    let dir = crate::scratch_dir("hostile-names");
+    let db = dir.join("hostile.db");
+    let table = "ev\x1b[31mil\nname";
+    let column = "co\x1b[1ml\nx";
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(&format!(
+        "CREATE TABLE \"{table}\"(\"{column}\" INTEGER, b TEXT); \
+         INSERT INTO \"{table}\" VALUES (1, 'x');"
+    ))
+    .unwrap();
+    drop(conn);
+    let db = db.to_str().unwrap();
+    let shown_table = r"ev\u{1b}[31mil\nname";
+    let shown_column = r"co\u{1b}[1ml\nx";
+    let check = |args: &[&str], needles: &[&str]| {
+        let run = corescan(args);
+        run.assert_error(needles);
+        assert!(
+            !run.stderr.contains('\x1b'),
+            "{args:?}: raw ESC in {:?}",
+            run.stderr
+        );
+    };
+    // A missing table: the message lists the file's tables.
+    check(
+        &["query", db, "SELECT * FROM missing"],
+        &["missing", shown_table],
+    );
+    check(&["explain", db, "--table", "missing"], &[shown_table]);
+    check(&["q6", db], &["lineitem", shown_table]);
+    // Wrong columns: Q6's are missing, and the message lists the table's.
+    check(
+        &["q6", db, "--table", table],
+        &["l_quantity", shown_table, shown_column],
+    );
+    let select = format!("SELECT nope FROM \"{table}\"");
+    check(&["query", db, &select], &["no such column: nope"]);
+}
+
+/// A row whose evaluation fails is SQLite's message, with the file, page and rowid that hold
+/// the row: one line, like every error.
+#[test]
+fn a_failing_row_names_its_page_and_rowid() {
+    let dir = crate::scratch_dir("failing-row");
+    let db = dir.join("t.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE t(a INTEGER); INSERT INTO t(rowid, a) VALUES (1, 1), (2, 2);
+         INSERT INTO t(rowid, a) VALUES (3, -9223372036854775807 - 1), (4, 4);",
+    )
+    .unwrap();
+    let sql = "SELECT abs(a) FROM t";
+    let sqlite = conn
+        .prepare(sql)
+        .unwrap()
+        .query_map([], |r| r.get::<_, i64>(0))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap_err();
+    assert!(sqlite.to_string().contains("integer overflow"), "{sqlite}");
+    // Page 2 is the table's one leaf (page 1 holds the schema).
+    let db = db.to_str().unwrap();
+    corescan(["query", db, sql])
+        .assert_error(&[&format!("{db}: page 2: rowid 3: integer overflow")]);
 }

@@ -13,7 +13,7 @@ use bench::experiments::peers::Answer;
 use bench::experiments::scale::CSV_HEADER;
 use bench::gen::{GenOptions, TableSelection};
 use bench::oracle;
-use engine::Q6Params;
+use engine::q6::Q6Params;
 use serde_json::Value;
 
 use crate::{corescan, scratch_dir, Run};

@@ -22,7 +22,8 @@ fn answer(run: &Run) -> Value {
     assert_eq!(run.status, 0, "stderr: {}", run.stderr);
     let v: Value = serde_json::from_str(&run.stdout).expect("json");
     let plain = &layouts()[0];
-    let want = bench::oracle::q6(&plain.path, &plain.table, &engine::Q6Params::default()).unwrap();
+    let want =
+        bench::oracle::q6(&plain.path, &plain.table, &engine::q6::Q6Params::default()).unwrap();
     assert_eq!(v["revenue"], want.revenue());
     v
 }
@@ -181,7 +182,7 @@ fn a_file_truncated_during_an_mmap_scan_ends_in_an_error_not_sigbus() {
         force: false,
     };
     bench::gen::generate(&opts, false).unwrap();
-    let want = bench::oracle::q6(&original, "lineitem", &engine::Q6Params::default()).unwrap();
+    let want = bench::oracle::q6(&original, "lineitem", &engine::q6::Q6Params::default()).unwrap();
     let size = std::fs::metadata(&original).unwrap().len();
     // `mmap` as asked for (readahead hints), and as `auto` picks it for a cached table (its
     // reads are populated ahead instead).

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use bench::experiments::live::{Journal, WriterOptions, WriterProcess};
 use bench::oracle;
-use engine::Q6Params;
+use engine::q6::Q6Params;
 use rusqlite::Connection;
 use serde_json::Value;
 

@@ -15,6 +15,7 @@
 //! - [`faults`]: each I/O fallback forced through `CORESCAN_FAULTS`;
 //! - [`affinity`]: Q6 on columns of every declared affinity and collation holding values of
 //!   every storage class (and NaN), against SQLite;
+//! - [`report`]: the human report `q6` and `query` share (labels, order, each one's counts);
 //! - [`cli`]: the error contract (one `error:` line naming the file, exit status 1; usage
 //!   errors 2) and `--version`.
 //!
@@ -30,6 +31,7 @@ mod gen;
 mod live;
 mod oracle;
 mod query;
+mod report;
 mod scan;
 mod symlinks;
 mod wal;

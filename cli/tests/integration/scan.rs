@@ -7,7 +7,8 @@
 use std::path::Path;
 
 use bench::oracle;
-use engine::{run_q6, spread, IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode};
+use engine::q6::{run_q6, Q6Params};
+use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
 
 use crate::layouts;
@@ -99,6 +100,7 @@ impl ScanTester {
                                 coalesce_kib,
                                 io: IoChoice::Fixed(io),
                                 sqpoll: SqpollMode::Off,
+                                faults: engine::faults::Faults::NONE,
                             };
                             let what = format!(
                                 "{} ({table}), {params:?}, {cores} cores, {settings:?}, {}",

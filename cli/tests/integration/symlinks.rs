@@ -7,7 +7,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use bench::oracle::{self, OracleAnswer};
-use engine::Q6Params;
+use engine::q6::Q6Params;
 use partitioner::pager::JOURNAL_MAGIC;
 use partitioner::sidecar::journal_path;
 use rusqlite::{Connection, OpenFlags};

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use bench::oracle::{self, OracleAnswer};
-use engine::Q6Params;
+use engine::q6::Q6Params;
 use rusqlite::Connection;
 
 use crate::scan::ScanTester;
@@ -93,7 +93,7 @@ fn committed_transactions_in_the_log_are_read() {
     let runs = ScanTester::default()
         .check_with(&snap, "LINEITEM", |p| sqlite_answer(&snap, "LINEITEM", p));
     assert!(runs > 0);
-    let r = engine::run_q6(
+    let r = engine::q6::run_q6(
         &plan,
         &engine::spread(2),
         &Q6Params::default(),

@@ -81,7 +81,7 @@ impl Launch {
         // which each executor reads on its own CPU (ExecutorTask::prepare).
         let shares = plan.shares(&weights, matches!(order, RangeOrder::Key))?;
         let max_read = max_read_pages(settings.coalesce_kib, page_size);
-        let faults = Faults::from_env().map_err(Error::Config)?;
+        let faults = settings.faults;
         let window_bytes =
             (u64::from(settings.readahead.max(1)) + u64::from(max_read) + 2) * u64::from(page_size);
         let io = policy::resolve(plan, settings, executors, available, window_bytes, &faults)?;

@@ -1,7 +1,7 @@
 //! [`run_q6`]: Q6 over a planned table, as a [`ScanKernel`] run by the generic coordinator.
 //!
-//! Layering: the top of [`crate::q6`] and of the crate: it uses the coordinator, the decoder and
-//! the settings; nothing imports it but the crate root's re-exports.
+//! Layering: the top of [`crate::q6`] and of the crate: it uses the coordinator, the decoder,
+//! the Q6 report and the settings; nothing imports it but [`crate::q6`]'s re-exports.
 
 use partitioner::{DefaultValue, TablePlan};
 
@@ -10,7 +10,7 @@ use crate::datatype3::{Affinity, Collation};
 use crate::error::{Error, Result};
 use crate::q6::decoder::{LeafDecoder, MissingValue, Q6ColumnTypes, Q6Columns};
 use crate::q6::params::{PartialAggregate, Q6Filter, Q6Params};
-use crate::report::ScanReport;
+use crate::q6::report::Q6Report;
 use crate::scan::kernel::{RecordOutcome, ScanKernel, Spill};
 use crate::settings::{ExecutorSpec, ScanSettings};
 
@@ -130,15 +130,15 @@ pub fn run_q6(
     executors: &[ExecutorSpec],
     params: &Q6Params,
     settings: &ScanSettings,
-) -> Result<ScanReport> {
+) -> Result<Q6Report> {
     let kernel = Q6Kernel::new(plan, params)?;
     let (partials, mut run) = run_scan(plan, settings, executors, kernel)?;
     let mut total = PartialAggregate::default();
     for (agg, executor) in partials.iter().zip(&mut run.executors) {
-        executor.rows_matched = agg.rows_matched;
+        executor.rows_kept = Some(agg.rows_matched);
         total.merge(agg);
     }
-    Ok(ScanReport::from_run(
+    Ok(Q6Report::from_run(
         run,
         total.revenue_text(),
         total.rows_matched,

@@ -41,7 +41,7 @@ use super::window;
 use crate::coordinator::{run_scan_in, RangeOrder};
 use crate::error::Error;
 use crate::report::RunReport;
-use crate::scan::{RecordOutcome, ScanKernel, Spill};
+use crate::scan::{RecordOutcome, RowError, ScanKernel, Spill};
 use crate::settings::{ExecutorSpec, ScanSettings};
 use partitioner::TablePlan;
 
@@ -253,7 +253,7 @@ impl ScanKernel for QueryKernel {
         self.rows
     }
 
-    fn page_done(&mut self) -> Result<(), String> {
+    fn page_done(&mut self) -> Result<(), RowError> {
         if std::mem::take(&mut self.unresolved) {
             if let (Partial::Rows(rows), Some(k)) = (&mut self.partial, self.plan.keep()) {
                 resolve_marks(&self.plan.order_by, rows, k);
@@ -271,7 +271,7 @@ impl ScanKernel for QueryKernel {
             stream.page_done(rows);
         }
         match self.failed.take() {
-            Some((rowid, e)) => Err(format!("row {rowid}: {e}")),
+            Some((rowid, message)) => Err(RowError { rowid, message }),
             None => Ok(()),
         }
     }
@@ -840,12 +840,15 @@ pub struct QueryOutput {
 /// Why a query failed.
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
-    /// The scan failed (I/O, a malformed page, or an error evaluating a row, which names the
-    /// page and cell).
+    /// The scan failed: I/O, a malformed page, or a row whose evaluation failed
+    /// ([`Error::Eval`], naming the file, page and rowid).
     #[error(transparent)]
     Scan(#[from] Error),
-    /// Finishing the result failed (`integer overflow` in `sum`, ...).
-    #[error("{0}")]
+    /// An evaluation that belongs to no row of the file failed: finishing the result
+    /// (`integer overflow` in `sum`, a group's output or `HAVING`) or a constant `WHERE`
+    /// term tested before the scan. SQLite's message alone: there is no page or rowid to name
+    /// (a failing row is [`Error::Eval`] inside [`QueryError::Scan`]).
+    #[error("{}", partitioner::printable(.0))]
     Eval(String),
     /// Writing a result row failed (the output was closed, the disk is full).
     #[error("writing the result: {0}")]

@@ -52,13 +52,15 @@ pub struct RowFailure {
 }
 
 impl RowFailure {
-    /// The query's error, as an executor reports a failing row: `cpu` ran the row's range.
+    /// The query's error ([`Error::Eval`]: the row's values fail, the file is sound), as an
+    /// executor reports a failing row: `cpu` ran the row's range.
     pub fn into_error(self, cpu: usize, path: &std::path::Path) -> Error {
-        Error::Corrupt {
+        Error::Eval {
             cpu,
             path: path.to_path_buf(),
             page: self.page,
-            what: format!("row {}: {}", self.rowid, self.what),
+            rowid: self.rowid,
+            message: self.what,
         }
     }
 }

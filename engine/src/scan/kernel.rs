@@ -51,6 +51,17 @@ pub struct Spill {
     pub first_overflow: u32,
 }
 
+/// A row whose evaluation failed, as a kernel reports it from [`ScanKernel::page_done`]:
+/// SQLite's error for the row (`integer overflow`, a function's error), not a fault of the
+/// page. The scan adds the file, page and CPU ([`crate::Error::Eval`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowError {
+    /// The row's rowid.
+    pub rowid: i64,
+    /// SQLite's error message.
+    pub message: String,
+}
+
 /// Whether a record could be evaluated from the bytes given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordOutcome {
@@ -91,9 +102,9 @@ pub trait ScanKernel: Clone + Send + 'static {
     /// Called once a page's cells, including those completed from overflow pages, have all
     /// been given to the kernel (a kernel streaming rows in order learns here that the
     /// page's rows are complete: records with overflow come after the page's other cells).
-    /// An error (what is wrong; the scan adds the file and page) ends the scan here: a kernel
-    /// that met a failing row keeps the page's rows before it first.
-    fn page_done(&mut self) -> Result<(), String> {
+    /// A row whose evaluation failed ends the scan here: a kernel that met one keeps the
+    /// page's rows before it first, then returns it (the scan adds the file and page).
+    fn page_done(&mut self) -> Result<(), RowError> {
         Ok(())
     }
 

@@ -28,7 +28,7 @@ mod pages;
 pub mod pipeline;
 pub mod task;
 
-pub use kernel::{RecordOutcome, ScanKernel, Spill};
+pub use kernel::{RecordOutcome, RowError, ScanKernel, Spill};
 pub use task::ExecutorReport;
 pub(crate) use task::{Arrival, ExecutorTask, StartGate};
 

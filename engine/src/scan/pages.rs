@@ -149,7 +149,7 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
         }
         self.kernel
             .page_done()
-            .map_err(|what| task.corrupt(page_no, what))
+            .map_err(|row| task.eval_error(page_no, row))
     }
 
     /// Completes a record whose needed bytes continue on overflow pages, reading the chain

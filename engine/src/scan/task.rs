@@ -2,8 +2,8 @@
 //! measured: the types every scan loop shares.
 //!
 //! Layering: the bottom of [`crate::scan`] with [`crate::scan::kernel`]; it uses the backends'
-//! option and statistics types, the readahead schedule's figures and the error type, and no
-//! other scan module.
+//! option and statistics types, the readahead schedule's figures, the error type and the
+//! kernel seam's [`crate::scan::kernel::RowError`], and no other scan module.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -20,6 +20,7 @@ use crate::counters::HwCounters;
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::readahead::{ReadRequest, ScheduleStats};
+use crate::scan::kernel::RowError;
 
 /// Which executors of a run must stop because another one failed: all of them, or, in a run
 /// whose output is consumed in range order, only those after the failed one (the rows before
@@ -171,8 +172,11 @@ pub struct ExecutorReport {
     pub overflow_pages: u64,
     /// Rows examined.
     pub rows: u64,
-    /// Rows that matched Q6 (0 for other kernels).
-    pub rows_matched: u64,
+    /// Rows the kernel kept: those that passed its filter (Q6's predicate), as counted by the
+    /// code that ran the kernel, which alone knows what its partials hold; `None` when it does
+    /// not count them. In JSON `rows_matched`, the key `corescan q6 --json` has always used.
+    #[serde(rename = "rows_matched")]
+    pub rows_kept: Option<u64>,
     /// Pages read from the write-ahead log instead of the database file.
     pub wal_pages: u64,
     /// Read requests handed to the ring (or, for `pread` and `mmap`, reads performed).
@@ -294,6 +298,17 @@ impl ExecutorTask {
             Some(self.offset(req.first_page)),
             source,
         )
+    }
+
+    /// A row of leaf page `page` whose evaluation failed (the page itself is sound).
+    pub(crate) fn eval_error(&self, page: u32, row: RowError) -> Error {
+        Error::Eval {
+            cpu: self.cpu,
+            path: self.path.clone(),
+            page,
+            rowid: row.rowid,
+            message: row.message,
+        }
     }
 
     pub(crate) fn corrupt(&self, page: u32, what: String) -> Error {

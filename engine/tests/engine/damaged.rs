@@ -8,9 +8,8 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use engine::{
-    run_q6, spread, Error, ExecutorSpec, IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode,
-};
+use engine::q6::{run_q6, Q6Params};
+use engine::{spread, Error, ExecutorSpec, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
 
 use crate::fixture::{make_lineitem, test_dir};
@@ -81,7 +80,7 @@ pub fn every_backend(page_size: u32) -> Vec<Config> {
 pub fn run_with_timeout(
     plan: &TablePlan,
     config: &Config,
-) -> Result<engine::Result<engine::ScanReport>, String> {
+) -> Result<engine::Result<engine::q6::Q6Report>, String> {
     let (tx, rx) = mpsc::channel();
     let (plan, executors, settings) = (plan.clone(), config.executors.clone(), config.settings);
     std::thread::spawn(move || {

@@ -2,7 +2,8 @@
 
 use std::io::{Seek, SeekFrom, Write};
 
-use engine::{run_q6, spread, Error, Q6Params, ScanSettings};
+use engine::q6::{run_q6, Q6Params};
+use engine::{spread, Error, ScanSettings};
 use partitioner::TablePlan;
 
 use crate::damaged::{assert_every_backend_names, every_backend, run_with_timeout};

@@ -6,9 +6,9 @@
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
-use engine::decoder::{LeafDecoder, Spill};
+use engine::q6::decoder::{LeafDecoder, Spill};
+use engine::q6::Q6Params;
 use engine::q6::{PartialAggregate, Q6Filter};
-use engine::Q6Params;
 use partitioner::TablePlan;
 
 use crate::fixture::{make_lineitem, test_dir};

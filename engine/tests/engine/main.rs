@@ -2,6 +2,7 @@
 //! target temp dir (a disk-backed filesystem, so O_DIRECT works there).
 
 mod damaged;
+mod eval;
 mod faults;
 mod fixture;
 mod fuzz;

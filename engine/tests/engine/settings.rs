@@ -1,6 +1,7 @@
 //! The same answer for every core count, readahead window and coalescing size.
 
-use engine::{run_q6, spread, IoBackend, IoChoice, Q6Params, ScanSettings, SqpollMode};
+use engine::q6::{run_q6, Q6Params};
+use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 
 const BACKENDS: [IoBackend; 4] = [
     IoBackend::Dma,
@@ -29,6 +30,7 @@ fn every_setting_gives_sqlites_answer() {
                         coalesce_kib,
                         io: IoChoice::Fixed(io),
                         sqpoll: SqpollMode::Off,
+                        faults: engine::faults::Faults::NONE,
                     };
                     let what = format!("{page_size} B pages, {cores} cores, {settings:?}");
                     let direct = matches!(io, IoBackend::Dma | IoBackend::Uring);

@@ -23,7 +23,8 @@ pub use report::{CompareReport, CompareResult, CompareRun, Engine, EngineInfo};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use engine::{run_q6, Q6Params, ScanSettings, SqpollMode};
+use engine::q6::{run_q6, Q6Params};
+use engine::{ScanSettings, SqpollMode};
 use partitioner::TablePlan;
 
 use super::machine::Machine;

@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
-use engine::{run_q6, ExecutorSpec, IoChoice, Q6Params, ScanSettings};
+use engine::q6::{run_q6, Q6Params};
+use engine::{ExecutorSpec, IoChoice, ScanSettings};
 use partitioner::TablePlan;
 use serde::Serialize;
 

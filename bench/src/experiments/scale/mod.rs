@@ -6,7 +6,7 @@
 //!
 //! - `results.csv`: one row per configuration ([`CSV_HEADER`]), skipped ones included with
 //!   their reason;
-//! - `runs.json`: every run's configuration, round and full [`engine::ScanReport`];
+//! - `runs.json`: every run's configuration, round and full [`engine::q6::Q6Report`];
 //! - `summary.md`: the machine, the tables, the skipped configurations (`scale/markdown.rs`,
 //!   built with [`super::markdown`]);
 //! - `throughput-vs-cores.svg`, `throughput-vs-readahead.svg` and
@@ -23,7 +23,8 @@ pub use outcome::{ConfigSummary, ScaleOutcome};
 
 use std::path::{Path, PathBuf};
 
-use engine::{IoChoice, Q6Params, SqpollMode};
+use engine::q6::Q6Params;
+use engine::{IoChoice, SqpollMode};
 
 use super::machine::Machine;
 use super::runner::{RunOutcome, RunRecord, Runner, ScanConfig};

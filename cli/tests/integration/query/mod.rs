@@ -69,6 +69,7 @@ pub fn settings(io: IoBackend, readahead: u32) -> ScanSettings {
         coalesce_kib: 16,
         io: IoChoice::Fixed(io),
         sqpoll: SqpollMode::Off,
+        faults: engine::faults::Faults::NONE,
     }
 }
 
