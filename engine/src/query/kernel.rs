@@ -1,11 +1,11 @@
 //! [`QueryKernel`]: one executor's share of a query (decode, filter, project or aggregate
-//! into a [`Partial`]), and [`run_query`], which runs the kernels and the coordinator's
-//! [`merge`] (in [`super::merge`]) of their partials; which failing rows are kept, and where,
-//! is [`super::marks`]'s.
+//! into a [`Partial`]); [`super::run`] runs the kernels and the coordinator's [`merge`] (in
+//! [`super::merge`]) of their partials; which failing rows are kept, and where, is
+//! [`super::marks`]'s.
 //!
 //! Order: a plain query's rows carry their rowid, and rows are ordered by the `ORDER BY` keys,
 //! then by rowid; without `ORDER BY` that is rowid order, SQLite's full-scan order, whatever
-//! the order of the leaf pages in the file. [`run_query`] collects the rows and sorts them
+//! the order of the leaf pages in the file. [`super::run`] collects the rows and sorts them
 //! here (ranges cut by page number); `corescan query` streams a plain projection without
 //! `ORDER BY` instead ([`super::stream`]: ranges in b-tree order, rows sent in chunks as the
 //! kernel decodes them). With `LIMIT`, each executor keeps only its best `LIMIT + OFFSET`
@@ -38,12 +38,7 @@ use super::program::{Node, RowProgram};
 use super::row_stream::RowStream;
 pub use super::row_stream::{OutRow, RowFailure};
 use super::window;
-use crate::coordinator::{run_scan_in, RangeOrder};
-use crate::error::Error;
-use crate::report::RunReport;
 use crate::scan::{RecordOutcome, RowError, ScanKernel, Spill};
-use crate::settings::{ExecutorSpec, ScanSettings};
-use partitioner::TablePlan;
 
 /// Up to this many groups, a page's updates of one aggregate go through a table of its
 /// states, one per group, gathered once per page.
@@ -200,6 +195,12 @@ impl QueryKernel {
             now,
             ..QueryKernel::new(plan, usable)
         }
+    }
+
+    /// The kernel with `'now'` read as the statement's time `now` ([`dates::statement_time`],
+    /// read once for all executors).
+    pub fn at_time(self, now: i64) -> Self {
+        QueryKernel { now, ..self }
     }
 
     /// The kernel, stopping at its next read once `abandoned` is set (`None`: never).
@@ -824,108 +825,4 @@ fn accept(
         _ => unreachable!("the partial matches the plan's shape"),
     }
     Ok(kept)
-}
-
-/// A query's answer and what the scan measured.
-#[derive(Debug)]
-pub struct QueryOutput {
-    /// The output column names.
-    pub names: Vec<String>,
-    /// The result rows.
-    pub rows: Vec<Vec<Value>>,
-    /// The scan's report.
-    pub report: RunReport,
-}
-
-/// Why a query failed.
-#[derive(Debug, thiserror::Error)]
-pub enum QueryError {
-    /// The scan failed: I/O, a malformed page, or a row whose evaluation failed
-    /// ([`Error::Eval`], naming the file, page and rowid).
-    #[error(transparent)]
-    Scan(#[from] Error),
-    /// An evaluation that belongs to no row of the file failed: finishing the result
-    /// (`integer overflow` in `sum`, a group's output or `HAVING`) or a constant `WHERE`
-    /// term tested before the scan. SQLite's message alone: there is no page or rowid to name
-    /// (a failing row is [`Error::Eval`] inside [`QueryError::Scan`]).
-    #[error("{}", partitioner::printable(.0))]
-    Eval(String),
-    /// Writing a result row failed (the output was closed, the disk is full).
-    #[error("writing the result: {0}")]
-    Output(std::io::Error),
-    /// The caller gave the query up (an embedder dropped its [`crate::Scan`]) before it ended.
-    #[error("the scan was abandoned by its caller")]
-    Abandoned,
-}
-
-/// Tests `plan`'s constant `WHERE` terms ([`QueryPlan::constant_terms`]) once, in order, at
-/// the statement's time `now`, as SQLite does before its scan: the first that fails is the
-/// query's error (also on an empty table), and the first that is false or NULL leaves no row
-/// (the filter becomes `0`: no other expression is computed, and a query without `GROUP BY`
-/// still has its one aggregate row). The terms are then gone from the plan.
-pub fn test_constant_terms(plan: &mut QueryPlan, now: i64) -> Result<(), QueryError> {
-    dates::set_statement_time(now);
-    for term in std::mem::take(&mut plan.constant_terms) {
-        if !holds(&term, &[]).map_err(QueryError::Eval)? {
-            plan.filter = Some(super::ir::Expr::Literal(Value::Integer(0)));
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// Runs `query` over `table` with one executor per entry of `executors`: each evaluates the
-/// filter and projection or partial groups over its range, and the partials are merged here.
-pub fn run_query(
-    table: &TablePlan,
-    query: QueryPlan,
-    settings: &ScanSettings,
-    executors: &[ExecutorSpec],
-) -> std::result::Result<QueryOutput, QueryError> {
-    run_query_until(table, query, settings, executors, None)
-}
-
-/// [`run_query`] that gives up once `abandoned` is set (nobody wants the answer: the
-/// executors stop at their next read, and the partials are not merged). An abandoned run
-/// returns [`QueryError::Abandoned`].
-pub fn run_query_until(
-    table: &TablePlan,
-    query: QueryPlan,
-    settings: &ScanSettings,
-    executors: &[ExecutorSpec],
-    abandoned: Option<Arc<AtomicBool>>,
-) -> std::result::Result<QueryOutput, QueryError> {
-    let mut query = query;
-    let now = dates::statement_time();
-    test_constant_terms(&mut query, now)?;
-    let query = Arc::new(query);
-    let kernel = QueryKernel {
-        now,
-        abandoned: abandoned.clone(),
-        ..QueryKernel::new(Arc::clone(&query), table.header.usable_size())
-    };
-    // A sorting plan with a LIMIT counts the rows before each marked row in rowid order, so
-    // its ranges follow the b-tree (range 0's rows, then range 1's, ... in rowid order).
-    let order = if sorts_with_limit(&query) {
-        RangeOrder::Key
-    } else {
-        RangeOrder::File
-    };
-    let (partials, report) = run_scan_in(table, settings, executors, order, kernel)?;
-    if abandoned.is_some_and(|a| a.load(Ordering::Relaxed)) {
-        return Err(QueryError::Abandoned);
-    }
-    // HAVING and the outputs of groups are evaluated here: the same 'now' as the rows.
-    dates::set_statement_time(now);
-    let rows = merge(&query, partials).map_err(|e| match e {
-        MergeError::Eval(e) => QueryError::Eval(e),
-        MergeError::Row { range, failure } => {
-            QueryError::Scan(failure.into_error(executors[range].cpu, &table.path))
-        }
-    })?;
-    Ok(QueryOutput {
-        names: query.names.clone(),
-        rows,
-        report,
-    })
 }

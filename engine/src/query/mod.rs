@@ -24,8 +24,9 @@
 //! - [`groups`]: the group table, looked up by borrowed key values;
 //! - [`page_groups`]: a page's rows' groups, looked up once per distinct packed key;
 //! - [`kernel`]: one executor's work ([`kernel::QueryKernel`]: filter, projection, partial
-//!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`], and
-//!   [`run_query`] runs it and the coordinator's merge ([`merge::merge`]);
+//!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`];
+//! - [`run`]: [`run_query`] runs the kernels and the coordinator's merge ([`merge::merge`]);
+//! - [`error`]: [`QueryError`], why a query failed, and [`QueryOutput`], a collected answer;
 //! - [`marks`]: which failing rows a plain query keeps as marked rows, and which a `LIMIT`
 //!   sorter drops before their output columns (SQLite fails only on what it evaluates);
 //! - [`key_row`]: which row of a group shows its key values (the first, or the one a
@@ -38,6 +39,7 @@
 pub mod aggregate;
 pub mod batch;
 pub mod dates;
+pub mod error;
 pub mod eval;
 pub mod exact_sum;
 pub mod fold;
@@ -53,13 +55,14 @@ pub mod numeric;
 pub mod page_groups;
 pub mod program;
 pub mod row_stream;
+pub mod run;
 pub mod stream;
 pub mod window;
 
+pub use error::{QueryError, QueryOutput};
 pub use ir::QueryPlan;
-pub use kernel::{
-    merge, run_query, run_query_until, Partial, QueryError, QueryKernel, QueryOutput,
-};
+pub use kernel::{merge, Partial, QueryKernel};
+pub use run::{run_query, run_query_until, test_constant_terms};
 pub use stream::{
     run_query_rendered, run_query_streaming, run_query_streaming_until, streams, RowRender,
     StreamedQuery,

@@ -46,10 +46,12 @@ use crate::settings::{ExecutorSpec, ScanSettings};
 use crate::value::Value;
 
 use super::dates;
+use super::error::QueryError;
 use super::ir::{QueryPlan, Shape};
-use super::kernel::{run_query_until, test_constant_terms, QueryError, QueryKernel};
+use super::kernel::QueryKernel;
 use super::row_stream::{Renderer, RowFailure, RowStream, StreamMsg, CHANNEL_CHUNKS};
 pub use super::row_stream::{RowRender, CHUNK_BYTES, CHUNK_ROWS};
+use super::run::{run_query_until, test_constant_terms};
 
 /// Whether `plan` streams: a plain projection without `ORDER BY`, in rowid order (a
 /// [`QueryPlan::backward`] scan's rows are collected: its ranges would have to be read from
