@@ -265,7 +265,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             print_scale(&run_scale(&opts)?, &opts);
         }
         Experiment::Sweep(a) => {
-            let cpus = engine::coordinator::available_cpus().len().max(1);
+            let cpus = engine::available_cpus().len().max(1);
             let opts = ScaleOptions {
                 experiment: "sweep",
                 db: a.db,
@@ -315,10 +315,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             );
         }
         Experiment::Floor(a) => {
-            let threads = a.cores.map_or_else(
-                || engine::coordinator::available_cpus().len().max(1),
-                |n| n as usize,
-            );
+            let threads = a
+                .cores
+                .map_or_else(|| engine::available_cpus().len().max(1), |n| n as usize);
             let r = run_floor(&FloorOptions {
                 db: a.db,
                 table: a.table,

@@ -39,7 +39,7 @@ static ALLOC: engine::hugepages::HugePageAlloc = engine::hugepages::HugePageAllo
 const UNUSED_HWLOC_PLUGINS: &str = "hwloc_opencl.so,hwloc_gl.so,hwloc_pci.so,hwloc_xml_libxml.so";
 
 fn main() -> std::process::ExitCode {
-    engine::cputime::mark_process_start();
+    engine::mark_process_start();
     if std::env::var_os("HWLOC_PLUGINS_BLACKLIST").is_none() {
         // SAFETY: the first thing the process does, before any other thread exists (nothing
         // can read the environment concurrently). A user's own setting is left alone.

@@ -35,12 +35,8 @@ impl<F: Future> InFlight<F> {
         }
     }
 
-    /// Number of futures pushed and not yet popped.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
     /// Whether nothing is in flight.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

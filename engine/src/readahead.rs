@@ -52,6 +52,7 @@ pub struct ReadPlan<'a> {
 impl<'a> ReadPlan<'a> {
     /// Reads of at most `max_pages` pages (at least 1) over `extents`, never crossing a gap
     /// between extents.
+    #[cfg(test)]
     pub fn new(extents: &'a [Extent], max_pages: u32) -> Self {
         Self::bridging(extents, max_pages, 0)
     }
@@ -197,11 +198,6 @@ impl ReadaheadWindow {
     /// Pages currently in flight.
     pub fn in_flight_pages(&self) -> u32 {
         self.in_flight_pages
-    }
-
-    /// Reads currently in flight.
-    pub fn in_flight_reads(&self) -> u32 {
-        self.in_flight_reads
     }
 
     /// The most reads that can be in flight at once for reads of at least one page.

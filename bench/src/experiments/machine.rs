@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::Path;
 
-use engine::device::BlockDevice;
+use engine::BlockDevice;
 use serde::Serialize;
 
 use super::UtcTime;
@@ -56,7 +56,7 @@ impl Machine {
             .map_or(0.0, |kib| kib / (1024.0 * 1024.0));
         Machine {
             date: UtcTime::now().readable(),
-            cpus: engine::coordinator::available_cpus().len().max(1),
+            cpus: engine::available_cpus().len().max(1),
             online_cpus: read("/sys/devices/system/cpu/online").unwrap_or_else(|| "unknown".into()),
             cpu_model,
             kernel: read("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),

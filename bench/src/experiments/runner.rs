@@ -9,8 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
-use engine::backend::residency;
 use engine::q6::{run_q6, Q6Params, Q6Report};
+use engine::residency;
 use engine::{spread, ExecutorSpec, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use partitioner::topology::{self, plan_executors};
 use partitioner::TablePlan;
@@ -165,7 +165,7 @@ pub fn place(
     let Some(machine) = machine else {
         return Ok(spread(n));
     };
-    let available = engine::coordinator::available_cpus();
+    let available = engine::available_cpus();
     let allowed = (!available.is_empty()).then_some(available.as_slice());
     let plan = plan_executors(machine, n, allowed, sqpoll).map_err(|e| e.to_string())?;
     Ok(plan.executors.iter().map(ExecutorSpec::from).collect())
@@ -184,7 +184,7 @@ impl Runner {
             params,
             expected,
             cache,
-            available_cpus: engine::coordinator::available_cpus().len().max(1),
+            available_cpus: engine::available_cpus().len().max(1),
             topology: topology::Machine::detect().ok(),
             db: db.to_path_buf(),
         })

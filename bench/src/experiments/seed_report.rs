@@ -61,7 +61,7 @@ pub struct SeedRun {
     /// The I/O path that ran (the engine's `io` report).
     pub io: engine::IoReport,
     /// Block-device counters over the run, or null.
-    pub device: Option<engine::device::DeviceReport>,
+    pub device: Option<engine::DeviceReport>,
     /// Why `device` is null.
     pub device_note: Option<String>,
     /// Reads handed to the kernel.
@@ -75,7 +75,7 @@ pub struct SeedRun {
     /// CPU time of the SQ poll thread(s), seconds, when SQPOLL ran.
     pub sqpoll_cpu_s: Option<f64>,
     /// Hardware counters of the executors' threads (null with the reason where unavailable).
-    pub counters: engine::counters::HwCounters,
+    pub counters: engine::HwCounters,
     /// How the page cache was emptied before the run.
     pub cache: CachePrep,
     /// More executors than CPUs.
@@ -260,8 +260,7 @@ fn markdown(r: &SeedReport, repeat: usize) -> String {
     let count = |label: &str, f: &dyn Fn(&SeedRun) -> Option<f64>| {
         m(label, f).map_or("–".into(), |x| thousands(x.round() as u64))
     };
-    let device =
-        |f: fn(&engine::device::DeviceReport) -> f64| move |x: &SeedRun| x.device.as_ref().map(f);
+    let device = |f: fn(&engine::DeviceReport) -> f64| move |x: &SeedRun| x.device.as_ref().map(f);
 
     let _ = writeln!(
         s,
@@ -464,7 +463,7 @@ fn markdown(r: &SeedReport, repeat: usize) -> String {
             "ours: pread, corescan defaults (buffered)",
         ),
     ] {
-        let c = |f: fn(&engine::counters::HwCounters) -> Option<u64>| {
+        let c = |f: fn(&engine::HwCounters) -> Option<u64>| {
             m(label, &|x: &SeedRun| f(&x.counters).map(|v| v as f64))
         };
         if why.is_none() {

@@ -43,7 +43,7 @@ pub fn exclusive() -> MutexGuard<'static, ()> {
 }
 
 fn available_cpus() -> usize {
-    engine::coordinator::available_cpus().len().max(1)
+    engine::available_cpus().len().max(1)
 }
 
 fn expected() -> oracle::OracleAnswer {

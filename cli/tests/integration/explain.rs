@@ -207,7 +207,7 @@ fn table_name_is_case_insensitive_and_defaults_to_lineitem() {
 
 #[test]
 fn cpu_lists_name_the_executors() {
-    let cpus = engine::coordinator::available_cpus();
+    let cpus = engine::available_cpus();
     let last = cpus.last().unwrap().to_string();
     let report = explain_json(tiny_db(), &["--cpus", &last]);
     check_against_dbstat(

@@ -121,7 +121,7 @@ fn sqpoll_refused_falls_back_to_the_plain_ring() {
     // The poll thread is only tried with an idle CPU to host it, so the fault is reached only
     // with a second CPU: the project's machines have two or more.
     assert!(
-        engine::coordinator::available_cpus().len() > 1,
+        engine::available_cpus().len() > 1,
         "this test needs 2 CPUs (one for the executor, one idle for its poll thread)"
     );
     assert_eq!(v["io"]["sqpoll"], false);

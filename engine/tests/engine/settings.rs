@@ -141,7 +141,7 @@ fn sqpoll_runs_only_where_an_idle_cpu_can_host_it() {
     let path = dir.join("li.db");
     make_lineitem(&path, 5_000, 4096);
     let plan = TablePlan::open(&path, "lineitem").unwrap();
-    let cpus = engine::coordinator::available_cpus();
+    let cpus = engine::available_cpus();
     let uring = |sqpoll| ScanSettings {
         io: IoChoice::Fixed(IoBackend::Uring),
         sqpoll,

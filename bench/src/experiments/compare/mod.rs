@@ -271,7 +271,7 @@ fn run_engine(
         Engine::Corescan => {
             let started = Instant::now();
             let plan = TablePlan::open(file, table)?;
-            let n = engine::coordinator::available_cpus().len().max(1);
+            let n = engine::available_cpus().len().max(1);
             let executors = place(topology, n, SqpollMode::Off)
                 .map_err(|e| ExperimentError::Invalid(format!("placing {n} executors: {e}")))?;
             let report = run_q6(

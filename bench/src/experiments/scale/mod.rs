@@ -268,7 +268,7 @@ fn summarize_one(
     };
     let median = |v: Vec<f64>| Spread::of(&v).map(|s| s.median);
     // Median of a per-request device figure, over the runs whose device saw requests.
-    let busy_device = |f: &dyn Fn(&engine::device::DeviceReport) -> f64| {
+    let busy_device = |f: &dyn Fn(&engine::DeviceReport) -> f64| {
         median(collect(&|r| {
             r.report.device.as_ref().filter(|d| d.requests > 0).map(f)
         }))
