@@ -24,8 +24,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use engine::IoBackend;
+use testkit::Rng;
 
-use super::{corescan_answer, difference, exact, mixed_table, settings, sqlite_answer, Rng};
+use super::{corescan_answer, difference, exact, mixed_table, settings, sqlite_answer};
 
 const COLUMNS: &[&str] = &[
     "id", "i", "r", "s", "n", "b", "x", "c", "rt", "g", "gs", "added", "added2", "rowid",
@@ -571,7 +572,7 @@ const QUERIES_PER_TABLE: usize = 25;
 /// The table a table seed makes: its page size, row count and whether it is in WAL mode
 /// (the rest of the content comes from the same seed in [`mixed_table`]).
 fn table_shape(table_seed: u64) -> (u32, usize, bool) {
-    let mut trng = Rng(table_seed);
+    let mut trng = Rng::new(table_seed);
     let page_size = *trng.pick(&[512u32, 1024, 4096, 65536]);
     let rows = 20 + trng.below(200) as usize;
     let wal = trng.percent(30);
@@ -581,7 +582,7 @@ fn table_shape(table_seed: u64) -> (u32, usize, bool) {
 /// The query a query seed makes, and the executors and backend it runs with.
 fn query_case(query_seed: u64) -> (String, usize, IoBackend) {
     let sql = Gen {
-        rng: &mut Rng(query_seed),
+        rng: &mut Rng::new(query_seed),
     }
     .query();
     let cores = 1 + (query_seed % 3) as usize;
@@ -672,17 +673,17 @@ fn random_queries_agree_with_sqlite() {
     }
     println!("differential tester: seed {seed}, {secs} s (CORESCAN_DIFF_SEED, CORESCAN_DIFF_SECS)");
     let deadline = Instant::now() + Duration::from_secs(secs);
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let (mut tables, mut queries, mut known, mut exact_sums) = (0, 0, 0, 0);
     let mut fds = 0;
     while Instant::now() < deadline {
-        let table_seed = rng.next();
+        let table_seed = rng.next_u64();
         let (page_size, rows, wal) = table_shape(table_seed);
         let path = dir.join(format!("t{tables}.db"));
         let _writer = mixed_table(&path, page_size, rows, table_seed, wal);
         tables += 1;
         for _ in 0..QUERIES_PER_TABLE {
-            let query_seed = rng.next();
+            let query_seed = rng.next_u64();
             let (sql, cores, io) = query_case(query_seed);
             queries += 1;
             match compare(&path, &sql, cores, io) {

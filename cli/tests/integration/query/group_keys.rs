@@ -21,13 +21,8 @@ fn build(path: &Path) {
                         pad TEXT);",
     )
     .unwrap();
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut rng = testkit::Rng::xorshift64(0x9e37_79b9_7f4a_7c15);
+    let mut next = move |n: u64| rng.below(n);
     let cs = ["a", "A", "b", "B", "c"];
     let rs = ["p", "p ", "p  ", "q", "q "];
     let ns = ["1", "1.0", "2", "2.0", "NULL"];

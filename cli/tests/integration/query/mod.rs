@@ -27,6 +27,7 @@ use engine::query::{run_query, run_query_streaming};
 use engine::value::Value;
 use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use rusqlite::{Connection, OpenFlags};
+use testkit::Rng;
 
 /// A query's column names and rows, or its error message.
 pub type Answer = Result<(Vec<String>, Vec<Vec<Value>>), String>;
@@ -200,43 +201,13 @@ pub fn check_error(path: &Path, sql: &str, needle: &str) {
     }
 }
 
-/// A deterministic generator (SplitMix64), so failures replay from their seed.
-#[derive(Debug, Clone)]
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n`.
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    /// One of `items`.
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-
-    /// True with probability `p`/100.
-    pub fn percent(&mut self, p: u64) -> bool {
-        self.below(100) < p
-    }
-}
-
 /// A value literal for row `i` of a mixed column: every storage class, NULLs, numeric text,
 /// dates, long text and blobs (overflow pages on small pages).
 pub fn mixed_literal(rng: &mut Rng) -> String {
     match rng.below(16) {
         0 | 1 => "NULL".into(),
         2 => format!("{}", rng.below(200) as i64 - 100),
-        3 => format!("{}", rng.next() as i64),
+        3 => format!("{}", rng.next_u64() as i64),
         4 => format!("{:.3}", (rng.below(20000) as f64 - 10000.0) / 7.0),
         5 => format!("{}.5", rng.below(50)),
         6 => format!("'{}'", rng.below(100)),
@@ -265,7 +236,7 @@ pub fn mixed_literal(rng: &mut Rng) -> String {
             let mut hex = String::with_capacity(2 * n + 3);
             hex.push_str("x'");
             while hex.len() < 2 + 2 * n {
-                let bits = rng.next();
+                let bits = rng.next_u64();
                 for byte in bits.to_le_bytes().iter().take((2 + 2 * n - hex.len()) / 2) {
                     hex.push_str(&format!("{byte:02x}"));
                 }
@@ -304,7 +275,7 @@ pub fn mixed_table(
              g AS (i * 2) VIRTUAL, gs AS (s || '!') STORED);",
     )
     .unwrap();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let insert = |conn: &Connection, rng: &mut Rng, extra: bool, id: Option<i64>| {
         let mut cols = vec!["i", "r", "s", "n", "b", "x", "c", "rt"];
         if extra {

@@ -33,13 +33,8 @@ fn fragmented(path: &Path, page_size: u32, rows: i64, wal: bool) -> Option<Conne
         conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
             .unwrap();
     }
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = testkit::Rng::xorshift64(0x2545_f491_4f6c_dd1d);
+    let mut next = move || rng.next_u64();
     conn.execute_batch("BEGIN").unwrap();
     for i in 0..rows {
         let len = (next() % 200) as usize;
@@ -443,13 +438,8 @@ fn rowid_bounds_read_only_the_leaves_that_can_hold_them() {
             Ok((r.get(0)?, r.get(1)?))
         })
         .unwrap();
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move |n: i64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as i64
-    };
+    let mut rng = testkit::Rng::xorshift64(0x9e37_79b9_7f4a_7c15);
+    let mut next = move |n: i64| rng.below(n as u64) as i64;
     let ops = ["=", "<", "<=", ">", ">=", "IS"];
     for case in 0..60 {
         let (a, b) = (min - 3 + next(max - min + 7), min - 3 + next(max - min + 7));

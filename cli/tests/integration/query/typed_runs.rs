@@ -25,7 +25,7 @@ fn build(path: &Path) {
                          f CHAR(1), s CHAR(1), ship DATE, x, n INTEGER, c TEXT COLLATE NOCASE);",
     )
     .unwrap();
-    let mut rng = super::Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = testkit::Rng::new(0x9e37_79b9_7f4a_7c15);
     let mut next = move |n: u64| rng.below(n);
     conn.execute_batch("BEGIN").unwrap();
     for block in 0..120 {
