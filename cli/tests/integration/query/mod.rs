@@ -4,6 +4,10 @@
 //! ([`stream`]), grouped pages on the typed and the general path ([`typed_runs`]), and a
 //! random differential tester ([`differential`]).
 //!
+//! Every check of an answer goes through [`QueryTester`] ([`tester`]), which runs it under the
+//! backends, core counts, readahead windows and row paths a test asks for; [`check`] and its
+//! siblings are its one-configuration shorthands.
+//!
 //! Rows compare exactly (integers, text, blobs, NULL, and their storage classes), except reals
 //! from `sum`/`avg`/`total`, which may differ from SQLite's: corescan sums exactly and rounds
 //! once, SQLite with Kahan-Babuska-Neumaier compensation. The hand-written cases allow two
@@ -18,16 +22,17 @@ mod exact;
 mod group_keys;
 mod settings;
 mod stream;
+mod tester;
 mod typed_runs;
 mod window;
 
 use std::path::{Path, PathBuf};
 
-use engine::query::{run_query, run_query_streaming};
 use engine::value::Value;
-use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use rusqlite::{Connection, OpenFlags};
 use testkit::Rng;
+
+pub use tester::{Axis, Config, Cores, Io, QueryTester, RowPath, Window};
 
 /// A query's column names and rows, or its error message.
 pub type Answer = Result<(Vec<String>, Vec<Vec<Value>>), String>;
@@ -61,45 +66,6 @@ pub fn answer_on(conn: &Connection, sql: &str) -> Answer {
         out.push(values);
     }
     Ok((names, out))
-}
-
-/// The scan settings of a test run.
-pub fn settings(io: IoBackend, readahead: u32) -> ScanSettings {
-    ScanSettings {
-        readahead,
-        coalesce_kib: 16,
-        io: IoChoice::Fixed(io),
-        sqpoll: SqpollMode::Off,
-    }
-}
-
-/// corescan's answer with `cores` executors under `settings`, as `corescan query` computes
-/// it: streamed during the scan for a plain projection without `ORDER BY`, collected and
-/// merged for the others.
-pub fn corescan_answer(path: &Path, sql: &str, settings: &ScanSettings, cores: usize) -> Answer {
-    let planned = corescan_sql::plan_query(path, sql).map_err(|e| e.to_string())?;
-    let mut rows = Vec::new();
-    let out = run_query_streaming(
-        &planned.table,
-        planned.query,
-        settings,
-        &spread(cores),
-        |row| {
-            rows.push(row.to_vec());
-            Ok(())
-        },
-    )
-    .map_err(|e| e.to_string())?;
-    Ok((out.names, rows))
-}
-
-/// corescan's answer through the collect-everything path ([`run_query`]: every executor's
-/// rows merged and sorted by rowid at the end).
-pub fn collected_answer(path: &Path, sql: &str, settings: &ScanSettings, cores: usize) -> Answer {
-    let planned = corescan_sql::plan_query(path, sql).map_err(|e| e.to_string())?;
-    let out = run_query(&planned.table, planned.query, settings, &spread(cores))
-        .map_err(|e| e.to_string())?;
-    Ok((out.names, out.rows))
 }
 
 /// Whether two result values agree: the same storage class and value; reals equal or, when
@@ -167,38 +133,31 @@ pub fn difference(want: &Answer, got: &Answer, loose_reals: bool) -> Option<Stri
     }
 }
 
-/// Asserts that corescan answers `sql` on `path` as SQLite does (2 executors, pread).
+/// Asserts that corescan answers `sql` on `path` as SQLite does, in one configuration (which
+/// one the SQL text decides: a test's queries together run under every backend, core count,
+/// window and path; see [`tester`]).
 #[track_caller]
 pub fn check(path: &Path, sql: &str) {
-    let want = sqlite_answer(path, sql);
-    let got = corescan_answer(path, sql, &settings(IoBackend::Pread, 4), 2);
-    if let Some(d) = difference(&want, &got, true) {
-        panic!("{sql}\n{d}");
-    }
-    assert!(want.is_ok(), "{sql}: SQLite fails: {want:?}");
+    QueryTester::new(path, sql).span(&[]).check();
 }
 
 /// Asserts that corescan answers `sql` on `path` as SQLite does with exact `sum`, `total`
-/// and `avg` ([`exact`]), reals bit for bit; returns SQLite's own answer.
+/// and `avg` ([`exact`]), reals bit for bit, in one configuration as [`check`] chooses it;
+/// returns SQLite's own answer.
 #[track_caller]
 pub fn check_exact(path: &Path, sql: &str) -> Answer {
-    let want = exact::exact_answer(path, sql);
-    let got = corescan_answer(path, sql, &settings(IoBackend::Pread, 4), 2);
-    if let Some(d) = difference(&want, &got, false) {
-        panic!("{sql}\n(against the exact sums) {d}");
-    }
-    assert!(want.is_ok(), "{sql}: SQLite fails: {want:?}");
+    QueryTester::new(path, sql).exact_sums().span(&[]).check();
     sqlite_answer(path, sql)
 }
 
-/// Asserts that both fail, and that corescan's message contains `needle`.
+/// Asserts that corescan fails on `sql` with a message containing `needle`, in one
+/// configuration as [`check`] chooses it.
 #[track_caller]
 pub fn check_error(path: &Path, sql: &str, needle: &str) {
-    let got = corescan_answer(path, sql, &settings(IoBackend::Pread, 4), 2);
-    match got {
-        Ok(rows) => panic!("{sql}: corescan answered {rows:?}"),
-        Err(e) => assert!(e.contains(needle), "{sql}: {e:?} lacks {needle:?}"),
-    }
+    QueryTester::new(path, sql)
+        .fails_with(needle)
+        .span(&[])
+        .check();
 }
 
 /// A value literal for row `i` of a mixed column: every storage class, NULLs, numeric text,
