@@ -137,6 +137,7 @@ fn limit_ends_the_scan_early() {
     let leaves = partitioner::TablePlan::open(&db, "a").unwrap().leaves.len() as u64;
     // Windows that do not read far ahead of the rows the LIMIT needs.
     QueryTester::new(&db, sql)
+        .exact_reals()
         .paths(&[RowPath::Streamed, RowPath::Rendered])
         .windows(&[Window::Off, Window::Small])
         .span(&[Axis::Cores, Axis::Path])
