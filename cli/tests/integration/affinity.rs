@@ -14,6 +14,7 @@ use engine::q6::{run_q6, Q6Params};
 use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
 use rusqlite::Connection;
+use testkit::Rng;
 
 use crate::scan::ScanTester;
 use crate::scratch_dir;
@@ -30,21 +31,6 @@ const TYPES: [&str; 9] = [
     "TEXT COLLATE NOCASE",
     "CHAR(12) COLLATE RTRIM",
 ];
-
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// One value as an SQL literal, in one of several storage classes, for a number with two
 /// decimals given in hundredths.
@@ -93,7 +79,7 @@ fn write_table(path: &Path, types: [&str; 4], rows: usize, seed: u64) {
                                l_comment TEXT, l_shipdate);",
     )
     .unwrap();
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::xorshift64(seed | 1);
     db.execute_batch("BEGIN").unwrap();
     for k in 0..rows {
         let (q, p, x) = (

@@ -16,6 +16,8 @@
 //! - [`affinity`]: Q6 on columns of every declared affinity and collation holding values of
 //!   every storage class (and NaN), against SQLite;
 //! - [`report`]: the human report `q6` and `query` share (labels, order, each one's counts);
+//! - [`query`]: `corescan query` against SQLite, each answer checked under the backends, core
+//!   counts, readahead windows and row paths a test asks for ([`query::QueryTester`]);
 //! - [`cli`]: the error contract (one `error:` line naming the file, exit status 1; usage
 //!   errors 2) and `--version`.
 //!

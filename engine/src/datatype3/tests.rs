@@ -313,7 +313,7 @@ fn column_affinity_on_store_matches_sqlite() {
 #[test]
 fn reals_render_as_sqlite_renders_them() {
     let db = Connection::open_in_memory().unwrap();
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rng = testkit::Rng::xorshift64(0x9E37_79B9_7F4A_7C15);
     let mut reals = vec![
         0.1,
         1.0 / 3.0,
@@ -325,9 +325,7 @@ fn reals_render_as_sqlite_renders_them() {
         f64::MAX,
     ];
     for _ in 0..3000 {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
+        let seed = rng.next_u64();
         let r = f64::from_bits(seed);
         if r.is_finite() {
             reals.push(r);

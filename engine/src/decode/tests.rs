@@ -3,22 +3,7 @@
 
 use super::*;
 use rusqlite::types::Value as SqlValue;
-
-/// A small deterministic generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use testkit::Rng;
 
 fn encode_varint(v: u64) -> Vec<u8> {
     if v >> 56 != 0 {
@@ -41,7 +26,7 @@ fn encode_varint(v: u64) -> Vec<u8> {
 
 #[test]
 fn word_varints_read_as_the_bytewise_reader_does() {
-    let mut rng = Rng(0x5eed);
+    let mut rng = Rng::xorshift64_star(0x5eed);
     let mut values = vec![
         0,
         1,
@@ -56,14 +41,14 @@ fn word_varints_read_as_the_bytewise_reader_does() {
     for bits in 1..64 {
         values.push((1u64 << bits) - 1);
         values.push(1u64 << bits);
-        values.push(rng.next() >> (64 - bits));
+        values.push(rng.next_u64() >> (64 - bits));
     }
     for v in values {
         let enc = encode_varint(v);
         assert_eq!(read_varint(&enc), Some((v, enc.len())), "encoder for {v}");
         for pad in [0usize, 1, 7, 8, 12] {
             let mut buf = enc.clone();
-            buf.extend((0..pad).map(|_| rng.next() as u8));
+            buf.extend((0..pad).map(|_| rng.next_u64() as u8));
             assert_eq!(
                 varint(&buf),
                 Some((v, enc.len())),
@@ -85,13 +70,13 @@ fn make_db(dir: &std::path::Path, page_size: u32, seed: u64) -> std::path::PathB
         "PRAGMA page_size={page_size}; CREATE TABLE t(a, b INTEGER, c REAL, d TEXT, e BLOB, f);"
     ))
     .unwrap();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::xorshift64_star(seed);
     let value = |rng: &mut Rng| -> SqlValue {
         match rng.below(9) {
             0 => SqlValue::Null,
             1 => SqlValue::Integer(rng.below(3) as i64),
-            2 => SqlValue::Integer((rng.next() >> rng.below(64)) as i64),
-            3 => SqlValue::Real((rng.next() as i64) as f64 / 1e6),
+            2 => SqlValue::Integer((rng.next_u64() >> rng.below(64)) as i64),
+            3 => SqlValue::Real((rng.next_u64() as i64) as f64 / 1e6),
             4 => SqlValue::Text("x".repeat(rng.below(40) as usize)),
             5 => SqlValue::Text("long".repeat(rng.below(page_size as u64 / 2) as usize)),
             6 => SqlValue::Blob(vec![0xab; rng.below(100) as usize]),
@@ -276,7 +261,7 @@ fn damaged_pages_give_errors_not_panics() {
     let file = std::fs::read(&path).unwrap();
     let usable = plan.header.usable_size();
     let columns = NeededColumns::new(&[6, 0, 3]);
-    let mut rng = Rng(42);
+    let mut rng = Rng::xorshift64_star(42);
     let mut batch = CellBatch::new();
     let (mut errors, mut oks) = (0, 0);
     for _ in 0..3000 {
@@ -284,7 +269,7 @@ fn damaged_pages_give_errors_not_panics() {
         let mut page = file[(leaf - 1) * 1024..leaf * 1024].to_vec();
         for _ in 0..1 + rng.below(4) {
             let at = rng.below(1024) as usize;
-            page[at] = rng.next() as u8;
+            page[at] = rng.next_u64() as u8;
         }
         let mut spills = Vec::new();
         let decoded = if rng.below(2) == 0 {
@@ -341,13 +326,13 @@ fn columns_beyond_the_vector_walk_read_what_sqlite_reads() {
     let cols: Vec<String> = (0..20).map(|c| format!("c{c}")).collect();
     conn.execute_batch(&format!("CREATE TABLE t({});", cols.join(",")))
         .unwrap();
-    let mut rng = Rng(77);
+    let mut rng = Rng::xorshift64_star(77);
     let tx = conn.unchecked_transaction().unwrap();
     for _ in 0..2000 {
         let row: Vec<SqlValue> = (0..20)
             .map(|_| match rng.below(5) {
                 0 => SqlValue::Null,
-                1 => SqlValue::Integer((rng.next() >> rng.below(64)) as i64),
+                1 => SqlValue::Integer((rng.next_u64() >> rng.below(64)) as i64),
                 2 => SqlValue::Real(rng.below(1000) as f64 / 8.0),
                 3 => SqlValue::Text("t".repeat(rng.below(80) as usize)),
                 _ => SqlValue::Blob(vec![1; rng.below(3) as usize]),
@@ -404,7 +389,7 @@ fn a_text_window_drops_exactly_the_ten_byte_texts_outside_it() {
     let path = dir.path().join("dates.db");
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch("CREATE TABLE t(n, d, x);").unwrap();
-    let mut rng = Rng(5);
+    let mut rng = Rng::xorshift64_star(5);
     let texts = [
         "1993-12-31",
         "1994-01-01",

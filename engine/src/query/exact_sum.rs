@@ -300,14 +300,6 @@ mod tests {
         assert_eq!(l.to_f64(), all.to_f64());
     }
 
-    /// A small deterministic generator (xorshift), so failures reproduce.
-    fn rng(seed: &mut u64) -> u64 {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        *seed
-    }
-
     /// Against exact rational arithmetic: terms `n * 2^e` with `e` in `-60..20` are integers
     /// in units of 2^-60, summed exactly in an `i128`; the correctly rounded double of that
     /// sum is `i128 as f64` (round to nearest, ties to even) scaled by a power of two (exact).
@@ -315,21 +307,21 @@ mod tests {
     /// would lose bits; every split of the terms into two merged halves must agree too.
     #[test]
     fn matches_exact_rational_sums() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = testkit::Rng::xorshift64(0x9e37_79b9_7f4a_7c15);
         for round in 0..300 {
-            let len = 1 + (rng(&mut seed) % 400) as usize;
+            let len = 1 + (rng.next_u64() % 400) as usize;
             let mut terms = Vec::with_capacity(len);
             let mut exact: i128 = 0;
             let mut ints = Vec::new();
             for _ in 0..len {
-                let n = (rng(&mut seed) >> 34) as i64 - (1 << 29);
-                let e = (rng(&mut seed) % 80) as i32 - 60;
+                let n = (rng.next_u64() >> 34) as i64 - (1 << 29);
+                let e = (rng.next_u64() % 80) as i32 - 60;
                 let x = n as f64 * 2f64.powi(e);
                 assert_eq!(x * 2f64.powi(-e), n as f64, "term is exact");
                 terms.push(x);
                 exact += i128::from(n) << (e + 60);
                 if round % 3 == 0 {
-                    let i = (rng(&mut seed) >> 20) as i64 - (1 << 43);
+                    let i = (rng.next_u64() >> 20) as i64 - (1 << 43);
                     ints.push(i);
                     exact += i128::from(i) << 60;
                 }
@@ -343,7 +335,7 @@ mod tests {
                 all.add_i64(i);
             }
             assert_eq!(all.to_f64(), want, "round {round}");
-            let cut = (rng(&mut seed) as usize) % (len + 1);
+            let cut = (rng.next_u64() as usize) % (len + 1);
             let (mut l, mut r) = (ExactSum::default(), ExactSum::default());
             terms[..cut].iter().for_each(|&x| l.add_f64(x));
             terms[cut..].iter().rev().for_each(|&x| r.add_f64(x));
@@ -360,7 +352,7 @@ mod tests {
     fn window_edges_and_overflows_are_exact() {
         let full = (1u64 << 53) - 1;
         // Mantissa units 2^-85 .. 2^-9: the window takes 2^-84 .. 2^-11.
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = testkit::Rng::xorshift64(0x2545_f491_4f6c_dd1d);
         for unit in -85..=-9 {
             let mut terms = Vec::new();
             let mut exact: i128 = 0;
@@ -368,7 +360,7 @@ mod tests {
                 let m = if k % 7 == 0 {
                     full
                 } else {
-                    (rng(&mut seed) >> 11) | (1 << 52)
+                    (rng.next_u64() >> 11) | (1 << 52)
                 };
                 let negative = k % 5 == 3;
                 let x = m as f64 * 2f64.powi(unit);

@@ -270,13 +270,8 @@ mod tests {
         conn.execute_batch("PRAGMA page_size=512; CREATE TABLE t(a INTEGER, p DECIMAL, r REAL);")
             .unwrap();
         let tx = conn.unchecked_transaction().unwrap();
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = testkit::Rng::xorshift64(0x2545_f491_4f6c_dd1d);
+        let mut next = move |n: u64| rng.below(n);
         for block in 0..60 {
             for _ in 0..30 {
                 let a = SqlValue::Integer(next(100) as i64 - 50);

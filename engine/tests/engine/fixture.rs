@@ -31,7 +31,7 @@ pub fn make_lineitem(path: &Path, rows: u32, page_size: u32) {
         let mut stmt = tx
             .prepare("INSERT INTO LINEITEM VALUES (?1,1,1,1,?2,?3,?4,0.02,'N','O',?5,?5,?5,'NONE','AIR',?6)")
             .unwrap();
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rng = testkit::Rng::xorshift64(0x9e37_79b9_7f4a_7c15);
         let dates = [
             "1993-12-31",
             "1994-01-01",
@@ -40,9 +40,7 @@ pub fn make_lineitem(path: &Path, rows: u32, page_size: u32) {
             "1995-01-01",
         ];
         for i in 0..rows {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next_u64();
             let qty: rusqlite::types::Value = match x % 7 {
                 0 => rusqlite::types::Value::Null,
                 1 => rusqlite::types::Value::Real(23.5),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use partitioner::{Error, TablePlan};
 use tempfile::{tempdir, TempDir};
 
-use crate::{create_db, fill, Layout, XorShift};
+use crate::{create_db, fill, rng_from, Layout};
 
 const PAGE: u32 = 512;
 
@@ -227,7 +227,7 @@ fn root_page_damage_in_the_schema() {
 fn random_byte_damage_never_panics() {
     let (_dir, path, plan) = sample();
     let pristine = std::fs::read(&path).unwrap();
-    let mut rng = XorShift::new(7);
+    let mut rng = rng_from(7);
     let (mut refused, mut accepted) = (0, 0);
     let interesting: Vec<u32> = plan
         .interior_pages

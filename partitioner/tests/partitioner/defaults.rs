@@ -10,8 +10,9 @@ use partitioner::{DefaultValue, Error, PageFile, TablePlan};
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use tempfile::tempdir;
+use testkit::Rng;
 
-use crate::{create_db, read_only, Layout, XorShift};
+use crate::{create_db, read_only, rng_from, Layout};
 
 /// Declared types covering every affinity, including SQLite's substring quirks.
 const TYPES: &[&str] = &[
@@ -231,8 +232,8 @@ fn every_literal_under_every_affinity_reads_as_in_sqlite() {
 
 /// A random number as SQLite's tokenizer reads one: digits, an optional fraction, an optional
 /// exponent; sometimes long enough to lose digits, sometimes at the edges of the double range.
-fn random_number(rng: &mut XorShift) -> String {
-    let digits = |rng: &mut XorShift, n: u64| -> String {
+fn random_number(rng: &mut Rng) -> String {
+    let digits = |rng: &mut Rng, n: u64| -> String {
         (0..n)
             .map(|_| char::from(b'0' + rng.below(10) as u8))
             .collect()
@@ -255,7 +256,7 @@ fn random_number(rng: &mut XorShift) -> String {
 #[test]
 fn random_numbers_as_literals_and_strings_read_as_in_sqlite() {
     let dir = tempdir().unwrap();
-    let mut rng = XorShift::new(2024);
+    let mut rng = rng_from(2024);
     for table in 0..4 {
         let mut columns = Vec::new();
         while columns.len() < 400 {

@@ -8,7 +8,7 @@ use partitioner::{Share, TablePlan};
 use tempfile::{tempdir, TempDir};
 
 use crate::corrupt::{child_pointer_offset, read_page, write_at};
-use crate::{create_db, fill, Layout, XorShift};
+use crate::{create_db, fill, rng_from, Layout};
 
 /// `t` with 512-byte pages (three or four levels), rows inserted in key order.
 fn in_order(dir: &Path) -> PathBuf {
@@ -23,7 +23,7 @@ fn shuffled(dir: &Path) -> PathBuf {
     create_db(dir, "shuffled.db", Layout::pages(512), |c| {
         fill(c, "t", 0, 0, None);
         let mut ids: Vec<u64> = (0..6000).collect();
-        let mut rng = XorShift::new(7);
+        let mut rng = rng_from(7);
         for i in (1..ids.len()).rev() {
             ids.swap(i, rng.below(i as u64 + 1) as usize);
         }

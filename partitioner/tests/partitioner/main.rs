@@ -20,26 +20,13 @@ use std::path::{Path, PathBuf};
 
 use partitioner::TablePlan;
 use rusqlite::{Connection, OpenFlags};
+use testkit::Rng;
 
-/// A tiny deterministic random number generator (xorshift64*), so tests need no extra crate.
-pub struct XorShift(u64);
-
-impl XorShift {
-    pub fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// A value in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
+/// The partitioner tests' generator from `seed`: xorshift64* from the seed times the golden
+/// gamma (so that neighbouring seeds start far apart), the stream their fixtures and the
+/// fuzzers' replay seeds were made with.
+pub fn rng_from(seed: u64) -> Rng {
+    Rng::xorshift64_star(seed.wrapping_mul(testkit::GOLDEN_GAMMA) | 1)
 }
 
 /// How to lay out a generated database file.
@@ -113,7 +100,7 @@ pub fn insert_rows(
     max_text: u64,
     big: Option<(u64, usize)>,
 ) {
-    let mut rng = XorShift::new(ids.start + 17);
+    let mut rng = rng_from(ids.start + 17);
     let mut stmt = conn
         .prepare(&format!("INSERT INTO {table}(a, b, c) VALUES (?1, ?2, ?3)"))
         .unwrap();

@@ -3,8 +3,9 @@
 use partitioner::partition::{extents_of, proportional_shares, split_leaves};
 use partitioner::LeafRange;
 use tempfile::tempdir;
+use testkit::Rng;
 
-use crate::{create_db, fill, Layout, XorShift};
+use crate::{create_db, fill, rng_from, Layout};
 
 /// Checks every invariant of `ranges` cut from `leaves` by `weights`.
 fn check(leaves: &[u32], weights: &[u32], ranges: &[LeafRange]) {
@@ -59,7 +60,7 @@ fn check(leaves: &[u32], weights: &[u32], ranges: &[LeafRange]) {
     }
 }
 
-fn random_leaves(rng: &mut XorShift, n: usize) -> Vec<u32> {
+fn random_leaves(rng: &mut Rng, n: usize) -> Vec<u32> {
     let mut page = 1 + rng.below(10) as u32;
     let mut leaves = Vec::with_capacity(n);
     for _ in 0..n {
@@ -76,7 +77,7 @@ fn random_leaves(rng: &mut XorShift, n: usize) -> Vec<u32> {
 
 #[test]
 fn random_leaf_sets_and_weights() {
-    let mut rng = XorShift::new(42);
+    let mut rng = rng_from(42);
     for round in 0..2000 {
         let n = match round % 4 {
             0 => rng.below(5) as usize,

@@ -2,7 +2,7 @@
 //! the shared fixture (every storage class, NULLs, overflow pages, added and generated
 //! columns, NOCASE and RTRIM columns, leaves out of rowid order).
 
-use super::{check, check_error, fixture};
+use super::{check, check_error, fixture, Axis, QueryTester};
 
 fn all(queries: &[&str]) {
     let db = fixture();
@@ -624,8 +624,6 @@ fn unary_plus_and_collate_in_positions() {
 /// fourth row of a `LIMIT 3` reaches; corescan evaluated the rest of the page and failed).
 #[test]
 fn rows_after_the_limit_are_never_evaluated() {
-    use super::{corescan_answer, difference, settings, sqlite_answer};
-    use engine::IoBackend;
     let db = fixture();
     let rowids: Vec<i64> = {
         let c = rusqlite::Connection::open(db).unwrap();
@@ -646,16 +644,12 @@ fn rows_after_the_limit_are_never_evaluated() {
             format!("SELECT rowid FROM t WHERE CASE WHEN rowid > {last} THEN {fails} ELSE 1 END LIMIT {}", k + 1),
         ];
         for (n, sql) in queries.iter().enumerate() {
-            let want = sqlite_answer(db, sql);
+            let want = QueryTester::new(db, sql)
+                .sqlite_may_fail()
+                .span(&[Axis::Io, Axis::Cores])
+                .check()
+                .oracle;
             assert_eq!(want.is_err(), n == 3, "{sql}: SQLite {want:?}");
-            for io in [IoBackend::Pread, IoBackend::Mmap, IoBackend::Dma] {
-                for cores in 1..=3 {
-                    let got = corescan_answer(db, sql, &settings(io, 4), cores);
-                    if let Some(d) = difference(&want, &got, true) {
-                        panic!("{sql} ({io:?}, {cores} cores)\n{d}");
-                    }
-                }
-            }
         }
     }
 }
@@ -699,45 +693,17 @@ fn is_null_of_a_literal_is_an_integer_an_and_or_reduces_by() {
     ]);
 }
 
-/// Asserts that corescan answers `sql` as SQLite does (an answer or an error, as SQLite's
-/// says), streamed and collected, with 1 to 3 executors on every backend; returns whether
+/// Asserts that corescan answers `sql` as SQLite does (an answer or an error, SQLite's message
+/// included), streamed and collected, with every core count on every backend; returns whether
 /// SQLite failed.
 #[track_caller]
 fn everywhere(db: &std::path::Path, sql: &str) -> bool {
-    use super::{collected_answer, corescan_answer, difference, settings, sqlite_answer};
-    use engine::IoBackend;
-    let want = sqlite_answer(db, sql);
-    for io in [
-        IoBackend::Pread,
-        IoBackend::Mmap,
-        IoBackend::Dma,
-        IoBackend::Uring,
-    ] {
-        for cores in 1..=3 {
-            for (path, got) in [
-                (
-                    "streamed",
-                    corescan_answer(db, sql, &settings(io, 4), cores),
-                ),
-                (
-                    "collected",
-                    collected_answer(db, sql, &settings(io, 4), cores),
-                ),
-            ] {
-                if let Some(d) = difference(&want, &got, true) {
-                    panic!("{sql} ({path}, {io:?}, {cores} cores)\n{d}");
-                }
-                if let (Err(w), Err(g)) = (&want, &got) {
-                    // SQLite's message, after corescan's page and row.
-                    assert!(
-                        g.ends_with(w.as_str()),
-                        "{sql}: {g:?} is not SQLite's {w:?}"
-                    );
-                }
-            }
-        }
-    }
-    want.is_err()
+    QueryTester::new(db, sql)
+        .sqlite_may_fail()
+        .same_error_messages()
+        .span(&[Axis::Io, Axis::Cores, Axis::Path])
+        .check()
+        .failed()
 }
 
 /// `ORDER BY rowid` (ascending, first) is the full scan's own order: SQLite uses no sorter, so
@@ -1028,11 +994,10 @@ fn only_32_bit_integer_tokens_decide_an_and_or() {
         "SELECT id, (x LIKE '%' ESCAPE '') AND unlikely(0) FROM t",
         "SELECT count(*) FROM t WHERE likely(1) OR (x LIKE '%' ESCAPE '')",
     ] {
-        let want = super::sqlite_answer(db, sql);
-        let got = super::corescan_answer(db, sql, &super::settings(engine::IoBackend::Pread, 4), 2);
-        if let Some(d) = super::difference(&want, &got, true) {
-            panic!("{sql}\n{d}");
-        }
+        QueryTester::new(db, sql)
+            .sqlite_may_fail()
+            .span(&[])
+            .check();
     }
     all(&[
         "SELECT count(*) FROM t WHERE (s LIKE '%' ESCAPE 'ab') OR 1",
@@ -1142,8 +1107,6 @@ fn output_columns_of_rows_an_offset_skips_are_not_computed() {
 /// rows there, and the coordinator skipped it with its other rows: no row and no error).
 #[test]
 fn the_row_at_the_offset_fails_also_after_overflow_records() {
-    use super::{collected_answer, corescan_answer, difference, settings, sqlite_answer};
-    use engine::IoBackend;
     let db = fixture();
     let count: i64 = rusqlite::Connection::open(db)
         .unwrap()
@@ -1151,19 +1114,13 @@ fn the_row_at_the_offset_fails_also_after_overflow_records() {
         .unwrap();
     for k in 0..count + 2 {
         let sql = format!("SELECT rowid, (s LIKE '%' ESCAPE '') FROM t LIMIT 1 OFFSET {k}");
-        let want = sqlite_answer(db, &sql);
+        // Every core count, streamed and collected; the backends rotate over the offsets.
+        let want = QueryTester::new(db, &sql)
+            .sqlite_may_fail()
+            .span(&[Axis::Cores, Axis::Path])
+            .check()
+            .oracle;
         assert_eq!(want.is_err(), k < count, "{sql}: SQLite {want:?}");
-        for cores in 1..=3 {
-            let io = [IoBackend::Pread, IoBackend::Mmap, IoBackend::Dma][k as usize % 3];
-            for got in [
-                corescan_answer(db, &sql, &settings(io, 4), cores),
-                collected_answer(db, &sql, &settings(io, 4), cores),
-            ] {
-                if let Some(d) = difference(&want, &got, true) {
-                    panic!("{sql} ({io:?}, {cores} cores)\n{d}");
-                }
-            }
-        }
     }
     // The run's table and query.
     let path = crate::scratch_dir("query-offset-overflow").join("t.db");
@@ -1180,13 +1137,11 @@ fn the_row_at_the_offset_fails_also_after_overflow_records() {
 /// row.
 #[test]
 fn output_columns_of_rows_the_sorter_drops_are_not_computed() {
-    use super::{corescan_answer, difference, settings, sqlite_answer};
-    use engine::IoBackend;
     let db = fixture();
     let rowids = rowids(db);
     let fails = "abs(-9223372036854775807 - 1)";
     let (mut failed, mut answered) = (0, 0);
-    for (n, &at) in rowids.iter().enumerate().step_by(3) {
+    for &at in rowids.iter().step_by(3) {
         let column = format!("CASE WHEN rowid = {at} THEN {fails} ELSE s END");
         let queries = [
             format!("SELECT rowid, {column} FROM t ORDER BY i LIMIT 3"),
@@ -1195,23 +1150,16 @@ fn output_columns_of_rows_the_sorter_drops_are_not_computed() {
             format!("SELECT rowid, {column} FROM t ORDER BY x DESC NULLS LAST, r LIMIT 1 OFFSET 1"),
         ];
         for sql in &queries {
-            let want = sqlite_answer(db, sql);
-            if want.is_err() {
+            // Every core count; the backends rotate over the queries.
+            let sqlite_failed = QueryTester::new(db, sql)
+                .sqlite_may_fail()
+                .span(&[Axis::Cores])
+                .check()
+                .failed();
+            if sqlite_failed {
                 failed += 1;
             } else {
                 answered += 1;
-            }
-            for cores in 1..=3 {
-                let io = [
-                    IoBackend::Pread,
-                    IoBackend::Mmap,
-                    IoBackend::Dma,
-                    IoBackend::Uring,
-                ][(n + cores) % 4];
-                let got = corescan_answer(db, sql, &settings(io, 4), cores);
-                if let Some(d) = difference(&want, &got, true) {
-                    panic!("{sql} ({io:?}, {cores} cores)\n{d}");
-                }
             }
         }
     }

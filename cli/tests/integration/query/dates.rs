@@ -4,10 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use engine::IoBackend;
 use rusqlite::Connection;
 
-use super::{corescan_answer, difference, settings, sqlite_answer};
+use super::{Axis, Config, Cores, Io, QueryTester, RowPath, Window};
 use crate::scratch_dir;
 
 fn table() -> &'static Path {
@@ -96,13 +95,19 @@ fn quoted(args: &[&str]) -> String {
         .collect()
 }
 
+/// SQLite's answer, reals bit for bit, in one configuration (see [`super::check`]).
 fn check(db: &Path, sql: &str) {
-    let want = sqlite_answer(db, sql);
-    assert!(want.is_ok(), "{sql}: {want:?}");
-    let got = corescan_answer(db, sql, &settings(IoBackend::Pread, 0), 1);
-    if let Some(d) = difference(&want, &got, false) {
-        panic!("{sql}: {d}");
-    }
+    QueryTester::new(db, sql).exact_reals().span(&[]).check();
+}
+
+/// Asserts that SQLite and corescan both refuse `sql` (their messages differ).
+fn both_fail(db: &Path, sql: &str) {
+    QueryTester::new(db, sql)
+        .sqlite_may_fail()
+        .span(&[])
+        .check()
+        .oracle
+        .expect_err(sql);
 }
 
 #[test]
@@ -167,28 +172,22 @@ fn now_is_one_instant_per_statement() {
          FROM n LIMIT 2",
     ];
     for sql in sqls {
-        let want = sqlite_answer(&db, sql);
-        for cores in [1, 3] {
-            let got = corescan_answer(&db, sql, &settings(IoBackend::Pread, 8), cores);
-            if let Some(d) = difference(&want, &got, false) {
-                panic!("{sql}: {cores} cores: {d}");
-            }
-        }
+        QueryTester::new(&db, sql)
+            .exact_reals()
+            .span(&[Axis::Cores])
+            .check();
     }
-    let keyword = "SELECT current_date() FROM n";
-    let got = corescan_answer(&db, keyword, &settings(IoBackend::Pread, 0), 1);
-    assert!(
-        sqlite_answer(&db, keyword).is_err() && got.is_err(),
-        "{got:?}"
-    );
+    both_fail(&db, "SELECT current_date() FROM n");
     // And the instant is the clock's.
-    let (_, rows) = corescan_answer(
-        &db,
-        "SELECT unixepoch('now') FROM n LIMIT 1",
-        &settings(IoBackend::Pread, 0),
-        1,
-    )
-    .unwrap();
+    let one = Config {
+        io: Io::Pread,
+        cores: Cores::One,
+        window: Window::Off,
+        path: RowPath::Streamed,
+    };
+    let (_, rows) = one
+        .answer(&db, "SELECT unixepoch('now') FROM n LIMIT 1")
+        .unwrap();
     let clock = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -248,10 +247,6 @@ fn timediff_matches_sqlite() {
         "SELECT timediff(v) FROM d",
         "SELECT timediff(v, v, v) FROM d",
     ] {
-        let got = corescan_answer(db, sql, &settings(IoBackend::Pread, 0), 1);
-        assert!(
-            sqlite_answer(db, sql).is_err() && got.is_err(),
-            "{sql}: {got:?}"
-        );
+        both_fail(db, sql);
     }
 }

@@ -23,9 +23,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use engine::IoBackend;
+use testkit::Rng;
 
-use super::{corescan_answer, difference, exact, mixed_table, settings, sqlite_answer, Rng};
+use super::{difference, exact, mixed_table, sqlite_answer, Config, Cores, Io, RowPath, Window};
 
 const COLUMNS: &[&str] = &[
     "id", "i", "r", "s", "n", "b", "x", "c", "rt", "g", "gs", "added", "added2", "rowid",
@@ -571,28 +571,30 @@ const QUERIES_PER_TABLE: usize = 25;
 /// The table a table seed makes: its page size, row count and whether it is in WAL mode
 /// (the rest of the content comes from the same seed in [`mixed_table`]).
 fn table_shape(table_seed: u64) -> (u32, usize, bool) {
-    let mut trng = Rng(table_seed);
+    let mut trng = Rng::new(table_seed);
     let page_size = *trng.pick(&[512u32, 1024, 4096, 65536]);
     let rows = 20 + trng.below(200) as usize;
     let wal = trng.percent(30);
     (page_size, rows, wal)
 }
 
-/// The query a query seed makes, and the executors and backend it runs with.
-fn query_case(query_seed: u64) -> (String, usize, IoBackend) {
+/// The query a query seed makes, and the configuration it runs in: its executors and backend
+/// from the seed (a small window, streamed), so that a seed replays its case.
+fn query_case(query_seed: u64) -> (String, Config) {
     let sql = Gen {
-        rng: &mut Rng(query_seed),
+        rng: &mut Rng::new(query_seed),
     }
     .query();
-    let cores = 1 + (query_seed % 3) as usize;
+    let cores = Cores::ALL[(query_seed % 3) as usize];
     // Every backend (executors are pooled, so the O_DIRECT ones cost no setup per query).
-    let io = [
-        IoBackend::Pread,
-        IoBackend::Mmap,
-        IoBackend::Dma,
-        IoBackend::Uring,
-    ][(query_seed / 3 % 4) as usize];
-    (sql, cores, io)
+    let io = [Io::Pread, Io::Mmap, Io::Dma, Io::Uring][(query_seed / 3 % 4) as usize];
+    let config = Config {
+        io,
+        cores,
+        window: Window::Small,
+        path: RowPath::Streamed,
+    };
+    (sql, config)
 }
 
 /// How one query's answers compared.
@@ -609,10 +611,10 @@ enum Outcome {
     Mismatch(String),
 }
 
-/// Runs `sql` on `path` in SQLite and corescan and compares the answers.
-fn compare(path: &Path, sql: &str, cores: usize, io: IoBackend) -> Outcome {
+/// Runs `sql` on `path` in SQLite and corescan (in `config`) and compares the answers.
+fn compare(path: &Path, sql: &str, config: &Config) -> Outcome {
     let want = sqlite_answer(path, sql);
-    let got = corescan_answer(path, sql, &settings(io, 4), cores);
+    let got = config.answer(path, sql);
     let Some(d) = difference(&want, &got, false) else {
         return Outcome::Agreed;
     };
@@ -672,20 +674,20 @@ fn random_queries_agree_with_sqlite() {
     }
     println!("differential tester: seed {seed}, {secs} s (CORESCAN_DIFF_SEED, CORESCAN_DIFF_SECS)");
     let deadline = Instant::now() + Duration::from_secs(secs);
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let (mut tables, mut queries, mut known, mut exact_sums) = (0, 0, 0, 0);
     let mut fds = 0;
     while Instant::now() < deadline {
-        let table_seed = rng.next();
+        let table_seed = rng.next_u64();
         let (page_size, rows, wal) = table_shape(table_seed);
         let path = dir.join(format!("t{tables}.db"));
         let _writer = mixed_table(&path, page_size, rows, table_seed, wal);
         tables += 1;
         for _ in 0..QUERIES_PER_TABLE {
-            let query_seed = rng.next();
-            let (sql, cores, io) = query_case(query_seed);
+            let query_seed = rng.next_u64();
+            let (sql, config) = query_case(query_seed);
             queries += 1;
-            match compare(&path, &sql, cores, io) {
+            match compare(&path, &sql, &config) {
                 Outcome::Agreed => {}
                 Outcome::KnownOverflowOrder => {
                     known += 1;
@@ -700,7 +702,7 @@ fn random_queries_agree_with_sqlite() {
                 }
                 Outcome::Mismatch(d) => panic!(
                     "mismatch (run seed {seed}, table seed {table_seed}: page size {page_size}, \
-                     {rows} rows, wal {wal}; {cores} cores, {io:?}; replay with \
+                     {rows} rows, wal {wal}; {config}; replay with \
                      CORESCAN_DIFF_REPLAY={table_seed}:{query_seed})\n{sql}\n{d}"
                 ),
             }
@@ -730,20 +732,17 @@ fn random_queries_agree_with_sqlite() {
 /// both answers; fails as the run that printed the seeds failed.
 fn replay_one(dir: &Path, table_seed: u64, query_seed: u64) {
     let (page_size, rows, wal) = table_shape(table_seed);
-    let (sql, cores, io) = query_case(query_seed);
+    let (sql, config) = query_case(query_seed);
     let path = dir.join("replay.db");
     let _writer = mixed_table(&path, page_size, rows, table_seed, wal);
     println!(
         "replay: table seed {table_seed} (page size {page_size}, {rows} rows, wal {wal}) at \
-         {}; query seed {query_seed} ({cores} cores, {io:?}):\n{sql}",
+         {}; query seed {query_seed} ({config}):\n{sql}",
         path.display()
     );
     println!("SQLite:   {:?}", sqlite_answer(&path, &sql));
-    println!(
-        "corescan: {:?}",
-        corescan_answer(&path, &sql, &settings(io, 4), cores)
-    );
-    match compare(&path, &sql, cores, io) {
+    println!("corescan: {:?}", config.answer(&path, &sql));
+    match compare(&path, &sql, &config) {
         Outcome::Agreed => println!("replay: the answers agree"),
         Outcome::KnownOverflowOrder => println!("replay: the known sum-overflow-order difference"),
         Outcome::ExactSums(d) => println!("replay: exact sums where SQLite's are not: {d}"),

@@ -2,14 +2,13 @@
 //! (`NOCASE`, `RTRIM`, `1` and `1.0`): those of the group's first row, or, with a one-argument
 //! `min()`/`max()`, of the row the last such aggregate chose (the first holding its final
 //! value, or the group's last row when its values are all NULL). Checked against SQLite for
-//! every core count, on a table whose leaves are out of rowid order.
+//! every core count and backend, on a table whose leaves are out of rowid order.
 
 use std::path::Path;
 
-use engine::IoBackend;
 use rusqlite::Connection;
 
-use super::{corescan_answer, difference, settings, sqlite_answer};
+use super::{Axis, QueryTester};
 use crate::scratch_dir;
 
 fn build(path: &Path) {
@@ -21,13 +20,8 @@ fn build(path: &Path) {
                         pad TEXT);",
     )
     .unwrap();
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut rng = testkit::Rng::xorshift64(0x9e37_79b9_7f4a_7c15);
+    let mut next = move |n: u64| rng.below(n);
     let cs = ["a", "A", "b", "B", "c"];
     let rs = ["p", "p ", "p  ", "q", "q "];
     let ns = ["1", "1.0", "2", "2.0", "NULL"];
@@ -102,15 +96,8 @@ fn group_keys_come_from_the_row_sqlite_shows() {
     let db = scratch_dir("query-group-keys").join("keys.db");
     build(&db);
     for sql in QUERIES {
-        let want = sqlite_answer(&db, sql);
-        assert!(want.is_ok(), "{sql}: {want:?}");
-        for cores in [1, 2, 3] {
-            for io in [IoBackend::Pread, IoBackend::Dma] {
-                let got = corescan_answer(&db, sql, &settings(io, 8), cores);
-                if let Some(d) = difference(&want, &got, true) {
-                    panic!("{sql}: {cores} cores, {io:?}: {d}");
-                }
-            }
-        }
+        QueryTester::new(&db, *sql)
+            .span(&[Axis::Cores, Axis::Io])
+            .check();
     }
 }

@@ -4,6 +4,10 @@
 //! ([`stream`]), grouped pages on the typed and the general path ([`typed_runs`]), and a
 //! random differential tester ([`differential`]).
 //!
+//! Every check of an answer goes through [`QueryTester`] ([`tester`]), which runs it under the
+//! backends, core counts, readahead windows and row paths a test asks for; [`check`] and its
+//! siblings are its one-configuration shorthands.
+//!
 //! Rows compare exactly (integers, text, blobs, NULL, and their storage classes), except reals
 //! from `sum`/`avg`/`total`, which may differ from SQLite's: corescan sums exactly and rounds
 //! once, SQLite with Kahan-Babuska-Neumaier compensation. The hand-written cases allow two
@@ -18,15 +22,17 @@ mod exact;
 mod group_keys;
 mod settings;
 mod stream;
+mod tester;
 mod typed_runs;
 mod window;
 
 use std::path::{Path, PathBuf};
 
-use engine::query::{run_query, run_query_streaming};
 use engine::value::Value;
-use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use rusqlite::{Connection, OpenFlags};
+use testkit::Rng;
+
+pub use tester::{Axis, Config, Cores, Io, QueryTester, RowPath, Window};
 
 /// A query's column names and rows, or its error message.
 pub type Answer = Result<(Vec<String>, Vec<Vec<Value>>), String>;
@@ -60,46 +66,6 @@ pub fn answer_on(conn: &Connection, sql: &str) -> Answer {
         out.push(values);
     }
     Ok((names, out))
-}
-
-/// The scan settings of a test run.
-pub fn settings(io: IoBackend, readahead: u32) -> ScanSettings {
-    ScanSettings {
-        readahead,
-        coalesce_kib: 16,
-        io: IoChoice::Fixed(io),
-        sqpoll: SqpollMode::Off,
-        faults: engine::faults::Faults::NONE,
-    }
-}
-
-/// corescan's answer with `cores` executors under `settings`, as `corescan query` computes
-/// it: streamed during the scan for a plain projection without `ORDER BY`, collected and
-/// merged for the others.
-pub fn corescan_answer(path: &Path, sql: &str, settings: &ScanSettings, cores: usize) -> Answer {
-    let planned = corescan_sql::plan_query(path, sql).map_err(|e| e.to_string())?;
-    let mut rows = Vec::new();
-    let out = run_query_streaming(
-        &planned.table,
-        planned.query,
-        settings,
-        &spread(cores),
-        |row| {
-            rows.push(row.to_vec());
-            Ok(())
-        },
-    )
-    .map_err(|e| e.to_string())?;
-    Ok((out.names, rows))
-}
-
-/// corescan's answer through the collect-everything path ([`run_query`]: every executor's
-/// rows merged and sorted by rowid at the end).
-pub fn collected_answer(path: &Path, sql: &str, settings: &ScanSettings, cores: usize) -> Answer {
-    let planned = corescan_sql::plan_query(path, sql).map_err(|e| e.to_string())?;
-    let out = run_query(&planned.table, planned.query, settings, &spread(cores))
-        .map_err(|e| e.to_string())?;
-    Ok((out.names, out.rows))
 }
 
 /// Whether two result values agree: the same storage class and value; reals equal or, when
@@ -167,68 +133,31 @@ pub fn difference(want: &Answer, got: &Answer, loose_reals: bool) -> Option<Stri
     }
 }
 
-/// Asserts that corescan answers `sql` on `path` as SQLite does (2 executors, pread).
+/// Asserts that corescan answers `sql` on `path` as SQLite does, in one configuration (which
+/// one the SQL text decides: a test's queries together run under every backend, core count,
+/// window and path; see [`tester`]).
 #[track_caller]
 pub fn check(path: &Path, sql: &str) {
-    let want = sqlite_answer(path, sql);
-    let got = corescan_answer(path, sql, &settings(IoBackend::Pread, 4), 2);
-    if let Some(d) = difference(&want, &got, true) {
-        panic!("{sql}\n{d}");
-    }
-    assert!(want.is_ok(), "{sql}: SQLite fails: {want:?}");
+    QueryTester::new(path, sql).span(&[]).check();
 }
 
 /// Asserts that corescan answers `sql` on `path` as SQLite does with exact `sum`, `total`
-/// and `avg` ([`exact`]), reals bit for bit; returns SQLite's own answer.
+/// and `avg` ([`exact`]), reals bit for bit, in one configuration as [`check`] chooses it;
+/// returns SQLite's own answer.
 #[track_caller]
 pub fn check_exact(path: &Path, sql: &str) -> Answer {
-    let want = exact::exact_answer(path, sql);
-    let got = corescan_answer(path, sql, &settings(IoBackend::Pread, 4), 2);
-    if let Some(d) = difference(&want, &got, false) {
-        panic!("{sql}\n(against the exact sums) {d}");
-    }
-    assert!(want.is_ok(), "{sql}: SQLite fails: {want:?}");
+    QueryTester::new(path, sql).exact_sums().span(&[]).check();
     sqlite_answer(path, sql)
 }
 
-/// Asserts that both fail, and that corescan's message contains `needle`.
+/// Asserts that corescan fails on `sql` with a message containing `needle`, in one
+/// configuration as [`check`] chooses it.
 #[track_caller]
 pub fn check_error(path: &Path, sql: &str, needle: &str) {
-    let got = corescan_answer(path, sql, &settings(IoBackend::Pread, 4), 2);
-    match got {
-        Ok(rows) => panic!("{sql}: corescan answered {rows:?}"),
-        Err(e) => assert!(e.contains(needle), "{sql}: {e:?} lacks {needle:?}"),
-    }
-}
-
-/// A deterministic generator (SplitMix64), so failures replay from their seed.
-#[derive(Debug, Clone)]
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n`.
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    /// One of `items`.
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-
-    /// True with probability `p`/100.
-    pub fn percent(&mut self, p: u64) -> bool {
-        self.below(100) < p
-    }
+    QueryTester::new(path, sql)
+        .fails_with(needle)
+        .span(&[])
+        .check();
 }
 
 /// A value literal for row `i` of a mixed column: every storage class, NULLs, numeric text,
@@ -237,7 +166,7 @@ pub fn mixed_literal(rng: &mut Rng) -> String {
     match rng.below(16) {
         0 | 1 => "NULL".into(),
         2 => format!("{}", rng.below(200) as i64 - 100),
-        3 => format!("{}", rng.next() as i64),
+        3 => format!("{}", rng.next_u64() as i64),
         4 => format!("{:.3}", (rng.below(20000) as f64 - 10000.0) / 7.0),
         5 => format!("{}.5", rng.below(50)),
         6 => format!("'{}'", rng.below(100)),
@@ -266,7 +195,7 @@ pub fn mixed_literal(rng: &mut Rng) -> String {
             let mut hex = String::with_capacity(2 * n + 3);
             hex.push_str("x'");
             while hex.len() < 2 + 2 * n {
-                let bits = rng.next();
+                let bits = rng.next_u64();
                 for byte in bits.to_le_bytes().iter().take((2 + 2 * n - hex.len()) / 2) {
                     hex.push_str(&format!("{byte:02x}"));
                 }
@@ -305,7 +234,7 @@ pub fn mixed_table(
              g AS (i * 2) VIRTUAL, gs AS (s || '!') STORED);",
     )
     .unwrap();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let insert = |conn: &Connection, rng: &mut Rng, extra: bool, id: Option<i64>| {
         let mut cols = vec!["i", "r", "s", "n", "b", "x", "c", "rt"];
         if extra {

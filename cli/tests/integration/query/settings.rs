@@ -1,9 +1,8 @@
 //! The same queries under every backend, core count and readahead window give identical rows
-//! (bit for bit, reals included: sums are exact, so they do not depend on the split).
+//! (bit for bit, reals included: sums are exact, so they do not depend on the split), and
+//! SQLite's.
 
-use engine::IoBackend;
-
-use super::{corescan_answer, difference, fixture, settings, sqlite_answer};
+use super::{Axis, QueryTester, RowPath};
 
 const QUERIES: &[&str] = &[
     "SELECT * FROM t",
@@ -21,29 +20,19 @@ const QUERIES: &[&str] = &[
 
 #[test]
 fn every_backend_core_count_and_window_agree() {
-    let db = fixture();
-    for sql in QUERIES {
-        let want = sqlite_answer(db, sql);
-        let reference = corescan_answer(db, sql, &settings(IoBackend::Pread, 0), 1);
-        assert!(
-            difference(&want, &reference, true).is_none(),
-            "{sql}: reference differs from SQLite: {:?}",
-            difference(&want, &reference, true)
-        );
-        for io in [
-            IoBackend::Dma,
-            IoBackend::Uring,
-            IoBackend::Pread,
-            IoBackend::Mmap,
-        ] {
-            for cores in [1, 2, 3] {
-                for readahead in [0, 32] {
-                    let got = corescan_answer(db, sql, &settings(io, readahead), cores);
-                    if let Some(d) = difference(&reference, &got, false) {
-                        panic!("{sql}: {io:?}, {cores} cores, readahead {readahead}: {d}");
-                    }
-                }
-            }
-        }
+    let db = super::fixture();
+    // The first query (a plain projection, which streams) under the full product, rendered
+    // path included; the others under every backend, core count and window, each with one of
+    // the paths.
+    QueryTester::new(db, QUERIES[0])
+        .paths(&RowPath::ALL)
+        .agree()
+        .check();
+    for sql in &QUERIES[1..] {
+        QueryTester::new(db, *sql)
+            .paths(&RowPath::ALL)
+            .span(&[Axis::Io, Axis::Cores, Axis::Window])
+            .agree()
+            .check();
     }
 }

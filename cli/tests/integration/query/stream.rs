@@ -1,17 +1,18 @@
 //! Streamed projections (a plain `SELECT` without `ORDER BY`): rows in SQLite's rowid order on
 //! tables whose leaves are not in page-number order, for every backend, core count and window;
-//! the same rows as the collect-everything path; `LIMIT` ending the scan early; an error after
-//! rows were written; memory that does not grow with the table.
+//! the same rows rendered in the executors and through the collect-everything path; `LIMIT`
+//! ending the scan early; an error after rows were written; memory that does not grow with the
+//! table.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use engine::query::run_query_streaming;
-use engine::{spread, IoBackend};
+use engine::{spread, IoBackend, IoChoice, ScanSettings, SqpollMode};
 use partitioner::TablePlan;
 use rusqlite::Connection;
 
-use super::{collected_answer, corescan_answer, difference, settings, sqlite_answer};
+use super::{sqlite_answer, Axis, Config, Cores, Io, QueryTester, RowPath, Window};
 use crate::{corescan, scratch_dir};
 
 /// Two tables filled by interleaved inserts, then table `b` mostly deleted (its pages go to
@@ -33,13 +34,8 @@ fn fragmented(path: &Path, page_size: u32, rows: i64, wal: bool) -> Option<Conne
         conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
             .unwrap();
     }
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = testkit::Rng::xorshift64(0x2545_f491_4f6c_dd1d);
+    let mut next = move || rng.next_u64();
     conn.execute_batch("BEGIN").unwrap();
     for i in 0..rows {
         let len = (next() % 200) as usize;
@@ -87,35 +83,20 @@ const QUERIES: &[&str] = &[
     "SELECT rowid FROM a WHERE x < 0 LIMIT 7",
 ];
 
-fn assert_streams_in_rowid_order(db: &Path, cores_list: &[usize], windows: &[u32]) {
+/// Every query's rows are SQLite's, in its order, reals bit for bit, on every path (streamed,
+/// rendered, collected), under the product of the `spanned` axes (the others rotating).
+fn assert_streams_in_rowid_order(db: &Path, spanned: &[Axis]) {
     let plan = TablePlan::open(db, "a").unwrap();
     assert!(
         !plan.leaves_in_file_order(),
         "the fixture must have leaves out of page-number order"
     );
     for sql in QUERIES {
-        let want = sqlite_answer(db, sql);
-        assert!(want.is_ok(), "{sql}: {want:?}");
-        let collected = collected_answer(db, sql, &settings(IoBackend::Pread, 0), 2);
-        if let Some(d) = difference(&want, &collected, false) {
-            panic!("{sql}: the collect path differs from SQLite: {d}");
-        }
-        for io in [
-            IoBackend::Dma,
-            IoBackend::Uring,
-            IoBackend::Pread,
-            IoBackend::Mmap,
-        ] {
-            for &cores in cores_list {
-                for &readahead in windows {
-                    let got = corescan_answer(db, sql, &settings(io, readahead), cores);
-                    if let Some(d) = difference(&want, &got, false) {
-                        panic!("{sql}: {io:?}, {cores} cores, readahead {readahead}: {d}");
-                    }
-                    assert_eq!(got, collected, "{sql}: streamed and collected rows differ");
-                }
-            }
-        }
+        QueryTester::new(db, *sql)
+            .exact_reals()
+            .paths(&RowPath::ALL)
+            .span(spanned)
+            .check();
     }
 }
 
@@ -123,7 +104,7 @@ fn assert_streams_in_rowid_order(db: &Path, cores_list: &[usize], windows: &[u32
 fn rows_stream_in_rowid_order_on_a_fragmented_table() {
     let db = scratch_dir("stream-fragmented").join("frag.db");
     fragmented(&db, 1024, 3000, false);
-    assert_streams_in_rowid_order(&db, &[1, 2, 3], &[0, 32]);
+    assert_streams_in_rowid_order(&db, &[Axis::Io, Axis::Cores, Axis::Window]);
 }
 
 #[test]
@@ -144,7 +125,7 @@ fn pages_in_the_log_keep_their_place_in_the_order() {
         logged > 0,
         "some leaves must have their latest copy in the log"
     );
-    assert_streams_in_rowid_order(&db, &[1, 3], &[16]);
+    assert_streams_in_rowid_order(&db, &[Axis::Io, Axis::Cores]);
 }
 
 #[test]
@@ -152,32 +133,26 @@ fn limit_ends_the_scan_early() {
     let db = scratch_dir("stream-limit").join("big.db");
     fragmented(&db, 1024, 12_000, false);
     let sql = "SELECT rowid, x FROM a LIMIT 10";
-    let planned = corescan_sql::plan_query(&db, sql).unwrap();
     // The query's plan may leave its leaf-parent level to the scan: count the leaves apart.
     let leaves = partitioner::TablePlan::open(&db, "a").unwrap().leaves.len() as u64;
-    for cores in [1, 2] {
-        let mut rows = Vec::new();
-        let out = run_query_streaming(
-            &planned.table,
-            planned.query.clone(),
-            &settings(IoBackend::Pread, 8),
-            &spread(cores),
-            |r| {
-                rows.push(r.to_vec());
-                Ok(())
-            },
-        )
-        .unwrap();
-        assert!(out.streamed);
-        assert_eq!(Ok((out.names, rows)), sqlite_answer(&db, sql));
-        // Range 0 stops after its first pages; a later range stops once its channel is full
-        // (a few chunks of rows) or the coordinator has its rows.
-        assert!(
-            out.report.pages_read * 4 < leaves,
-            "{cores} cores: {} of {leaves} leaf pages read for LIMIT 10",
-            out.report.pages_read
-        );
-    }
+    // Windows that do not read far ahead of the rows the LIMIT needs.
+    QueryTester::new(&db, sql)
+        .exact_reals()
+        .paths(&[RowPath::Streamed, RowPath::Rendered])
+        .windows(&[Window::Off, Window::Small])
+        .span(&[Axis::Cores, Axis::Path])
+        .inspect(|config, run| {
+            assert_eq!(run.streamed, Some(true), "{config}");
+            let report = run.report.as_ref().expect("an answer");
+            // Range 0 stops after its first pages; a later range stops once its channel is
+            // full (a few chunks of rows) or the coordinator has its rows.
+            assert!(
+                report.pages_read * 4 < leaves,
+                "{config}: {} of {leaves} leaf pages read for LIMIT 10",
+                report.pages_read
+            );
+        })
+        .check();
 }
 
 /// The number of cells on each page of `pages` (table leaves) of the file at `db`.
@@ -299,16 +274,17 @@ fn the_first_rows_come_before_the_scan_ends() {
     let planned = corescan_sql::plan_query(&db, "SELECT rowid, x, y FROM a").unwrap();
     let started = std::time::Instant::now();
     let mut first: Option<std::time::Duration> = None;
-    let out = run_query_streaming(
-        &planned.table,
-        planned.query,
-        &settings(IoBackend::Pread, 0),
-        &spread(2),
-        |_| {
-            first.get_or_insert_with(|| started.elapsed());
-            Ok(())
-        },
-    )
+    let settings = ScanSettings {
+        readahead: 0,
+        coalesce_kib: 16,
+        io: IoChoice::Fixed(IoBackend::Pread),
+        sqpoll: SqpollMode::Off,
+        faults: engine::faults::Faults::NONE,
+    };
+    let out = run_query_streaming(&planned.table, planned.query, &settings, &spread(2), |_| {
+        first.get_or_insert_with(|| started.elapsed());
+        Ok(())
+    })
     .unwrap();
     let total = started.elapsed();
     let first = first.expect("rows");
@@ -367,64 +343,11 @@ fn queries_whose_executors_read_the_leaf_parents_answer_as_sqlite() {
         "SELECT x FROM a WHERE z > 120 AND x % 97 = 0",
     ];
     for sql in queries {
-        let want = sqlite_answer(&db, sql);
-        assert!(want.is_ok(), "{sql}: {want:?}");
-        for io in [
-            IoBackend::Dma,
-            IoBackend::Uring,
-            IoBackend::Pread,
-            IoBackend::Mmap,
-        ] {
-            for cores in [1, 2, 3] {
-                let what = format!("{sql} ({io:?}, {cores} cores)");
-                let mut planned = corescan_sql::plan_query(&db, sql).unwrap();
-                let parents = planned
-                    .table
-                    .leaf_parents
-                    .as_mut()
-                    .map(|p| {
-                        p.set_min_parents_per_share(1);
-                        p.pages().len() as u64
-                    })
-                    .expect("a deferred leaf-parent level");
-                let mut rows = Vec::new();
-                let out = run_query_streaming(
-                    &planned.table,
-                    planned.query.clone(),
-                    &settings(io, 8),
-                    &spread(cores),
-                    |r| {
-                        rows.push(r.to_vec());
-                        Ok(())
-                    },
-                )
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
-                let got = Ok((out.names, rows));
-                if let Some(d) = difference(&want, &got, false) {
-                    panic!("{what}, streamed: {d}");
-                }
-                let collected = engine::query::run_query(
-                    &planned.table,
-                    planned.query,
-                    &settings(io, 8),
-                    &spread(cores),
-                )
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
-                let read: u64 = collected
-                    .report
-                    .executors
-                    .iter()
-                    .map(|e| e.parent_pages)
-                    .sum();
-                assert_eq!(
-                    read, parents,
-                    "{what}: the executors read every parent once"
-                );
-                if let Some(d) = difference(&want, &Ok((collected.names, collected.rows)), false) {
-                    panic!("{what}, collected: {d}");
-                }
-            }
-        }
+        QueryTester::new(&db, sql)
+            .exact_reals()
+            .leaf_parents_per_share(1)
+            .span(&[Axis::Io, Axis::Cores, Axis::Path])
+            .check();
     }
 }
 
@@ -443,13 +366,8 @@ fn rowid_bounds_read_only_the_leaves_that_can_hold_them() {
             Ok((r.get(0)?, r.get(1)?))
         })
         .unwrap();
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move |n: i64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as i64
-    };
+    let mut rng = testkit::Rng::xorshift64(0x9e37_79b9_7f4a_7c15);
+    let mut next = move |n: i64| rng.below(n as u64) as i64;
     let ops = ["=", "<", "<=", ">", ">=", "IS"];
     for case in 0..60 {
         let (a, b) = (min - 3 + next(max - min + 7), min - 3 + next(max - min + 7));
@@ -464,31 +382,26 @@ fn rowid_bounds_read_only_the_leaves_that_can_hold_them() {
             ),
             _ => format!("SELECT rowid FROM a WHERE rowid {op1} {a} ORDER BY rowid DESC LIMIT 5"),
         };
-        let want = sqlite_answer(&db, &sql);
-        for cores in [1, 2] {
-            let got = corescan_answer(&db, &sql, &settings(IoBackend::Pread, 8), cores);
-            if let Some(d) = difference(&want, &got, false) {
-                panic!("{sql} ({cores} cores): {d}");
-            }
-        }
+        QueryTester::new(&db, sql)
+            .exact_reals()
+            .span(&[Axis::Cores])
+            .check();
     }
     // One rowid: a root-to-leaf path (one leaf, perhaps one overflow page), whatever the
     // table's size.
     let planned = corescan_sql::plan_query(&db, "SELECT * FROM a WHERE rowid = 4321").unwrap();
     assert_eq!(planned.table.leaves.len(), 1);
-    let out = engine::query::run_query(
-        &planned.table,
-        planned.query,
-        &settings(IoBackend::Pread, 8),
-        &spread(2),
-    )
-    .unwrap();
-    assert_eq!(out.rows.len(), 1);
-    assert!(
-        out.report.pages_read <= 2 && all > 100,
-        "{} of {all}",
-        out.report.pages_read
-    );
+    let collected = Config {
+        io: Io::Pread,
+        cores: Cores::Two,
+        window: Window::Small,
+        path: RowPath::Collected,
+    };
+    let out = collected.run(&planned.table, &planned.query);
+    let (_, rows) = out.answer.unwrap();
+    let pages_read = out.report.unwrap().pages_read;
+    assert_eq!(rows.len(), 1);
+    assert!(pages_read <= 2 && all > 100, "{pages_read} of {all}");
 }
 
 /// Damage outside a rowid range is not read, by SQLite or by corescan: both answer a query
@@ -504,15 +417,15 @@ fn damage_outside_a_rowid_range_is_not_read() {
     std::os::unix::fs::FileExt::write_all_at(&file, &[0x0a], u64::from(victim - 1) * 1024).unwrap();
     drop(file);
     let bounded = "SELECT rowid, x, y FROM a WHERE rowid BETWEEN 5 AND 40";
-    let want = sqlite_answer(&db, bounded);
-    assert!(want.is_ok(), "{want:?}");
-    for cores in [1, 2] {
-        let got = corescan_answer(&db, bounded, &settings(IoBackend::Pread, 8), cores);
-        assert_eq!(difference(&want, &got, false), None, "{cores} cores");
-    }
+    QueryTester::new(&db, bounded)
+        .exact_reals()
+        .span(&[Axis::Cores])
+        .check();
     let full = "SELECT count(*), sum(x) FROM a";
     assert!(sqlite_answer(&db, full).is_err());
-    let got = corescan_answer(&db, full, &settings(IoBackend::Pread, 8), 2);
-    let err = got.expect_err("a full scan reads the damaged leaf");
-    assert!(err.contains(&format!("page {victim}")), "{err}");
+    // A full scan reads the damaged leaf.
+    QueryTester::new(&db, full)
+        .fails_with(format!("page {victim}"))
+        .span(&[Axis::Cores])
+        .check();
 }

@@ -3,15 +3,14 @@
 //! holding a REAL column's integral value (stored as an integer), a text number, a NULL,
 //! integers whose products reach 2^53 or overflow, infinities whose difference is NaN, rows
 //! written before a column was added; keys that pack (short BINARY texts, integers, NULL)
-//! beside keys that do not (reals, NOCASE). Checked against SQLite for every core count
-//! (1-3) and the pread and mmap backends, and bit for bit across them.
+//! beside keys that do not (reals, NOCASE). Checked against SQLite for every core count and
+//! the pread and mmap backends, and bit for bit across them.
 
 use std::path::Path;
 
-use engine::IoBackend;
 use rusqlite::Connection;
 
-use super::{corescan_answer, difference, settings, sqlite_answer, Answer};
+use super::{sqlite_answer, Axis, Io, QueryTester};
 use crate::scratch_dir;
 
 /// A LINEITEM-shaped table at page size 512 (a dozen rows a page): blocks of clean rows and
@@ -25,7 +24,7 @@ fn build(path: &Path) {
                          f CHAR(1), s CHAR(1), ship DATE, x, n INTEGER, c TEXT COLLATE NOCASE);",
     )
     .unwrap();
-    let mut rng = super::Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = testkit::Rng::new(0x9e37_79b9_7f4a_7c15);
     let mut next = move |n: u64| rng.below(n);
     conn.execute_batch("BEGIN").unwrap();
     for block in 0..120 {
@@ -103,27 +102,16 @@ const QUERIES: &[&str] = &[
     "SELECT f, sum(DISTINCT q), count(DISTINCT d), sum(p) FROM li GROUP BY f",
 ];
 
-/// The answers under every core count and backend: SQLite's, and identical to each other.
+/// The answers under every core count with the pread and mmap backends (the windows and row
+/// paths rotating): SQLite's (its `integer overflow` included), and identical to each other.
 fn check(db: &Path, sql: &str) {
-    let want = sqlite_answer(db, sql);
-    let mut first: Option<(String, Answer)> = None;
-    for cores in [1, 2, 3] {
-        for io in [IoBackend::Pread, IoBackend::Mmap] {
-            let got = corescan_answer(db, sql, &settings(io, 4), cores);
-            if let Some(d) = difference(&want, &got, true) {
-                panic!("{sql}: {cores} cores, {io:?}: {d}");
-            }
-            let here = format!("{cores} cores, {io:?}");
-            match &first {
-                None => first = Some((here, got)),
-                Some((there, answer)) => {
-                    if let Some(d) = difference(answer, &got, false) {
-                        panic!("{sql}: {here} differs from {there}: {d}");
-                    }
-                }
-            }
-        }
-    }
+    QueryTester::new(db, sql)
+        .io(&[Io::Pread, Io::Mmap])
+        .span(&[Axis::Cores, Axis::Io])
+        .sqlite_may_fail()
+        .same_error_messages()
+        .agree()
+        .check();
 }
 
 #[test]

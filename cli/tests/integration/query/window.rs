@@ -5,10 +5,9 @@
 
 use std::path::Path;
 
-use engine::IoBackend;
 use rusqlite::Connection;
 
-use super::{corescan_answer, difference, settings, sqlite_answer};
+use super::{Axis, QueryTester};
 
 /// A table `d(ship, v)` holding ten-byte dates inside and outside 1994, texts of other
 /// lengths, ten-byte texts that are numbers, numbers, blobs and NULLs, declared `decl`.
@@ -78,14 +77,7 @@ fn dropped_rows_are_rows_sqlite_rejects() {
         let path = dir.join(format!("d-{decl}.db"));
         dates_table(&path, decl);
         for sql in QUERIES {
-            let want = sqlite_answer(&path, sql);
-            assert!(want.is_ok(), "{decl}: {sql}: {want:?}");
-            for cores in [1, 3] {
-                let got = corescan_answer(&path, sql, &settings(IoBackend::Pread, 8), cores);
-                if let Some(d) = difference(&want, &got, true) {
-                    panic!("ship {decl}: {sql}, {cores} cores: {d}");
-                }
-            }
+            QueryTester::new(&path, *sql).span(&[Axis::Cores]).check();
         }
     }
 }

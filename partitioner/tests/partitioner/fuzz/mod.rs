@@ -28,8 +28,9 @@ use std::time::{Duration, Instant};
 use partitioner::create_table::parse_create_table;
 use partitioner::sidecar::wal_path;
 use partitioner::{Affinity, DbHeader, DefaultValue, Error, PageFile, PageLocation, TablePlan};
+use testkit::Rng;
 
-use crate::XorShift;
+use crate::rng_from;
 use mutate::{mutate_db, mutate_wal};
 use seeds::{seeds, DbSeed};
 
@@ -50,12 +51,9 @@ fn parse_seed(text: &str) -> Option<u64> {
     }
 }
 
-/// The seed of case `n`: a splitmix64 step away from the base seed.
+/// The seed of case `n`: SplitMix64's output `n` golden gammas away from the base seed.
 fn case_seed(base: u64, n: u64) -> u64 {
-    let mut z = base.wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    testkit::mix64(base.wrapping_add(n.wrapping_mul(testkit::GOLDEN_GAMMA)))
 }
 
 enum Progress {
@@ -262,12 +260,12 @@ fn write_case(dir: &Path, db: &[u8], wal: &[u8]) -> std::path::PathBuf {
     path
 }
 
-fn pick<'a>(rng: &mut XorShift, seeds: &[&'a DbSeed]) -> &'a DbSeed {
+fn pick<'a>(rng: &mut Rng, seeds: &[&'a DbSeed]) -> &'a DbSeed {
     seeds[rng.below(seeds.len() as u64) as usize]
 }
 
 fn header_case(seed: u64, _dir: &Path) -> Result<(), String> {
-    let mut rng = XorShift::new(seed);
+    let mut rng = rng_from(seed);
     let all: Vec<&DbSeed> = seeds().iter().collect();
     let s = pick(&mut rng, &all);
     let mut image = s.db.clone();
@@ -310,7 +308,7 @@ fn header_case(seed: u64, _dir: &Path) -> Result<(), String> {
 }
 
 fn btree_case(seed: u64, dir: &Path) -> Result<(), String> {
-    let mut rng = XorShift::new(seed);
+    let mut rng = rng_from(seed);
     let all: Vec<&DbSeed> = seeds().iter().collect();
     let s = pick(&mut rng, &all);
     let mut db = s.db.clone();
@@ -322,7 +320,7 @@ fn btree_case(seed: u64, dir: &Path) -> Result<(), String> {
 }
 
 fn wal_case(seed: u64, dir: &Path) -> Result<(), String> {
-    let mut rng = XorShift::new(seed);
+    let mut rng = rng_from(seed);
     let with_log: Vec<&DbSeed> = seeds().iter().filter(|s| !s.wal.is_empty()).collect();
     let s = pick(&mut rng, &with_log);
     let mut wal = s.wal.clone();
@@ -425,7 +423,7 @@ const VOCABULARY: &[&str] = &[
 ];
 
 fn create_table_case(seed: u64, _dir: &Path) -> Result<(), String> {
-    let mut rng = XorShift::new(seed);
+    let mut rng = rng_from(seed);
     let mut sql = String::from(match rng.below(4) {
         0 => "",
         _ => "CREATE TABLE t(",

@@ -7,11 +7,10 @@
 //! the code behind the checksum test.
 
 use partitioner::wal::{checksum, WalHeader, FRAME_HEADER_SIZE, WAL_HEADER_SIZE};
-
-use crate::XorShift;
+use testkit::Rng;
 
 /// Values that tend to sit on a boundary, for 32-bit page numbers, counts and sizes.
-fn interesting_u32(rng: &mut XorShift, pages: u32) -> u32 {
+fn interesting_u32(rng: &mut Rng, pages: u32) -> u32 {
     let choices = [
         0,
         1,
@@ -31,7 +30,7 @@ fn interesting_u32(rng: &mut XorShift, pages: u32) -> u32 {
     }
 }
 
-fn interesting_u16(rng: &mut XorShift, page_size: usize) -> u16 {
+fn interesting_u16(rng: &mut Rng, page_size: usize) -> u16 {
     let p = page_size as u16;
     let choices = [0, 1, 7, 8, 12, 99, 100, 0x7fff, 0x8000, 0xffff];
     match rng.below(3) {
@@ -77,7 +76,7 @@ fn cells(bytes: &[u8], page: usize, page_size: usize) -> Vec<usize> {
 }
 
 /// Applies one to four random mutations to a database image of `page_size`-byte pages.
-pub fn mutate_db(rng: &mut XorShift, bytes: &mut Vec<u8>, page_size: usize) {
+pub fn mutate_db(rng: &mut Rng, bytes: &mut Vec<u8>, page_size: usize) {
     for _ in 0..1 + rng.below(4) {
         let pages = (bytes.len() / page_size).max(1);
         let page = 1 + rng.below(pages as u64) as usize;
@@ -217,7 +216,7 @@ pub fn rechecksum(wal: &mut [u8]) {
 
 /// Applies one to three mutations to a log whose database has `db_pages` pages in its file;
 /// usually recomputes the checksums afterwards, so the damage is not simply cut off.
-pub fn mutate_wal(rng: &mut XorShift, wal: &mut Vec<u8>, db_pages: u32) {
+pub fn mutate_wal(rng: &mut Rng, wal: &mut Vec<u8>, db_pages: u32) {
     let page_size = wal
         .get(8..12)
         .map_or(1024, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
@@ -318,7 +317,7 @@ fn order_of(wal: &[u8]) -> partitioner::wal::ChecksumOrder {
 }
 
 /// A few mutations confined to one page image (page number 2 or later: no database header).
-pub fn mutate_page_image(rng: &mut XorShift, page: &mut [u8]) {
+pub fn mutate_page_image(rng: &mut Rng, page: &mut [u8]) {
     let page_size = page.len();
     let mut image = page.to_vec();
     // Reuse the image mutations on a two-page image whose second page is this one.

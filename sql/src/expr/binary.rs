@@ -1,0 +1,111 @@
+//! Binary operators: arithmetic, bitwise, `||`, the comparisons (`=`, `<`, ... `IS`, `IS NOT`,
+//! `IS [NOT] DISTINCT FROM`), `AND`/`OR` reduced as SQLite's parser reduces them, and `GLOB`.
+
+use engine::query::ir::{ArithOp, CmpOp, Expr};
+use sqlparser::ast::{self, BinaryOperator};
+
+use super::truth::{and_or, has_truth_value};
+use super::typed::{carried_collation, compare, Typed};
+use super::{Resolver, Stage};
+use crate::aggregate::has_aggregate;
+use crate::error::{unsupported, SqlError};
+
+impl Resolver<'_> {
+    /// `left op right`.
+    pub(super) fn binary_op(
+        &mut self,
+        left: &ast::Expr,
+        op: &BinaryOperator,
+        right: &ast::Expr,
+        stage: &mut Stage<'_>,
+        d: usize,
+    ) -> Result<Typed, SqlError> {
+        let l = self.resolve(left, stage, d)?;
+        let r = self.resolve(right, stage, d)?;
+        // An operand with an aggregate stays, even where a literal decides: which
+        // aggregates the expressions name decides the row that shows a group's keys
+        // (engine::query::key_row), as SQLite's AggInfo lists them all.
+        let aggregates = matches!(op, BinaryOperator::And | BinaryOperator::Or)
+            && (has_aggregate(left) || has_aggregate(right));
+        if aggregates {
+            let (l, r) = (Box::new(l.expr), Box::new(r.expr));
+            return Ok(Typed::plain(if *op == BinaryOperator::And {
+                Expr::And(l, r)
+            } else {
+                Expr::Or(l, r)
+            }));
+        }
+        let truth = (has_truth_value(left), has_truth_value(right));
+        binary(op, l, r, truth)
+    }
+
+    /// `a IS [NOT] DISTINCT FROM b`: `a IS NOT b` (`distinct`) or `a IS b`.
+    pub(super) fn is_distinct(
+        &mut self,
+        a: &ast::Expr,
+        b: &ast::Expr,
+        distinct: bool,
+        stage: &mut Stage<'_>,
+        d: usize,
+    ) -> Result<Typed, SqlError> {
+        let l = self.resolve(a, stage, d)?;
+        let r = self.resolve(b, stage, d)?;
+        let op = if distinct { CmpOp::IsNot } else { CmpOp::Is };
+        Ok(compare(op, l, r))
+    }
+}
+
+/// The operator `op` over resolved operands (`truth`: whether SQLite's parser may have marked
+/// each operand always true or false, for `AND` and `OR`).
+fn binary(op: &BinaryOperator, l: Typed, r: Typed, truth: (bool, bool)) -> Result<Typed, SqlError> {
+    let carried = carried_collation(&l, &r);
+    let arith = |o: ArithOp, l: Typed, r: Typed| Typed {
+        expr: Expr::Arith(o, Box::new(l.expr), Box::new(r.expr)),
+        affinity: None,
+        collation: carried,
+    };
+    Ok(match op {
+        BinaryOperator::Plus => arith(ArithOp::Add, l, r),
+        BinaryOperator::Minus => arith(ArithOp::Sub, l, r),
+        BinaryOperator::Multiply => arith(ArithOp::Mul, l, r),
+        BinaryOperator::Divide => arith(ArithOp::Div, l, r),
+        BinaryOperator::Modulo => arith(ArithOp::Rem, l, r),
+        BinaryOperator::BitwiseAnd => arith(ArithOp::BitAnd, l, r),
+        BinaryOperator::BitwiseOr => arith(ArithOp::BitOr, l, r),
+        BinaryOperator::PGBitwiseShiftLeft => arith(ArithOp::ShiftLeft, l, r),
+        BinaryOperator::PGBitwiseShiftRight => arith(ArithOp::ShiftRight, l, r),
+        BinaryOperator::StringConcat => Typed {
+            expr: Expr::Concat(Box::new(l.expr), Box::new(r.expr)),
+            affinity: None,
+            collation: carried,
+        },
+        BinaryOperator::Eq => compare(CmpOp::Eq, l, r),
+        BinaryOperator::NotEq => compare(CmpOp::Ne, l, r),
+        BinaryOperator::Lt => compare(CmpOp::Lt, l, r),
+        BinaryOperator::LtEq => compare(CmpOp::Le, l, r),
+        BinaryOperator::Gt => compare(CmpOp::Gt, l, r),
+        BinaryOperator::GtEq => compare(CmpOp::Ge, l, r),
+        BinaryOperator::Is => compare(CmpOp::Is, l, r),
+        BinaryOperator::IsNot => compare(CmpOp::IsNot, l, r),
+        BinaryOperator::And => Typed {
+            collation: carried,
+            ..Typed::plain(and_or(true, (l.expr, truth.0), (r.expr, truth.1)))
+        },
+        BinaryOperator::Or => Typed {
+            collation: carried,
+            ..Typed::plain(and_or(false, (l.expr, truth.0), (r.expr, truth.1)))
+        },
+        // `x GLOB p` is the call `glob(p, x)` to SQLite.
+        BinaryOperator::Glob => Typed {
+            collation: carried_collation(&r, &l),
+            ..Typed::plain(Expr::Like {
+                expr: Box::new(l.expr),
+                pattern: Box::new(r.expr),
+                escape: None,
+                negated: false,
+                glob: true,
+            })
+        },
+        other => return unsupported(format!("operator {other}")),
+    })
+}

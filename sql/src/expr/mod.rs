@@ -1,0 +1,273 @@
+//! Expression resolution: `sqlparser` expressions to the engine's [`Expr`], with each
+//! expression's affinity and collation worked out as SQLite does (`sqlite3ExprAffinity`,
+//! `sqlite3ExprCollSeq`, `sqlite3BinaryCompareCollSeq`), so every comparison's conversion is
+//! fixed at planning.
+//!
+//! [`Resolver::resolve`] handles what is common to every expression (the depth limit, group
+//! keys and constants over a group, result aliases) and hands each operator family to its
+//! module, as turso's `translate/expr` does:
+//!
+//! - [`column`]: names, the rowid, generated columns, aliases, and the row stage's slots;
+//! - [`literal`]: numbers, strings, blobs, `NULL`;
+//! - [`unary`]: signs, `NOT`, `~`, `IS [NOT] NULL`, `COLLATE`;
+//! - [`binary`]: arithmetic, comparisons, `AND`/`OR`, `GLOB`;
+//! - [`predicate`]: `BETWEEN`, `IN (list)`, `LIKE`;
+//! - [`case_cast`]: `CASE` and `CAST`;
+//! - [`function`]: aggregates and scalar functions.
+//!
+//! Below them, two leaves that know nothing of the resolver: [`typed`] (the affinity and
+//! collation of a resolved expression, and the comparison of two) and [`truth`] (what SQLite's
+//! parser decides about literals: the truth values an `AND`/`OR` reduces by, the literals
+//! never NULL). Every family recurses through [`Resolver::resolve`].
+
+mod binary;
+mod case_cast;
+mod column;
+mod function;
+mod literal;
+mod predicate;
+mod truth;
+mod typed;
+mod unary;
+
+use std::collections::HashMap;
+
+use engine::query::ir::{AggSpec, ColumnRead, Expr};
+use partitioner::TablePlan;
+use sqlparser::ast;
+
+use crate::error::{invalid, unsupported, SqlError};
+
+pub(crate) use truth::has_truth_value;
+pub use typed::Typed;
+pub(crate) use typed::{binary_collation, collation_named};
+
+/// Where an expression is evaluated.
+pub enum Stage<'a> {
+    /// Over a decoded record.
+    Row,
+    /// Over a group: its keys, then its aggregates.
+    Group(&'a mut GroupContext),
+}
+
+/// The group stage's slots: keys (row-stage expressions) and aggregates collected while
+/// resolving.
+#[derive(Debug, Default)]
+pub struct GroupContext {
+    /// The group keys.
+    pub keys: Vec<Typed>,
+    /// The aggregates found so far.
+    pub aggregates: Vec<AggSpec>,
+}
+
+/// What a row-stage slot reads, so that each column is decoded once however often the query
+/// names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum SlotKey {
+    Rowid,
+    Column(usize),
+}
+
+/// Resolves names against one table and allocates the row stage's slots.
+pub struct Resolver<'t> {
+    table: &'t TablePlan,
+    qualifiers: Vec<String>,
+    /// The row stage's slots.
+    pub columns: Vec<ColumnRead>,
+    slot_of: HashMap<SlotKey, usize>,
+    /// Virtual columns being resolved (a cycle guard).
+    resolving: Vec<usize>,
+    /// The SQL text being resolved (the query, or a generated column's expression).
+    source: String,
+    /// Result-column aliases and their expressions: SQLite resolves a name that is no column
+    /// to one in `WHERE`, `GROUP BY`, `HAVING` and `ORDER BY` (not in the result list).
+    pub aliases: Vec<(String, ast::Expr)>,
+    /// Whether [`Self::aliases`] apply (off while the result list itself is resolved).
+    pub aliases_enabled: bool,
+    alias_depth: usize,
+}
+
+/// The deepest nesting resolved: deeper expressions are refused rather than overflow the
+/// stack.
+const MAX_DEPTH: usize = 200;
+
+impl<'t> Resolver<'t> {
+    /// A resolver for `table`, which the query may also call `alias`.
+    pub fn new(table: &'t TablePlan, alias: Option<&str>, sql: &str) -> Self {
+        let mut qualifiers = vec![table.table.name.to_ascii_lowercase()];
+        if let Some(a) = alias {
+            qualifiers.push(a.to_ascii_lowercase());
+        }
+        Resolver {
+            table,
+            qualifiers,
+            columns: Vec::new(),
+            slot_of: HashMap::new(),
+            resolving: Vec::new(),
+            source: sql.to_string(),
+            aliases: Vec::new(),
+            aliases_enabled: false,
+            alias_depth: 0,
+        }
+    }
+
+    /// Resolves `e` in `stage`.
+    pub fn resolve(
+        &mut self,
+        e: &ast::Expr,
+        stage: &mut Stage<'_>,
+        depth: usize,
+    ) -> Result<Typed, SqlError> {
+        if depth > MAX_DEPTH {
+            return invalid("expression nested too deeply");
+        }
+        if let Stage::Group(ctx) = stage {
+            if let Some(t) = self.group_key_or_constant(e, ctx, depth) {
+                return Ok(t);
+            }
+        }
+        let d = depth + 1;
+        if let ast::Expr::Identifier(i) = e {
+            if let Some(aliased) = self.alias_of(&i.value) {
+                if self.alias_depth > 8 {
+                    return invalid(format!("alias {} refers to itself", i.value));
+                }
+                self.alias_depth += 1;
+                let r = self.resolve(&aliased, stage, d);
+                self.alias_depth -= 1;
+                return r;
+            }
+        }
+        match e {
+            ast::Expr::Identifier(i) => self.identifier(std::slice::from_ref(i), stage),
+            ast::Expr::CompoundIdentifier(parts) => self.identifier(parts, stage),
+            ast::Expr::Value(v) => Ok(Typed::plain(Expr::Literal(self.literal_at(v, false)?))),
+            ast::Expr::Nested(x) => self.resolve(x, stage, d),
+            ast::Expr::UnaryOp { op, expr } => self.unary(op, expr, stage, d),
+            ast::Expr::BinaryOp { left, op, right } => self.binary_op(left, op, right, stage, d),
+            ast::Expr::IsNull(x) => self.is_null(x, false, stage, d),
+            ast::Expr::IsNotNull(x) => self.is_null(x, true, stage, d),
+            ast::Expr::IsDistinctFrom(a, b) => self.is_distinct(a, b, true, stage, d),
+            ast::Expr::IsNotDistinctFrom(a, b) => self.is_distinct(a, b, false, stage, d),
+            ast::Expr::IsTrue(_)
+            | ast::Expr::IsFalse(_)
+            | ast::Expr::IsNotTrue(_)
+            | ast::Expr::IsNotFalse(_) => unsupported("IS TRUE / IS FALSE"),
+            ast::Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => self.between(expr, *negated, low, high, stage, d),
+            ast::Expr::In {
+                expr,
+                target,
+                negated,
+                ..
+            } => self.in_list(expr, target, *negated, stage, d),
+            ast::Expr::Like {
+                negated,
+                any,
+                expr,
+                pattern,
+                escape_char,
+            } => {
+                if *any {
+                    return unsupported("LIKE ANY");
+                }
+                self.like(expr, pattern, escape_char.as_deref(), *negated, stage, d)
+            }
+            ast::Expr::ILike { .. } => {
+                unsupported("ILIKE (SQLite's LIKE is already case-insensitive)")
+            }
+            ast::Expr::SimilarTo { .. } | ast::Expr::RLike { .. } => {
+                unsupported("SIMILAR TO / REGEXP")
+            }
+            ast::Expr::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => self.case(
+                operand.as_deref(),
+                conditions,
+                else_result.as_deref(),
+                stage,
+                d,
+            ),
+            ast::Expr::Cast {
+                kind,
+                expr,
+                data_type,
+                format,
+                ..
+            } => {
+                if !matches!(kind, ast::CastKind::Cast) || format.is_some() {
+                    return unsupported(format!("{e}"));
+                }
+                self.cast(expr, data_type, stage, d)
+            }
+            ast::Expr::Collate { expr, collation } => self.collate(expr, collation, stage, d),
+            ast::Expr::Function(f) => self.function(f, stage, d),
+            ast::Expr::Trim {
+                trim_where,
+                trim_what,
+                expr,
+                trim_characters,
+            } => {
+                if trim_where.is_some() || trim_what.is_some() {
+                    return unsupported("TRIM(BOTH/LEADING/TRAILING ... FROM ...)");
+                }
+                self.trim(expr, trim_characters.as_deref(), stage, d)
+            }
+            ast::Expr::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => self.substring(
+                expr,
+                substring_from.as_deref(),
+                substring_for.as_deref(),
+                stage,
+                d,
+            ),
+            ast::Expr::Subquery(_) | ast::Expr::Exists { .. } => unsupported("subqueries"),
+            other => unsupported(format!("the expression {other}")),
+        }
+    }
+
+    /// Over a group, `e` as the group shows it without taking it apart: a group key's slot
+    /// when `e` equals a key, `e` itself when it reads no column (a constant); `None` when it
+    /// must be resolved part by part.
+    fn group_key_or_constant(
+        &mut self,
+        e: &ast::Expr,
+        ctx: &GroupContext,
+        depth: usize,
+    ) -> Option<Typed> {
+        let saved = (self.columns.len(), self.slot_of.clone());
+        if let Ok(t) = self.resolve(e, &mut Stage::Row, depth + 1) {
+            if let Some(i) = ctx.keys.iter().position(|k| k.expr == t.expr) {
+                let k = &ctx.keys[i];
+                return Some(Typed {
+                    expr: Expr::Column(i),
+                    affinity: k.affinity,
+                    collation: k.collation,
+                });
+            }
+            if !uses_slots(&t.expr) {
+                return Some(t);
+            }
+        }
+        // Forget slots allocated only for the attempt.
+        self.columns.truncate(saved.0);
+        self.slot_of = saved.1;
+        None
+    }
+}
+
+/// Whether `e` reads any slot (the engine's own test, which constant folding uses).
+pub fn uses_slots(e: &Expr) -> bool {
+    engine::query::fold::reads_slots(e)
+}

@@ -1,0 +1,102 @@
+//! The predicates with more than two operands: `BETWEEN`, `IN (list)` and `LIKE ... ESCAPE`,
+//! each with the affinity, collation and operand order SQLite gives it.
+
+use engine::datatype3::comparison_affinity;
+use engine::query::ir::{CmpOp, Expr};
+use sqlparser::ast;
+
+use super::typed::{compare, first_explicit, Typed};
+use super::{Resolver, Stage};
+use crate::error::{unsupported, SqlError};
+
+impl Resolver<'_> {
+    /// `expr [NOT] BETWEEN low AND high`: `expr >= low AND expr <= high`, each comparison
+    /// typed on its own.
+    pub(super) fn between(
+        &mut self,
+        expr: &ast::Expr,
+        negated: bool,
+        low: &ast::Expr,
+        high: &ast::Expr,
+        stage: &mut Stage<'_>,
+        d: usize,
+    ) -> Result<Typed, SqlError> {
+        let x = self.resolve(expr, stage, d)?;
+        let lo = self.resolve(low, stage, d)?;
+        let hi = self.resolve(high, stage, d)?;
+        let carried = first_explicit([&x, &lo, &hi]);
+        let both = Expr::And(
+            Box::new(compare(CmpOp::Ge, x.clone(), lo).expr),
+            Box::new(compare(CmpOp::Le, x, hi).expr),
+        );
+        Ok(Typed {
+            collation: carried,
+            ..Typed::plain(if negated {
+                Expr::Not(Box::new(both))
+            } else {
+                both
+            })
+        })
+    }
+
+    /// `expr [NOT] IN (list)` (a subquery is refused).
+    pub(super) fn in_list(
+        &mut self,
+        expr: &ast::Expr,
+        target: &ast::InTarget,
+        negated: bool,
+        stage: &mut Stage<'_>,
+        d: usize,
+    ) -> Result<Typed, SqlError> {
+        let ast::InTarget::List(list) = target else {
+            return unsupported("subqueries (IN (SELECT ...))");
+        };
+        let x = self.resolve(expr, stage, d)?;
+        let mut carried = first_explicit([&x]);
+        let mut items = Vec::with_capacity(list.len());
+        for item in list {
+            let t = self.resolve(item, stage, d)?;
+            carried = carried.or(first_explicit([&t]));
+            items.push((t.expr, comparison_affinity(x.affinity, None)));
+        }
+        Ok(Typed {
+            collation: carried,
+            ..Typed::plain(Expr::InList {
+                collation: x.collation(),
+                expr: Box::new(x.expr),
+                list: items,
+                negated,
+            })
+        })
+    }
+
+    /// `expr [NOT] LIKE pattern [ESCAPE escape]`.
+    pub(super) fn like(
+        &mut self,
+        expr: &ast::Expr,
+        pattern: &ast::Expr,
+        escape: Option<&ast::Expr>,
+        negated: bool,
+        stage: &mut Stage<'_>,
+        d: usize,
+    ) -> Result<Typed, SqlError> {
+        let x = self.resolve(expr, stage, d)?;
+        let p = self.resolve(pattern, stage, d)?;
+        let escape = match escape {
+            Some(c) => Some(self.resolve(c, stage, d)?),
+            None => None,
+        };
+        // `x LIKE p ESCAPE e` is the call `like(p, x, e)` to SQLite.
+        let carried = first_explicit([&p, &x].into_iter().chain(escape.as_ref()));
+        Ok(Typed {
+            collation: carried,
+            ..Typed::plain(Expr::Like {
+                expr: Box::new(x.expr),
+                pattern: Box::new(p.expr),
+                escape: escape.map(|t| Box::new(t.expr)),
+                negated,
+                glob: false,
+            })
+        })
+    }
+}

@@ -1,0 +1,136 @@
+//! Prefix and postfix operators: the signs, `NOT`, `~`, `IS [NOT] NULL` and `COLLATE`,
+//! including where sqlparser's precedence differs from SQLite's and the tree is rotated first.
+
+use engine::query::ir::Expr;
+use engine::value::Value;
+use sqlparser::ast::{self, BinaryOperator, UnaryOperator};
+
+use super::truth::never_null_literal;
+use super::typed::{collation_named, first_explicit, Typed};
+use super::{Resolver, Stage};
+use crate::error::{unsupported, SqlError};
+
+impl Resolver<'_> {
+    /// `op expr`.
+    pub(super) fn unary(
+        &mut self,
+        op: &UnaryOperator,
+        expr: &ast::Expr,
+        stage: &mut Stage<'_>,
+        d: usize,
+    ) -> Result<Typed, SqlError> {
+        // sqlparser binds COLLATE tighter than a sign: `-1 COLLATE x` is SQLite's
+        // `(-1) COLLATE x`, so that `-9223372036854775808 COLLATE NOCASE` is the
+        // smallest integer, not the negated real 9223372036854775808.0 (run seed
+        // 1796142816714926668).
+        if let (UnaryOperator::Minus, ast::Expr::Collate { expr: x, collation }) = (op, expr) {
+            let rotated = ast::Expr::Collate {
+                expr: Box::new(ast::Expr::UnaryOp {
+                    op: UnaryOperator::Minus,
+                    expr: x.clone(),
+                }),
+                collation: collation.clone(),
+            };
+            return self.resolve(&rotated, stage, d);
+        }
+        if let (UnaryOperator::Minus, ast::Expr::Value(v)) = (op, expr) {
+            if matches!(
+                v.value,
+                ast::Value::Number(..) | ast::Value::HexStringLiteral(_)
+            ) {
+                return Ok(Typed::plain(Expr::Literal(self.literal_at(v, true)?)));
+            }
+        }
+        // sqlparser parses the operand of `~` at the precedence of binary `+`, so it
+        // takes in `*`, `/`, `%` and `||`; SQLite's `~` binds tighter than any binary
+        // operator: `~a || b` is `(~a) || b` (the differential tester's default seed).
+        if let (
+            UnaryOperator::BitwiseNot,
+            ast::Expr::BinaryOp {
+                left,
+                op: inner,
+                right,
+            },
+        ) = (op, expr)
+        {
+            if matches!(
+                inner,
+                BinaryOperator::Multiply
+                    | BinaryOperator::Divide
+                    | BinaryOperator::Modulo
+                    | BinaryOperator::StringConcat
+            ) {
+                let rotated = ast::Expr::BinaryOp {
+                    left: Box::new(ast::Expr::UnaryOp {
+                        op: UnaryOperator::BitwiseNot,
+                        expr: left.clone(),
+                    }),
+                    op: inner.clone(),
+                    right: right.clone(),
+                };
+                return self.resolve(&rotated, stage, d);
+            }
+        }
+        let x = self.resolve(expr, stage, d)?;
+        Ok(match op {
+            UnaryOperator::Minus => Typed {
+                expr: Expr::Negate(Box::new(x.expr)),
+                affinity: None,
+                collation: x.collation.filter(|c| c.1),
+            },
+            // Unary plus drops the affinity but keeps the collation.
+            UnaryOperator::Plus => Typed {
+                expr: x.expr,
+                affinity: None,
+                collation: x.collation,
+            },
+            UnaryOperator::Not => Typed {
+                collation: first_explicit([&x]),
+                ..Typed::plain(Expr::Not(Box::new(x.expr)))
+            },
+            UnaryOperator::BitwiseNot => Typed {
+                collation: first_explicit([&x]),
+                ..Typed::plain(Expr::BitNot(Box::new(x.expr)))
+            },
+            other => return unsupported(format!("operator {other}")),
+        })
+    }
+
+    /// `x IS NULL` (`not_null`: `x IS NOT NULL`).
+    pub(super) fn is_null(
+        &mut self,
+        x: &ast::Expr,
+        not_null: bool,
+        stage: &mut Stage<'_>,
+        d: usize,
+    ) -> Result<Typed, SqlError> {
+        if never_null_literal(x) {
+            // SQLite's parser answers these itself (sqlite3PExprIsNull): the integer
+            // literal it writes is one an AND or OR then reduces by (see `and_or`).
+            return Ok(Typed::plain(Expr::Literal(Value::Integer(i64::from(
+                not_null,
+            )))));
+        }
+        let x = self.resolve(x, stage, d)?;
+        Ok(Typed {
+            collation: first_explicit([&x]),
+            ..Typed::plain(Expr::IsNull(Box::new(x.expr), not_null))
+        })
+    }
+
+    /// `expr COLLATE collation`: the expression, its affinity kept, under that collation.
+    pub(super) fn collate(
+        &mut self,
+        expr: &ast::Expr,
+        collation: &ast::ObjectName,
+        stage: &mut Stage<'_>,
+        d: usize,
+    ) -> Result<Typed, SqlError> {
+        let x = self.resolve(expr, stage, d)?;
+        Ok(Typed {
+            expr: x.expr,
+            affinity: x.affinity,
+            collation: Some((collation_named(collation)?, true)),
+        })
+    }
+}
