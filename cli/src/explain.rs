@@ -99,6 +99,7 @@ struct RangeReport {
 pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
     // Partitioner errors already name the file (and the page at fault).
     let executors = args.cpus.executors()?;
+    let faults = crate::scan_setup::injected_faults()?;
     // Planning alone reads the interior pages; with --census every leaf too. Either way
     // from one committed state (engine::retry plans again if an unlocked one changed).
     let done = engine::consistent(
@@ -108,7 +109,8 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
             if !args.census {
                 return Ok(None);
             }
-            let settings = engine::ScanSettings::defaults(plan.header.page_size);
+            let mut settings = engine::ScanSettings::defaults(plan.header.page_size);
+            settings.faults = faults;
             let kernel = engine::census::CensusKernel::new(plan.header.usable_size());
             let (partials, run) = engine::run_scan(plan, &settings, &executors, kernel)?;
             let mut total = engine::census::Census::default();

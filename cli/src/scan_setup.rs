@@ -85,8 +85,8 @@ pub fn scan_setup(
 /// end-to-end tests reach each fallback on a machine where nothing fails.
 const FAULTS_ENV: &str = "CORESCAN_FAULTS";
 
-/// The faults named in [`FAULTS_ENV`] (none when it is unset).
-fn injected_faults() -> anyhow::Result<Faults> {
+/// The faults named in [`FAULTS_ENV`] (none when it is unset), for every command that scans.
+pub fn injected_faults() -> anyhow::Result<Faults> {
     match std::env::var(FAULTS_ENV) {
         Ok(list) => Ok(Faults::parse(&list).with_context(|| FAULTS_ENV)?),
         Err(_) => Ok(Faults::NONE),

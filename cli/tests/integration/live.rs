@@ -5,7 +5,7 @@
 //! writer must see no error and `PRAGMA integrity_check` must stay `ok`.
 //!
 //! The long run is `live::soak` (ignored by default):
-//! `cargo test -p bench --test integration live::soak -- --ignored --nocapture`.
+//! `cargo test -p corescan --test integration live::soak -- --ignored --nocapture`.
 
 use std::path::{Path, PathBuf};
 

@@ -7,7 +7,7 @@
 //! (default: a fixed seed, so that every test run checks the same queries and a red run is a
 //! regression, not a new find; `CORESCAN_DIFF_SEED=random` takes one from the clock and
 //! prints it). Exploring is a longer run from a random seed:
-//! `CORESCAN_DIFF_SEED=random CORESCAN_DIFF_SECS=600 cargo test -p bench --test integration differential -- --nocapture`,
+//! `CORESCAN_DIFF_SEED=random CORESCAN_DIFF_SECS=600 cargo test -p corescan --test integration differential -- --nocapture`,
 //! and a failure replays from the seed it prints. A failure also prints
 //! `CORESCAN_DIFF_REPLAY=TABLE_SEED:QUERY_SEED`, which reruns exactly one case: the table of
 //! that seed (its page size, rows, WAL mode and every value, blobs included, derive from it
@@ -18,7 +18,7 @@
 //! Answers compare exactly, reals bit for bit, with two exceptions, each counted and printed:
 //! reals from `sum`/`total`/`avg` that differ from SQLite's but equal the exact sums rounded
 //! once ([`super::exact`]: SQLite's compensated sum is off where large terms cancel), and the
-//! known order of `sum()`'s integer-overflow error (see the README).
+//! known order of `sum()`'s integer-overflow error (see docs/queries.md, "What is refused").
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -602,7 +602,7 @@ enum Outcome {
     /// The same answer (reals bit for bit).
     Agreed,
     /// sum()'s integer overflow follows the running total in the file order of the leaves,
-    /// which in these tables is not rowid order (the one known difference, see the README).
+    /// which in these tables is not rowid order (the one known difference, see docs/queries.md, "What is refused").
     KnownOverflowOrder,
     /// Reals of `sum`/`total`/`avg` differ from SQLite's, and corescan's are the exact sums
     /// rounded once ([`super::exact`]), where SQLite's compensated sum is not.

@@ -2,7 +2,7 @@
 //! aggregates replaced by user aggregates (`exact_sum`, `exact_total`, `exact_avg`) that
 //! follow SQLite 3.54's `sumStep`/`sumFinalize` (which inputs count as integers, when an
 //! integer sum overflows, NULL and empty groups) but add every input exactly, as a rational,
-//! and round once, as corescan documents its sums (README, "Semantics"): `sum`/`total` are the
+//! and round once, as corescan documents its sums (docs/queries.md, "Sums are exact"): `sum`/`total` are the
 //! exact sum correctly rounded to a double, `avg` is that rounded sum divided by the count.
 //!
 //! SQLite's own compensated sum is correctly rounded only while its error term stays exact;
