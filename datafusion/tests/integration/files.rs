@@ -1,0 +1,151 @@
+//! Files an application wrote (WAL mode with the log not checkpointed, names in any case),
+//! projections of no column, limits, and the scan's partitions executed directly: each once,
+//! one twice, and the plan's display.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::execution::TaskContext;
+use datafusion::physical_plan::{common, displayable, ExecutionPlan};
+use engine::value::Value;
+use engine::{Placement, ScanOptions};
+use rusqlite::Connection;
+
+use crate::{datafusion, datafusion_with, runtime, scratch_dir, sqlite};
+
+/// An application's table over many small pages: mixed-case names, text, reals and NULLs.
+fn events_db(path: &Path, rows: i64) -> Connection {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(
+        "PRAGMA page_size=1024;
+         CREATE TABLE Events(Id INTEGER PRIMARY KEY, Kind TEXT, AMOUNT REAL);",
+    )
+    .unwrap();
+    let tx = conn.unchecked_transaction().unwrap();
+    for i in 1..=rows {
+        let kind = ["click", "view", "buy"][(i % 3) as usize];
+        let amount: Option<f64> = (i % 7 != 0).then(|| (i % 1000) as f64 / 8.0);
+        tx.execute(
+            "INSERT INTO Events VALUES (?1, ?2, ?3)",
+            rusqlite::params![i * 2, kind, amount],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+    conn
+}
+
+#[test]
+fn names_match_in_any_case_and_counts_need_no_column() {
+    let dir = scratch_dir("names");
+    let db = dir.join("events.db");
+    drop(events_db(&db, 5000));
+    let expected = sqlite(
+        &db,
+        "SELECT Kind, count(*), sum(AMOUNT) FROM Events GROUP BY Kind ORDER BY Kind",
+    );
+    for placement in [Placement::Cores(1), Placement::Cores(3)] {
+        for sql in [
+            "SELECT kind, count(*), sum(amount) FROM events GROUP BY kind ORDER BY kind",
+            "SELECT kind, count(*), sum(amount) FROM \"Events\" GROUP BY kind ORDER BY kind",
+            "SELECT KIND, COUNT(*), SUM(Amount) FROM EVENTS GROUP BY KIND ORDER BY KIND",
+        ] {
+            let answer = datafusion_with(&db, sql, placement.clone()).unwrap();
+            assert_eq!(answer.rows.len(), expected.len(), "{sql}");
+            for (a, b) in answer.rows.iter().zip(&expected) {
+                assert_eq!(a[..2], b[..2], "{sql}");
+                match (&a[2], &b[2]) {
+                    (Value::Real(x), Value::Real(y)) => {
+                        assert!((x - y).abs() <= 1e-9 * y.abs(), "{sql}: {x} {y}")
+                    }
+                    other => panic!("{sql}: {other:?}"),
+                }
+            }
+        }
+        // count(*) asks the scan for no column: the rows still count.
+        let answer = datafusion_with(&db, "SELECT count(*) FROM events", placement).unwrap();
+        assert_eq!(answer.rows, [vec![Value::Integer(5000)]]);
+    }
+    let e = datafusion(&db, "SELECT * FROM nosuch").unwrap_err();
+    assert!(e.to_string().contains("nosuch"), "{e}");
+}
+
+#[test]
+fn a_wal_mode_file_with_its_log_not_checkpointed_gives_sqlites_rows() {
+    let dir = scratch_dir("wal");
+    let db = dir.join("wal.db");
+    let conn = events_db(&db, 10);
+    conn.execute_batch(
+        "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;
+         UPDATE Events SET Kind = 'wal' WHERE Id % 4 = 0;",
+    )
+    .unwrap();
+    let tx = conn.unchecked_transaction().unwrap();
+    for i in 11..=3000 {
+        tx.execute(
+            "INSERT INTO Events VALUES (?1, 'wal', ?2)",
+            rusqlite::params![i * 2, i as f64],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+    assert!(dir.join("wal.db-wal").metadata().unwrap().len() > 0);
+    // The writer's connection stays open, so the log is the only copy of the new rows.
+    let sql = "SELECT Id, Kind, AMOUNT FROM Events ORDER BY Id";
+    let expected = sqlite(&db, sql);
+    assert_eq!(expected.len(), 3000);
+    let answer = datafusion(&db, "SELECT id, kind, amount FROM events ORDER BY id").unwrap();
+    assert_eq!(answer.rows, expected);
+    drop(conn);
+}
+
+#[test]
+fn partitions_run_once_each_or_again_from_a_fresh_scan_and_stop_at_a_limit() {
+    let dir = scratch_dir("partitions");
+    let db = dir.join("events.db");
+    drop(events_db(&db, 4000));
+    let all: Vec<Value> = sqlite(&db, "SELECT Id FROM Events ORDER BY rowid")
+        .into_iter()
+        .map(|mut r| r.remove(0))
+        .collect();
+    let table = corescan_datafusion::SqliteTable::open(
+        &db,
+        "events",
+        Placement::Cores(2),
+        ScanOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(table.partitions(), 2);
+    let plan: Arc<dyn ExecutionPlan> = Arc::new(table.plan(Some(&[0]), None).unwrap());
+    let text = displayable(plan.as_ref()).one_line().to_string();
+    assert!(
+        text.contains("table=Events, columns=[Id], executors=2"),
+        "{text}"
+    );
+    let ctx = Arc::new(TaskContext::default());
+    let run = |partition: usize| -> Vec<Value> {
+        let stream = plan.execute(partition, Arc::clone(&ctx)).unwrap();
+        let batches = runtime().block_on(common::collect(stream)).unwrap();
+        batches
+            .iter()
+            .flat_map(corescan_datafusion::batch_rows)
+            .map(|mut r| r.remove(0))
+            .collect()
+    };
+    let first = run(0);
+    let second = run(1);
+    // Partition 0 then 1 is the table in rowid order.
+    assert_eq!([first.clone(), second].concat(), all);
+    // Run again: a fresh scan, the same rows.
+    assert_eq!(run(0), first);
+
+    let limited: Arc<dyn ExecutionPlan> = Arc::new(table.plan(Some(&[0, 1]), Some(7)).unwrap());
+    for partition in 0..2 {
+        let stream = limited.execute(partition, Arc::clone(&ctx)).unwrap();
+        let batches = runtime().block_on(common::collect(stream)).unwrap();
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 7, "partition {partition}");
+    }
+    let answer = datafusion(&db, "SELECT id FROM events LIMIT 5").unwrap();
+    assert_eq!(answer.rows.len(), 5);
+}
