@@ -20,10 +20,12 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use partitioner::printable;
 
+#[cfg(feature = "sql")]
+use crate::sql;
 use crate::{bench, explain, gen, q6, query, topology};
 
 /// Thread-per-core table scans of SQLite-format files: TPC-H Q6 and single-table SELECT queries,
-/// with the answers SQLite gives.
+/// with the answers SQLite gives, and any SQL over many tables through DataFusion.
 #[derive(Debug, Parser)]
 #[command(name = "corescan", version, propagate_version = true)]
 struct Cli {
@@ -41,6 +43,10 @@ enum Command {
     Q6(q6::Q6Args),
     /// Run one SELECT over one table with SQLite's answers, the thread-per-core way.
     Query(query::QueryArgs),
+    /// Run any SQL (joins, subqueries, CTEs, window functions) over the tables of DB through
+    /// Apache DataFusion, with corescan's scans as its tables.
+    #[cfg(feature = "sql")]
+    Sql(sql::SqlArgs),
     /// Plan executor placement for a machine (hwloc) and write or check topology.toml.
     Topology(topology::TopologyArgs),
     /// Run an experiment: core-count scaling, readahead sweeps, the seed report, or a
@@ -130,7 +136,13 @@ fn usage_line(e: &clap::Error) -> String {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    if matches!(cli.command, Command::Q6(_) | Command::Query(_)) {
+    let places_executors = match cli.command {
+        Command::Q6(_) | Command::Query(_) => true,
+        #[cfg(feature = "sql")]
+        Command::Sql(_) => true,
+        _ => false,
+    };
+    if places_executors {
         // hwloc's discovery (milliseconds) overlaps with opening and planning the table; the
         // placement waits for it.
         partitioner::topology::Machine::detect_in_background();
@@ -140,6 +152,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Explain(args) => explain::run(args),
         Command::Q6(args) => q6::run(args),
         Command::Query(args) => query::run(args),
+        #[cfg(feature = "sql")]
+        Command::Sql(args) => sql::run(args),
         Command::Topology(args) => topology::run(args),
         Command::Bench(args) => bench::run(args),
     }

@@ -4,8 +4,9 @@
 //! subcommand and the error contract: one `error:` line and an exit status) on top of one module
 //! per subcommand, which share the arguments of [`args`] (`--io`, `--sqpoll`,
 //! `--cores`/`--cpus`). The work itself is in the libraries: `partitioner` (what to read),
-//! `engine` (how to read it and what to compute), `corescan-sql` (SQL text to a query plan) and
-//! `bench` (data generation, the SQLite oracle, experiments).
+//! `engine` (how to read it and what to compute), `corescan-sql` (SQL text to a query plan),
+//! `corescan-datafusion` (DataFusion over corescan's scans, for `sql`; the cargo feature `sql`,
+//! on by default) and `bench` (data generation, the SQLite oracle, experiments).
 //!
 //! Dependencies run one way: `command` imports the subcommand modules, they import `args`, and
 //! `args` imports neither.
@@ -21,6 +22,8 @@ mod query;
 mod query_output;
 mod report;
 mod scan_setup;
+#[cfg(feature = "sql")]
+mod sql;
 mod topology;
 
 /// Large allocations (glommio's registered I/O memory among them) on transparent huge pages,

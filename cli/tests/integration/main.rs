@@ -18,6 +18,8 @@
 //! - [`report`]: the human report `q6` and `query` share (labels, order, each one's counts);
 //! - [`query`]: `corescan query` against SQLite, each answer checked under the backends, core
 //!   counts, readahead windows and row paths a test asks for ([`query::QueryTester`]);
+//! - [`sql`]: `corescan sql` (DataFusion over corescan's scans) against SQLite: a join, exact
+//!   decimals, `--explain`, and its errors (built with the default `sql` feature only);
 //! - [`cli`]: the error contract (one `error:` line naming the file, exit status 1; usage
 //!   errors 2) and `--version`.
 //!
@@ -35,6 +37,8 @@ mod oracle;
 mod query;
 mod report;
 mod scan;
+#[cfg(feature = "sql")]
+mod sql;
 mod symlinks;
 mod wal;
 
