@@ -1,6 +1,8 @@
 //! corescan's scans under DataFusion against SQLite's answers on the same files, one module per
 //! topic:
 //!
+//! - [`tpch`]: the 22 TPC-H queries on a TPC-H SF 0.01 file (all eight tables) generated at
+//!   test time, each compared with SQLite's answer to the same query in its own dialect;
 //! - [`values`]: the Arrow types of the declared column types, value by value against SQLite,
 //!   and the strict conversion's one-line errors;
 //! - [`files`]: files an application wrote (WAL mode with an unchecked-pointed log, table and
@@ -10,6 +12,7 @@
 //! Every query runs on a tokio runtime of two workers, as `corescan sql` runs it.
 
 mod files;
+mod tpch;
 mod values;
 
 use std::path::{Path, PathBuf};
