@@ -17,6 +17,7 @@ use clap::Args;
 use corescan_datafusion::datafusion::error::DataFusionError;
 use corescan_datafusion::datafusion::physical_plan::displayable;
 use corescan_datafusion::datafusion::prelude::SessionContext;
+use corescan_datafusion::{TableOptions, TypeOverride};
 use futures_lite::StreamExt;
 
 use crate::query_output::{Format, RowWriter};
@@ -42,6 +43,18 @@ pub struct SqlArgs {
     /// Print the physical plan (with the corescan scans in it) instead of running the query.
     #[arg(long)]
     explain: bool,
+    /// Evaluate every `WHERE` term in DataFusion, none in the scan (for comparisons: the
+    /// answer is the same, the scan sends every row).
+    #[arg(long)]
+    no_pushdown: bool,
+    /// Read every column as text, whatever its declared type (numbers as SQLite's
+    /// `CAST(x AS TEXT)` writes them).
+    #[arg(long)]
+    all_text: bool,
+    /// Read a column as TYPE instead of its declared type's: TABLE.COLUMN=TYPE, with TYPE one
+    /// of INTEGER, REAL, TEXT, BLOB, DECIMAL(p,s), DATE, TIMESTAMP, BOOLEAN (repeatable).
+    #[arg(long = "type", value_name = "TABLE.COLUMN=TYPE")]
+    types: Vec<TypeOverride>,
 }
 
 /// Runs `corescan sql`.
@@ -53,7 +66,18 @@ pub fn run(args: SqlArgs) -> anyhow::Result<()> {
 
 async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
     let ctx = SessionContext::new();
-    corescan_datafusion::register(&ctx, &args.db, args.scan.placement(), args.scan.options())?;
+    let tables = TableOptions {
+        push_filters: !args.no_pushdown,
+        all_text: args.all_text,
+        types: args.types,
+    };
+    corescan_datafusion::register_with(
+        &ctx,
+        &args.db,
+        args.scan.placement(),
+        args.scan.options(),
+        tables,
+    )?;
     let frame = ctx.sql(&args.sql).await.map_err(one_error)?;
     if args.explain {
         let plan = frame.create_physical_plan().await.map_err(one_error)?;
@@ -103,6 +127,12 @@ async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
 /// else DataFusion's.
 fn one_error(e: DataFusionError) -> anyhow::Error {
     match corescan_datafusion::find(&e) {
+        Some(corescan_datafusion::Error::Conversion(c)) => anyhow::anyhow!(
+            "{c} (read it as another type with --type {}.{}=TYPE, or every column as text \
+             with --all-text)",
+            c.table,
+            c.column
+        ),
         Some(ours) => anyhow::anyhow!("{ours}"),
         None => anyhow::anyhow!("{}", e.strip_backtrace()),
     }

@@ -23,7 +23,7 @@ use partitioner::schema::read_schema;
 use partitioner::PageFile;
 
 use crate::error::Error;
-use crate::table::SqliteTable;
+use crate::table::{SqliteTable, TableOptions};
 
 /// The tables of one file (see the module docs).
 #[derive(Debug)]
@@ -31,6 +31,7 @@ pub struct SqliteSchema {
     path: PathBuf,
     placement: Placement,
     options: ScanOptions,
+    table_options: TableOptions,
     /// The tables' names as the schema spells them.
     tables: Vec<String>,
     /// Tables opened so far, by lower-cased name.
@@ -45,17 +46,40 @@ impl SqliteSchema {
         placement: Placement,
         options: ScanOptions,
     ) -> Result<Self, Error> {
+        Self::open_with(path, placement, options, TableOptions::default())
+    }
+
+    /// [`SqliteSchema::open`], its tables opened with `table_options`.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        placement: Placement,
+        options: ScanOptions,
+        table_options: TableOptions,
+    ) -> Result<Self, Error> {
         let path = path.as_ref().to_path_buf();
         let file = PageFile::open(&path)?;
         let tables = read_schema(&file)?
             .into_iter()
             .filter(|e| e.kind == "table")
             .map(|e| e.name)
-            .collect();
+            .collect::<Vec<String>>();
+        if let Some(o) = table_options
+            .types
+            .iter()
+            .find(|o| !tables.iter().any(|t| t.eq_ignore_ascii_case(&o.table)))
+        {
+            return Err(Error::Unsupported {
+                path,
+                table: o.table.clone(),
+                column: o.column.clone(),
+                reason: "no such table (in a type override)".into(),
+            });
+        }
         Ok(SqliteSchema {
             path,
             placement,
             options,
+            table_options,
             tables,
             opened: Mutex::new(HashMap::new()),
         })
@@ -77,11 +101,12 @@ impl SqliteSchema {
         if let Some(t) = opened.get(&key) {
             return Ok(Some(Arc::clone(t)));
         }
-        let table = Arc::new(SqliteTable::open(
+        let table = Arc::new(SqliteTable::open_with(
             &self.path,
             spelled,
             self.placement.clone(),
             self.options,
+            self.table_options.clone(),
         )?);
         opened.insert(key, Arc::clone(&table));
         Ok(Some(table))
@@ -114,7 +139,23 @@ pub fn register(
     placement: Placement,
     options: ScanOptions,
 ) -> Result<(), Error> {
-    let schema = Arc::new(SqliteSchema::open(path, placement, options)?);
+    register_with(ctx, path, placement, options, TableOptions::default())
+}
+
+/// [`register`], the tables opened with `table_options`.
+pub fn register_with(
+    ctx: &SessionContext,
+    path: impl AsRef<Path>,
+    placement: Placement,
+    options: ScanOptions,
+    table_options: TableOptions,
+) -> Result<(), Error> {
+    let schema = Arc::new(SqliteSchema::open_with(
+        path,
+        placement,
+        options,
+        table_options,
+    )?);
     let state = ctx.state();
     let names = &state.config_options().catalog;
     let catalog = ctx

@@ -6,16 +6,20 @@
 //! value's storage class ([`ConversionError`]); NULL is NULL in every type. What converts:
 //!
 //! - `Int64`: integers; a real only when it is a whole number in range (SQLite's INTEGER
-//!   affinity would have stored it as an integer).
+//!   affinity would have stored it as an integer); text only when it is exactly a whole
+//!   number (`-12`: a column of numbers kept as text, read as integers).
 //! - `Float64` (REAL affinity): reals, and integers (SQLite reads them as reals).
 //! - `Float64` for a NUMERIC column without a precision: reals, and integers a double holds
 //!   exactly (up to 2^53).
 //! - `Utf8`: text that is valid UTF-8.
+//! - `Utf8` read from any value (`AnyText`): integers and reals as SQLite's `CAST(x AS TEXT)`
+//!   writes them, text and blobs that are valid UTF-8.
 //! - `Binary`: blobs, and text as its bytes.
 //! - `Decimal128(p, s)`: an integer scaled by 10^s; a real when it is the double nearest to a
 //!   decimal with at most `s` fraction digits (SQLite stores `0.05` as the double nearest to
 //!   0.05): `round(x * 10^s)` converted back must give `x` exactly, and must be at most 2^52 so
-//!   that no other such decimal has the same double; either must fit `p` digits.
+//!   that no other such decimal has the same double; text only when it is exactly a decimal
+//!   of at most `s` fraction digits (`12.50`); each must fit `p` digits.
 //! - `Date32`: text `YYYY-MM-DD`; `Timestamp`: ISO-8601 text ([`crate::temporal`]).
 //! - `Boolean`: the integers 0 and 1.
 //!
@@ -123,6 +127,10 @@ impl Converter {
                 Arc::new(Float64Array::from(collect(values(), fail, to_f64_exact)?))
             }
             ColumnType::Utf8 => Arc::new(StringArray::from(collect(values(), fail, to_str)?)),
+            ColumnType::AnyText => {
+                let texts = collect(values(), fail, to_any_text)?;
+                Arc::new(texts.iter().map(Option::as_deref).collect::<StringArray>())
+            }
             ColumnType::Binary => Arc::new(BinaryArray::from(collect(values(), fail, to_bytes)?)),
             ColumnType::Decimal { precision, scale } => {
                 let v = collect(values(), fail, |v| to_decimal(v, precision, scale))?;
@@ -192,6 +200,7 @@ fn to_i64(v: &Value) -> Result<i64, String> {
             Ok(r as i64)
         }
         Value::Real(_) => Err("not a whole number in the range of a 64-bit integer".into()),
+        Value::Text(ref t) => integer_text(t).ok_or_else(|| "not an integer".into()),
         _ => Err("not an integer".into()),
     }
 }
@@ -219,6 +228,17 @@ fn to_str(v: &Value) -> Result<&str, String> {
             std::str::from_utf8(t).map_err(|e| format!("text that is not UTF-8 ({e})"))
         }
         _ => Err("not text".into()),
+    }
+}
+
+fn to_any_text(v: &Value) -> Result<std::borrow::Cow<'_, str>, String> {
+    match v {
+        Value::Integer(i) => Ok(i.to_string().into()),
+        Value::Real(r) => Ok(real_to_text(*r).into()),
+        Value::Text(t) | Value::Blob(t) => std::str::from_utf8(t)
+            .map(Into::into)
+            .map_err(|e| format!("bytes that are not UTF-8 text ({e})")),
+        Value::Null => Err("NULL".into()),
     }
 }
 
@@ -252,12 +272,52 @@ fn to_decimal(v: &Value, precision: u8, scale: u8) -> Result<i128, String> {
             }
             n as i128
         }
+        Value::Text(ref t) => decimal_text(t, scale)
+            .ok_or_else(|| format!("not a number written with at most {scale} fraction digits"))?,
         _ => return Err("not a number".into()),
     };
     if scaled.unsigned_abs() >= 10u128.pow(u32::from(precision)) {
         return Err(format!("more than {precision} digits"));
     }
     Ok(scaled)
+}
+
+/// Text that is exactly a whole number (`-12`, `+7`: digits with an optional sign, nothing
+/// else), as an integer; `None` for anything else or out of range.
+fn integer_text(t: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(t).ok()?;
+    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Text that is exactly a decimal number with at most `scale` fraction digits (`12.50`,
+/// `-3`, `.5`: digits, an optional sign and point, nothing else), scaled by 10^scale.
+fn decimal_text(t: &[u8], scale: u8) -> Option<i128> {
+    let s = std::str::from_utf8(t).ok()?;
+    let (negative, body) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+    let all_digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+    if (int.is_empty() && frac.is_empty())
+        || !all_digits(int)
+        || !all_digits(frac)
+        || frac.len() > usize::from(scale)
+        || int.len() > 38
+    {
+        return None;
+    }
+    let mut v: i128 = 0;
+    for b in int.bytes().chain(frac.bytes()) {
+        v = v.checked_mul(10)?.checked_add(i128::from(b - b'0'))?;
+    }
+    v = v.checked_mul(10i128.checked_pow(u32::from(scale) - frac.len() as u32)?)?;
+    Some(if negative { -v } else { v })
 }
 
 fn to_date(v: &Value) -> Result<i32, String> {
@@ -335,10 +395,14 @@ mod tests {
             to_decimal(&Value::Real(1e300), 15, 2).map_err(|_| ()),
             Err(())
         );
-        assert_eq!(
-            to_decimal(&Value::text("1.5"), 15, 2).map_err(|_| ()),
-            Err(())
-        );
+        // Text that is exactly a decimal (a column of numbers kept as text, read as one).
+        assert_eq!(to_decimal(&Value::text("1.5"), 15, 2), Ok(150));
+        assert_eq!(to_decimal(&Value::text("-12.50"), 15, 2), Ok(-1250));
+        assert_eq!(to_decimal(&Value::text(".5"), 15, 2), Ok(50));
+        assert_eq!(to_decimal(&Value::text("1."), 15, 2), Ok(100));
+        for bad in ["1.505", "1e3", " 1", "", "-", "0x10", "1,5", ".", "--1"] {
+            assert!(to_decimal(&Value::text(bad), 15, 2).is_err(), "{bad:?}");
+        }
         // Every cent value of a DECIMAL(15,2) column up to a billion round-trips.
         for cents in (-100_000_000_000i64..100_000_000_000).step_by(9_999_991) {
             let r = cents as f64 / 100.0;
@@ -352,6 +416,10 @@ mod tests {
         assert!(to_i64(&Value::Real(3.5)).is_err());
         assert!(to_i64(&Value::Real(1e19)).is_err());
         assert!(to_i64(&Value::text("abc")).is_err());
+        assert_eq!(to_i64(&Value::text("-12")), Ok(-12));
+        for bad in ["1.0", " 1", "", "+", "99999999999999999999"] {
+            assert!(to_i64(&Value::text(bad)).is_err(), "{bad:?}");
+        }
         assert!(to_f64_exact(&Value::Integer((1 << 53) + 1)).is_err());
         assert_eq!(to_bool(&Value::Integer(1)), Ok(true));
         assert!(to_bool(&Value::Integer(2)).is_err());

@@ -41,6 +41,22 @@ pub enum Error {
         /// What is missing.
         reason: String,
     },
+    /// The engine refused a filter the pushdown wrote (a defect of the pushdown: the filter
+    /// should have been left to DataFusion).
+    #[error(
+        "{}: table {table}: the scan refused the pushed filter ({source}) in: {sql}",
+        path.display()
+    )]
+    Filter {
+        /// The database file.
+        path: PathBuf,
+        /// The table.
+        table: String,
+        /// The scan's SQL.
+        sql: String,
+        /// The planner's reason.
+        source: Box<corescan_sql::SqlError>,
+    },
     /// The DataFusion session refused the tables (no default catalog).
     #[error("DataFusion session: {0}")]
     Session(String),

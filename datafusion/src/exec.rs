@@ -22,7 +22,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::Statistics;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
@@ -33,9 +35,12 @@ use datafusion::physical_plan::{
     PlanProperties, ReplaceChildrenOptions, SendableRecordBatchStream,
 };
 use engine::{PartitionStream, Placement, ScanOptions, ScanSpec};
+use partitioner::TablePlan;
 
 use crate::convert::Converter;
 use crate::error::Error;
+use crate::pushdown::{quoted, PushColumn};
+use crate::types::ColumnType;
 
 /// Where and how a table is scanned: the file, the table, the placement and settings, and what
 /// they resolved to when the table was opened (shown in plans).
@@ -55,6 +60,58 @@ pub struct ScanTarget {
     pub backend: String,
 }
 
+/// DataFusion's guess of what a scan yields (`Inexact` statistics, for the join order): rows,
+/// and Arrow bytes per row of the projected columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Estimate {
+    /// Rows.
+    pub rows: usize,
+    /// Arrow bytes per row.
+    pub row_bytes: usize,
+}
+
+impl Estimate {
+    /// The whole table's rows, guessed from its leaf pages (counted, or from the leaf-parent
+    /// level's pages at a typical fan-out) and a typical record size of `columns`' types.
+    pub fn of(plan: &TablePlan, columns: &[PushColumn]) -> Estimate {
+        let usable = plan.header.usable_size() as usize;
+        let leaves = match &plan.leaf_parents {
+            Some(parents) => parents.pages().len() * (usable / 10).max(1),
+            None => plan.leaves.len(),
+        };
+        // A record: a header byte and a typical body per column, then the cell's own
+        // header (payload size and rowid varints, a cell pointer).
+        let record: usize = columns
+            .iter()
+            .filter(|c| !c.computed)
+            .map(|c| 1 + stored_width(c.ty))
+            .sum::<usize>()
+            + 8;
+        // Leaves are about three quarters full after inserts in key order split them.
+        let rows = (leaves * usable * 3 / 4) / record.max(1);
+        Estimate { rows, row_bytes: 0 }
+    }
+
+    /// Rows a scan yields: all, a fifth with a pushed filter (DataFusion's default selectivity),
+    /// at most `limit`.
+    pub fn rows(&self, filtered: bool, limit: Option<usize>) -> usize {
+        let rows = if filtered { self.rows / 5 } else { self.rows };
+        limit.map_or(rows, |l| rows.min(l))
+    }
+}
+
+/// A typical stored size of a value of `ty`, in bytes.
+fn stored_width(ty: ColumnType) -> usize {
+    match ty {
+        ColumnType::Boolean => 1,
+        ColumnType::Int64 => 4,
+        ColumnType::Float64 | ColumnType::Numeric | ColumnType::Decimal { .. } => 8,
+        ColumnType::Date32 => 10,
+        ColumnType::Timestamp => 19,
+        ColumnType::Utf8 | ColumnType::AnyText | ColumnType::Binary => 24,
+    }
+}
+
 /// The streams of the scan a plan started, by partition; `None` once taken.
 #[derive(Debug, Default)]
 struct Slot {
@@ -70,19 +127,25 @@ pub struct CorescanExec {
     /// table has one free), then the projected columns.
     scan_columns: Vec<String>,
     converter: Arc<Converter>,
+    /// The pushed `WHERE` terms as SQLite SQL ([`crate::pushdown`]), if any.
+    filter: Option<String>,
     limit: Option<usize>,
+    estimate: Estimate,
     properties: Arc<PlanProperties>,
     slot: Arc<Mutex<Slot>>,
 }
 
 impl CorescanExec {
-    /// A plan scanning `scan_columns` of `target`'s table, converted by `converter` (whose
-    /// schema is the plan's), each partition stopping after `limit` rows.
+    /// A plan scanning `scan_columns` of `target`'s table, keeping the rows `filter` (SQLite
+    /// SQL over the table's columns) admits, converted by `converter` (whose schema is the
+    /// plan's), each partition stopping after `limit` rows; `estimate` is its statistics.
     pub fn new(
         target: Arc<ScanTarget>,
         scan_columns: Vec<String>,
         converter: Arc<Converter>,
+        filter: Option<String>,
         limit: Option<usize>,
+        estimate: Estimate,
     ) -> Self {
         let schema = Arc::clone(&converter.schema);
         let properties = PlanProperties::new(
@@ -95,7 +158,9 @@ impl CorescanExec {
             target,
             scan_columns,
             converter,
+            filter,
             limit,
+            estimate,
             properties: Arc::new(properties),
             slot: Arc::new(Mutex::new(Slot::default())),
         }
@@ -120,12 +185,38 @@ impl CorescanExec {
         self.limit
     }
 
+    /// The pushed filter, as SQLite SQL, if any.
+    pub fn filter(&self) -> Option<&str> {
+        self.filter.as_deref()
+    }
+
     /// Starts the scan: one stream per executor.
     fn start(&self) -> Result<Vec<PartitionStream>, Error> {
         let t = &self.target;
-        let spec = ScanSpec::columns(&t.path, &t.table, &self.scan_columns)
-            .with_placement(t.placement.clone())
-            .with_options(t.options);
+        let spec = match &self.filter {
+            None => ScanSpec::columns(&t.path, &t.table, &self.scan_columns),
+            Some(filter) => {
+                let sql = format!(
+                    "SELECT {} FROM {} WHERE {filter}",
+                    self.scan_columns
+                        .iter()
+                        .map(|c| quoted(c))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    quoted(&t.table)
+                );
+                corescan_sql::plan_query(&t.path, &sql)
+                    .map_err(|source| Error::Filter {
+                        path: t.path.clone(),
+                        table: t.table.clone(),
+                        sql: sql.clone(),
+                        source: Box::new(source),
+                    })?
+                    .into_spec()
+            }
+        }
+        .with_placement(t.placement.clone())
+        .with_options(t.options);
         let mut scan = engine::scan_partitions(spec)?;
         let streams = scan.take_partitions();
         if streams.len() != t.cpus.len() {
@@ -173,6 +264,9 @@ impl DisplayAs for CorescanExec {
                     cpus.join(","),
                     target.backend
                 )?;
+                if let Some(filter) = &self.filter {
+                    write!(f, ", filter={filter}")?;
+                }
                 if let Some(limit) = self.limit {
                     write!(f, ", limit={limit} per executor")?;
                 }
@@ -183,6 +277,9 @@ impl DisplayAs for CorescanExec {
                 writeln!(f, "table={}", target.table)?;
                 writeln!(f, "columns=[{}]", columns.join(", "))?;
                 writeln!(f, "executors={}", target.cpus.len())?;
+                if let Some(filter) = &self.filter {
+                    writeln!(f, "filter={filter}")?;
+                }
                 write!(f, "io={}", target.backend)
             }
         }
@@ -220,7 +317,9 @@ impl ExecutionPlan for CorescanExec {
             target: Arc::clone(&self.target),
             scan_columns: self.scan_columns.clone(),
             converter: Arc::clone(&self.converter),
+            filter: self.filter.clone(),
             limit: self.limit,
+            estimate: self.estimate,
             properties: Arc::clone(&self.properties),
             slot: Arc::new(Mutex::new(Slot::default())),
         }))
@@ -234,6 +333,18 @@ impl ExecutionPlan for CorescanExec {
             children,
             ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute),
         )
+    }
+
+    fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
+        let parts = self.target.cpus.len().max(1);
+        let rows = match partition {
+            Some(_) => self.estimate.rows / parts,
+            None => self.estimate.rows,
+        };
+        let mut stats = Statistics::new_unknown(&self.converter.schema);
+        stats.num_rows = Precision::Inexact(rows);
+        stats.total_byte_size = Precision::Inexact(rows.saturating_mul(self.estimate.row_bytes));
+        Ok(Arc::new(stats))
     }
 
     fn execute(

@@ -57,6 +57,7 @@ pub mod convert;
 pub mod error;
 pub mod exec;
 pub mod output;
+pub mod pushdown;
 pub mod runtime;
 pub mod table;
 pub mod temporal;
@@ -64,10 +65,10 @@ pub mod types;
 
 pub use datafusion;
 
-pub use catalog::{register, SqliteSchema};
+pub use catalog::{register, register_with, SqliteSchema};
 pub use error::{find, ConversionError, Error};
 pub use exec::CorescanExec;
 pub use output::{arrow_value, batch_rows};
 pub use runtime::runtime;
-pub use table::SqliteTable;
+pub use table::{SqliteTable, TableOptions, TypeOverride};
 pub use types::ColumnType;

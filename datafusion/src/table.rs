@@ -24,7 +24,7 @@ use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::error::Result as DfResult;
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use engine::{IoChoice, Placement, ScanOptions, ScanSpec};
 use partitioner::create_table::Generated;
@@ -32,29 +32,83 @@ use partitioner::TablePlan;
 
 use crate::convert::{ConvertColumn, Converter};
 use crate::error::Error;
-use crate::exec::{CorescanExec, ScanTarget};
+use crate::exec::{CorescanExec, Estimate, ScanTarget};
+use crate::pushdown::{translate, PushColumn, Pushed};
 use crate::types::ColumnType;
 
-/// One declared column.
+/// What a [`SqliteTable`] does beyond the engine's settings.
 #[derive(Debug, Clone)]
-struct TableColumn {
-    /// The name as the schema spells it.
-    name: String,
-    ty: ColumnType,
-    /// A `VIRTUAL` generated column: computed from its expression on read, which only the
-    /// SQL front end does.
-    computed: bool,
+pub struct TableOptions {
+    /// Push the `WHERE` terms the engine evaluates exactly as DataFusion does into the scan
+    /// ([`crate::pushdown`]); on by default. Off, every row is sent and DataFusion filters.
+    pub push_filters: bool,
+    /// Read every column as text ([`ColumnType::AnyText`]), whatever its declared type
+    /// (DuckDB's `sqlite_all_varchar`); [`TableOptions::types`] still applies.
+    pub all_text: bool,
+    /// Columns read as another type than their declared type gives.
+    pub types: Vec<TypeOverride>,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            push_filters: true,
+            all_text: false,
+            types: Vec::new(),
+        }
+    }
+}
+
+/// One column read as `ty` instead of its declared type's: `TABLE.COLUMN=TYPE`, names matched
+/// ASCII case-insensitively, the type as [`ColumnType::from_name`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeOverride {
+    /// The table.
+    pub table: String,
+    /// The column.
+    pub column: String,
+    /// The type it is read as.
+    pub ty: ColumnType,
+}
+
+impl std::str::FromStr for TypeOverride {
+    type Err = String;
+
+    /// `TABLE.COLUMN=TYPE`, e.g. `orders.o_total=DECIMAL(12,2)`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, ty) = s
+            .split_once('=')
+            .ok_or_else(|| format!("{s:?}: expected TABLE.COLUMN=TYPE"))?;
+        let (table, column) = name
+            .rsplit_once('.')
+            .filter(|(t, c)| !t.trim().is_empty() && !c.trim().is_empty())
+            .ok_or_else(|| format!("{s:?}: expected TABLE.COLUMN before '='"))?;
+        let ty = ColumnType::from_name(ty).ok_or_else(|| {
+            format!(
+                "{s:?}: unknown type {ty:?} (INTEGER, REAL, TEXT, BLOB, DECIMAL(p,s), DATE, \
+                 TIMESTAMP, BOOLEAN)"
+            )
+        })?;
+        Ok(TypeOverride {
+            table: table.trim().to_string(),
+            column: column.trim().to_string(),
+            ty,
+        })
+    }
 }
 
 /// A SQLite table as a DataFusion table (see the module docs).
 #[derive(Debug)]
 pub struct SqliteTable {
     target: Arc<ScanTarget>,
-    columns: Vec<TableColumn>,
+    columns: Vec<PushColumn>,
     /// The name the rowid is read by: `rowid`, `_rowid_` or `oid`, whichever no column takes,
     /// else the `INTEGER PRIMARY KEY` column; `None` if there is neither.
     rowid_name: Option<String>,
     schema: SchemaRef,
+    table_options: TableOptions,
+    /// The estimated rows and bytes of the whole table (for DataFusion's join order).
+    estimate: Estimate,
 }
 
 impl SqliteTable {
@@ -66,15 +120,59 @@ impl SqliteTable {
         placement: Placement,
         options: ScanOptions,
     ) -> Result<Self, Error> {
+        Self::open_with(path, table, placement, options, TableOptions::default())
+    }
+
+    /// [`SqliteTable::open`] with `table_options`.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        table: &str,
+        placement: Placement,
+        options: ScanOptions,
+        table_options: TableOptions,
+    ) -> Result<Self, Error> {
         let path: PathBuf = path.as_ref().to_path_buf();
         let plan = TablePlan::open_for_scan(&path, table)?;
         let def = &plan.definition;
-        let columns: Vec<TableColumn> = def
+        let overrides: Vec<&TypeOverride> = table_options
+            .types
+            .iter()
+            .filter(|o| o.table.eq_ignore_ascii_case(&plan.table.name))
+            .collect();
+        if let Some(o) = overrides.iter().find(|o| {
+            !def.columns
+                .iter()
+                .any(|c| c.name.eq_ignore_ascii_case(&o.column))
+        }) {
+            return Err(Error::Unsupported {
+                path: path.clone(),
+                table: plan.table.name.clone(),
+                column: o.column.clone(),
+                reason: "no such column (in a type override)".into(),
+            });
+        }
+        let columns: Vec<PushColumn> = def
             .columns
             .iter()
-            .map(|c| TableColumn {
+            .map(|c| {
+                let declared = ColumnType::of_column(c, def.strict);
+                let given = overrides
+                    .iter()
+                    .rev()
+                    .find(|o| o.column.eq_ignore_ascii_case(&c.name))
+                    .map(|o| o.ty)
+                    .or(table_options.all_text.then_some(ColumnType::AnyText));
+                (c, declared, given)
+            })
+            .map(|(c, declared, given)| PushColumn {
+                field: c.name.to_lowercase(),
                 name: c.name.clone(),
-                ty: ColumnType::of_column(c, def.strict),
+                ty: given.unwrap_or(declared),
+                declared: given.is_none_or(|g| g == declared),
+                binary_collation: c
+                    .collation
+                    .as_deref()
+                    .is_none_or(|n| n.eq_ignore_ascii_case("binary")),
                 computed: c.generated == Some(Generated::Virtual),
             })
             .collect();
@@ -86,10 +184,11 @@ impl SqliteTable {
             .or_else(|| def.rowid_alias().map(|i| def.columns[i].name.clone()));
         let fields: Vec<Field> = columns
             .iter()
-            .map(|c| Field::new(c.name.to_lowercase(), c.ty.data_type(), true))
+            .map(|c| Field::new(c.field.clone(), c.ty.data_type(), true))
             .collect();
         let schema = Arc::new(Schema::new(fields));
         let name = plan.table.name.clone();
+        let estimate = Estimate::of(&plan, &columns);
         // Opening a scan of the rowid places the executors as a scan would (and takes the
         // plan, so the file is read once); nothing is scanned.
         let probe: Vec<&str> = match &rowid_name {
@@ -123,6 +222,8 @@ impl SqliteTable {
             columns,
             rowid_name,
             schema,
+            table_options,
+            estimate,
         })
     }
 
@@ -136,10 +237,31 @@ impl SqliteTable {
         self.target.cpus.len()
     }
 
-    /// The plan of a scan of the columns at `projection` (all when `None`).
+    /// How each of `filters` would be pushed into a scan of this table.
+    pub fn pushdown(&self, filters: &[&Expr]) -> Vec<TableProviderFilterPushDown> {
+        filters
+            .iter()
+            .map(|f| match self.pushed(f) {
+                Some(p) if p.exact => TableProviderFilterPushDown::Exact,
+                Some(_) => TableProviderFilterPushDown::Inexact,
+                None => TableProviderFilterPushDown::Unsupported,
+            })
+            .collect()
+    }
+
+    fn pushed(&self, filter: &Expr) -> Option<Pushed> {
+        if !self.table_options.push_filters {
+            return None;
+        }
+        translate(filter, &self.columns)
+    }
+
+    /// The plan of a scan of the columns at `projection` (all when `None`), keeping the rows
+    /// `filters` admit (those of them that can be pushed: [`SqliteTable::pushdown`]).
     pub fn plan(
         &self,
         projection: Option<&[usize]>,
+        filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<CorescanExec, Error> {
         let indices: Vec<usize> = match projection {
@@ -183,6 +305,7 @@ impl SqliteTable {
                     reason: format!("projecting the schema: {e}"),
                 })?,
         );
+        let width: usize = converted.iter().map(|c| byte_width(c.ty)).sum();
         let converter = Converter {
             path: self.target.path.clone(),
             table: self.target.table.clone(),
@@ -190,11 +313,23 @@ impl SqliteTable {
             rowid_first: self.rowid_name.is_some(),
             schema,
         };
+        let terms: Vec<String> = filters
+            .iter()
+            .filter_map(|f| self.pushed(f))
+            .map(|p| p.sql)
+            .collect();
+        let filter = (!terms.is_empty()).then(|| terms.join(" AND "));
+        let rows = self.estimate.rows(filter.is_some(), limit);
         Ok(CorescanExec::new(
             Arc::clone(&self.target),
             scan_columns,
             Arc::new(converter),
+            filter,
             limit,
+            Estimate {
+                rows,
+                row_bytes: width.max(1),
+            },
         ))
     }
 }
@@ -209,16 +344,35 @@ impl TableProvider for SqliteTable {
         TableType::Base
     }
 
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(self.pushdown(filters))
+    }
+
     async fn scan(
         &self,
         _state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
+        filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let plan = self
-            .plan(projection.map(Vec::as_slice), limit)
+            .plan(projection.map(Vec::as_slice), filters, limit)
             .map_err(Error::into_datafusion)?;
         Ok(Arc::new(plan))
+    }
+}
+
+/// A guess of the bytes one value of `ty` takes in Arrow, for the statistics.
+fn byte_width(ty: ColumnType) -> usize {
+    match ty {
+        ColumnType::Boolean => 1,
+        ColumnType::Date32 => 4,
+        ColumnType::Int64 | ColumnType::Float64 | ColumnType::Numeric | ColumnType::Timestamp => 8,
+        ColumnType::Decimal { .. } => 16,
+        // Offsets and a short text's bytes.
+        ColumnType::Utf8 | ColumnType::AnyText | ColumnType::Binary => 24,
     }
 }

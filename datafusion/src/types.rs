@@ -20,6 +20,10 @@
 //! The type only says what a value must be; whether a stored value fits is decided row by row
 //! in [`crate::convert`], which refuses what does not (never a NULL or a guess).
 //!
+//! A table can be read otherwise ([`crate::TableOptions`]): every column as text
+//! ([`ColumnType::AnyText`], DuckDB's `sqlite_all_varchar`), or one column as a type named as
+//! [`ColumnType::from_name`] reads it (`corescan sql --type orders.o_total=DECIMAL(12,2)`).
+//!
 //! Layering: the bottom of the crate beside [`crate::error`]; imports nothing from it.
 
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
@@ -45,6 +49,9 @@ pub enum ColumnType {
     Numeric,
     /// `Utf8`: text.
     Utf8,
+    /// `Utf8` from any storage class: numbers as SQLite's `CAST(x AS TEXT)` writes them, text
+    /// and blobs as their bytes (which must be UTF-8).
+    AnyText,
     /// `Binary`: blobs, and text as its bytes.
     Binary,
     /// `Decimal128(precision, scale)`: integers and reals that are exactly a decimal of
@@ -86,7 +93,7 @@ impl ColumnType {
         match self {
             ColumnType::Int64 => DataType::Int64,
             ColumnType::Float64 | ColumnType::Numeric => DataType::Float64,
-            ColumnType::Utf8 => DataType::Utf8,
+            ColumnType::Utf8 | ColumnType::AnyText => DataType::Utf8,
             ColumnType::Binary => DataType::Binary,
             ColumnType::Decimal { precision, scale } => {
                 // Scales are at most MAX_DECIMAL_SCALE, so the cast cannot wrap.
@@ -103,7 +110,27 @@ impl std::fmt::Display for ColumnType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ColumnType::Numeric => f.write_str("Float64 (NUMERIC)"),
+            ColumnType::AnyText => f.write_str("Utf8 (any value as text)"),
             other => write!(f, "{}", other.data_type()),
+        }
+    }
+}
+
+impl ColumnType {
+    /// The type `name` asks for, case-insensitively: `INTEGER` (or `INT64`, `BIGINT`), `REAL`
+    /// (`FLOAT64`, `DOUBLE`), `TEXT` (any value as text: [`ColumnType::AnyText`]), `BLOB`
+    /// (`BINARY`), `DECIMAL(p,s)` (`NUMERIC(p,s)`), `DATE`, `TIMESTAMP` (`DATETIME`),
+    /// `BOOLEAN`; `None` for anything else.
+    pub fn from_name(name: &str) -> Option<ColumnType> {
+        if let Some(t) = named_type(name) {
+            return Some(t);
+        }
+        match name.trim().to_ascii_uppercase().as_str() {
+            "INTEGER" | "INT" | "INT64" | "BIGINT" => Some(ColumnType::Int64),
+            "REAL" | "FLOAT64" | "DOUBLE" | "FLOAT" => Some(ColumnType::Float64),
+            "TEXT" | "UTF8" | "VARCHAR" => Some(ColumnType::AnyText),
+            "BLOB" | "BINARY" => Some(ColumnType::Binary),
+            _ => None,
         }
     }
 }

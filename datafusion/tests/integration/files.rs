@@ -116,7 +116,7 @@ fn partitions_run_once_each_or_again_from_a_fresh_scan_and_stop_at_a_limit() {
     )
     .unwrap();
     assert_eq!(table.partitions(), 2);
-    let plan: Arc<dyn ExecutionPlan> = Arc::new(table.plan(Some(&[0]), None).unwrap());
+    let plan: Arc<dyn ExecutionPlan> = Arc::new(table.plan(Some(&[0]), &[], None).unwrap());
     let text = displayable(plan.as_ref()).one_line().to_string();
     assert!(
         text.contains("table=Events, columns=[Id], executors=2"),
@@ -139,7 +139,8 @@ fn partitions_run_once_each_or_again_from_a_fresh_scan_and_stop_at_a_limit() {
     // Run again: a fresh scan, the same rows.
     assert_eq!(run(0), first);
 
-    let limited: Arc<dyn ExecutionPlan> = Arc::new(table.plan(Some(&[0, 1]), Some(7)).unwrap());
+    let limited: Arc<dyn ExecutionPlan> =
+        Arc::new(table.plan(Some(&[0, 1]), &[], Some(7)).unwrap());
     for partition in 0..2 {
         let stream = limited.execute(partition, Arc::clone(&ctx)).unwrap();
         let batches = runtime().block_on(common::collect(stream)).unwrap();

@@ -5,6 +5,10 @@
 //!   test time, each compared with SQLite's answer to the same query in its own dialect;
 //! - [`values`]: the Arrow types of the declared column types, value by value against SQLite,
 //!   and the strict conversion's one-line errors;
+//! - [`pushdown`]: random `WHERE` clauses over columns of every pushed type and edge values
+//!   (`-0.0`, `NOCASE`, decimals at their scale's edge, quotes), each answered with the filters
+//!   pushed into the scan and without, which must agree row for row, and SQLite's rows where
+//!   the types agree;
 //! - [`files`]: files an application wrote (WAL mode with an unchecked-pointed log, table and
 //!   column names in any case), projections of no column (`count(*)`), limits, and partitions
 //!   executed twice.
@@ -12,12 +16,14 @@
 //! Every query runs on a tokio runtime of two workers, as `corescan sql` runs it.
 
 mod files;
+mod pushdown;
 mod tpch;
 mod values;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use corescan_datafusion::TableOptions;
 use datafusion::error::DataFusionError;
 use datafusion::prelude::SessionContext;
 use engine::value::Value;
@@ -56,10 +62,30 @@ pub fn datafusion_with(
     sql: &str,
     placement: Placement,
 ) -> Result<Answer, DataFusionError> {
+    datafusion_tables(db, sql, placement, TableOptions::default())
+}
+
+/// A session over every table of `db`, opened with `tables`.
+pub fn session(
+    db: &Path,
+    placement: Placement,
+    tables: TableOptions,
+) -> Result<SessionContext, DataFusionError> {
+    let ctx = SessionContext::new();
+    corescan_datafusion::register_with(&ctx, db, placement, ScanOptions::default(), tables)
+        .map_err(corescan_datafusion::Error::into_datafusion)?;
+    Ok(ctx)
+}
+
+/// `sql` through DataFusion over every table of `db`, opened with `tables`.
+pub fn datafusion_tables(
+    db: &Path,
+    sql: &str,
+    placement: Placement,
+    tables: TableOptions,
+) -> Result<Answer, DataFusionError> {
     runtime().block_on(async {
-        let ctx = SessionContext::new();
-        corescan_datafusion::register(&ctx, db, placement, ScanOptions::default())
-            .map_err(corescan_datafusion::Error::into_datafusion)?;
+        let ctx = session(db, placement, tables)?;
         let frame = ctx.sql(sql).await?;
         let names = frame
             .schema()

@@ -8,7 +8,14 @@ use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use engine::value::{StorageClass, Value};
 use rusqlite::Connection;
 
-use crate::{datafusion, runtime, scratch_dir};
+use corescan_datafusion::TableOptions;
+use engine::Placement;
+
+use crate::{datafusion, datafusion_tables, runtime, scratch_dir, sqlite};
+
+fn t(s: &str) -> Value {
+    Value::text(s)
+}
 
 /// A table with a column of every mapped type, in three rows: ordinary values, NULLs, and the
 /// values SQLite stores in another class than declared (a whole price as an integer, a whole
@@ -235,4 +242,89 @@ fn a_virtual_generated_column_is_refused_by_name() {
         line.contains("table g, column b: a VIRTUAL generated column"),
         "{line}"
     );
+}
+
+#[test]
+fn every_column_as_text_reads_what_sqlite_casts_and_an_override_reads_numbers_kept_as_text() {
+    let dir = scratch_dir("as-text");
+    let db = dir.join("app.db");
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE Ledger(id INTEGER PRIMARY KEY, amount TEXT, rate REAL, note,
+                 qty INTEGER);
+             INSERT INTO Ledger VALUES (1, '12.50', 0.1, 5, 3), (2, '-3', 1e300, 'x', NULL),
+                 (3, NULL, -0.0, x'6869', 7), (4, '.5', 2.5e-7, 1.5, -2);",
+        )
+        .unwrap();
+    let all_text = TableOptions {
+        all_text: true,
+        ..TableOptions::default()
+    };
+    let ours = datafusion_tables(
+        &db,
+        "SELECT * FROM ledger ORDER BY id",
+        Placement::default(),
+        all_text.clone(),
+    )
+    .unwrap();
+    let theirs = sqlite(
+        &db,
+        "SELECT CAST(id AS TEXT), CAST(amount AS TEXT), CAST(rate AS TEXT), CAST(note AS TEXT),
+             CAST(qty AS TEXT) FROM Ledger ORDER BY id",
+    );
+    assert_eq!(ours.rows, theirs);
+    // Text compares as text in DataFusion, so nothing is pushed into the scan, whose SQLite
+    // would compare the INTEGER column as numbers (3 and 7 are below 10; '3' and '7' are
+    // above '10').
+    let ours = datafusion_tables(
+        &db,
+        "SELECT id FROM ledger WHERE qty > '10' ORDER BY id",
+        Placement::default(),
+        all_text,
+    )
+    .unwrap();
+    assert_eq!(
+        ours.rows,
+        [vec![t("1")], vec![t("3")]],
+        "'3' and '7' are above '10' as text, '-2' is not"
+    );
+
+    let typed = TableOptions {
+        types: vec![
+            "ledger.AMOUNT=decimal(10,2)".parse().unwrap(),
+            "Ledger.note=TEXT".parse().unwrap(),
+        ],
+        ..TableOptions::default()
+    };
+    let ours = datafusion_tables(
+        &db,
+        "SELECT sum(amount), string_agg(note, '|' ORDER BY id) FROM ledger",
+        Placement::default(),
+        typed,
+    )
+    .unwrap();
+    assert_eq!(ours.rows, [vec![t("10.00"), t("5|x|hi|1.5")]]);
+
+    for (given, message) in [
+        (
+            "nope.amount=INTEGER",
+            "table nope, column amount: no such table",
+        ),
+        ("ledger.nope=INTEGER", "column nope: no such column"),
+    ] {
+        let options = TableOptions {
+            types: vec![given.parse().unwrap()],
+            ..TableOptions::default()
+        };
+        let e = datafusion_tables(&db, "SELECT 1 FROM ledger", Placement::default(), options)
+            .unwrap_err();
+        assert!(e.to_string().contains(message), "{given}: {e}");
+    }
+    for bad in ["ledger.amount", "amount=INTEGER", "ledger.amount=MONEY"] {
+        assert!(
+            bad.parse::<corescan_datafusion::TypeOverride>().is_err(),
+            "{bad}"
+        );
+    }
 }
