@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use engine::query::{run_query_rendered, run_query_streaming, QueryError, RowRender};
 
-use crate::query_output::{Format, FormatRender, RowWriter};
+use crate::query_output::{Format, FormatRender, OutputArgs, RowWriter};
 use crate::report;
 use crate::scan_setup::{scan_setup, ScanArgs};
 
@@ -22,13 +22,8 @@ pub struct QueryArgs {
     sql: String,
     #[command(flatten)]
     scan: ScanArgs,
-    /// Output mode, as the sqlite3 shell's -box, -csv -header, -json, -line (jsonl: one JSON
-    /// object per line).
-    #[arg(long, value_enum, default_value = "table")]
-    format: Format,
-    /// Also print the I/O report (on stderr; as JSON for the JSON formats).
-    #[arg(long)]
-    report: bool,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 /// Runs `corescan query`.
@@ -43,12 +38,12 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     // Rows go to stdout as the coordinator receives them (see engine::query::stream).
     let stdout = std::io::stdout().lock();
     let mut writer = RowWriter::new(
-        args.format,
+        args.output.format,
         planned.query.names.clone(),
         std::io::BufWriter::with_capacity(64 * 1024, stdout),
     );
     let render: Arc<dyn RowRender> = Arc::new(FormatRender {
-        format: args.format,
+        format: args.output.format,
         names: planned.query.names.clone(),
     });
     let result = engine::consistent(
@@ -59,7 +54,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
                 Ok,
             )
         },
-        |plan| match if args.format == Format::Table {
+        |plan| match if args.output.format == Format::Table {
             run_query_streaming(plan, planned.query.clone(), &settings, &executors, |row| {
                 writer.row(row)
             })
@@ -89,11 +84,11 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     };
     finished.context("writing the result")?;
     done.report_into(&mut out.report.snapshot, &mut out.report.io.notice);
-    if args.report {
+    if args.output.report {
         // A streamed projection: how long each executor waited for the output of the ranges
         // before its own (null when the rows were collected).
         let waited = out.streamed.then_some(&out.waited_s);
-        if matches!(args.format, Format::Json | Format::Jsonl) {
+        if args.output.json() {
             let mut json = serde_json::to_value(&out.report).context("serializing the report")?;
             json["stream_wait_s"] = serde_json::json!(waited);
             eprintln!("{json}");

@@ -8,6 +8,26 @@ use std::fmt::Write;
 use engine::query::RowRender;
 use engine::value::{real_to_text, Value};
 
+/// The output options `query` and `sql` share.
+#[derive(Debug, clap::Args)]
+pub struct OutputArgs {
+    /// Output mode, as the sqlite3 shell's -box, -csv -header, -json, -line (jsonl: one JSON
+    /// object per line).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Also print the I/O report (of each scan, for `sql`) on stderr; as JSON for the JSON
+    /// formats.
+    #[arg(long)]
+    pub report: bool,
+}
+
+impl OutputArgs {
+    /// Whether reports print as JSON.
+    pub fn json(&self) -> bool {
+        matches!(self.format, Format::Json | Format::Jsonl)
+    }
+}
+
 /// An output mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

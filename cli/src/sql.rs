@@ -9,18 +9,25 @@
 //! with one `CorescanExec` per scan, instead of running the query. An error is corescan's own
 //! line where the scan failed (file, table, column, rowid), else DataFusion's message.
 
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use corescan_datafusion::datafusion::arrow::record_batch::RecordBatch;
 use corescan_datafusion::datafusion::error::DataFusionError;
-use corescan_datafusion::datafusion::physical_plan::displayable;
+use corescan_datafusion::datafusion::physical_plan::{
+    collect, displayable, execute_stream, ExecutionPlan, SendableRecordBatchStream,
+};
 use corescan_datafusion::datafusion::prelude::SessionContext;
-use corescan_datafusion::{TableOptions, TypeOverride};
+use corescan_datafusion::{CorescanExec, TableOptions, TypeOverride};
 use futures_lite::StreamExt;
+use partitioner::printable;
 
-use crate::query_output::{Format, RowWriter};
+use crate::query_output::{OutputArgs, RowWriter};
+use crate::report;
 use crate::scan_setup::ScanArgs;
 
 /// DataFusion's worker threads: its operators (joins, aggregates, sorts) run here, beside the
@@ -36,10 +43,8 @@ pub struct SqlArgs {
     sql: String,
     #[command(flatten)]
     scan: ScanArgs,
-    /// Output mode, as the sqlite3 shell's -box, -csv -header, -json, -line (jsonl: one JSON
-    /// object per line).
-    #[arg(long, value_enum, default_value = "table")]
-    format: Format,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Print the physical plan (with the corescan scans in it) instead of running the query.
     #[arg(long)]
     explain: bool,
@@ -65,39 +70,61 @@ pub fn run(args: SqlArgs) -> anyhow::Result<()> {
 }
 
 async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
-    let ctx = SessionContext::new();
-    let tables = TableOptions {
-        push_filters: !args.no_pushdown,
-        all_text: args.all_text,
-        types: args.types,
-    };
-    corescan_datafusion::register_with(
-        &ctx,
-        &args.db,
-        args.scan.placement(),
-        args.scan.options(),
-        tables,
-    )?;
-    let frame = ctx.sql(&args.sql).await.map_err(one_error)?;
-    if args.explain {
+    let mut attempt = 1;
+    let (ctx, plan, names, mut batches) = loop {
+        let ctx = SessionContext::new();
+        let tables = TableOptions {
+            push_filters: !args.no_pushdown,
+            all_text: args.all_text,
+            types: args.types.clone(),
+        };
+        let schema = corescan_datafusion::register_with(
+            &ctx,
+            &args.db,
+            args.scan.placement(),
+            args.scan.options(),
+            tables,
+        )?;
+        let frame = ctx.sql(&args.sql).await.map_err(one_error)?;
+        if args.explain {
+            let plan = frame.create_physical_plan().await.map_err(one_error)?;
+            let text = displayable(plan.as_ref()).indent(true).to_string();
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .context("writing the plan")?;
+            return Ok(());
+        }
+        let names: Vec<String> = frame
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let task = Arc::new(frame.task_ctx());
         let plan = frame.create_physical_plan().await.map_err(one_error)?;
-        let text = displayable(plan.as_ref()).indent(true).to_string();
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .context("writing the plan")?;
-        return Ok(());
-    }
-    let names = frame
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
-    let mut batches = frame.execute_stream().await.map_err(one_error)?;
+        if !schema.needs_verification() {
+            // Under SQLite's locks every table is read in the schema's snapshot: stream.
+            let stream = execute_stream(Arc::clone(&plan), task).map_err(one_error)?;
+            break (ctx, plan, names, Batches::Stream(stream));
+        }
+        // Read without locks, the answer counts only if the file did not change during the
+        // query: collect it, check, and run it again from a new snapshot if it did.
+        let collected = collect(Arc::clone(&plan), task).await.map_err(one_error)?;
+        match schema.check_unchanged() {
+            Ok(()) => break (ctx, plan, names, Batches::Collected(collected.into_iter())),
+            Err(corescan_datafusion::Error::Open(e))
+                if e.is_change() && attempt < engine::MAX_ATTEMPTS =>
+            {
+                attempt += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let _session = ctx;
     let stdout = std::io::stdout().lock();
     let mut writer = RowWriter::new(
-        args.format,
+        args.output.format,
         names,
         std::io::BufWriter::with_capacity(64 * 1024, stdout),
     );
@@ -117,10 +144,100 @@ async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
     }
     // The rows written before an error stay written, ended as their format ends them.
     let finished = writer.finish();
+    drop(batches);
     if let Some(e) = failed {
         return Err(e);
     }
-    finished.context("writing the result")
+    finished.context("writing the result")?;
+    if args.output.report {
+        print_reports(&plan, args.output.json())?;
+    }
+    Ok(())
+}
+
+/// A query's record batches: streamed as the plan computes them, or collected first.
+enum Batches {
+    Stream(SendableRecordBatchStream),
+    Collected(std::vec::IntoIter<RecordBatch>),
+}
+
+impl Batches {
+    async fn next(&mut self) -> Option<Result<RecordBatch, DataFusionError>> {
+        match self {
+            Batches::Stream(s) => s.next().await,
+            Batches::Collected(c) => c.next().map(Ok),
+        }
+    }
+}
+
+/// Every corescan scan of `plan`, in the plan's order (top to bottom, left to right).
+fn scans(plan: &Arc<dyn ExecutionPlan>, out: &mut Vec<Arc<dyn ExecutionPlan>>) {
+    if plan.is::<CorescanExec>() {
+        out.push(Arc::clone(plan));
+    }
+    for child in plan.children() {
+        scans(child, out);
+    }
+}
+
+/// The I/O report of each scan `plan` ran, on stderr: `query`'s report under a line naming the
+/// table, its columns and pushed filter; a JSON array of them for the JSON formats.
+fn print_reports(plan: &Arc<dyn ExecutionPlan>, json: bool) -> anyhow::Result<()> {
+    let mut found = Vec::new();
+    scans(plan, &mut found);
+    let mut all = Vec::new();
+    let mut text = String::new();
+    for node in &found {
+        let Some(exec) = node.downcast_ref::<CorescanExec>() else {
+            continue;
+        };
+        let target = exec.target();
+        for end in exec.scan_ends() {
+            let n = all.len() + 1;
+            let mut entry = serde_json::json!({
+                "table": target.table,
+                "columns": exec.columns(),
+                "filter": exec.filter(),
+            });
+            let _ = writeln!(
+                text,
+                "scan {n}: {} ({}){}",
+                printable(&target.table),
+                exec.columns()
+                    .iter()
+                    .map(|c| printable(c))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                exec.filter()
+                    .map(|f| format!(" where {}", printable(f)))
+                    .unwrap_or_default()
+            );
+            match end {
+                Ok(end) => {
+                    entry["rows_to_datafusion"] = serde_json::json!(end.rows);
+                    entry["report"] =
+                        serde_json::to_value(&end.report).context("serializing the report")?;
+                    text.push_str(&report::human(
+                        &end.report,
+                        &format!("{} rows to DataFusion", end.rows),
+                    ));
+                }
+                // A scan DataFusion stopped reading (a LIMIT reached, a join side that was
+                // empty) ends without a report of its own.
+                Err(e) => {
+                    entry["stopped"] = serde_json::json!(e.to_string());
+                    text.push_str(&report::line("stopped", &e.to_string()));
+                }
+            }
+            all.push(entry);
+        }
+    }
+    if json {
+        eprintln!("{}", serde_json::Value::Array(all));
+    } else {
+        eprint!("{text}");
+    }
+    Ok(())
 }
 
 /// DataFusion's error as one message: corescan's own when a scan failed (DataFusion wraps it),

@@ -1,8 +1,13 @@
 //! [`SqliteSchema`]: every table of one SQLite file as a DataFusion schema, and [`register`],
 //! which makes it a session's default schema.
 //!
-//! The file's table list is read once; a table is opened ([`SqliteTable::open`]) the first time
-//! a query names it, and kept for the session. Names match as SQLite matches them, ASCII
+//! The file is opened once, in one snapshot (SQLite's read locks on a live database, as a reader
+//! takes them), held as long as the schema: every table of it, and every scan of every table, reads
+//! that committed state, so a join of two tables sees them as one SQLite transaction would,
+//! whatever a live writer commits meanwhile (register the file again to see later commits; the
+//! held snapshot keeps a checkpoint from resetting the log past it, as any open reader does).
+//! The table list is read once; a table is opened ([`SqliteTable::open_in`]) the first time a
+//! query names it, and kept for the session. Names match as SQLite matches them, ASCII
 //! case-insensitively: DataFusion lower-cases unquoted identifiers (`lineitem` for `LINEITEM`)
 //! and keeps quoted ones (`"LINEITEM"`), and both find the table. A table corescan cannot scan
 //! (a `WITHOUT ROWID` or virtual table) is listed, and naming it in a query is corescan's error.
@@ -19,6 +24,7 @@ use datafusion::datasource::TableProvider;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::context::SessionContext;
 use engine::{Placement, ScanOptions};
+use partitioner::create_table::parse_create_table;
 use partitioner::schema::read_schema;
 use partitioner::PageFile;
 
@@ -32,6 +38,8 @@ pub struct SqliteSchema {
     placement: Placement,
     options: ScanOptions,
     table_options: TableOptions,
+    /// The file, open in the snapshot every table is read in.
+    file: Arc<PageFile>,
     /// The tables' names as the schema spells them.
     tables: Vec<String>,
     /// Tables opened so far, by lower-cased name.
@@ -57,32 +65,61 @@ impl SqliteSchema {
         table_options: TableOptions,
     ) -> Result<Self, Error> {
         let path = path.as_ref().to_path_buf();
-        let file = PageFile::open(&path)?;
-        let tables = read_schema(&file)?
+        let file = open_settled(&path)?;
+        let entries: Vec<_> = read_schema(&file)?
             .into_iter()
             .filter(|e| e.kind == "table")
-            .map(|e| e.name)
-            .collect::<Vec<String>>();
-        if let Some(o) = table_options
-            .types
-            .iter()
-            .find(|o| !tables.iter().any(|t| t.eq_ignore_ascii_case(&o.table)))
-        {
-            return Err(Error::Unsupported {
-                path,
+            .collect();
+        // Each type override names a table and a column the file has: checked here, before
+        // any query, so that a misspelt option is never silently ignored.
+        for o in &table_options.types {
+            let unknown = |what: &str| Error::Unsupported {
+                path: path.clone(),
                 table: o.table.clone(),
                 column: o.column.clone(),
-                reason: "no such table (in a type override)".into(),
-            });
+                reason: format!("no such {what} (in a type override)"),
+            };
+            let entry = entries
+                .iter()
+                .find(|e| e.name.eq_ignore_ascii_case(&o.table))
+                .ok_or_else(|| unknown("table"))?;
+            let columns = entry
+                .sql
+                .as_deref()
+                .and_then(|sql| parse_create_table(sql).ok())
+                .map(|def| def.columns)
+                .unwrap_or_default();
+            if !columns
+                .iter()
+                .any(|c| c.name.eq_ignore_ascii_case(&o.column))
+            {
+                return Err(unknown("column"));
+            }
         }
+        let tables = entries.into_iter().map(|e| e.name).collect::<Vec<String>>();
         Ok(SqliteSchema {
             path,
             placement,
             options,
             table_options,
+            file: Arc::new(file),
             tables,
             opened: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Whether the file is read without SQLite's locks (no `-shm` index to lock, a file
+    /// system without locks), so that a writer could change it during a query: a caller then
+    /// checks [`SqliteSchema::check_unchanged`] after the query before trusting its answer.
+    pub fn needs_verification(&self) -> bool {
+        self.file.read_snapshot().needs_verification()
+    }
+
+    /// After a query: fails with the file's `Changed` error when it is read without SQLite's
+    /// locks and changed since the schema was opened (the query may have read two versions;
+    /// open the schema again and rerun it). `Ok` at once under SQLite's locks.
+    pub fn check_unchanged(&self) -> Result<(), Error> {
+        Ok(self.file.check_unchanged()?)
     }
 
     /// The tables' names as the schema spells them.
@@ -101,15 +138,30 @@ impl SqliteSchema {
         if let Some(t) = opened.get(&key) {
             return Ok(Some(Arc::clone(t)));
         }
-        let table = Arc::new(SqliteTable::open_with(
+        let table = Arc::new(SqliteTable::open_in(
             &self.path,
             spelled,
+            Some(Arc::clone(&self.file)),
             self.placement.clone(),
             self.options,
             self.table_options.clone(),
         )?);
         opened.insert(key, Arc::clone(&table));
         Ok(Some(table))
+    }
+}
+
+/// `path` opened in a snapshot, tried again (up to [`engine::MAX_ATTEMPTS`] times) while the
+/// database changes under the opening: a live writer's commit while the log is read where
+/// SQLite's locks could not be used (the reader then takes the log privately, as SQLite's
+/// recovery does).
+fn open_settled(path: &Path) -> Result<PageFile, Error> {
+    let mut attempt = 1;
+    loop {
+        match PageFile::open(path) {
+            Err(e) if e.is_change() && attempt < engine::MAX_ATTEMPTS => attempt += 1,
+            other => return Ok(other?),
+        }
     }
 }
 
@@ -132,13 +184,14 @@ impl SchemaProvider for SqliteSchema {
 }
 
 /// Makes every table of `path` a table of `ctx`'s default schema (replacing that schema), its
-/// scans placed by `placement` with `options` over the default settings.
+/// scans placed by `placement` with `options` over the default settings; returns the schema
+/// (see [`SqliteSchema::check_unchanged`]).
 pub fn register(
     ctx: &SessionContext,
     path: impl AsRef<Path>,
     placement: Placement,
     options: ScanOptions,
-) -> Result<(), Error> {
+) -> Result<Arc<SqliteSchema>, Error> {
     register_with(ctx, path, placement, options, TableOptions::default())
 }
 
@@ -149,7 +202,7 @@ pub fn register_with(
     placement: Placement,
     options: ScanOptions,
     table_options: TableOptions,
-) -> Result<(), Error> {
+) -> Result<Arc<SqliteSchema>, Error> {
     let schema = Arc::new(SqliteSchema::open_with(
         path,
         placement,
@@ -162,7 +215,7 @@ pub fn register_with(
         .catalog(&names.default_catalog)
         .ok_or_else(|| Error::Session(format!("no catalog {:?}", names.default_catalog)))?;
     catalog
-        .register_schema(&names.default_schema, schema)
+        .register_schema(&names.default_schema, Arc::clone(&schema) as _)
         .map_err(|e| Error::Session(e.to_string()))?;
-    Ok(())
+    Ok(schema)
 }

@@ -34,8 +34,8 @@ use datafusion::physical_plan::{
     ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning,
     PlanProperties, ReplaceChildrenOptions, SendableRecordBatchStream,
 };
-use engine::{PartitionStream, Placement, ScanOptions, ScanSpec};
-use partitioner::TablePlan;
+use engine::{PartitionStream, PartitionedEnd, Placement, ScanEnd, ScanOptions, ScanSpec};
+use partitioner::{PageFile, TablePlan};
 
 use crate::convert::Converter;
 use crate::error::Error;
@@ -58,6 +58,20 @@ pub struct ScanTarget {
     pub cpus: Vec<usize>,
     /// The I/O backend chosen (`auto` decides per scan from the page cache).
     pub backend: String,
+    /// The file open in the snapshot every scan of the table reads, when the table was opened
+    /// in one held for several tables ([`crate::SqliteSchema`]); `None`: each scan takes its
+    /// own.
+    pub file: Option<Arc<PageFile>>,
+}
+
+impl ScanTarget {
+    /// The table's plan for a scan: in the held snapshot, or in a new one.
+    pub fn table_plan(&self, name: &str) -> partitioner::Result<TablePlan> {
+        match &self.file {
+            Some(file) => TablePlan::open_for_scan_from(file, name),
+            None => TablePlan::open_for_scan(&self.path, name),
+        }
+    }
 }
 
 /// DataFusion's guess of what a scan yields (`Inexact` statistics, for the join order): rows,
@@ -117,6 +131,8 @@ fn stored_width(ty: ColumnType) -> usize {
 struct Slot {
     started: bool,
     streams: Vec<Option<PartitionStream>>,
+    /// The outcome of every scan this plan started, in the order they started.
+    ends: Vec<PartitionedEnd>,
 }
 
 /// One corescan scan as a DataFusion leaf (see the module docs).
@@ -190,11 +206,20 @@ impl CorescanExec {
         self.filter.as_deref()
     }
 
-    /// Starts the scan: one stream per executor.
-    fn start(&self) -> Result<Vec<PartitionStream>, Error> {
+    /// Waits for every scan this plan started to end and returns their outcomes, in the order
+    /// they started (each taken once: a second call gives only scans started since). For a
+    /// report after the query: call it once the query's streams have ended or been dropped.
+    pub fn scan_ends(&self) -> Vec<Result<ScanEnd, engine::QueryError>> {
+        let ends = std::mem::take(&mut self.slot.lock().unwrap_or_else(|e| e.into_inner()).ends);
+        ends.into_iter().map(PartitionedEnd::wait).collect()
+    }
+
+    /// Starts the scan: one stream per executor, and the scan's outcome.
+    fn start(&self) -> Result<(Vec<PartitionStream>, PartitionedEnd), Error> {
         let t = &self.target;
         let spec = match &self.filter {
-            None => ScanSpec::columns(&t.path, &t.table, &self.scan_columns),
+            None => ScanSpec::columns(&t.path, &t.table, &self.scan_columns)
+                .with_table_plan(t.table_plan(&t.table)?),
             Some(filter) => {
                 let sql = format!(
                     "SELECT {} FROM {} WHERE {filter}",
@@ -205,7 +230,7 @@ impl CorescanExec {
                         .join(", "),
                     quoted(&t.table)
                 );
-                corescan_sql::plan_query(&t.path, &sql)
+                corescan_sql::plan_query_with(&sql, |name| t.table_plan(name))
                     .map_err(|source| Error::Filter {
                         path: t.path.clone(),
                         table: t.table.clone(),
@@ -219,6 +244,7 @@ impl CorescanExec {
         .with_options(t.options);
         let mut scan = engine::scan_partitions(spec)?;
         let streams = scan.take_partitions();
+        let end = scan.into_end();
         if streams.len() != t.cpus.len() {
             return Err(Error::Partitions {
                 path: t.path.clone(),
@@ -227,7 +253,7 @@ impl CorescanExec {
                 got: streams.len(),
             });
         }
-        Ok(streams)
+        Ok((streams, end))
     }
 
     /// Partition `i`'s stream: from the plan's scan, started now if it is the first, or from a
@@ -235,7 +261,9 @@ impl CorescanExec {
     fn take_stream(&self, i: usize) -> Result<PartitionStream, Error> {
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         if !slot.started {
-            slot.streams = self.start()?.into_iter().map(Some).collect();
+            let (streams, end) = self.start()?;
+            slot.streams = streams.into_iter().map(Some).collect();
+            slot.ends.push(end);
             slot.started = true;
         }
         if let Some(stream) = slot.streams.get_mut(i).and_then(Option::take) {
@@ -243,7 +271,13 @@ impl CorescanExec {
         }
         drop(slot);
         // The others of the fresh scan are dropped here, which stops their executors.
-        Ok(self.start()?.swap_remove(i))
+        let (mut streams, end) = self.start()?;
+        self.slot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .ends
+            .push(end);
+        Ok(streams.swap_remove(i))
     }
 }
 

@@ -28,7 +28,7 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use engine::{IoChoice, Placement, ScanOptions, ScanSpec};
 use partitioner::create_table::Generated;
-use partitioner::TablePlan;
+use partitioner::{PageFile, TablePlan};
 
 use crate::convert::{ConvertColumn, Converter};
 use crate::error::Error;
@@ -131,8 +131,25 @@ impl SqliteTable {
         options: ScanOptions,
         table_options: TableOptions,
     ) -> Result<Self, Error> {
+        Self::open_in(path, table, None, placement, options, table_options)
+    }
+
+    /// [`SqliteTable::open_with`], the table read in the snapshot `file` holds when given
+    /// (every scan of it then reads that committed state: [`crate::SqliteSchema`] holds one
+    /// for all the tables of a file), else each scan in its own.
+    pub fn open_in(
+        path: impl AsRef<Path>,
+        table: &str,
+        file: Option<Arc<PageFile>>,
+        placement: Placement,
+        options: ScanOptions,
+        table_options: TableOptions,
+    ) -> Result<Self, Error> {
         let path: PathBuf = path.as_ref().to_path_buf();
-        let plan = TablePlan::open_for_scan(&path, table)?;
+        let plan = match &file {
+            Some(f) => TablePlan::open_for_scan_from(f, table)?,
+            None => TablePlan::open_for_scan(&path, table)?,
+        };
         let def = &plan.definition;
         let overrides: Vec<&TypeOverride> = table_options
             .types
@@ -216,6 +233,7 @@ impl SqliteTable {
             options,
             cpus: open.executors.iter().map(|e| e.cpu).collect(),
             backend,
+            file,
         };
         Ok(SqliteTable {
             target: Arc::new(target),

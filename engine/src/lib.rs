@@ -117,7 +117,7 @@ pub use cputime::{mark_process_start, CpuTime};
 pub use device::{BlockDevice, DeviceReport};
 pub use error::{Error, Result};
 pub use handle::{scan, Batch, Scan, ScanEnd, BATCHES_IN_FLIGHT, BATCH_ROWS};
-pub use partitions::{scan_partitions, PartitionStream, PartitionedScan};
+pub use partitions::{scan_partitions, PartitionStream, PartitionedEnd, PartitionedScan};
 pub use placement::{Placement, ScanOptions};
 pub use query::{QueryError, QueryPlan};
 pub use report::{IoReport, RunReport, SnapshotReport};

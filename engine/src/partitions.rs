@@ -253,6 +253,32 @@ impl PartitionedScan {
     /// partition has taken it. [`ScanEnd::rows`] counts the rows the streams have handed
     /// over so far: all of them once every stream has ended.
     pub fn finish(self) -> Result<ScanEnd, QueryError> {
+        self.into_end().wait()
+    }
+
+    /// Lets go of the scan, keeping a way to its outcome: the scan runs on while any of its
+    /// streams is held (dropping the last one cancels it, as if the scan had been dropped), and
+    /// [`PartitionedEnd::wait`] gives its report or error once it ended. A query engine keeps
+    /// this beside the plan that handed the streams out, for a report after the query.
+    pub fn into_end(self) -> PartitionedEnd {
+        PartitionedEnd {
+            shared: self.shared,
+        }
+    }
+}
+
+/// The outcome of a [`PartitionedScan`] let go with [`PartitionedScan::into_end`].
+#[derive(Debug)]
+pub struct PartitionedEnd {
+    shared: Arc<Shared>,
+}
+
+impl PartitionedEnd {
+    /// Waits (blocking) for the scan to end and returns its report, or its error if no
+    /// partition has taken it. A scan whose streams were all dropped before its end (a `LIMIT`
+    /// above it) stops early: its outcome is then a cancellation or the report of what it
+    /// read. [`ScanEnd::rows`] counts the rows the streams handed over.
+    pub fn wait(self) -> Result<ScanEnd, QueryError> {
         let _ = self.shared.done.recv_blocking();
         let mut end = self.shared.take_outcome(usize::MAX)?;
         if end.streamed {

@@ -180,6 +180,55 @@ impl PageFile {
         })
     }
 
+    /// A second handle on the same file in the same snapshot, with the same frame map (the
+    /// log is not read again, so what a writer appended since is not seen either): for
+    /// planning several tables of one committed state ([`crate::TablePlan::open_for_scan_from`]).
+    pub fn try_clone(&self) -> Result<Self> {
+        let io = |what: &Path, source| Error::Io {
+            path: self.path.clone(),
+            op: format!("duplicate the descriptor of {}", what.display()),
+            source,
+        };
+        let wal = match &self.wal {
+            Some((index, file)) => Some((
+                index.clone(),
+                file.try_clone().map_err(|e| io(&self.real_path, e))?,
+            )),
+            None => None,
+        };
+        Ok(PageFile {
+            path: self.path.clone(),
+            real_path: self.real_path.clone(),
+            file: self.file.try_clone().map_err(|e| io(&self.real_path, e))?,
+            header: self.header.clone(),
+            wal,
+            wal_ignored: self.wal_ignored.clone(),
+            snapshot: self.snapshot,
+            read: Arc::clone(&self.read),
+        })
+    }
+
+    /// Fails with [`Error::Changed`] naming the file when the snapshot is held without locks
+    /// ([`crate::snapshot::Protocol::VerifyRetry`]) and the file or its log changed since it
+    /// was opened (a commit, a checkpoint, the file replaced): what was read from it may then
+    /// mix versions. Under SQLite's locks nothing read can change, and this returns `Ok` at
+    /// once. Reopens both files and rereads the log.
+    pub fn check_unchanged(&self) -> Result<()> {
+        if !self.read.needs_verification() {
+            return Ok(());
+        }
+        let now = PageFile::open_in(&DbFiles::resolve(&self.path)?, Arc::clone(&self.read))?;
+        let changed = |what: &str| Error::Changed {
+            path: self.path.clone(),
+            what: format!("the file changed since it was opened: {what}"),
+        };
+        match self.snapshot.difference(&now.snapshot) {
+            Some(what) => Err(changed(&what)),
+            None if now.header != self.header => Err(changed("its header differs")),
+            None => Ok(()),
+        }
+    }
+
     /// The snapshot this file is read in (its locks last as long as any clone of it).
     pub fn read_snapshot(&self) -> &Arc<ReadSnapshot> {
         &self.read

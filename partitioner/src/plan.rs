@@ -112,8 +112,18 @@ impl TablePlan {
         Self::open_walking(path, table, true)
     }
 
+    /// [`TablePlan::open_for_scan`] of a file already open (its snapshot held, its log's
+    /// frames mapped): tables planned from one [`PageFile`] are read in one committed state,
+    /// as the tables of one SQLite query are, whatever a live writer commits meanwhile.
+    pub fn open_for_scan_from(file: &PageFile, table: &str) -> Result<Self> {
+        Self::walking(file.path(), file.try_clone()?, table, true)
+    }
+
     fn open_walking(path: &Path, table: &str, defer: bool) -> Result<Self> {
-        let file = PageFile::open(path)?;
+        Self::walking(path, PageFile::open(path)?, table, defer)
+    }
+
+    fn walking(path: &Path, file: PageFile, table: &str, defer: bool) -> Result<Self> {
         let entries = read_schema(&file)?;
         let schema = find_table(&file, &entries, table)?;
         let definition = schema.definition().map_err(|w| file.invalid(w))?;

@@ -45,6 +45,16 @@ pub fn scan_spec(db: &Path, sql: &str) -> Result<engine::ScanSpec, SqlError> {
 
 /// Parses `sql`, opens its table in `db` and plans the query.
 pub fn plan_query(db: &Path, sql: &str) -> Result<PlannedQuery, SqlError> {
+    plan_query_with(sql, |name| TablePlan::open_for_scan(db, name))
+}
+
+/// [`plan_query`] with the table opened by `open_table` (given the table's name as the query
+/// writes it): a caller that holds a snapshot of the file plans in it
+/// ([`TablePlan::open_for_scan_in`]), so that several queries read one committed state.
+pub fn plan_query_with(
+    sql: &str,
+    open_table: impl FnOnce(&str) -> partitioner::Result<TablePlan>,
+) -> Result<PlannedQuery, SqlError> {
     let statements = Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| {
         // Statements the parser does not know still get a refusal that names them.
         let first = sql
@@ -152,7 +162,7 @@ pub fn plan_query(db: &Path, sql: &str) -> Result<PlannedQuery, SqlError> {
         TableFactor::Derived { .. } => return unsupported("subqueries in FROM"),
         _ => return unsupported("FROM clauses other than one table"),
     };
-    let table = TablePlan::open_for_scan(db, &name)?;
+    let table = open_table(&name)?;
     let query = plan_select(&table, alias.as_deref(), select, query, sql)?;
     let table = engine::restrict(table, &query)?;
     Ok(PlannedQuery { table, query })

@@ -88,6 +88,34 @@ fn explain_shows_the_corescan_scans() {
 }
 
 #[test]
+fn explain_shows_the_filters_pushed_into_the_scan_and_the_answer_is_the_same_without() {
+    let db = tiny_db();
+    let path = db.to_str().unwrap();
+    let q6 = "SELECT sum(l_extendedprice * l_discount) AS revenue FROM lineitem \
+              WHERE l_shipdate >= date '1994-01-01' \
+                AND l_shipdate < date '1994-01-01' + interval '1' year \
+                AND l_discount BETWEEN 0.06 - 0.01 AND 0.06 + 0.01 AND l_quantity < 24";
+    let run = corescan(["sql", path, q6, "--explain"]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(
+            "filter=(\"L_SHIPDATE\" >= '1994-01-01') AND (\"L_SHIPDATE\" < '1995-01-01') AND \
+             (\"L_DISCOUNT\" >= 0.05) AND (\"L_DISCOUNT\" <= 0.07) AND (\"L_QUANTITY\" < 24.00)"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("FilterExec"), "{}", run.stdout);
+    let run = corescan(["sql", path, "--no-pushdown", q6, "--explain"]);
+    assert!(run.stdout.contains("FilterExec"), "{}", run.stdout);
+    let pushed = corescan(["sql", path, q6, "--format", "csv"]);
+    let not = corescan(["sql", path, q6, "--format", "csv", "--no-pushdown"]);
+    assert_eq!(pushed.status, 0, "{}", pushed.stderr);
+    assert!(pushed.stdout.starts_with("revenue\n"), "{}", pushed.stdout);
+    assert_eq!(pushed.stdout, not.stdout);
+}
+
+#[test]
 fn errors_are_one_line() {
     let dir = scratch_dir("sql-errors");
     let db = dir.join("app.db");
@@ -104,8 +132,74 @@ fn errors_are_one_line() {
     corescan(["sql", path, "SELECT sum(n) FROM t"]).assert_error(&[
         path,
         "table t, column n, rowid 42: text value \"abc\" does not fit Int64",
+        "--type t.n=TYPE",
     ]);
+    // Read as text, the column answers; a type name the option does not know is a usage error.
+    let run = corescan([
+        "sql",
+        path,
+        "SELECT n FROM t WHERE id BETWEEN 41 AND 42",
+        "--type",
+        "t.n=TEXT",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "n\n41\nabc\n");
+    let run = corescan(["sql", path, "SELECT 1", "--type", "t.n=MONEY"]);
+    run.assert_usage_error();
+    assert!(
+        run.stderr.contains("unknown type \"MONEY\""),
+        "{}",
+        run.stderr
+    );
+    corescan(["sql", path, "SELECT 1", "--type", "t.nosuch=TEXT"])
+        .assert_error(&[path, "column nosuch: no such column"]);
     corescan(["sql", path, "SELECT nosuch FROM t"]).assert_error(&["nosuch"]);
     corescan(["sql", path, "SELEKT 1"]).assert_error(&["SELEKT"]);
     corescan(["sql", &format!("{path}.missing"), "SELECT 1"]).assert_error(&["missing"]);
+}
+
+#[test]
+fn report_gives_each_scans_io_report() {
+    let db = tiny_db();
+    let path = db.to_str().unwrap();
+    let sql = "SELECT count(*) AS n FROM orders JOIN customer ON o_custkey = c_custkey \
+               WHERE c_mktsegment = 'BUILDING'";
+    let run = corescan([
+        "sql", path, sql, "--report", "--cores", "2", "--io", "pread",
+    ]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let conn = open(db);
+    let customers: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM customer WHERE c_mktsegment = 'BUILDING'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let orders: i64 = conn
+        .query_row("SELECT count(*) FROM orders", [], |r| r.get(0))
+        .unwrap();
+    for needle in [
+        "scan 1: ".to_string(),
+        "scan 2: ".to_string(),
+        "CUSTOMER (C_CUSTKEY) where (\"C_MKTSEGMENT\" = 'BUILDING')".to_string(),
+        format!("{customers} rows to DataFusion"),
+        format!("{orders} rows to DataFusion"),
+        "io          pread".to_string(),
+    ] {
+        assert!(run.stderr.contains(&needle), "{needle} in {}", run.stderr);
+    }
+    let run = corescan(["sql", path, sql, "--report", "--format", "json"]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let report: serde_json::Value = serde_json::from_str(run.stderr.trim()).expect("JSON");
+    let scans = report.as_array().expect("an array of scans");
+    assert_eq!(scans.len(), 2, "{report}");
+    let customer = scans
+        .iter()
+        .find(|s| s["table"] == "CUSTOMER")
+        .expect("the customer scan");
+    assert_eq!(customer["rows_to_datafusion"], customers);
+    assert!(customer["report"]["executors"].is_array(), "{customer}");
 }

@@ -150,3 +150,77 @@ fn partitions_run_once_each_or_again_from_a_fresh_scan_and_stop_at_a_limit() {
     let answer = datafusion(&db, "SELECT id FROM events LIMIT 5").unwrap();
     assert_eq!(answer.rows.len(), 5);
 }
+
+/// A live writer (another process, as an application is) moves units from `acct` to `ledger`
+/// in transactions (one balance down, one ledger row in), so every committed state has
+/// `sum(bal) + count(ledger)` = the total. A query that reads both tables must see one
+/// committed state, as a SQLite reader does: the tables of a registered file are read in one
+/// snapshot.
+#[test]
+fn the_tables_of_one_query_are_read_in_one_committed_state_under_a_live_writer() {
+    let dir = scratch_dir("live-join");
+    let db = dir.join("bank.db");
+    const TOTAL: i64 = 2_000_000;
+    {
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA page_size = 1024;
+             CREATE TABLE acct(id INTEGER PRIMARY KEY, bal INTEGER);
+             CREATE TABLE ledger(id INTEGER PRIMARY KEY, note TEXT);",
+        )
+        .unwrap();
+        let tx = conn.unchecked_transaction().unwrap();
+        for i in 0..2000 {
+            tx.execute("INSERT INTO acct VALUES (?1, ?2)", [i, TOTAL / 2000])
+                .unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    // Python's sqlite3 module, committing 50 moves every millisecond or so until killed.
+    let script = "import sqlite3, sys, time\n\
+        c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+        n = 0\n\
+        while True:\n\
+        \x20   c.execute('BEGIN')\n\
+        \x20   for k in range(50):\n\
+        \x20       c.execute('UPDATE acct SET bal = bal - 1 WHERE id = ?', ((n * 50 + k) % 2000,))\n\
+        \x20       c.execute(\"INSERT INTO ledger(note) VALUES ('moved one unit')\")\n\
+        \x20   c.execute('COMMIT')\n\
+        \x20   n += 1\n\
+        \x20   time.sleep(0.001)\n";
+    struct Writer(std::process::Child);
+    impl Drop for Writer {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let writer = match std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&db)
+        .spawn()
+    {
+        Ok(child) => Writer(child),
+        Err(e) => {
+            eprintln!("SKIPPED: no python3 to run a live writer process ({e})");
+            return;
+        }
+    };
+    let sql = "SELECT (SELECT sum(bal) FROM acct) + (SELECT count(*) FROM ledger) AS total, \
+               (SELECT count(*) FROM ledger) AS moved";
+    let mut moved = std::collections::BTreeSet::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while moved.len() < 40 && std::time::Instant::now() < deadline {
+        let answer = datafusion(&db, sql).unwrap();
+        assert_eq!(
+            answer.rows[0][0],
+            Value::Integer(TOTAL),
+            "{:?}",
+            answer.rows
+        );
+        moved.insert(format!("{:?}", answer.rows[0][1]));
+    }
+    drop(writer);
+    // The queries saw several of the writer's committed states.
+    assert!(moved.len() >= 40, "the queries saw only {moved:?}");
+}
