@@ -1,4 +1,4 @@
-//! `corescan bench scale|sweep|seed-report|compare|live`: the experiments of
+//! `corescan bench scale|sweep|seed-report|compare|live|tpch`: the experiments of
 //! [`bench::experiments`], each one command writing its results into one directory
 //! (`--out`, by default a dated directory under `corescan-results/`).
 
@@ -44,6 +44,11 @@ enum Experiment {
     /// modes and with every backend: answered, retried, refused, wrong, and the writer's
     /// commits and waits.
     Live(crate::live::LiveArgs),
+    /// The 22 TPC-H queries through `corescan sql`, beside DuckDB on the same SQLite file and
+    /// the sqlite3 shell (when installed), warm and cold; writes tpch.md, tpch.json and SVG
+    /// plots.
+    #[cfg(feature = "sql")]
+    Tpch(crate::tpch_bench::TpchArgs),
     /// The writer of `bench live` (commits until standard input closes).
     #[command(hide = true)]
     LiveWriter(crate::live::LiveWriterArgs),
@@ -245,6 +250,8 @@ fn parse_counts(s: &str) -> Result<Counts, String> {
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.experiment {
         Experiment::Live(a) => crate::live::run(a)?,
+        #[cfg(feature = "sql")]
+        Experiment::Tpch(a) => crate::tpch_bench::run(a)?,
         Experiment::LiveWriter(a) => crate::live::run_writer_process(a)?,
         Experiment::Scale(a) => {
             let opts = ScaleOptions {

@@ -25,6 +25,8 @@ mod scan_setup;
 #[cfg(feature = "sql")]
 mod sql;
 mod topology;
+#[cfg(feature = "sql")]
+mod tpch_bench;
 
 /// Large allocations (glommio's registered I/O memory among them) on transparent huge pages,
 /// so each direct read is one physically contiguous segment for the device.

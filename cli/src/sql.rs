@@ -171,7 +171,7 @@ impl Batches {
 }
 
 /// Every corescan scan of `plan`, in the plan's order (top to bottom, left to right).
-fn scans(plan: &Arc<dyn ExecutionPlan>, out: &mut Vec<Arc<dyn ExecutionPlan>>) {
+pub(crate) fn scans(plan: &Arc<dyn ExecutionPlan>, out: &mut Vec<Arc<dyn ExecutionPlan>>) {
     if plan.is::<CorescanExec>() {
         out.push(Arc::clone(plan));
     }

@@ -47,6 +47,7 @@
 //!
 //! [`error`], [`runtime`], [`types`] and [`temporal`] (dates and timestamps as text and as Arrow
 //! numbers);
+//! [`tpch`] (the 22 TPC-H queries in both dialects, for tests and benchmarks);
 //! [`convert`] (rows into record batches) and [`output`] (Arrow values back into SQLite
 //! values); [`exec`] ([`CorescanExec`]); [`table`] ([`SqliteTable`]); [`catalog`]
 //! ([`SqliteSchema`], [`register`]).
@@ -61,6 +62,7 @@ pub mod pushdown;
 pub mod runtime;
 pub mod table;
 pub mod temporal;
+pub mod tpch;
 pub mod types;
 
 pub use datafusion;

@@ -203,3 +203,46 @@ fn report_gives_each_scans_io_report() {
     assert_eq!(customer["rows_to_datafusion"], customers);
     assert!(customer["report"]["executors"].is_array(), "{customer}");
 }
+
+#[test]
+fn bench_tpch_writes_its_table_json_and_plot() {
+    let db = tiny_db();
+    let out = scratch_dir("bench-tpch");
+    let run = corescan([
+        "bench",
+        "tpch",
+        db.to_str().unwrap(),
+        "--no-peers",
+        "--queries",
+        "6,13",
+        "--rounds",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let md = std::fs::read_to_string(out.join("tpch.md")).expect("tpch.md");
+    for needle in [
+        "## warm",
+        "| Q6 | ",
+        "| Q13 | ",
+        "| total | ",
+        "Medians of 2",
+    ] {
+        assert!(md.contains(needle), "{needle} in {md}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tpch.json")).unwrap()).unwrap();
+    let runs = json["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 4, "{json}");
+    for r in runs {
+        assert!(r["seconds"].as_f64().is_some_and(|s| s > 0.0), "{r}");
+        assert!(r["io"].as_str().is_some_and(|io| !io.is_empty()), "{r}");
+    }
+    // Q6 has one row; Q13 one per order count.
+    assert_eq!(runs[0]["rows"], 1, "{json}");
+    let svg = std::fs::read_to_string(out.join("tpch-warm.svg")).expect("the plot");
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
+    corescan(["bench", "tpch", db.to_str().unwrap(), "--queries", "23"])
+        .assert_error(&["no TPC-H query 23"]);
+}

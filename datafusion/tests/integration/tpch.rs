@@ -2,11 +2,8 @@
 //! DataFusion over corescan's scans, on a TPC-H SF 0.01 file generated at test time with
 //! `bench::gen` (all eight tables), each compared with SQLite's answer on the same file.
 //!
-//! The queries are in `tests/tpch/datafusion/` (DataFusion's dialect: `date '1998-12-01' -
-//! interval '90' day`, `extract(year from x)`, `substring(x from 1 for 2)`) and
-//! `tests/tpch/sqlite/` (SQLite's: `date('1998-12-01', '-90 day')`, `strftime('%Y', x)`,
-//! `substr(x, 1, 2)`; Q4, Q19 and Q21 written in equivalent forms SQLite runs in well under a
-//! second without indexes, as their comments say).
+//! The queries are `corescan_datafusion::tpch::QUERIES` (`datafusion/tpch/`), in DataFusion's
+//! dialect and in SQLite's.
 //!
 //! How values compare (DataFusion's typed answer against SQLite's storage classes):
 //!
@@ -125,42 +122,38 @@ fn check(n: u32, datafusion_sql: &str, sqlite_sql: &str, ordered: bool) {
 }
 
 macro_rules! tpch {
-    ($($name:ident $n:literal $file:literal $ordered:literal;)*) => {$(
+    ($($name:ident $n:literal;)*) => {$(
         #[test]
         fn $name() {
-            check(
-                $n,
-                include_str!(concat!("../tpch/datafusion/", $file)),
-                include_str!(concat!("../tpch/sqlite/", $file)),
-                $ordered,
-            );
+            let q = corescan_datafusion::tpch::query($n).expect("a TPC-H query");
+            check($n, q.datafusion, q.sqlite, q.totally_ordered);
         }
     )*};
 }
 
 tpch! {
-    q01_pricing_summary 1 "q01.sql" true;
-    q02_minimum_cost_supplier 2 "q02.sql" true;
-    q03_shipping_priority 3 "q03.sql" true;
-    q04_order_priority_checking 4 "q04.sql" true;
-    q05_local_supplier_volume 5 "q05.sql" true;
-    q06_forecasting_revenue_change 6 "q06.sql" true;
-    q07_volume_shipping 7 "q07.sql" true;
-    q08_national_market_share 8 "q08.sql" true;
-    q09_product_type_profit 9 "q09.sql" true;
-    q10_returned_item_reporting 10 "q10.sql" true;
-    q11_important_stock 11 "q11.sql" false;
-    q12_shipping_modes 12 "q12.sql" true;
-    q13_customer_distribution 13 "q13.sql" true;
-    q14_promotion_effect 14 "q14.sql" true;
-    q15_top_supplier 15 "q15.sql" true;
-    q16_parts_supplier_relationship 16 "q16.sql" true;
-    q17_small_quantity_order_revenue 17 "q17.sql" true;
-    q18_large_volume_customer 18 "q18.sql" true;
-    q19_discounted_revenue 19 "q19.sql" true;
-    q20_potential_part_promotion 20 "q20.sql" true;
-    q21_suppliers_who_kept_orders_waiting 21 "q21.sql" true;
-    q22_global_sales_opportunity 22 "q22.sql" true;
+    q01_pricing_summary 1;
+    q02_minimum_cost_supplier 2;
+    q03_shipping_priority 3;
+    q04_order_priority_checking 4;
+    q05_local_supplier_volume 5;
+    q06_forecasting_revenue_change 6;
+    q07_volume_shipping 7;
+    q08_national_market_share 8;
+    q09_product_type_profit 9;
+    q10_returned_item_reporting 10;
+    q11_important_stock 11;
+    q12_shipping_modes 12;
+    q13_customer_distribution 13;
+    q14_promotion_effect 14;
+    q15_top_supplier 15;
+    q16_parts_supplier_relationship 16;
+    q17_small_quantity_order_revenue 17;
+    q18_large_volume_customer 18;
+    q19_discounted_revenue 19;
+    q20_potential_part_promotion 20;
+    q21_suppliers_who_kept_orders_waiting 21;
+    q22_global_sales_opportunity 22;
 }
 
 #[test]
@@ -168,7 +161,8 @@ fn the_answers_are_not_empty_where_tpch_has_rows_at_this_scale() {
     // A guard against a comparison of two empty answers passing for the wrong reason: at SF
     // 0.01 every query but Q17 (no part of brand 23 in a medium box qualifies) has rows.
     let db = tpch_db();
-    let answer = datafusion(db, include_str!("../tpch/datafusion/q01.sql")).expect("Q1");
+    let q1 = corescan_datafusion::tpch::query(1).expect("Q1");
+    let answer = datafusion(db, q1.datafusion).expect("Q1");
     assert_eq!(answer.rows.len(), 4);
     assert_eq!(
         answer.names,
