@@ -337,6 +337,7 @@ const DUCKDB_HELPER: &str = r#"
 import json, sys, time, duckdb
 db, n, threads, sqlite_ext, tpch_ext = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 con = duckdb.connect(config={"allow_unsigned_extensions": "true", "threads": threads})
+con.execute("SET enable_progress_bar = false")
 con.execute("LOAD '%s'" % sqlite_ext.replace("'", "''"))
 con.execute("LOAD '%s'" % tpch_ext.replace("'", "''"))
 text = con.execute("SELECT query FROM tpch_queries() WHERE query_nr = ?", [n]).fetchone()[0]
@@ -394,7 +395,10 @@ fn duckdb_run(q: &TpchQuery, args: &TpchArgs, threads: usize) -> anyhow::Result<
         .spawn()
         .context("starting python3")?;
     let output = wait_with_timeout(child, Duration::from_secs(args.timeout))?;
-    let out: Out = serde_json::from_str(output.trim()).context("reading DuckDB's timing")?;
+    // The timing is the helper's last line (nothing else should print, but a progress bar
+    // of DuckDB's own once did).
+    let last = output.lines().last().unwrap_or("");
+    let out: Out = serde_json::from_str(last.trim()).context("reading DuckDB's timing")?;
     Ok((out.seconds, out.rows))
 }
 
