@@ -9,10 +9,14 @@
 //! that partition's stream of it. Dropping a partition's stream stops its executor; dropping the
 //! plan drops the streams nobody took.
 //!
-//! Each partition's rows are converted by the [`Converter`] into record batches of about the
-//! session's batch size; the first value that does not fit its column's type ends the
-//! partition with [`crate::Error::Conversion`], and a scan failure with the engine's error, both
-//! as `DataFusionError::External`. With a `limit`, each partition stops after that many rows
+//! Each executor builds its partition's record batches of the session's batch size as it scans
+//! ([`engine::scan_partitions_into`] with an [`crate::convert::ArrowSink`] each): a page's
+//! selected rows go from the decoded cells into Arrow builders, column by column, in the
+//! executor's thread, so the tokio side only receives batches. (A database read without
+//! SQLite's locks hands over checked rows instead, which the [`Converter`] turns into batches
+//! here.) The first value that does not fit its column's type ends the partition with
+//! [`crate::Error::Conversion`], and a scan failure with the engine's error, both as
+//! `DataFusionError::External`. With a `limit`, each partition stops after that many rows
 //! (DataFusion's own limit above the scan still cuts the total).
 //!
 //! Layering: above [`crate::convert`]; used by [`crate::table`].
@@ -22,6 +26,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::Statistics;
@@ -34,10 +39,10 @@ use datafusion::physical_plan::{
     ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning,
     PlanProperties, ReplaceChildrenOptions, SendableRecordBatchStream,
 };
-use engine::{PartitionStream, PartitionedEnd, Placement, ScanEnd, ScanOptions, ScanSpec};
+use engine::{Part, PartitionStream, PartitionedEnd, Placement, ScanEnd, ScanOptions, ScanSpec};
 use partitioner::{PageFile, TablePlan};
 
-use crate::convert::Converter;
+use crate::convert::{Converter, SinkBatch};
 use crate::error::Error;
 use crate::pushdown::{quoted, PushColumn};
 use crate::types::ColumnType;
@@ -214,8 +219,9 @@ impl CorescanExec {
         ends.into_iter().map(PartitionedEnd::wait).collect()
     }
 
-    /// Starts the scan: one stream per executor, and the scan's outcome.
-    fn start(&self) -> Result<(Vec<PartitionStream>, PartitionedEnd), Error> {
+    /// Starts the scan: one stream per executor (each executor building record batches of
+    /// `batch_rows` rows), and the scan's outcome.
+    fn start(&self, batch_rows: usize) -> Result<(Vec<PartitionStream>, PartitionedEnd), Error> {
         let t = &self.target;
         let spec = match &self.filter {
             None => ScanSpec::columns(&t.path, &t.table, &self.scan_columns)
@@ -242,7 +248,12 @@ impl CorescanExec {
         }
         .with_placement(t.placement.clone())
         .with_options(t.options);
-        let mut scan = engine::scan_partitions(spec)?;
+        // Each executor builds its partition's record batches as it decodes.
+        let converter = Arc::clone(&self.converter);
+        let sinks = move |_partition: usize| -> Box<dyn engine::BatchSink> {
+            Box::new(converter.sink(batch_rows))
+        };
+        let mut scan = engine::scan_partitions_into(spec, &sinks)?;
         let streams = scan.take_partitions();
         let end = scan.into_end();
         if streams.len() != t.cpus.len() {
@@ -258,10 +269,10 @@ impl CorescanExec {
 
     /// Partition `i`'s stream: from the plan's scan, started now if it is the first, or from a
     /// fresh scan when the plan's was taken already.
-    fn take_stream(&self, i: usize) -> Result<PartitionStream, Error> {
+    fn take_stream(&self, i: usize, batch_rows: usize) -> Result<PartitionStream, Error> {
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         if !slot.started {
-            let (streams, end) = self.start()?;
+            let (streams, end) = self.start(batch_rows)?;
             slot.streams = streams.into_iter().map(Some).collect();
             slot.ends.push(end);
             slot.started = true;
@@ -271,7 +282,7 @@ impl CorescanExec {
         }
         drop(slot);
         // The others of the fresh scan are dropped here, which stops their executors.
-        let (mut streams, end) = self.start()?;
+        let (mut streams, end) = self.start(batch_rows)?;
         self.slot
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -392,15 +403,16 @@ impl ExecutionPlan for CorescanExec {
                 "CorescanExec has {partitions} partitions, partition {partition} was asked for"
             )));
         }
-        let stream = self
-            .take_stream(partition)
-            .map_err(Error::into_datafusion)?;
         let batch_rows = context.session_config().batch_size().max(1);
+        let stream = self
+            .take_stream(partition, batch_rows)
+            .map_err(Error::into_datafusion)?;
         let state = PartitionState {
             stream: Some(stream),
             converter: Arc::clone(&self.converter),
             left: self.limit,
             batch_rows,
+            held: None,
         };
         let batches = futures_lite::stream::unfold(state, |mut state| async move {
             let next = state.next().await?;
@@ -412,34 +424,52 @@ impl ExecutionPlan for CorescanExec {
 }
 
 /// One partition being read: its stream (`None` once it ended or failed), the rows it may
-/// still yield, and how many rows a record batch gathers.
+/// still yield, and how many rows a record batch of rows gathers.
 struct PartitionState {
     stream: Option<PartitionStream>,
     converter: Arc<Converter>,
     left: Option<usize>,
     batch_rows: usize,
+    /// A built batch that came after rows, handed over next.
+    held: Option<SinkBatch>,
 }
 
 impl PartitionState {
-    /// The next record batch: rows gathered from the stream up to the batch size, the limit
-    /// or the stream's end; `None` after the last (or after an error).
-    async fn next(
-        &mut self,
-    ) -> Option<Result<datafusion::arrow::record_batch::RecordBatch, Error>> {
+    /// The next record batch: one its executor built, or rows (a database read without
+    /// SQLite's locks hands over checked rows) gathered up to the batch size, cut to the
+    /// limit; `None` after the last (or after an error).
+    async fn next(&mut self) -> Option<Result<RecordBatch, Error>> {
+        let next = self.read().await;
+        if !matches!(next, Some(Ok(_))) || self.left == Some(0) {
+            // Dropping the stream stops its executor (at once, for a limit reached).
+            self.stream = None;
+        }
+        next
+    }
+
+    async fn read(&mut self) -> Option<Result<RecordBatch, Error>> {
+        if let Some(batch) = self.held.take() {
+            return Some(batch.map(|b| self.cut(b)));
+        }
         let stream = self.stream.as_mut()?;
         let mut rows = Vec::new();
-        let mut ended = false;
         while rows.len() < self.batch_rows && self.left != Some(0) {
-            match stream.next_batch().await {
-                None => {
-                    ended = true;
+            match stream.next_part().await {
+                None => break,
+                Some(Err(e)) => return Some(Err(Error::Scan(e))),
+                Some(Ok(Part::Built { batch, .. })) => {
+                    let batch = match batch.downcast::<SinkBatch>() {
+                        Ok(batch) => *batch,
+                        Err(_) => unreachable!("the plan's sinks build SinkBatches"),
+                    };
+                    if rows.is_empty() {
+                        return Some(batch.map(|b| self.cut(b)));
+                    }
+                    // (A partition's parts are all built or all rows; kept in order anyway.)
+                    self.held = Some(batch);
                     break;
                 }
-                Some(Err(e)) => {
-                    self.stream = None;
-                    return Some(Err(Error::Scan(e)));
-                }
-                Some(Ok(batch)) => {
+                Some(Ok(Part::Rows(batch))) => {
                     let mut got = batch.rows;
                     if let Some(left) = self.left {
                         got.truncate(left);
@@ -453,17 +483,21 @@ impl PartitionState {
                 }
             }
         }
-        if ended || self.left == Some(0) {
-            // Dropping the stream stops its executor (at once, for a limit reached).
-            self.stream = None;
-        }
         if rows.is_empty() {
             return None;
         }
-        let batch = self.converter.batch(&rows);
-        if batch.is_err() {
-            self.stream = None;
+        Some(self.converter.batch(&rows))
+    }
+
+    /// `batch` cut to the rows the limit leaves.
+    fn cut(&mut self, batch: RecordBatch) -> RecordBatch {
+        match self.left {
+            None => batch,
+            Some(left) => {
+                let n = batch.num_rows().min(left);
+                self.left = Some(left - n);
+                batch.slice(0, n)
+            }
         }
-        Some(batch)
     }
 }

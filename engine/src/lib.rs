@@ -15,7 +15,9 @@
 //! override ([`ScanOptions`]). [`scan`] starts it and returns a [`Scan`] that yields [`Batch`]es
 //! of rows in the result's order, as an iterator or awaited from any async runtime without
 //! blocking its threads, and its report ([`ScanEnd`]) at the end; [`scan_partitions`] gives one
-//! stream per executor instead (a query engine's partitions). Dropping a handle cancels the
+//! stream per executor instead (a query engine's partitions), and [`scan_partitions_into`] has
+//! each executor build the embedder's own batches ([`BatchSink`]: Arrow arrays, say) from the
+//! decoded pages as it scans. Dropping a handle cancels the
 //! executors at their next read.
 //!
 //! ```
@@ -117,9 +119,11 @@ pub use cputime::{mark_process_start, CpuTime};
 pub use device::{BlockDevice, DeviceReport};
 pub use error::{Error, Result};
 pub use handle::{scan, Batch, Scan, ScanEnd, BATCHES_IN_FLIGHT, BATCH_ROWS};
-pub use partitions::{scan_partitions, PartitionStream, PartitionedEnd, PartitionedScan};
+pub use partitions::{
+    scan_partitions, scan_partitions_into, Part, PartitionStream, PartitionedEnd, PartitionedScan,
+};
 pub use placement::{Placement, ScanOptions};
-pub use query::{QueryError, QueryPlan};
+pub use query::{BatchSink, QueryError, QueryPlan, SinkRows};
 pub use report::{IoReport, RunReport, SnapshotReport};
 pub use retry::{consistent, Consistent, MAX_ATTEMPTS};
 pub use scan::{ExecutorReport, RecordOutcome, RowError, ScanKernel, Spill};

@@ -15,6 +15,10 @@
 //! the scan. A database read without SQLite's locks cannot stream (a change found at the end
 //! means scanning again): its rows are collected, checked, and handed over in partition 0.
 //!
+//! [`scan_partitions_into`] gives each executor's stream a [`BatchSink`] the embedder made for
+//! it: the executor builds the embedder's batches as it decodes (see [`crate::query::sink`]),
+//! and the stream yields them as [`Part::Built`].
+//!
 //! Layering: the top of the engine, beside [`crate::handle`].
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,6 +33,7 @@ use crate::handle::{Batch, ScanEnd};
 use crate::query::dates;
 use crate::query::row_stream::{RowStream, StreamMsg, CHANNEL_CHUNKS};
 use crate::query::run::test_constant_terms;
+use crate::query::sink::BatchSink;
 use crate::query::{run_query_until, streams, QueryError, QueryKernel};
 use crate::retry::consistent;
 use crate::spec::{replan, OpenScan, ScanSpec};
@@ -80,6 +85,25 @@ pub struct PartitionStream {
 /// projection without `ORDER BY` or `OFFSET`, and for errors about the file, the table, the
 /// columns or the placement.
 pub fn scan_partitions(spec: ScanSpec) -> Result<PartitionedScan, QueryError> {
+    start(spec, None)
+}
+
+/// Makes partition `i`'s [`BatchSink`].
+pub type SinkFactory = dyn Fn(usize) -> Box<dyn BatchSink> + Send + Sync;
+
+/// Starts `spec` as [`scan_partitions`] does, each executor handing its rows to the sink
+/// `sinks` makes for its partition (called once per partition, with its index, before the
+/// scan starts): its streams yield [`Part::Built`] batches. A database read without SQLite's
+/// locks (whose rows are collected and checked before any is handed over) still yields
+/// [`Part::Rows`], in partition 0.
+pub fn scan_partitions_into(
+    spec: ScanSpec,
+    sinks: &SinkFactory,
+) -> Result<PartitionedScan, QueryError> {
+    start(spec, Some(sinks))
+}
+
+fn start(spec: ScanSpec, sinks: Option<&SinkFactory>) -> Result<PartitionedScan, QueryError> {
     let open = spec.open()?;
     if !streams(&open.query) || open.query.offset > 0 {
         return Err(QueryError::Scan(Error::Config(
@@ -114,10 +138,12 @@ pub fn scan_partitions(spec: ScanSpec) -> Result<PartitionedScan, QueryError> {
     }
     let names = open.query.names.clone();
     let coordinator = Arc::clone(&shared);
+    let sinks: Vec<Option<Box<dyn BatchSink>>> =
+        (0..n).map(|i| sinks.map(|make| make(i))).collect();
     std::thread::Builder::new()
         .name("corescan-coordinator".into())
         .spawn(move || {
-            let outcome = run(open, senders, abandoned);
+            let outcome = run(open, senders, sinks, abandoned);
             *coordinator
                 .outcome
                 .lock()
@@ -142,6 +168,7 @@ pub fn scan_partitions(spec: ScanSpec) -> Result<PartitionedScan, QueryError> {
 fn run(
     open: OpenScan,
     senders: Vec<async_channel::Sender<StreamMsg>>,
+    sinks: Vec<Option<Box<dyn BatchSink>>>,
     abandoned: Arc<AtomicBool>,
 ) -> Result<ScanEnd, QueryError> {
     if open.table.read.needs_verification() {
@@ -155,13 +182,17 @@ fn run(
     let stop = Arc::new(AtomicBool::new(false));
     let mut kernels: Vec<QueryKernel> = senders
         .into_iter()
-        .map(|tx| {
-            let stream = RowStream::new(
+        .zip(sinks)
+        .map(|(tx, sink)| {
+            let mut stream = RowStream::new(
                 tx,
                 Arc::clone(&stop),
                 query.keep(),
                 Arc::new(AtomicU64::new(0)),
             );
+            if let Some(sink) = sink {
+                stream.set_sink(sink);
+            }
             QueryKernel::streaming(Arc::clone(&query), usable, stream, now)
                 .abandoned_when(Some(Arc::clone(&abandoned)))
         })
@@ -304,6 +335,29 @@ impl Shared {
     }
 }
 
+/// What a partition stream yields: rows of values, or a batch its executor's [`BatchSink`]
+/// built.
+pub enum Part {
+    /// Rows of values, one per output column.
+    Rows(Batch),
+    /// A sink's batch of `rows` rows (downcast it to the sink's type).
+    Built {
+        /// Rows in the batch.
+        rows: usize,
+        /// The batch.
+        batch: Box<dyn std::any::Any + Send>,
+    },
+}
+
+impl std::fmt::Debug for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Part::Rows(batch) => f.debug_tuple("Rows").field(batch).finish(),
+            Part::Built { rows, .. } => f.debug_struct("Built").field("rows", rows).finish(),
+        }
+    }
+}
+
 impl PartitionStream {
     /// The partition's index (its range's place in rowid order).
     pub fn index(&self) -> usize {
@@ -315,9 +369,9 @@ impl PartitionStream {
         self.cpu
     }
 
-    /// The next batch, awaited without blocking the thread; `None` after the last one (or
-    /// after an error).
-    pub async fn next_batch(&mut self) -> Option<Result<Batch, QueryError>> {
+    /// The next part (rows, or a sink's batch), awaited without blocking the thread; `None`
+    /// after the last one (or after an error).
+    pub async fn next_part(&mut self) -> Option<Result<Part, QueryError>> {
         if self.done {
             return None;
         }
@@ -328,7 +382,15 @@ impl PartitionStream {
         self.take(msg)
     }
 
-    /// The next batch, blocking the calling thread.
+    /// The next batch of rows, awaited without blocking the thread; `None` after the last one
+    /// (or after an error). For a scan without sinks ([`scan_partitions`]); a sink's batch
+    /// ([`scan_partitions_into`]: read those with [`PartitionStream::next_part`]) is an error
+    /// here.
+    pub async fn next_batch(&mut self) -> Option<Result<Batch, QueryError>> {
+        self.next_part().await.map(rows_only)
+    }
+
+    /// The next batch of rows, blocking the calling thread (as [`PartitionStream::next_batch`]).
     pub fn next_blocking(&mut self) -> Option<Result<Batch, QueryError>> {
         if self.done {
             return None;
@@ -337,7 +399,7 @@ impl PartitionStream {
         if msg.is_err() {
             let _ = self.shared.done.recv_blocking();
         }
-        self.take(msg)
+        self.take(msg).map(rows_only)
     }
 
     /// The stream as a [`futures_lite::Stream`] (for an async runtime).
@@ -351,12 +413,18 @@ impl PartitionStream {
     fn take(
         &mut self,
         msg: Result<StreamMsg, async_channel::RecvError>,
-    ) -> Option<Result<Batch, QueryError>> {
+    ) -> Option<Result<Part, QueryError>> {
         match msg {
             Ok(StreamMsg::Rows(rows)) => {
                 let n = rows.len() as u64;
                 self.shared.delivered.fetch_add(n, Ordering::Relaxed);
-                Some(Ok(Batch { rows }))
+                Some(Ok(Part::Rows(Batch { rows })))
+            }
+            Ok(StreamMsg::Built { rows, batch }) => {
+                self.shared
+                    .delivered
+                    .fetch_add(rows as u64, Ordering::Relaxed);
+                Some(Ok(Part::Built { rows, batch }))
             }
             Ok(StreamMsg::Rendered { .. }) => unreachable!("partitions are never rendered"),
             Ok(StreamMsg::Failed(failure)) => {
@@ -375,6 +443,16 @@ impl PartitionStream {
                 self.shared.take_outcome(self.cpu).err().map(Err)
             }
         }
+    }
+}
+
+/// A part as rows; a sink's batch is an error (it belongs to [`PartitionStream::next_part`]).
+fn rows_only(part: Result<Part, QueryError>) -> Result<Batch, QueryError> {
+    match part? {
+        Part::Rows(batch) => Ok(batch),
+        Part::Built { .. } => Err(QueryError::Scan(Error::Config(
+            "this partition's executor builds its sink's batches: read them with next_part".into(),
+        ))),
     }
 }
 

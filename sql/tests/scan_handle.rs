@@ -1,6 +1,7 @@
 //! The library seam end to end: SQL planned by `corescan_sql`, run through `engine::scan`
 //! (merged, as an iterator and awaited) and `engine::scan_partitions` (one stream per
-//! executor), against SQLite's own rows on the same file, under several placements and
+//! executor) and `engine::scan_partitions_into` (each executor building the embedder's own
+//! batches), against SQLite's own rows on the same file, under several placements and
 //! backends; and the seam's refusals.
 
 use std::path::{Path, PathBuf};
@@ -259,4 +260,253 @@ fn a_failing_row_ends_the_stream_with_sqlites_message() {
     assert_eq!(rows, vec![vec![Value::Integer(1)], vec![Value::Integer(2)]]);
     let error = error.expect("the stream ends with the row's error");
     assert!(error.contains(&oracle), "{error} lacks SQLite's {oracle:?}");
+}
+
+/// A sink as an embedder writes one: it copies every value it is handed into rows of its own,
+/// sends them every `every` rows, and (for the test of a failing sink) refuses the text
+/// `refuse`, handing over the rows before it and the refused row's rowid.
+struct CopySink {
+    every: usize,
+    refuse: Option<&'static str>,
+    rows: Vec<Vec<Value>>,
+    refused: Option<i64>,
+}
+
+/// What a [`CopySink`] sends.
+type Copied = (Vec<Vec<Value>>, Option<i64>);
+
+impl engine::BatchSink for CopySink {
+    fn append(&mut self, rows: &engine::SinkRows<'_>) -> bool {
+        let mut columns: Vec<Vec<Value>> = Vec::new();
+        let mut values = Vec::new();
+        for j in 0..rows.width() {
+            rows.column(j, &mut values);
+            assert_eq!(values.len(), rows.len());
+            columns.push(
+                values
+                    .iter()
+                    .map(|v| engine::value::ValueRef::to_owned(*v))
+                    .collect(),
+            );
+        }
+        for k in 0..rows.len() {
+            let row: Vec<Value> = columns.iter().map(|c| c[k].clone()).collect();
+            if let Some(refuse) = self.refuse {
+                if row.contains(&Value::text(refuse)) {
+                    self.refused = Some(rows.rowid(k));
+                    return false;
+                }
+            }
+            self.rows.push(row);
+        }
+        true
+    }
+
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn is_full(&self) -> bool {
+        self.rows.len() >= self.every
+    }
+
+    fn take(&mut self) -> Box<dyn std::any::Any + Send> {
+        let copied: Copied = (std::mem::take(&mut self.rows), self.refused.take());
+        Box::new(copied)
+    }
+}
+
+/// Each partition's rows and the rowid its sink refused, if any, drained on its own thread;
+/// asserts every part is a sink's batch and each partition ends after a refusal.
+fn drain_sinks(
+    spec: ScanSpec,
+    every: usize,
+    refuse: Option<&'static str>,
+) -> Vec<(Vec<Vec<Value>>, Option<i64>)> {
+    let sinks = move |_: usize| -> Box<dyn engine::BatchSink> {
+        Box::new(CopySink {
+            every,
+            refuse,
+            rows: Vec::new(),
+            refused: None,
+        })
+    };
+    let mut scan = engine::scan_partitions_into(spec, &sinks).unwrap();
+    let partitions = scan.take_partitions();
+    let out = std::thread::scope(|s| {
+        let handles: Vec<_> = partitions
+            .into_iter()
+            .map(|mut p| {
+                s.spawn(move || {
+                    let mut rows = Vec::new();
+                    let mut refused = None;
+                    while let Some(part) = futures_lite::future::block_on(p.next_part()) {
+                        assert!(refused.is_none(), "a partition ends after its sink failed");
+                        match part.unwrap() {
+                            engine::Part::Built { rows: n, batch } => {
+                                let (got, r) = *batch.downcast::<Copied>().unwrap();
+                                assert_eq!(got.len(), n);
+                                assert!(n <= every + 1024, "sent when full: {n} rows");
+                                rows.extend(got);
+                                refused = r;
+                            }
+                            engine::Part::Rows(_) => panic!("a sink's partition yields batches"),
+                        }
+                    }
+                    (rows, refused)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    scan.finish().unwrap();
+    out
+}
+
+/// Each partition's rows through `engine::scan_partitions` (no sink).
+fn drain_partitions(spec: ScanSpec) -> Vec<Vec<Vec<Value>>> {
+    let mut scan = engine::scan_partitions(spec).unwrap();
+    let out = scan
+        .take_partitions()
+        .into_iter()
+        .map(|p| p.flat_map(|b| b.unwrap().rows).collect())
+        .collect();
+    scan.finish().unwrap();
+    out
+}
+
+/// A table with records on overflow pages among small ones (pages whose rows a sink gets as
+/// evaluated rows, the others straight from the cells).
+fn make_docs(path: &Path, rows: i64) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch("PRAGMA page_size=1024; CREATE TABLE docs(id INTEGER PRIMARY KEY, body TEXT, n INT, x REAL);")
+        .unwrap();
+    let tx = conn.unchecked_transaction().unwrap();
+    for i in 1..=rows {
+        let len = if i % 17 == 0 {
+            2500 + i as usize % 300
+        } else {
+            i as usize % 40
+        };
+        let body: String = (0..len)
+            .map(|k| char::from(b'a' + ((i as usize + k) % 26) as u8))
+            .collect();
+        tx.execute(
+            "INSERT INTO docs(id, body, n, x) VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![i, body, i % 11, i],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+}
+
+#[test]
+fn sinks_build_the_rows_the_streams_yield_in_every_configuration() {
+    let dir = test_dir("sinks");
+    let db = dir.join("events.db");
+    make_db(&db, 6000);
+    let docs = dir.join("docs.db");
+    make_docs(&docs, 3000);
+    let cases: &[(&Path, &str)] = &[
+        // Straight from the cells: plain columns, a filter that cannot fail, a column
+        // missing from the older records (its DEFAULT), an integer in a REAL column.
+        (&db, "SELECT id, kind, note, region FROM events"),
+        (
+            &db,
+            "SELECT amount, id FROM events WHERE amount > 50 AND kind <> 'view'",
+        ),
+        (
+            &db,
+            "SELECT region, kind FROM events WHERE kind = 'buy' LIMIT 40",
+        ),
+        (&docs, "SELECT id, body, n, x FROM docs"),
+        (&docs, "SELECT body FROM docs WHERE n % 3 = 0"),
+        // As evaluated rows: computed columns, a filter that may fail.
+        (
+            &db,
+            "SELECT id, amount * 2 FROM events WHERE kind GLOB 'b*'",
+        ),
+        (
+            &docs,
+            "SELECT length(body), id FROM docs WHERE substr(body, 1, 1) = 'c'",
+        ),
+    ];
+    for &(path, sql) in cases {
+        let oracle =
+            format!("{sql} ORDER BY rowid").replace(" LIMIT 40 ORDER BY rowid", " ORDER BY rowid");
+        let all = sqlite_rows(path, &oracle);
+        for (placement, options) in configurations() {
+            let spec = || {
+                corescan_sql::scan_spec(path, sql)
+                    .unwrap()
+                    .with_placement(placement.clone())
+                    .with_options(options)
+            };
+            let plain = drain_partitions(spec());
+            for every in [1, 100, 8192] {
+                let built = drain_sinks(spec(), every, None);
+                assert_eq!(built.len(), plain.len());
+                for (i, ((rows, refused), plain)) in built.iter().zip(&plain).enumerate() {
+                    assert_eq!(*refused, None);
+                    assert_eq!(
+                        rows, plain,
+                        "{sql}: partition {i} under {placement:?} {options:?}, every {every}"
+                    );
+                }
+            }
+            if !sql.contains("LIMIT") {
+                let rows: Vec<Vec<Value>> = plain.into_iter().flatten().collect();
+                assert_eq!(rows, all, "{sql} under {placement:?} {options:?}");
+            } else {
+                // Each partition yields at most the LIMIT, its range's first rows.
+                assert!(plain.iter().all(|p| p.len() <= 40));
+                let rows: Vec<Vec<Value>> = plain.into_iter().flatten().collect();
+                assert!(rows.iter().all(|r| all.contains(r)));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_sink_that_refuses_a_value_ends_its_partition_after_the_rows_before_it() {
+    let dir = test_dir("sink-refuses");
+    let db = dir.join("events.db");
+    make_db(&db, 6000);
+    for sql in [
+        "SELECT id, kind FROM events",
+        "SELECT id, upper(kind) FROM events",
+    ] {
+        let refuse = if sql.contains("upper") { "BUY" } else { "buy" };
+        for (placement, options) in configurations() {
+            let spec = || {
+                corescan_sql::scan_spec(&db, sql)
+                    .unwrap()
+                    .with_placement(placement.clone())
+                    .with_options(options)
+            };
+            let plain = drain_partitions(spec());
+            let built = drain_sinks(spec(), 64, Some(refuse));
+            for ((rows, refused), plain) in built.iter().zip(&plain) {
+                let at = plain
+                    .iter()
+                    .position(|r| r[1] == Value::text(refuse))
+                    .expect("every range has a 'buy' row");
+                assert_eq!(
+                    rows[..],
+                    plain[..at],
+                    "{sql} under {placement:?} {options:?}"
+                );
+                assert_eq!(
+                    *refused,
+                    Some(match plain[at][0] {
+                        Value::Integer(id) => id,
+                        _ => unreachable!(),
+                    })
+                );
+            }
+        }
+    }
 }

@@ -27,7 +27,7 @@ use super::dates;
 use super::eval::{eval, eval_ref, holds, Operand};
 use super::groups::packed_key;
 pub use super::groups::{Group, GroupTable};
-use super::ir::{AggFunc, ColumnRead, QueryPlan, Shape};
+use super::ir::{AggFunc, ColumnRead, Expr, QueryPlan, Shape};
 use super::key_row::{self, KeyRow};
 pub use super::marks::compare_key;
 use super::marks::{keep_best, past_end, plan_marks, resolve_marks, sorts_with_limit};
@@ -37,6 +37,7 @@ use super::page_groups::{packed_slots, PageRows};
 use super::program::{Node, RowProgram};
 use super::row_stream::RowStream;
 pub use super::row_stream::{OutRow, RowFailure};
+use super::sink::SinkRows;
 use super::window;
 use crate::scan::{RecordOutcome, RowError, ScanKernel, Spill};
 
@@ -97,6 +98,10 @@ pub struct QueryKernel {
     /// Set when nobody wants the answer any more (an embedder dropped its handle): the
     /// executor stops at its next read.
     abandoned: Option<Arc<AtomicBool>>,
+    /// A streamed projection of plain columns into an embedder's sink whose filter cannot
+    /// fail: the output columns' slots. Its pages (those without records on overflow pages)
+    /// go to the sink straight from the decoded cells ([`QueryKernel::eval_columnar`]).
+    columnar: Option<Vec<usize>>,
 }
 
 impl QueryKernel {
@@ -166,6 +171,7 @@ impl QueryKernel {
             end_at: None,
             unresolved: false,
             abandoned: None,
+            columnar: None,
             needed,
             batch_filter: batch_filter.as_ref().map(batch::BatchFilter::new),
             record_slots,
@@ -189,11 +195,18 @@ impl QueryKernel {
     /// `now` is the statement's time ([`dates::statement_time`], read once for all
     /// executors).
     pub fn streaming(plan: Arc<QueryPlan>, usable: u32, stream: RowStream, now: i64) -> Self {
+        let kernel = QueryKernel::new(plan, usable);
+        let columnar = if stream.has_sink() {
+            columnar_outputs(&kernel.plan, kernel.has_virtual)
+        } else {
+            None
+        };
         QueryKernel {
             stream: Some(stream),
             failed: None,
             now,
-            ..QueryKernel::new(plan, usable)
+            columnar,
+            ..kernel
         }
     }
 
@@ -212,6 +225,41 @@ impl QueryKernel {
     pub fn statement_time(&self) -> i64 {
         self.now
     }
+}
+
+/// A streamed plain projection's output slots, when its pages can go to a sink straight from
+/// the decoded cells: every output a plain column, no `ORDER BY`, `OFFSET` or generated
+/// column, every missing column's DEFAULT known and a filter that cannot fail (so no row is
+/// ever marked, and the page's rows are its selected cells).
+fn columnar_outputs(plan: &QueryPlan, has_virtual: bool) -> Option<Vec<usize>> {
+    let Shape::Rows { outputs } = &plan.shape else {
+        return None;
+    };
+    let defaults_known = plan.columns.iter().all(|c| {
+        !matches!(
+            c,
+            ColumnRead::Record {
+                default: Err(_),
+                ..
+            }
+        )
+    });
+    if has_virtual
+        || !defaults_known
+        || !plan.order_by.is_empty()
+        || plan.backward
+        || plan.offset > 0
+        || !plan.filter.as_ref().is_none_or(batch::batchable)
+    {
+        return None;
+    }
+    outputs
+        .iter()
+        .map(|e| match e {
+            Expr::Column(slot) => Some(*slot),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Row `r` of `cells` (values borrowed from `base`, the page or the spilled payload) as the
@@ -337,6 +385,10 @@ impl ScanKernel for QueryKernel {
         self.rows += cells as u64;
         if self.batched {
             return self.eval_batch(page);
+        }
+        if self.columnar.is_some() && spills.is_empty() {
+            self.eval_columnar(page);
+            return Ok(());
         }
         // The LIMIT may cut the page's rows only when none of them waits for its overflow
         // pages: such a record is completed after the page's other cells, and may come first.
@@ -505,6 +557,37 @@ impl QueryKernel {
         }
     }
 
+    /// A streamed projection's decoded page (no record on overflow pages) straight to the
+    /// sink: the filter over the page's cells as a batch, the selected rows cut to the room
+    /// the `LIMIT` leaves, then the sink copies each output column from the cells.
+    fn eval_columnar(&mut self, page: &[u8]) {
+        let plan = &*self.plan;
+        let rows = self.cells.len();
+        let (Some(outputs), Some(stream)) = (&self.columnar, &mut self.stream) else {
+            unreachable!("columnar pages belong to a streamed projection into a sink");
+        };
+        if rows == 0 {
+            return;
+        }
+        let sources = batch_sources(plan, &self.sources);
+        let b = Batch {
+            rows: Rows::Cells {
+                cells: &self.cells,
+                base: page,
+                sources: &sources,
+            },
+            width: plan.columns.len(),
+        };
+        let rowids = self.cells.rowids().expect("the query decoder reads rowids");
+        let mut sel: Selection = (0..rows as u32).collect();
+        if let Some(f) = &self.batch_filter {
+            f.retain(&b, &mut sel);
+        }
+        let room = usize::try_from(stream.room(0)).unwrap_or(usize::MAX);
+        sel.truncate(room);
+        stream.append_page(&SinkRows::page(&b, &sel, outputs, rowids));
+    }
+
     /// A grouped query's decoded page as one batch: filter the batch, evaluate the program
     /// (keys and aggregate arguments, each common subexpression once) node by node, find
     /// every selected row's group, then update the aggregates one at a time over the page's
@@ -518,20 +601,7 @@ impl QueryKernel {
             // The decoder's window dropped every row of the page.
             return Ok(());
         }
-        let sources: SmallVec<[Source<'_>; 32]> = plan
-            .columns
-            .iter()
-            .zip(&self.sources)
-            .map(|(c, s)| match (c, s) {
-                (ColumnRead::Record { default, .. }, &Some((needed, real))) => Source::Record {
-                    needed,
-                    real,
-                    // Known: plans with an unknown DEFAULT are not batched.
-                    default: default.as_ref().map_or(ValueRef::Null, Value::as_ref),
-                },
-                _ => Source::Rowid,
-            })
-            .collect();
+        let sources = batch_sources(plan, &self.sources);
         let b = Batch {
             rows: Rows::Cells {
                 cells: &self.cells,
@@ -738,6 +808,28 @@ impl QueryKernel {
         }
         Ok(())
     }
+}
+
+/// Where a batch reads each plan slot: a needed record column (`sources`: its index among the
+/// needed columns and whether it has REAL affinity, with the column's DEFAULT when a record
+/// ends before it), else the rowid.
+fn batch_sources<'a>(
+    plan: &'a QueryPlan,
+    sources: &[Option<(usize, bool)>],
+) -> SmallVec<[Source<'a>; 32]> {
+    plan.columns
+        .iter()
+        .zip(sources)
+        .map(|(c, s)| match (c, s) {
+            (ColumnRead::Record { default, .. }, &Some((needed, real))) => Source::Record {
+                needed,
+                real,
+                // Known: plans with an unknown DEFAULT are neither batched nor columnar.
+                default: default.as_ref().map_or(ValueRef::Null, Value::as_ref),
+            },
+            _ => Source::Rowid,
+        })
+        .collect()
 }
 
 /// What [`accept`] did with a row that did not fail.

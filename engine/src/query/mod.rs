@@ -33,6 +33,8 @@
 //!   `min()`/`max()` chose);
 //! - [`row_stream`]: an executor's side of a streamed projection (chunks of rows through a
 //!   bounded channel);
+//! - [`sink`]: an embedder's batches ([`sink::BatchSink`]) built on the executors from a
+//!   streamed projection's rows, straight from the decoded cells where it can;
 //! - [`stream`]: a plain projection without `ORDER BY` streamed in rowid order through bounded
 //!   channels while the scan runs ([`run_query_streaming`]).
 
@@ -56,6 +58,7 @@ pub mod page_groups;
 pub mod program;
 pub mod row_stream;
 pub mod run;
+pub mod sink;
 pub mod stream;
 pub mod window;
 
@@ -63,6 +66,7 @@ pub use error::{QueryError, QueryOutput};
 pub use ir::QueryPlan;
 pub use kernel::{merge, Partial, QueryKernel};
 pub use run::{run_query, run_query_until, test_constant_terms};
+pub use sink::{BatchSink, SinkRows};
 pub use stream::{
     run_query_rendered, run_query_streaming, run_query_streaming_until, streams, RowRender,
     StreamedQuery,

@@ -1,6 +1,8 @@
 //! The executor's side of a streamed projection ([`super::stream`]): [`RowStream`] takes the
 //! rows of each complete page, in rowid order, and sends them to the coordinator in chunks
-//! through a bounded channel, rendered to bytes when the caller gave a [`RowRender`].
+//! through a bounded channel, rendered to bytes when the caller gave a [`RowRender`], or built
+//! into the embedder's batches by its [`BatchSink`] (which the kernel may also feed a page's
+//! decoded cells directly: [`RowStream::append_page`]).
 //!
 //! Layering: below the kernel (which holds a [`RowStream`]) and the coordinator's side in
 //! [`super::stream`], which imports both.
@@ -15,6 +17,8 @@ use async_channel::{Sender, TrySendError};
 
 use crate::error::Error;
 use crate::value::Value;
+
+use super::sink::{BatchSink, SinkRows};
 
 /// One output row of a plain query before the final ordering.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +112,14 @@ pub enum StreamMsg {
     /// A marked row, after the rows before it: the coordinator drops it when the `OFFSET`
     /// skips it (a failure in its output columns), else the query fails with its error.
     Failed(RowFailure),
+    /// A batch an embedder's [`BatchSink`] built, of `rows` rows, in rowid order (its failure
+    /// last, when the sink could not take a value).
+    Built {
+        /// Rows in the batch.
+        rows: usize,
+        /// The sink's batch.
+        batch: Box<dyn std::any::Any + Send>,
+    },
     /// The executor's range is done (or it has the rows its `LIMIT` needs). A channel that
     /// closes without it belongs to an executor that failed.
     End,
@@ -116,7 +128,7 @@ pub enum StreamMsg {
 /// The kernel's side of a stream: the rows of complete pages not yet sent, and the channel.
 /// Dropped without [`RowStream::finish`] (the executor failed), it still sends the rows of the
 /// pages before the failure, then closes the channel without [`StreamMsg::End`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RowStream {
     tx: Sender<StreamMsg>,
     /// Set by the coordinator once it has every row it needs.
@@ -137,6 +149,26 @@ pub struct RowStream {
     waited_ns: Arc<AtomicU64>,
     /// Renders the rows before they are sent, when the caller gave a renderer.
     render: Option<Renderer>,
+    /// Builds the embedder's batches, when it gave a sink: rows then go to it as each page is
+    /// done, and its batches are sent when it is full.
+    sink: Option<SinkSlot>,
+}
+
+/// An executor's [`BatchSink`], whether it failed, and whether its failure was sent (nothing
+/// is sent after it).
+struct SinkSlot {
+    sink: Box<dyn BatchSink>,
+    failed: bool,
+    closed: bool,
+}
+
+impl std::fmt::Debug for SinkSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SinkSlot")
+            .field("held", &self.sink.len())
+            .field("failed", &self.failed)
+            .finish()
+    }
 }
 
 impl RowStream {
@@ -151,6 +183,7 @@ impl RowStream {
         RowStream {
             waited_ns,
             render: None,
+            sink: None,
             tx,
             stop,
             keep: keep.unwrap_or(u64::MAX),
@@ -167,6 +200,26 @@ impl RowStream {
         self.render = render;
     }
 
+    /// Hands the rows to `sink` rather than sending them as values (see [`BatchSink`]).
+    pub fn set_sink(&mut self, sink: Box<dyn BatchSink>) {
+        self.sink = Some(SinkSlot {
+            sink,
+            failed: false,
+            closed: false,
+        });
+    }
+
+    /// Whether rows go to an embedder's [`BatchSink`].
+    pub fn has_sink(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// How many more rows this executor may produce (`LIMIT + OFFSET` less those produced),
+    /// given `pending` rows of the page being decoded.
+    pub fn room(&self, pending: usize) -> u64 {
+        self.keep.saturating_sub(self.produced(pending))
+    }
+
     /// Rows produced so far: sent, sealed, and `pending` rows of the page being decoded.
     pub fn produced(&self, pending: usize) -> u64 {
         self.sent
@@ -177,7 +230,42 @@ impl RowStream {
     /// Whether the executor should keep reading, given `pending` rows of the page being
     /// decoded.
     pub fn wants_more(&self, pending: usize) -> bool {
-        !self.gone && !self.stop.load(Ordering::Relaxed) && self.produced(pending) < self.keep
+        !self.gone
+            && !self.stop.load(Ordering::Relaxed)
+            && !self.sink.as_ref().is_some_and(|s| s.failed)
+            && self.produced(pending) < self.keep
+    }
+
+    /// A page's selected rows straight from its decoded cells, in rowid order, to the sink
+    /// (the kernel keeps them within [`RowStream::room`]); sends its batch when it is full.
+    pub(super) fn append_page(&mut self, rows: &SinkRows<'_>) {
+        let Some(slot) = self.sink.as_mut() else {
+            unreachable!("pages go straight to a sink only when there is one");
+        };
+        if slot.failed || rows.is_empty() {
+            return;
+        }
+        self.sent += rows.len() as u64;
+        if !slot.sink.append(rows) {
+            slot.failed = true;
+        }
+        if slot.failed || slot.sink.is_full() {
+            self.flush_sink();
+        }
+    }
+
+    /// Sends the sink's batch, if it holds rows or its failure.
+    fn flush_sink(&mut self) {
+        let Some(slot) = self.sink.as_mut() else {
+            return;
+        };
+        if slot.closed || (slot.sink.is_empty() && !slot.failed) {
+            return;
+        }
+        slot.closed = slot.failed;
+        let rows = slot.sink.len();
+        let batch = slot.sink.take();
+        self.push(StreamMsg::Built { rows, batch });
     }
 
     /// At a page end: takes the page's rows (`page`) in rowid order (records completed from
@@ -190,7 +278,10 @@ impl RowStream {
         self.sealed_bytes += page.iter().map(row_bytes).sum::<usize>();
         self.sealed.append(page);
         let room = usize::try_from(self.keep - self.sent).unwrap_or(usize::MAX);
-        if self.sealed.len() >= CHUNK_ROWS.min(room) || self.sealed_bytes >= CHUNK_BYTES {
+        if self.sink.is_some()
+            || self.sealed.len() >= CHUNK_ROWS.min(room)
+            || self.sealed_bytes >= CHUNK_BYTES
+        {
             self.send();
         }
     }
@@ -205,6 +296,10 @@ impl RowStream {
         self.sent += self.sealed.len() as u64;
         if self.gone {
             self.sealed.clear();
+            return;
+        }
+        if self.sink.is_some() {
+            self.send_to_sink();
             return;
         }
         // The rows in runs between the marked rows, each marked row in its place.
@@ -229,6 +324,49 @@ impl RowStream {
         self.sealed = rows;
     }
 
+    /// The sealed rows to the sink, in runs between the marked rows (each marked row sent in
+    /// its place, after the sink's batch of the rows before it); the sink's batch is sent
+    /// when it is full.
+    fn send_to_sink(&mut self) {
+        let mut rows = std::mem::take(&mut self.sealed);
+        let mut values = Vec::with_capacity(rows.len());
+        let mut rowids = Vec::with_capacity(rows.len());
+        for r in rows.drain(..) {
+            match r.values {
+                Ok(v) => {
+                    values.push(v);
+                    rowids.push(r.rowid);
+                }
+                Err(failure) => {
+                    self.sink_values(&mut values, &mut rowids);
+                    self.flush_sink();
+                    self.push(StreamMsg::Failed(failure));
+                }
+            }
+        }
+        self.sink_values(&mut values, &mut rowids);
+        if let Some(slot) = &self.sink {
+            if slot.failed || slot.sink.is_full() {
+                self.flush_sink();
+            }
+        }
+        self.sealed = rows;
+    }
+
+    /// Appends evaluated rows to the sink (emptying `values` and `rowids`).
+    fn sink_values(&mut self, values: &mut Vec<Vec<Value>>, rowids: &mut Vec<i64>) {
+        if let Some(slot) = self.sink.as_mut() {
+            if !values.is_empty()
+                && !slot.failed
+                && !slot.sink.append(&SinkRows::values(values, rowids))
+            {
+                slot.failed = true;
+            }
+        }
+        values.clear();
+        rowids.clear();
+    }
+
     /// Sends one message, waiting for room in the channel if need be.
     fn push(&mut self, msg: StreamMsg) {
         if self.gone {
@@ -249,6 +387,7 @@ impl RowStream {
     /// Ends the executor's stream: the last rows, then [`StreamMsg::End`].
     pub fn finish(&mut self) {
         self.send();
+        self.flush_sink();
         if !self.gone {
             let _ = self.tx.send_blocking(StreamMsg::End);
         }
@@ -256,10 +395,35 @@ impl RowStream {
     }
 }
 
+/// A copy with the same channel and counters. Streaming kernels are made one per executor and
+/// never cloned; a stream with a sink (which cannot be copied) is not clonable.
+impl Clone for RowStream {
+    fn clone(&self) -> Self {
+        assert!(
+            self.sink.is_none(),
+            "a row stream with a batch sink is made once per executor, never cloned"
+        );
+        RowStream {
+            tx: self.tx.clone(),
+            stop: Arc::clone(&self.stop),
+            keep: self.keep,
+            sent: self.sent,
+            sealed: self.sealed.clone(),
+            sealed_bytes: self.sealed_bytes,
+            gone: self.gone,
+            ended: self.ended,
+            waited_ns: Arc::clone(&self.waited_ns),
+            render: self.render.clone(),
+            sink: None,
+        }
+    }
+}
+
 impl Drop for RowStream {
     fn drop(&mut self) {
         if !self.ended {
             self.send();
+            self.flush_sink();
         }
     }
 }

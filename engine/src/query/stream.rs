@@ -305,6 +305,9 @@ fn drain(
                         from = to;
                     }
                 }
+                Ok(StreamMsg::Built { .. }) => {
+                    unreachable!("a query's own streams have no sink")
+                }
                 Ok(StreamMsg::End) => break,
                 // The executor failed: its error ends the query, after the rows before it.
                 Err(_) => return (Drained::Written(written.get()), i + 1),
