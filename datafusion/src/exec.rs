@@ -34,6 +34,7 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning,
@@ -90,9 +91,16 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    /// The whole table's rows, guessed from its leaf pages (counted, or from the leaf-parent
+    /// The whole table's rows: the count `ANALYZE` wrote to `sqlite_stat1` (`stat1_rows`)
+    /// when there is one, else guessed from its leaf pages (counted, or from the leaf-parent
     /// level's pages at a typical fan-out) and a typical record size of `columns`' types.
-    pub fn of(plan: &TablePlan, columns: &[PushColumn]) -> Estimate {
+    pub fn of(plan: &TablePlan, columns: &[PushColumn], stat1_rows: Option<u64>) -> Estimate {
+        if let Some(rows) = stat1_rows {
+            return Estimate {
+                rows: usize::try_from(rows).unwrap_or(usize::MAX),
+                row_bytes: 0,
+            };
+        }
         let usable = plan.header.usable_size() as usize;
         let leaves = match &plan.leaf_parents {
             Some(parents) => parents.pages().len() * (usable / 10).max(1),
@@ -380,9 +388,13 @@ impl ExecutionPlan for CorescanExec {
         )
     }
 
-    fn partition_statistics(&self, partition: Option<usize>) -> DfResult<Arc<Statistics>> {
+    fn statistics_from_inputs(
+        &self,
+        _input_stats: &[Arc<Statistics>],
+        args: &StatisticsArgs,
+    ) -> DfResult<Arc<Statistics>> {
         let parts = self.target.cpus.len().max(1);
-        let rows = match partition {
+        let rows = match args.partition() {
             Some(_) => self.estimate.rows / parts,
             None => self.estimate.rows,
         };

@@ -9,10 +9,12 @@
 //! matches names case-insensitively, and its column names are unique that way); the scan uses
 //! the schema's spelling.
 //!
-//! What is pushed down: the projection (only the projected columns are decoded; a projection of
-//! no columns, as `count(*)` asks for, reads only the rowid and yields empty rows) and the limit
-//! (each partition stops after that many rows). Filters are not pushed down yet
-//! (`Unsupported`): DataFusion filters every row the scan yields. No statistics are given.
+//! What is pushed down: the projection (only the projected columns are decoded, straight into
+//! Arrow arrays on the executors; a projection of no columns, as `count(*)` asks for, reads only
+//! the rowid and yields empty rows), the filters [`crate::pushdown`] can evaluate with exactly
+//! DataFusion's result (`Exact`; some others `Inexact`), and the limit (each partition stops
+//! after that many rows). Statistics are `Inexact` row counts: `sqlite_stat1`'s when `ANALYZE`
+//! wrote one for the table, else a guess from its leaf pages.
 //!
 //! Layering: above [`crate::exec`].
 
@@ -95,6 +97,18 @@ impl std::str::FromStr for TypeOverride {
             ty,
         })
     }
+}
+
+/// The row count `ANALYZE` recorded for `table` in `sqlite_stat1`, if any. Statistics only
+/// order DataFusion's joins, so a file whose statistics cannot be read is planned from its
+/// page counts instead (its table's own pages are checked when scanned).
+fn stat1_rows(file: &PageFile, table: &str) -> Option<u64> {
+    let entries = partitioner::schema::read_schema(file).ok()?;
+    partitioner::schema::read_stat1(file, &entries)
+        .ok()?
+        .into_iter()
+        .find(|(t, _)| t.eq_ignore_ascii_case(table))
+        .map(|(_, n)| n)
 }
 
 /// A SQLite table as a DataFusion table (see the module docs).
@@ -205,7 +219,13 @@ impl SqliteTable {
             .collect();
         let schema = Arc::new(Schema::new(fields));
         let name = plan.table.name.clone();
-        let estimate = Estimate::of(&plan, &columns);
+        let stat1_rows = match &file {
+            Some(f) => stat1_rows(f, &name),
+            None => PageFile::open(&path)
+                .ok()
+                .and_then(|f| stat1_rows(&f, &name)),
+        };
+        let estimate = Estimate::of(&plan, &columns, stat1_rows);
         // Opening a scan of the rowid places the executors as a scan would (and takes the
         // plan, so the file is read once); nothing is scanned.
         let probe: Vec<&str> = match &rowid_name {

@@ -113,14 +113,48 @@ fn text(v: Option<&Value<'_>>) -> Option<String> {
 
 /// Reads every row of `sqlite_schema`.
 pub fn read_schema(file: &PageFile) -> Result<Vec<SchemaEntry>> {
-    let tree = walk_table(file, 1, LeafCheck::All)?;
+    let mut entries = Vec::new();
+    for_each_row(file, 1, |page, _rowid, values| {
+        let root_page = match values.get(3) {
+            Some(Value::Int(n)) => u32::try_from(*n).ok(),
+            None | Some(Value::Null) => Some(0),
+            _ => None,
+        };
+        let name = text(values.get(1)).unwrap_or_default();
+        let root_page = root_page.ok_or_else(|| {
+            file.corrupt(
+                page,
+                format!("schema entry {name:?} has an invalid root page"),
+            )
+        })?;
+        entries.push(SchemaEntry {
+            kind: text(values.first()).unwrap_or_default(),
+            tbl_name: text(values.get(2)).unwrap_or_default(),
+            name,
+            root_page,
+            sql: text(values.get(4)),
+            page,
+        });
+        Ok(())
+    })?;
+    Ok(entries)
+}
+
+/// Calls `f` with every row of the table b-tree rooted at `root` (its leaf page, rowid and
+/// record values), in rowid order, with the checks of a scan: for small tables read whole
+/// (the schema, `sqlite_stat1`).
+fn for_each_row(
+    file: &PageFile,
+    root: u32,
+    mut f: impl FnMut(u32, i64, &[Value<'_>]) -> Result<()>,
+) -> Result<()> {
+    let tree = walk_table(file, root, LeafCheck::All)?;
     let usable = file.header().usable_size();
     let mut seen = PageSet::new(file.header().page_count);
     for &p in tree.leaves.iter().chain(&tree.interior_pages) {
         seen.insert(p);
     }
     let (mut page, mut scratch) = (file.page_buffer(), file.page_buffer());
-    let mut entries = Vec::new();
     for &leaf in &tree.leaves {
         file.read_page(leaf, &mut page)?;
         let header = table_page_header(file, leaf, &page)?;
@@ -141,30 +175,50 @@ pub fn read_schema(file: &PageFile) -> Result<Vec<SchemaEntry>> {
                 &mut scratch,
             )?;
             let values = decode_record(&payload)
-                .map_err(|w| file.corrupt(leaf, format!("schema row {}: {w}", cell.rowid)))?;
-            let root_page = match values.get(3) {
-                Some(Value::Int(n)) => u32::try_from(*n).ok(),
-                None | Some(Value::Null) => Some(0),
-                _ => None,
-            };
-            let name = text(values.get(1)).unwrap_or_default();
-            let root_page = root_page.ok_or_else(|| {
-                file.corrupt(
-                    leaf,
-                    format!("schema entry {name:?} has an invalid root page"),
-                )
-            })?;
-            entries.push(SchemaEntry {
-                kind: text(values.first()).unwrap_or_default(),
-                tbl_name: text(values.get(2)).unwrap_or_default(),
-                name,
-                root_page,
-                sql: text(values.get(4)),
-                page: leaf,
-            });
+                .map_err(|w| file.corrupt(leaf, format!("row {}: {w}", cell.rowid)))?;
+            f(leaf, cell.rowid, &values)?;
         }
     }
-    Ok(entries)
+    Ok(())
+}
+
+/// The row counts `ANALYZE` wrote to `sqlite_stat1` (`PRAGMA optimize` too), by table name as
+/// the statistics spell it: the first number of each table's `stat`, from its row without an
+/// index (a table without indexes) or its largest index's (an index has a row per table row,
+/// a partial index fewer). Empty without a `sqlite_stat1` table; rows that do not parse are
+/// passed over, as SQLite passes them over (`analysisLoader` reads what it can).
+pub fn read_stat1(file: &PageFile, entries: &[SchemaEntry]) -> Result<Vec<(String, u64)>> {
+    let Some(stat) = entries
+        .iter()
+        .find(|e| e.kind == "table" && e.name.eq_ignore_ascii_case("sqlite_stat1"))
+    else {
+        return Ok(Vec::new());
+    };
+    let mut counts: Vec<(String, u64, bool)> = Vec::new();
+    for_each_row(file, stat.root_page, |_page, _rowid, values| {
+        let (Some(tbl), Some(Value::Text(stat))) = (text(values.first()), values.get(2)) else {
+            return Ok(());
+        };
+        let Some(n) = std::str::from_utf8(stat)
+            .ok()
+            .and_then(|s| s.split(' ').next())
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            return Ok(());
+        };
+        let table_row = matches!(values.get(1), None | Some(Value::Null));
+        match counts
+            .iter_mut()
+            .find(|(t, ..)| t.eq_ignore_ascii_case(&tbl))
+        {
+            Some(entry) if table_row => *entry = (tbl, n, true),
+            Some((_, count, false)) => *count = (*count).max(n),
+            Some(_) => {}
+            None => counts.push((tbl, n, table_row)),
+        }
+        Ok(())
+    })?;
+    Ok(counts.into_iter().map(|(t, n, _)| (t, n)).collect())
 }
 
 /// How many table names an error message lists before eliding the rest.

@@ -151,6 +151,55 @@ fn partitions_run_once_each_or_again_from_a_fresh_scan_and_stop_at_a_limit() {
     assert_eq!(answer.rows.len(), 5);
 }
 
+/// The scan's row count for DataFusion's join order: `sqlite_stat1`'s once `ANALYZE` wrote it
+/// (the table's own row, or its largest index's), else a guess from the pages, all `Inexact`.
+#[test]
+fn statistics_come_from_sqlite_stat1_after_analyze_else_from_the_pages() {
+    use datafusion::common::stats::Precision;
+    let dir = scratch_dir("stat1");
+    let db = dir.join("events.db");
+    let conn = events_db(&db, 4000);
+    let rows_of = |db: &Path| -> Precision<usize> {
+        let table = corescan_datafusion::SqliteTable::open(
+            db,
+            "EVENTS",
+            Placement::Cores(2),
+            ScanOptions::default(),
+        )
+        .unwrap();
+        let plan = table.plan(None, &[], None).unwrap();
+        let stats = datafusion::physical_plan::statistics::StatisticsContext::default()
+            .compute(
+                &plan,
+                &datafusion::physical_plan::statistics::StatisticsArgs::new(),
+            )
+            .unwrap();
+        stats.num_rows
+    };
+    // No statistics: a guess from the leaf pages, within a factor of the truth.
+    let Precision::Inexact(guess) = rows_of(&db) else {
+        panic!("inexact statistics")
+    };
+    assert!((1000..=16000).contains(&guess), "{guess}");
+    // A table without indexes: ANALYZE writes its row count.
+    conn.execute_batch("ANALYZE;").unwrap();
+    assert_eq!(rows_of(&db), Precision::Inexact(4000));
+    // With an index (a partial one beside it counts fewer rows), after more rows.
+    conn.execute_batch(
+        "INSERT INTO Events(Kind) SELECT Kind FROM Events LIMIT 500;
+         CREATE INDEX kinds ON Events(Kind);
+         CREATE INDEX buys ON Events(Amount) WHERE Kind = 'buy';
+         ANALYZE;",
+    )
+    .unwrap();
+    let stat: Vec<Vec<Value>> = sqlite(&db, "SELECT idx, stat FROM sqlite_stat1 ORDER BY idx");
+    assert_eq!(stat.len(), 2, "{stat:?}");
+    assert_eq!(rows_of(&db), Precision::Inexact(4500));
+    // Through a registered file (one snapshot for every table) too.
+    let answer = datafusion(&db, "SELECT count(*) FROM events").unwrap();
+    assert_eq!(answer.rows, [vec![Value::Integer(4500)]]);
+}
+
 /// A live writer (another process, as an application is) moves units from `acct` to `ledger`
 /// in transactions (one balance down, one ledger row in), so every committed state has
 /// `sum(bal) + count(ledger)` = the total. A query that reads both tables must see one

@@ -1,6 +1,9 @@
 //! The 22 TPC-H queries (the standard texts with the default substitution parameters) through
 //! DataFusion over corescan's scans, on a TPC-H SF 0.01 file generated at test time with
-//! `bench::gen` (all eight tables), each compared with SQLite's answer on the same file.
+//! `bench::gen` (all eight tables), each compared with SQLite's answer on the same file; and,
+//! opt-in (`cargo test -p corescan-datafusion --test integration -- --ignored tpch_sf01`, about
+//! a minute in a test build), the same on SF 0.1, where SQLite answers from a copy of the file with indexes on
+//! the join keys (the same rows; without them SQLite's nested loops take minutes per query).
 //!
 //! The queries are `corescan_datafusion::tpch::QUERIES` (`datafusion/tpch/`), in DataFusion's
 //! dialect and in SQLite's.
@@ -31,18 +34,21 @@ const SF: f64 = 0.01;
 /// The TPC-H file, generated once per run.
 fn tpch_db() -> &'static Path {
     static DB: OnceLock<PathBuf> = OnceLock::new();
-    DB.get_or_init(|| {
-        let path = scratch_dir("tpch").join("tpch-sf001.db");
-        let opts = GenOptions {
-            out: path.clone(),
-            scale_factor: SF,
-            page_size: 4096,
-            tables: TableSelection::All,
-            force: false,
-        };
-        bench::gen::generate(&opts, false).expect("generate the TPC-H file");
-        path
-    })
+    DB.get_or_init(|| generate(SF, "tpch"))
+}
+
+/// A TPC-H file of scale factor `sf` (all eight tables) in the scratch folder `name`.
+fn generate(sf: f64, name: &str) -> PathBuf {
+    let path = scratch_dir(name).join("tpch.db");
+    let opts = GenOptions {
+        out: path.clone(),
+        scale_factor: sf,
+        page_size: 4096,
+        tables: TableSelection::All,
+        force: false,
+    };
+    bench::gen::generate(&opts, false).expect("generate the TPC-H file");
+    path
 }
 
 /// Whether `a` and `b` are the same value under the module docs' rules.
@@ -93,12 +99,25 @@ fn sort_key(row: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// Runs query `n` both ways and compares the answers.
+/// Runs query `n` both ways on the SF 0.01 file and compares the answers.
 fn check(n: u32, datafusion_sql: &str, sqlite_sql: &str, ordered: bool) {
     let db = tpch_db();
+    compare(db, db, n, datafusion_sql, sqlite_sql, ordered);
+}
+
+/// Runs query `n` through DataFusion on `db` and through SQLite on `oracle` (the same rows),
+/// and compares the answers.
+fn compare(
+    db: &Path,
+    oracle: &Path,
+    n: u32,
+    datafusion_sql: &str,
+    sqlite_sql: &str,
+    ordered: bool,
+) {
     let answer = datafusion(db, datafusion_sql).unwrap_or_else(|e| panic!("Q{n}: {e}"));
     let mut ours = answer.rows;
-    let mut theirs = sqlite(db, sqlite_sql);
+    let mut theirs = sqlite(oracle, sqlite_sql);
     if !ordered {
         ours.sort_by_key(|r| sort_key(r));
         theirs.sort_by_key(|r| sort_key(r));
@@ -188,4 +207,49 @@ fn the_answers_are_not_empty_where_tpch_has_rows_at_this_scale() {
         })
         .sum();
     assert!(rows > 50_000, "{rows}");
+}
+
+/// The opt-in run on SF 0.1 (600,572 line items): all 22 queries against SQLite, which reads a
+/// copy of the file with indexes on the join keys (made with `VACUUM INTO`, then `CREATE INDEX`
+/// and `ANALYZE` on the copy; the tested file is left as generated, without indexes).
+#[test]
+#[ignore = "opt-in, about a minute: cargo test -p corescan-datafusion --test integration -- --ignored tpch_sf01"]
+fn tpch_sf01_all_22_queries_equal_sqlites_answers() {
+    let db = generate(0.1, "tpch-sf01");
+    let oracle = db.with_file_name("oracle.db");
+    let conn = rusqlite::Connection::open(&db).expect("open the generated file");
+    conn.execute("VACUUM INTO ?1", [oracle.to_str().expect("a UTF-8 path")])
+        .expect("copy the file");
+    drop(conn);
+    rusqlite::Connection::open(&oracle)
+        .expect("open the copy")
+        .execute_batch(
+            "CREATE INDEX l_order ON lineitem(l_orderkey);
+             CREATE INDEX l_part_supp ON lineitem(l_partkey, l_suppkey);
+             CREATE INDEX o_key ON orders(o_orderkey);
+             CREATE INDEX o_cust ON orders(o_custkey);
+             CREATE INDEX c_key ON customer(c_custkey);
+             CREATE INDEX ps_key ON partsupp(ps_partkey, ps_suppkey);
+             CREATE INDEX p_key ON part(p_partkey);
+             CREATE INDEX s_key ON supplier(s_suppkey);
+             CREATE INDEX n_key ON nation(n_nationkey);
+             ANALYZE;",
+        )
+        .expect("index the copy");
+    for q in &corescan_datafusion::tpch::QUERIES {
+        let started = std::time::Instant::now();
+        compare(
+            &db,
+            &oracle,
+            q.number,
+            q.datafusion,
+            q.sqlite,
+            q.totally_ordered,
+        );
+        eprintln!(
+            "Q{}: equal ({:.1} s both ways)",
+            q.number,
+            started.elapsed().as_secs_f64()
+        );
+    }
 }
