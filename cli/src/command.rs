@@ -66,6 +66,9 @@ pub fn main() -> ExitCode {
     };
     match std::panic::catch_unwind(|| run(cli)) {
         Ok(Ok(())) => ExitCode::SUCCESS,
+        // The reader of the results went away (`| head`): the output it took is the answer,
+        // and the command ends quietly, as `sqlite3` does.
+        Ok(Err(_)) if crate::query_output::output_closed() => ExitCode::SUCCESS,
         Ok(Err(e)) => {
             eprintln!("error: {}", one_line(&e));
             ExitCode::from(1)

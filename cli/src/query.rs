@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use engine::query::{run_query_rendered, run_query_streaming, QueryError, RowRender};
 
-use crate::query_output::{Format, FormatRender, OutputArgs, RowWriter};
+use crate::query_output::{result_stdout, Format, FormatRender, OutputArgs, RowWriter};
 use crate::report;
 use crate::scan_setup::{scan_setup, ScanArgs};
 
@@ -36,11 +36,10 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     let table = planned.table.table.name.clone();
     let mut first = Some(planned.table);
     // Rows go to stdout as the coordinator receives them (see engine::query::stream).
-    let stdout = std::io::stdout().lock();
     let mut writer = RowWriter::new(
         args.output.format,
         planned.query.names.clone(),
-        std::io::BufWriter::with_capacity(64 * 1024, stdout),
+        result_stdout(),
     );
     let render: Arc<dyn RowRender> = Arc::new(FormatRender {
         format: args.output.format,

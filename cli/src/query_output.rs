@@ -2,11 +2,55 @@
 //! `-json`, `-line`, and `jsonl` (one JSON object per line). Values are rendered as SQLite
 //! renders them as text (reals through [`engine::value::real_to_text`]); an empty result
 //! prints nothing, as the shell does.
+//!
+//! Results go to [`result_stdout`]: when the reader closes the pipe (`| head` after its lines),
+//! the write fails with a broken pipe, the command stops its scan and ends quietly with status 0
+//! for the output it wrote, as `sqlite3` does ([`output_closed`]); other write errors stay one
+//! `error:` line.
 
 use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use engine::query::RowRender;
 use engine::value::{real_to_text, Value};
+
+/// Set when a write of results failed because the reader closed the pipe.
+static OUTPUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the reader of the results went away (a write failed with a broken pipe): the error
+/// that stopped the command is then that, and the command ends quietly with status 0.
+pub fn output_closed() -> bool {
+    OUTPUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// A writer whose failures with a broken pipe mark [`output_closed`].
+pub struct PipeWatch<W>(W);
+
+impl<W: std::io::Write> PipeWatch<W> {
+    fn watch<T>(r: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &r {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                OUTPUT_CLOSED.store(true, Ordering::Relaxed);
+            }
+        }
+        r
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for PipeWatch<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Self::watch(self.0.write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Self::watch(self.0.flush())
+    }
+}
+
+/// Standard output for results, buffered, its broken pipe watched ([`output_closed`]).
+pub fn result_stdout() -> std::io::BufWriter<PipeWatch<std::io::StdoutLock<'static>>> {
+    std::io::BufWriter::with_capacity(64 * 1024, PipeWatch(std::io::stdout().lock()))
+}
 
 /// The output options `query` and `sql` share.
 #[derive(Debug, clap::Args)]

@@ -26,7 +26,7 @@ use corescan_datafusion::{CorescanExec, TableOptions, TypeOverride};
 use futures_lite::StreamExt;
 use partitioner::printable;
 
-use crate::query_output::{OutputArgs, RowWriter};
+use crate::query_output::{result_stdout, OutputArgs, RowWriter};
 use crate::report;
 use crate::scan_setup::ScanArgs;
 
@@ -89,7 +89,7 @@ async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
         if args.explain {
             let plan = frame.create_physical_plan().await.map_err(one_error)?;
             let text = displayable(plan.as_ref()).indent(true).to_string();
-            let mut out = std::io::stdout().lock();
+            let mut out = result_stdout();
             out.write_all(text.as_bytes())
                 .and_then(|()| out.flush())
                 .context("writing the plan")?;
@@ -122,12 +122,7 @@ async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
         }
     };
     let _session = ctx;
-    let stdout = std::io::stdout().lock();
-    let mut writer = RowWriter::new(
-        args.output.format,
-        names,
-        std::io::BufWriter::with_capacity(64 * 1024, stdout),
-    );
+    let mut writer = RowWriter::new(args.output.format, names, result_stdout());
     let mut failed = None;
     while let Some(batch) = batches.next().await {
         match batch {

@@ -401,3 +401,64 @@ fn a_failing_row_names_its_page_and_rowid() {
     corescan(["query", db, sql])
         .assert_error(&[&format!("{db}: page 2: rowid 3: integer overflow")]);
 }
+
+/// Starts `corescan ARGS` with its output into a pipe, reads its first line, closes the pipe
+/// (as `| head -1` does), and returns the exit status and stderr.
+pub fn closed_after_one_line(args: &[&str]) -> (Option<i32>, String) {
+    use std::io::{BufRead, Read};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_corescan"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start corescan");
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("its stdout"))
+        .read_line(&mut first)
+        .expect("its first line");
+    assert!(!first.is_empty(), "{args:?} wrote nothing");
+    // The reader (and the pipe's read end) is dropped here.
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("its stderr")
+        .read_to_string(&mut stderr)
+        .expect("its stderr");
+    let status = child.wait().expect("corescan ends");
+    (status.code(), stderr)
+}
+
+/// `corescan query ... | head -1` ends quietly with status 0, as `sqlite3` does, in every
+/// output mode (the rows are more than a pipe holds, so a write fails after the reader left);
+/// a write that fails otherwise is one error line.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    let db = tiny_db().to_str().unwrap().to_string();
+    for format in ["csv", "json", "jsonl", "line"] {
+        let (status, stderr) =
+            closed_after_one_line(&["query", &db, "SELECT * FROM lineitem", "--format", format]);
+        assert_eq!(status, Some(0), "{format}: {stderr}");
+        assert_eq!(stderr, "", "{format}");
+    }
+    if Path::new("/dev/full").exists() {
+        let out = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_corescan"))
+            .args(["query", &db, "SELECT * FROM lineitem", "--format", "csv"])
+            .stdout(out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.starts_with("error: writing the result: No space left on device")
+                && stderr.lines().count() == 1,
+            "{stderr}"
+        );
+    } else {
+        eprintln!("SKIPPED the /dev/full half: no /dev/full here");
+    }
+}

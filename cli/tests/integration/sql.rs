@@ -2,6 +2,7 @@
 //! exactly, `--explain` with the corescan scans in the plan, and the error contract (corescan's
 //! own line for a value that does not fit its column, DataFusion's for a bad query).
 
+use crate::cli::closed_after_one_line;
 use crate::{corescan, open, scratch_dir, tiny_db};
 
 #[test]
@@ -245,4 +246,16 @@ fn bench_tpch_writes_its_table_json_and_plot() {
     assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
     corescan(["bench", "tpch", db.to_str().unwrap(), "--queries", "23"])
         .assert_error(&["no TPC-H query 23"]);
+}
+
+/// `corescan sql ... | head -1` ends quietly with status 0, as `query` does.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    let db = tiny_db().to_str().unwrap().to_string();
+    for format in ["csv", "jsonl"] {
+        let (status, stderr) =
+            closed_after_one_line(&["sql", &db, "SELECT * FROM lineitem", "--format", format]);
+        assert_eq!(status, Some(0), "{format}: {stderr}");
+        assert_eq!(stderr, "", "{format}");
+    }
 }
