@@ -570,19 +570,9 @@ impl QueryKernel {
             return;
         }
         let sources = batch_sources(plan, &self.sources);
-        let b = Batch {
-            rows: Rows::Cells {
-                cells: &self.cells,
-                base: page,
-                sources: &sources,
-            },
-            width: plan.columns.len(),
-        };
+        let b = page_batch(&self.cells, page, &sources, plan.columns.len());
         let rowids = self.cells.rowids().expect("the query decoder reads rowids");
-        let mut sel: Selection = (0..rows as u32).collect();
-        if let Some(f) = &self.batch_filter {
-            f.retain(&b, &mut sel);
-        }
+        let mut sel = selected(&b, rows, self.batch_filter.as_ref());
         let room = usize::try_from(stream.room(0)).unwrap_or(usize::MAX);
         sel.truncate(room);
         stream.append_page(&SinkRows::page(&b, &sel, outputs, rowids));
@@ -602,23 +592,9 @@ impl QueryKernel {
             return Ok(());
         }
         let sources = batch_sources(plan, &self.sources);
-        let b = Batch {
-            rows: Rows::Cells {
-                cells: &self.cells,
-                base: page,
-                sources: &sources,
-            },
-            width,
-        };
+        let b = page_batch(&self.cells, page, &sources, width);
         let rowids = self.cells.rowids().expect("the query decoder reads rowids");
-        let mut sel = Selection::new();
-        sel.resize(rows, 0);
-        for (i, r) in sel.iter_mut().enumerate() {
-            *r = i as u32;
-        }
-        if let Some(f) = &self.batch_filter {
-            f.retain(&b, &mut sel);
-        }
+        let sel = selected(&b, rows, self.batch_filter.as_ref());
         let n = sel.len();
         if n == 0 {
             return Ok(());
@@ -830,6 +806,33 @@ fn batch_sources<'a>(
             _ => Source::Rowid,
         })
         .collect()
+}
+
+/// A decoded page's `cells` (values in `base`) as a batch of `width` slots read from
+/// `sources` ([`batch_sources`]).
+fn page_batch<'a, 'b>(
+    cells: &'b CellBatch,
+    base: &'a [u8],
+    sources: &'b [Source<'a>],
+    width: usize,
+) -> Batch<'a, 'b> {
+    Batch {
+        rows: Rows::Cells {
+            cells,
+            base,
+            sources,
+        },
+        width,
+    }
+}
+
+/// The rows of a batch of `rows` rows that `filter` keeps (all of them without one).
+fn selected(b: &Batch<'_, '_>, rows: usize, filter: Option<&batch::BatchFilter>) -> Selection {
+    let mut sel: Selection = (0..rows as u32).collect();
+    if let Some(f) = filter {
+        f.retain(b, &mut sel);
+    }
+    sel
 }
 
 /// What [`accept`] did with a row that did not fail.
