@@ -42,6 +42,7 @@ enum Command {
     /// Run TPC-H Q6 with one pinned executor per CPU and report the answer and the I/O.
     Q6(q6::Q6Args),
     /// Run one SELECT over one table with SQLite's answers, the thread-per-core way.
+    #[command(override_usage = "corescan query [OPTIONS] <DB>... <SQL>")]
     Query(query::QueryArgs),
     /// Run any SQL (joins, subqueries, CTEs, window functions) over the tables of DB through
     /// Apache DataFusion, with corescan's scans as its tables.

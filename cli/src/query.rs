@@ -1,13 +1,16 @@
-//! `corescan query DB SQL`: one `SELECT` over one table, planned by [`corescan_sql`] and run
+//! `corescan query DB... SQL`: one `SELECT` over one table, planned by [`corescan_sql`] and run
 //! with one pinned executor per CPU; rows on stdout in the `sqlite3` shell's output modes,
-//! and with `--report` the I/O report on stderr.
+//! and with `--report` the I/O report on stderr. Several files (paths, quoted globs,
+//! `@list.txt`) are one table, the union of the table over them ([`run_files`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use engine::query::{run_query_rendered, run_query_streaming, QueryError, RowRender};
+use engine::query::{
+    run_query_files, run_query_rendered, run_query_streaming, MissingTable, QueryError, RowRender,
+};
 
 use crate::query_output::{result_stdout, Format, FormatRender, OutputArgs, RowWriter};
 use crate::report;
@@ -16,10 +19,16 @@ use crate::scan_setup::{scan_setup, ScanArgs};
 /// Arguments of `corescan query`.
 #[derive(Debug, Args)]
 pub struct QueryArgs {
-    /// The database file.
-    db: PathBuf,
-    /// One SELECT over one table of DB.
-    sql: String,
+    /// The database file, then the SQL: one SELECT over one table of DB. Several files
+    /// (paths, quoted glob patterns such as 'tenants/*.db', sorted, or @list.txt with one path
+    /// per line) are one table: the union of the table of that name over them, file by file
+    /// in the listed order.
+    #[arg(required = true, num_args = 1.., value_name = "DB")]
+    inputs: Vec<String>,
+    /// With several files: skip those without the table (counted in the report) instead of
+    /// failing on the first.
+    #[arg(long)]
+    skip_missing: bool,
     #[command(flatten)]
     scan: ScanArgs,
     #[command(flatten)]
@@ -28,7 +37,21 @@ pub struct QueryArgs {
 
 /// Runs `corescan query`.
 pub fn run(args: QueryArgs) -> anyhow::Result<()> {
-    let planned = corescan_sql::plan_query(&args.db, &args.sql)?;
+    let (sql, dbs) = match args.inputs.split_last() {
+        Some((sql, dbs)) if !dbs.is_empty() => (sql, dbs),
+        // A usage error, as clap reports its own (status 2).
+        _ => clap::Error::raw(
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "the SQL is missing: corescan query DB... SQL\n",
+        )
+        .exit(),
+    };
+    let files = partitioner::sources::expand(dbs)?;
+    if files.len() > 1 || partitioner::sources::is_pattern(&dbs[0]) || dbs[0].starts_with('@') {
+        return run_files(&args, sql, files);
+    }
+    let db = files.into_iter().next().context("no database file")?;
+    let planned = corescan_sql::plan_query(&db, sql)?;
     let (executors, settings) = scan_setup(&args.scan, planned.table.header.page_size)?;
     // The first plan is the first attempt; a database read without SQLite's locks that changed
     // meanwhile is planned and scanned again (engine::consistent), as for q6. An error
@@ -46,12 +69,11 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         names: planned.query.names.clone(),
     });
     let result = engine::consistent(
-        &args.db,
+        &db,
         || {
-            first.take().map_or_else(
-                || corescan_sql::plan_table(&args.db, &table, &planned.query),
-                Ok,
-            )
+            first
+                .take()
+                .map_or_else(|| corescan_sql::plan_table(&db, &table, &planned.query), Ok)
         },
         |plan| match if args.output.format == Format::Table {
             run_query_streaming(plan, planned.query.clone(), &settings, &executors, |row| {
@@ -104,6 +126,54 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
                 ));
             }
             eprint!("{text}");
+        }
+    }
+    Ok(())
+}
+
+/// `corescan query` over several files: the query is planned against the first file that has
+/// the table, then each file is bound to it by column name and read by the executor it is
+/// dealt to; the rows come file by file in the listed order, each file in rowid order.
+fn run_files(args: &QueryArgs, sql: &str, files: Vec<PathBuf>) -> anyhow::Result<()> {
+    let missing = if args.skip_missing {
+        MissingTable::Skip
+    } else {
+        MissingTable::Fail
+    };
+    let planned = corescan_sql::plan_query_files(&files, sql, args.skip_missing)?;
+    let (executors, settings) = scan_setup(&args.scan, planned.table.header.page_size)?;
+    let names = planned.query.names.clone();
+    let out = run_query_files(
+        files,
+        &planned.table,
+        planned.query,
+        &settings,
+        &executors,
+        missing,
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut writer = RowWriter::new(args.output.format, names, result_stdout());
+    let mut written = Ok(());
+    for row in &out.rows {
+        written = writer.row(row);
+        if written.is_err() {
+            break;
+        }
+    }
+    let rows = writer.rows();
+    let finished = writer.finish();
+    written.and(finished).context("writing the result")?;
+    if args.output.report {
+        if args.output.json() {
+            eprintln!(
+                "{}",
+                serde_json::to_value(&out.report).context("serializing the report")?
+            );
+        } else {
+            eprint!(
+                "{}",
+                report::human(&out.report, &format!("{rows} result rows"))
+            );
         }
     }
     Ok(())

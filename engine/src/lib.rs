@@ -112,7 +112,8 @@ pub mod value;
 
 pub use backend::residency;
 pub use coordinator::{
-    available_cpus, run_scan, run_scan_in, run_scan_with, running_executors, RangeOrder, ScanWith,
+    available_cpus, deal_files, run_files, run_scan, run_scan_in, run_scan_with, running_executors,
+    FileOpener, FilesScan, RangeOrder, ScanWith,
 };
 pub use counters::HwCounters;
 pub use cputime::{mark_process_start, CpuTime};
@@ -124,9 +125,9 @@ pub use partitions::{
 };
 pub use placement::{Placement, ScanOptions};
 pub use query::{BatchSink, QueryError, QueryPlan, SinkRows};
-pub use report::{IoReport, RunReport, SnapshotReport};
+pub use report::{FilesReport, IoReport, RunReport, SnapshotReport};
 pub use retry::{consistent, Consistent, MAX_ATTEMPTS};
-pub use scan::{ExecutorReport, RecordOutcome, RowError, ScanKernel, Spill};
+pub use scan::{ExecutorReport, FilesScanned, RecordOutcome, RowError, ScanKernel, Spill};
 pub use settings::{
     list_cpus, spread, ExecutorSpec, IoBackend, IoChoice, ScanSettings, SqpollMode,
     AUTO_CACHED_FRACTION, DEFAULT_COALESCE_KIB, DEFAULT_IO, DEFAULT_READAHEAD_BYTES,

@@ -131,6 +131,29 @@ pub struct RunReport {
     /// Whether there were more executors than CPUs (or two on one CPU): timings then measure
     /// time-sharing, not parallel scaling.
     pub oversubscribed: bool,
-    /// How the scan held one committed state of the database.
+    /// How the scan held one committed state of the database (of the first file, for a scan
+    /// of several files, each of which held its own while it was read).
     pub snapshot: SnapshotReport,
+    /// For a scan of several files: the files and their planning (absent for one file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<FilesReport>,
+}
+
+/// What a scan of one table over several files did with them (see [`RunReport::files`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FilesReport {
+    /// Files listed.
+    pub files: usize,
+    /// Files read.
+    pub opened: usize,
+    /// Files skipped (without the table, with `--skip-missing`).
+    pub skipped: usize,
+    /// Mean seconds planning a file read (open, header, schema, read locks, the top of the
+    /// b-tree), on the executor that read it.
+    pub plan_s_mean: f64,
+    /// The longest of those plannings.
+    pub plan_s_max: f64,
+    /// The most database files open at once: one per executor (each plans, reads and closes
+    /// its files one after the other, holding each file's read locks only while reading it).
+    pub open_files_bound: usize,
 }

@@ -46,6 +46,15 @@ pub enum Error {
         /// What is wrong, in a few words.
         what: String,
     },
+    /// The file has no table of the name asked for (a file of a table spread over several
+    /// files may be skipped for it).
+    #[error("{}: {}", shown(path), printable(what))]
+    NoSuchTable {
+        /// The file.
+        path: PathBuf,
+        /// The message: the name asked for and the tables there are.
+        what: String,
+    },
     /// The database changed while it was read without a lock that stops writers (see
     /// [`crate::snapshot::Protocol::VerifyRetry`]), or its log no longer matches the index
     /// it was locked by: planning and scanning again reads a consistent state.

@@ -29,6 +29,8 @@
 //! - [`plan::TablePlan`] holds the sorted leaf list grouped into [`partition::Extent`]s and cuts
 //!   it into contiguous [`partition::LeafRange`]s, one per executor, weighted by the topology;
 //!   its [`census`](plan::TablePlan::census) reads every leaf and counts overflow pages;
+//! - [`sources`] expands what a user names as a table's files (paths, globs, `@list` files)
+//!   into the listed paths of a table spread over several files;
 //! - [`format`](mod@format) holds the format primitives (varints, serial types, page headers, the
 //!   local-payload rule) that the engine's record decoder shares.
 //!
@@ -54,6 +56,7 @@ pub mod schema;
 pub mod shm;
 pub mod sidecar;
 pub mod snapshot;
+pub mod sources;
 pub mod topology;
 pub mod wal;
 
@@ -64,7 +67,7 @@ pub use header::DbHeader;
 pub use leaf_parents::{ParentShare, Share};
 pub use pager::{FileSnapshot, PageFile};
 pub use partition::{Extent, LeafRange};
-pub use plan::{ColumnSource, PageCensus, TablePlan};
+pub use plan::{table_definition, ColumnSource, PageCensus, TablePlan};
 pub use schema::TableSchema;
 pub use snapshot::{Protocol, ReadSnapshot};
 pub use wal::{PageLocation, WalIndex};

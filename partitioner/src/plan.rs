@@ -93,6 +93,16 @@ pub struct PageCensus {
     pub max_payload: u64,
 }
 
+/// The definition (columns, types, defaults) of `table` in the database file `path`, read
+/// from its schema without walking the table's b-tree: for a table spread over several files,
+/// whose columns are matched by name.
+pub fn table_definition(path: &Path, table: &str) -> Result<CreateTable> {
+    let file = PageFile::open(path)?;
+    let entries = read_schema(&file)?;
+    let schema = find_table(&file, &entries, table)?;
+    schema.definition().map_err(|w| file.invalid(w))
+}
+
 impl TablePlan {
     /// Opens `path` read-only, validates it and walks table `table` (case-insensitive).
     ///

@@ -9,7 +9,7 @@
 use crate::btree::{table_page_header, walk_table, LeafCheck, PageSet};
 use crate::cell::{follow_overflow_chain, TableLeafCell};
 use crate::create_table::{parse_create_table, CreateTable};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::{read_be_int, read_varint, serial_type_size};
 use crate::pager::PageFile;
 
@@ -252,7 +252,10 @@ pub fn find_table(file: &PageFile, entries: &[SchemaEntry], name: &str) -> Resul
         } else {
             format!("tables: {}", tables.join(", "))
         };
-        return Err(file.invalid(format!("no table named {name:?} ({listed})")));
+        return Err(Error::NoSuchTable {
+            path: file.path().to_path_buf(),
+            what: format!("no table named {name:?} ({listed})"),
+        });
     };
     let table = &entry.name;
     let sql = entry

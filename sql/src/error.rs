@@ -23,6 +23,14 @@ pub enum SqlError {
     Plan(#[from] partitioner::Error),
 }
 
+impl SqlError {
+    /// Whether the file has no table of the name the query reads (a file of a table spread
+    /// over several files may be skipped for it).
+    pub fn is_no_such_table(&self) -> bool {
+        matches!(self, SqlError::Plan(partitioner::Error::NoSuchTable { .. }))
+    }
+}
+
 /// Shorthand for an unsupported construct.
 pub(crate) fn unsupported<T>(what: impl Into<String>) -> Result<T, SqlError> {
     Err(SqlError::Unsupported(what.into()))

@@ -23,4 +23,6 @@ mod source;
 
 pub use error::SqlError;
 
-pub use plan::{plan_query, plan_query_with, plan_table, scan_spec, PlannedQuery};
+pub use plan::{
+    plan_query, plan_query_files, plan_query_with, plan_table, scan_spec, PlannedQuery,
+};

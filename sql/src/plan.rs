@@ -48,12 +48,102 @@ pub fn plan_query(db: &Path, sql: &str) -> Result<PlannedQuery, SqlError> {
     plan_query_with(sql, |name| TablePlan::open_for_scan(db, name))
 }
 
+/// Parses `sql` and plans it over the table of that name in several files (a table spread
+/// over them): against the first file that has the table, its columns extended by those only
+/// later files have (in order of first appearance; matched by name, case-insensitively), so
+/// that `*` and every column of any file can be named. With `skip_missing`, files without the
+/// table are passed over; else the first is an error naming it. Whether a file's columns fit
+/// (the same affinity, rowid and generation) is checked when the file is read
+/// ([`engine::query::bind_to_file`]).
+pub fn plan_query_files(
+    files: &[std::path::PathBuf],
+    sql: &str,
+    skip_missing: bool,
+) -> Result<PlannedQuery, SqlError> {
+    plan_query_in(
+        sql,
+        |name| {
+            let mut base: Option<TablePlan> = None;
+            let mut first_missing = None;
+            for f in files {
+                let def = match &base {
+                    None => match TablePlan::open_for_scan(f, name) {
+                        Ok(plan) => {
+                            base = Some(plan);
+                            continue;
+                        }
+                        Err(e) => Err(e),
+                    },
+                    Some(_) => partitioner::table_definition(f, name),
+                };
+                let def = match def {
+                    Ok(def) => def,
+                    Err(e @ partitioner::Error::NoSuchTable { .. }) => {
+                        if !skip_missing {
+                            return Err(e);
+                        }
+                        first_missing.get_or_insert(e);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                let Some(base) = base.as_mut() else { continue };
+                for column in def.columns {
+                    let known = base
+                        .definition
+                        .columns
+                        .iter()
+                        .any(|c| c.name.eq_ignore_ascii_case(&column.name));
+                    if known {
+                        continue;
+                    }
+                    if column.rowid_alias || column.generated.is_some() {
+                        return Err(partitioner::Error::Invalid {
+                            path: f.clone(),
+                            what: format!(
+                                "column {:?} of table {name:?} is {} here, and earlier files have \
+                             no such column",
+                                column.name,
+                                if column.rowid_alias {
+                                    "the INTEGER PRIMARY KEY (the rowid)"
+                                } else {
+                                    "a generated column"
+                                }
+                            ),
+                        });
+                    }
+                    base.definition.columns.push(column);
+                }
+            }
+            match (base, first_missing) {
+                (Some(base), _) => Ok(base),
+                (None, Some(e)) => Err(e),
+                (None, None) => Err(partitioner::Error::Invalid {
+                    path: std::path::PathBuf::new(),
+                    what: "no database file".into(),
+                }),
+            }
+        },
+        false,
+    )
+}
+
 /// [`plan_query`] with the table opened by `open_table` (given the table's name as the query
 /// writes it): a caller that holds a snapshot of the file plans in it
 /// ([`TablePlan::open_for_scan_in`]), so that several queries read one committed state.
 pub fn plan_query_with(
     sql: &str,
     open_table: impl FnOnce(&str) -> partitioner::Result<TablePlan>,
+) -> Result<PlannedQuery, SqlError> {
+    plan_query_in(sql, open_table, true)
+}
+
+/// [`plan_query_with`]; `one_file`: the scan's order is the table's rowid order (else the
+/// table is spread over several files, read file by file, and an `ORDER BY rowid` sorts).
+fn plan_query_in(
+    sql: &str,
+    open_table: impl FnOnce(&str) -> partitioner::Result<TablePlan>,
+    one_file: bool,
 ) -> Result<PlannedQuery, SqlError> {
     let statements = Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| {
         // Statements the parser does not know still get a refusal that names them.
@@ -163,7 +253,7 @@ pub fn plan_query_with(
         _ => return unsupported("FROM clauses other than one table"),
     };
     let table = open_table(&name)?;
-    let query = plan_select(&table, alias.as_deref(), select, query, sql)?;
+    let query = plan_select(&table, alias.as_deref(), select, query, sql, one_file)?;
     let table = engine::restrict(table, &query)?;
     Ok(PlannedQuery { table, query })
 }
@@ -188,6 +278,7 @@ fn plan_select(
     select: &ast::Select,
     query: &ast::Query,
     sql: &str,
+    one_file: bool,
 ) -> Result<QueryPlan, SqlError> {
     let mut r = Resolver::new(table, alias, sql);
     // The output list, with `*` expanded.
@@ -334,7 +425,12 @@ fn plan_select(
             }
             // The scan's own order, forwards or backwards: no sorter, so the rows are the
             // plain scan's, with its LIMIT and OFFSET rules.
-            match scan_order(&mut r, select.selection.as_ref(), &written, &order_by)? {
+            let scan = if one_file {
+                scan_order(&mut r, select.selection.as_ref(), &written, &order_by)?
+            } else {
+                None
+            };
+            match scan {
                 Some(ScanOrder::Forward) => order_by.clear(),
                 Some(ScanOrder::Backward) => {
                     order_by.clear();

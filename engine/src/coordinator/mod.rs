@@ -22,6 +22,7 @@
 //! [`run_scan`].
 
 mod collect;
+mod files;
 mod launch;
 mod range_order;
 mod report;
@@ -36,7 +37,8 @@ use crate::report::RunReport;
 use crate::scan::ScanKernel;
 use crate::settings::{ExecutorSpec, ScanSettings};
 
-pub use launch::running_executors;
+pub use files::{deal_files, run_files, FilesScan};
+pub use launch::{running_executors, FileOpener};
 pub use range_order::RangeOrder;
 
 use launch::Launch;

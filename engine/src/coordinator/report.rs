@@ -143,5 +143,6 @@ pub(super) fn build(
         available_cpus: checked.available.len(),
         oversubscribed: checked.oversubscribed,
         snapshot: SnapshotReport::of(&plan.read),
+        files: None,
     }
 }

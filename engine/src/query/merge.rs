@@ -43,6 +43,18 @@ pub enum MergeError {
 
 /// Combines the executors' partials (in range order) into the result rows.
 pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>, MergeError> {
+    merge_files(plan, partials, None)
+}
+
+/// [`merge`] of partials read from several files: `file_of[i]` is partial `i`'s file, in
+/// the listed order, and rows of different files are in scan order by file first (rowids
+/// repeat across files), as ties of a sort are.
+pub fn merge_files(
+    plan: &QueryPlan,
+    partials: Vec<Partial>,
+    file_of: Option<&[usize]>,
+) -> Result<Vec<Vec<Value>>, MergeError> {
+    let file = |range: usize| file_of.map_or(0, |f| f[range]);
     let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
     let limit = plan
         .limit
@@ -95,7 +107,11 @@ pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>
                 }
                 rows.retain(|(_, r)| r.values.is_ok());
             }
-            rows.sort_by(|(_, a), (_, b)| compare_rows(plan, a, b));
+            rows.sort_by(|(ra, a), (rb, b)| {
+                compare_keys(&plan.order_by, &a.keys, &b.keys)
+                    .then(file(*ra).cmp(&file(*rb)))
+                    .then(compare_rows(plan, a, b))
+            });
             // As SQLite's loop goes: the OFFSET skips rows (marked ones too, whose output
             // columns it never computes), a marked row it does not skip fails the query, and
             // nothing after the LIMIT is looked at.

@@ -44,6 +44,7 @@ pub mod dates;
 pub mod error;
 pub mod eval;
 pub mod exact_sum;
+pub mod files;
 pub mod fold;
 pub mod functions;
 pub mod groups;
@@ -63,6 +64,7 @@ pub mod stream;
 pub mod window;
 
 pub use error::{QueryError, QueryOutput};
+pub use files::{bind_to_file, run_query_files, FilesOutput, MissingTable};
 pub use ir::QueryPlan;
 pub use kernel::{merge, Partial, QueryKernel};
 pub use run::{run_query, run_query_until, test_constant_terms};

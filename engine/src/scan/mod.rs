@@ -29,8 +29,8 @@ pub mod pipeline;
 pub mod task;
 
 pub use kernel::{RecordOutcome, RowError, ScanKernel, Spill};
-pub use task::ExecutorReport;
 pub(crate) use task::{Arrival, ExecutorTask, StartGate};
+pub use task::{ExecutorReport, FilesScanned};
 
 use crate::backend::mmap::MmapBackend;
 use crate::backend::pread::PreadBackend;

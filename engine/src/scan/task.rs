@@ -223,6 +223,23 @@ pub struct ExecutorReport {
     /// When the first page was decoded (for the run's start-up figure).
     #[serde(skip)]
     pub first_page_at: Option<std::time::Instant>,
+    /// For a scan of several files: what this executor did with the files dealt to it
+    /// (absent for a scan of one file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<FilesScanned>,
+}
+
+/// One executor's share of a scan of several files (see [`ExecutorReport::files`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FilesScanned {
+    /// Files dealt to it.
+    pub files: u64,
+    /// Of those, files read (the others were skipped: no such table, with `--skip-missing`).
+    pub opened: u64,
+    /// Seconds planning its files (open, header, schema, locks, the walk's top), summed.
+    pub plan_s: f64,
+    /// The longest of those plannings.
+    pub plan_s_max: f64,
 }
 
 impl ExecutorReport {
@@ -232,6 +249,66 @@ impl ExecutorReport {
         self.submit_batches += s.submit_batches;
         self.bytes_read += s.bytes_read;
         self.max_in_flight_pages = self.max_in_flight_pages.max(s.max_in_flight_pages);
+    }
+
+    /// Adds another scan's figures of the same executor (the next file of a scan of several
+    /// files): counts add up, the first page and notice are the first scan's, the rates are
+    /// left for [`ExecutorReport::rates_over`].
+    pub(crate) fn absorb(&mut self, r: ExecutorReport) {
+        self.pages += r.pages;
+        self.parent_pages += r.parent_pages;
+        self.parents_s += r.parents_s;
+        self.overflow_pages += r.overflow_pages;
+        self.rows += r.rows;
+        self.rows_kept = match (self.rows_kept, r.rows_kept) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.wal_pages += r.wal_pages;
+        self.reads_submitted += r.reads_submitted;
+        self.submit_batches += r.submit_batches;
+        self.io_uring_enters = match (self.io_uring_enters, r.io_uring_enters) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.bytes_read += r.bytes_read;
+        self.wasted_bytes += r.wasted_bytes;
+        self.max_in_flight_pages = self.max_in_flight_pages.max(r.max_in_flight_pages);
+        self.o_direct = self.o_direct && r.o_direct;
+        self.huge_page_buffers = self.huge_page_buffers.or(r.huge_page_buffers);
+        self.sqpoll_cpu = self.sqpoll_cpu.or(r.sqpoll_cpu);
+        self.sqpoll_cpu_s = match (self.sqpoll_cpu_s, r.sqpoll_cpu_s) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.user_s += r.user_s;
+        self.sys_s += r.sys_s;
+        self.counters = HwCounters::sum([&self.counters, &r.counters]);
+        if self.first_page_at.is_none() {
+            self.first_page_at = r.first_page_at;
+        }
+        if self.notice.is_none() {
+            self.notice = r.notice;
+        }
+        if self.backend.is_empty() {
+            self.backend = r.backend;
+        }
+    }
+
+    /// Sets the wall time, start-up and per-core rates over an executor's whole run that
+    /// started at `started` (a scan of several files, after [`ExecutorReport::absorb`]).
+    pub(crate) fn rates_over(&mut self, started: std::time::Instant, page_size: u32) {
+        self.wall_s = started.elapsed().as_secs_f64();
+        self.first_page_s = self
+            .first_page_at
+            .map(|t| t.duration_since(started).as_secs_f64());
+        let decoding = self
+            .first_page_at
+            .map_or(0.0, |t| t.elapsed().as_secs_f64());
+        if decoding > 0.0 {
+            self.rows_per_s = Some(self.rows as f64 / decoding);
+            self.gb_per_s = Some((self.pages * u64::from(page_size)) as f64 / decoding / 1e9);
+        }
     }
 
     /// Adds what the backend measured.

@@ -1,7 +1,7 @@
 //! `corescan query` against SQLite on the same file: hand-written cases for every supported
 //! construct ([`cases`]), the same queries under every scan setting ([`settings`]), the
 //! command line ([`cli`]), streamed projections in rowid order on fragmented tables
-//! ([`stream`]), grouped pages on the typed and the general path ([`typed_runs`]), and a
+//! ([`stream`]), one table over several files ([`files`]), grouped pages on the typed and the general path ([`typed_runs`]), and a
 //! random differential tester ([`differential`]).
 //!
 //! Every check of an answer goes through [`QueryTester`] ([`tester`]), which runs it under the
@@ -19,6 +19,7 @@ mod cli;
 mod dates;
 mod differential;
 mod exact;
+mod files;
 mod group_keys;
 mod settings;
 mod stream;

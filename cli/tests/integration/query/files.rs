@@ -1,0 +1,250 @@
+//! `corescan query` over a table spread over several files, against SQLite reading the same
+//! files attached and joined by `UNION ALL` in the listed order (each file's table in rowid
+//! order, columns matched by name, NULL where a file lacks one): the union, its order without
+//! `ORDER BY`, `LIMIT`/`OFFSET` across file boundaries, sorts whose ties span files, groups
+//! and aggregates, a file in WAL mode with a writer holding the log open, schemas that
+//! drifted, files without the table, and the refusals.
+
+use std::path::{Path, PathBuf};
+
+use engine::query::{run_query_files, MissingTable};
+use engine::{spread, IoBackend, IoChoice, ScanSettings};
+use rusqlite::Connection;
+
+use super::{answer_on, difference, Answer};
+use crate::corescan;
+
+/// Files `t0.db` .. `t4.db` of table `ev`, the last two with a column added, the third in
+/// WAL mode with its last rows only in the log (the returned connection holds it), and
+/// `other.db` without the table.
+fn tenant_files(dir: &Path) -> (Vec<PathBuf>, Connection) {
+    let mut paths = Vec::new();
+    let mut live = None;
+    for i in 0..5i64 {
+        let path = dir.join(format!("t{i}.db"));
+        let c = Connection::open(&path).unwrap();
+        if i == 2 {
+            c.execute_batch("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;")
+                .unwrap();
+        }
+        c.execute_batch("CREATE TABLE ev(id INTEGER PRIMARY KEY, dev TEXT, v REAL, n INTEGER)")
+            .unwrap();
+        if i >= 3 {
+            c.execute_batch("ALTER TABLE ev ADD COLUMN extra TEXT")
+                .unwrap();
+        }
+        let tx = c.unchecked_transaction().unwrap();
+        for j in 0..(700 + 300 * i) {
+            c.execute(
+                "INSERT INTO ev(dev, v, n) VALUES (?1, ?2, ?3)",
+                rusqlite::params![
+                    format!("d{}", j % 7),
+                    j as f64 * 0.25 + i as f64,
+                    j * i % 97
+                ],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        if i == 4 {
+            c.execute_batch("UPDATE ev SET extra = 'x' || id WHERE id % 5 = 0")
+                .unwrap();
+        }
+        if i == 2 {
+            // Rows only in the log, the writer still connected.
+            c.execute_batch("INSERT INTO ev(dev, v, n) VALUES ('wal', 0.5, 1), ('wal', 1.5, 2)")
+                .unwrap();
+            live = Some(c);
+        }
+        paths.push(path);
+    }
+    let other = dir.join("other.db");
+    Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE x(a)")
+        .unwrap();
+    (paths, live.unwrap())
+}
+
+/// SQLite's answer over the files: attached, `ev` a view of their union in order.
+fn sqlite_union(paths: &[PathBuf], sql: &str) -> Answer {
+    let conn = Connection::open_in_memory().unwrap();
+    let mut parts = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        conn.execute(&format!("ATTACH ?1 AS f{i}"), [p.to_str().unwrap()])
+            .unwrap();
+        let has_extra: bool = conn
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM pragma_table_info('ev', 'f{i}') WHERE name = 'extra'"
+                ),
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+            > 0;
+        let extra = if has_extra { "extra" } else { "NULL AS extra" };
+        parts.push(format!("SELECT id, dev, v, n, {extra} FROM f{i}.ev"));
+    }
+    conn.execute_batch(&format!(
+        "CREATE TEMP VIEW ev AS {}",
+        parts.join(" UNION ALL ")
+    ))
+    .unwrap();
+    answer_on(&conn, sql)
+}
+
+fn corescan_files(paths: &[PathBuf], sql: &str, cores: usize, io: IoChoice) -> Answer {
+    let planned = corescan_sql::plan_query_files(paths, sql, false).map_err(|e| e.to_string())?;
+    let settings = ScanSettings {
+        io,
+        ..ScanSettings::defaults(planned.table.header.page_size)
+    };
+    let out = run_query_files(
+        paths.to_vec(),
+        &planned.table,
+        planned.query,
+        &settings,
+        &spread(cores),
+        MissingTable::Fail,
+    )
+    .map_err(|e| e.to_string())?;
+    let report = out.report.files.as_ref().expect("a files report");
+    assert_eq!(report.files, paths.len());
+    assert_eq!(report.opened, paths.len());
+    Ok((out.names, out.rows))
+}
+
+#[test]
+fn a_table_over_several_files_answers_as_sqlite_over_their_union() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (paths, _writer) = tenant_files(dir.path());
+    let queries = [
+        "SELECT * FROM ev",
+        "SELECT id, dev, extra FROM ev WHERE n % 10 = 3",
+        "SELECT id, n FROM ev LIMIT 5 OFFSET 695",
+        "SELECT id, v FROM ev WHERE dev = 'wal'",
+        "SELECT count(*), sum(n), min(v), max(v), count(extra) FROM ev",
+        "SELECT dev, count(*), sum(n), max(id) FROM ev GROUP BY dev ORDER BY dev",
+        "SELECT n % 5 AS b, count(*) FROM ev WHERE v > 100 GROUP BY b HAVING count(*) > 10",
+        "SELECT id, dev FROM ev ORDER BY id DESC LIMIT 7",
+        "SELECT id, v FROM ev ORDER BY id LIMIT 4 OFFSET 3",
+        "SELECT dev, n FROM ev ORDER BY n DESC, dev LIMIT 12",
+        "SELECT extra, id FROM ev WHERE extra IS NOT NULL ORDER BY extra LIMIT 6",
+    ];
+    let backends = [
+        IoChoice::Fixed(IoBackend::Pread),
+        IoChoice::Fixed(IoBackend::Mmap),
+        IoChoice::Fixed(IoBackend::Dma),
+    ];
+    for sql in queries {
+        let want = sqlite_union(&paths, sql);
+        assert!(want.is_ok(), "{sql}: SQLite failed: {want:?}");
+        for (cores, io) in [
+            (1, backends[0]),
+            (2, backends[1]),
+            (2, backends[2]),
+            (3, backends[0]),
+        ] {
+            let got = corescan_files(&paths, sql, cores, io);
+            if let Some(d) = difference(&want, &got, true) {
+                panic!("{sql} ({cores} executors, {io:?}): {d}");
+            }
+        }
+    }
+}
+
+#[test]
+fn files_are_named_by_paths_globs_and_lists_and_bad_ones_are_one_error_line() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (paths, _writer) = tenant_files(dir.path());
+    let d = dir.path();
+    let pattern = format!("{}/t*.db", d.display());
+    let sql = "SELECT count(*), sum(n) FROM ev";
+    let want = sqlite_union(&paths, sql).unwrap().1;
+    let int = |v: &engine::value::Value| match v {
+        engine::value::Value::Integer(i) => i.to_string(),
+        other => panic!("not an integer: {other:?}"),
+    };
+    let line = format!(
+        "count(*),sum(n)\n{},{}\n",
+        int(&want[0][0]),
+        int(&want[0][1])
+    );
+    let by_glob = corescan(["query", "--format", "csv", &pattern, sql]);
+    assert_eq!(by_glob.status, 0, "{}", by_glob.stderr);
+    assert_eq!(by_glob.stdout, line);
+    let list = d.join("files.txt");
+    let listed: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    std::fs::write(&list, listed.join("\n")).unwrap();
+    let by_list = corescan([
+        "query",
+        "--format",
+        "csv",
+        &format!("@{}", list.display()),
+        sql,
+    ]);
+    assert_eq!(by_list.stdout, line, "{}", by_list.stderr);
+
+    // A file without the table: an error naming it, or skipped and counted.
+    let other = d.join("other.db").display().to_string();
+    corescan(["query", &pattern, &other, sql]).assert_error(&["other.db", "no table named \"ev\""]);
+    let skipped = corescan([
+        "query",
+        "--skip-missing",
+        "--report",
+        "--format",
+        "jsonl",
+        &pattern,
+        &other,
+        sql,
+    ]);
+    assert_eq!(skipped.status, 0, "{}", skipped.stderr);
+    assert_eq!(
+        skipped.stdout,
+        format!(
+            "{{\"count(*)\":{},\"sum(n)\":{}}}\n",
+            int(&want[0][0]),
+            int(&want[0][1])
+        )
+    );
+    let report: serde_json::Value = serde_json::from_str(skipped.stderr.trim()).unwrap();
+    assert_eq!(report["files"]["files"], 6);
+    assert_eq!(report["files"]["opened"], 5);
+    assert_eq!(report["files"]["skipped"], 1);
+    assert_eq!(
+        report["files"]["open_files_bound"],
+        report["executors"].as_array().unwrap().len()
+    );
+
+    // A missing file, a pattern that matches nothing, a damaged file.
+    corescan(["query", &pattern, "nowhere.db", sql]).assert_error(&["nowhere.db"]);
+    let none = format!("{}/*.sqlite", d.display());
+    corescan(["query", &none, sql]).assert_error(&["*.sqlite", "no file matches"]);
+    let damaged = d.join("t9.db");
+    let mut bytes = std::fs::read(&paths[1]).unwrap();
+    let len = bytes.len();
+    bytes[len - 4096..].fill(0xee);
+    std::fs::write(&damaged, bytes).unwrap();
+    let damaged = damaged.display().to_string();
+    corescan(["query", &pattern, sql]).assert_error(&["t9.db", "page"]);
+    drop(damaged);
+
+    // A column whose affinity differs in a later file.
+    let drift = d.join("u.db");
+    Connection::open(&drift)
+        .unwrap()
+        .execute_batch("CREATE TABLE ev(id INTEGER PRIMARY KEY, dev BLOB, v REAL, n INTEGER); INSERT INTO ev(dev) VALUES (x'00')")
+        .unwrap();
+    let drift = drift.display().to_string();
+    let p0 = paths[0].display().to_string();
+    corescan(["query", &p0, &drift, "SELECT count(dev) FROM ev"])
+        .assert_error(&["u.db", "\"dev\"", "affinity"]);
+    // Group keys whose spelling could depend on the file order are refused, not guessed.
+    corescan([
+        "query",
+        &pattern,
+        "SELECT dev COLLATE NOCASE, count(*) FROM ev GROUP BY 1",
+    ])
+    .assert_error(&["NOCASE", "several files"]);
+}

@@ -1,0 +1,272 @@
+//! A query over one table held by several files ([`run_query_files`]): the plan made against
+//! one file's schema is bound to each file's own ([`bind_to_file`]: columns matched by name,
+//! a column the file lacks read as NULL, a column whose affinity differs refused), each file
+//! is planned and read by the executor it is dealt to ([`crate::run_files`]), and the
+//! partials are merged in the files' listed order, each file's rows in rowid order, as the
+//! ranges of one file are.
+//!
+//! Layering: above the kernel, the merge and the coordinator, beside [`super::run`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use partitioner::create_table::{CreateTable, Generated};
+use partitioner::TablePlan;
+
+use crate::coordinator::{run_files, FileOpener, RangeOrder};
+use crate::datatype3::Affinity;
+use crate::error::Error;
+use crate::report::RunReport;
+use crate::settings::{ExecutorSpec, ScanSettings};
+use crate::spec::restrict;
+use crate::value::Value;
+
+use super::dates;
+use super::error::QueryError;
+use super::ir::{AggFunc, Shape};
+use super::ir::{ColumnRead, QueryPlan};
+use super::kernel::QueryKernel;
+use super::marks::sorts_with_limit;
+use super::merge::{merge_files, MergeError};
+use super::run::test_constant_terms;
+
+/// What to do with a listed file that has no such table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MissingTable {
+    /// Fail, naming the file.
+    #[default]
+    Fail,
+    /// Skip it (counted in the report's [`crate::FilesReport::skipped`]).
+    Skip,
+}
+
+/// The result of a query over several files.
+#[derive(Debug)]
+pub struct FilesOutput {
+    /// The output column names.
+    pub names: Vec<String>,
+    /// The result rows.
+    pub rows: Vec<Vec<Value>>,
+    /// The scan's report, with [`RunReport::files`].
+    pub report: RunReport,
+}
+
+/// Runs `query`, planned against `base` (a plan of the table in one of the files, whose
+/// schema the query was resolved with), over the table in every file of `paths`, in that
+/// order, with one executor per entry of `executors`. See the module docs.
+pub fn run_query_files(
+    paths: Vec<PathBuf>,
+    base: &TablePlan,
+    query: QueryPlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+    missing: MissingTable,
+) -> Result<FilesOutput, QueryError> {
+    let mut query = query;
+    let now = dates::statement_time();
+    test_constant_terms(&mut query, now)?;
+    let order = if sorts_with_limit(&query) {
+        RangeOrder::Key
+    } else {
+        RangeOrder::File
+    };
+    refuse_spellings(&query, &base.definition).map_err(|what| {
+        QueryError::Scan(Error::Plan(partitioner::Error::Invalid {
+            path: base.path.clone(),
+            what,
+        }))
+    })?;
+    let query = Arc::new(query);
+    let table = base.table.name.clone();
+    let base_def = Arc::new(base.definition.clone());
+    let paths = Arc::new(paths);
+    let open: Arc<FileOpener<QueryKernel>> = {
+        let query = Arc::clone(&query);
+        Arc::new(move |_i: usize, path: &Path| {
+            let plan = match TablePlan::open_for_scan(path, &table) {
+                Ok(plan) => plan,
+                Err(partitioner::Error::NoSuchTable { .. }) if missing == MissingTable::Skip => {
+                    return Ok(None)
+                }
+                Err(e) => return Err(Error::Plan(e)),
+            };
+            let bound = bind_to_file(&base_def, &query, &plan).map_err(|what| {
+                Error::Plan(partitioner::Error::Invalid {
+                    path: path.to_path_buf(),
+                    what,
+                })
+            })?;
+            let plan = restrict(plan, &bound)?;
+            let kernel = QueryKernel::new(Arc::new(bound), plan.header.usable_size()).at_time(now);
+            Ok(Some((plan, kernel)))
+        })
+    };
+    let scan = run_files(Arc::clone(&paths), base, settings, executors, order, open)?;
+    dates::set_statement_time(now);
+    let mut files = Vec::with_capacity(paths.len());
+    let mut partials = Vec::with_capacity(paths.len());
+    for (i, p) in scan.partials.into_iter().enumerate() {
+        if let Some(p) = p {
+            files.push(i);
+            partials.push(p);
+        }
+    }
+    let rows = merge_files(&query, partials, Some(&files)).map_err(|e| match e {
+        MergeError::Eval(e) => QueryError::Eval(e),
+        MergeError::Row { range, failure } => {
+            let file = files[range];
+            let cpu = executors[scan.executor_of[file]].cpu;
+            QueryError::Scan(failure.into_error(cpu, &paths[file]))
+        }
+    })?;
+    Ok(FilesOutput {
+        names: query.names.clone(),
+        rows,
+        report: scan.report,
+    })
+}
+
+/// `plan`, resolved against `base`'s columns, bound to the same table in another file
+/// (`file`): each column the plan reads is found by name; one the file lacks reads as NULL
+/// (as a column added by `ALTER TABLE ... ADD COLUMN` without a default does); one whose
+/// affinity, rowid aliasing or generation differs is refused, as why.
+pub fn bind_to_file(
+    base: &CreateTable,
+    plan: &QueryPlan,
+    file: &TablePlan,
+) -> Result<QueryPlan, String> {
+    let def = &file.definition;
+    let table = &file.table.name;
+    // The record position of every stored column of the base schema.
+    let by_position = |position: usize| {
+        (0..base.columns.len()).find(|&i| base.record_position(i) == Some(position))
+    };
+    let mut bound = plan.clone();
+    for read in &mut bound.columns {
+        let ColumnRead::Record { position, .. } = read else {
+            continue;
+        };
+        let Some(b) = by_position(*position) else {
+            return Err(format!(
+                "record position {position} is no column of the first file's table {table:?}"
+            ));
+        };
+        let column = &base.columns[b];
+        let affinity = Affinity::of_column(column, base.strict);
+        let Some(j) = def
+            .columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(&column.name))
+        else {
+            *read = ColumnRead::Record {
+                position: def.columns.len(),
+                default: Ok(Value::Null),
+                real_affinity: affinity == Affinity::Real,
+            };
+            continue;
+        };
+        let theirs = &def.columns[j];
+        let their_affinity = Affinity::of_column(theirs, def.strict);
+        if their_affinity != affinity {
+            return Err(format!(
+                "column {:?} of table {table:?} is declared {:?} ({their_affinity:?} affinity) \
+                 here but {:?} ({affinity:?} affinity) in the first file",
+                theirs.name, theirs.declared_type, column.declared_type
+            ));
+        }
+        if theirs.rowid_alias {
+            *read = ColumnRead::Rowid;
+            continue;
+        }
+        if theirs.generated == Some(Generated::Virtual) {
+            return Err(format!(
+                "column {:?} of table {table:?} is a VIRTUAL generated column here but stored \
+                 in the first file",
+                theirs.name
+            ));
+        }
+        let position = def
+            .record_position(j)
+            .ok_or_else(|| format!("column {:?} is not stored in the record", theirs.name))?;
+        *read = ColumnRead::Record {
+            position,
+            default: file
+                .column_default(&theirs.name)
+                .map(Value::from)
+                .map_err(|e| e.to_string()),
+            real_affinity: affinity == Affinity::Real,
+        };
+    }
+    // A rowid alias or generated column of the first file must be one here too (the plan
+    // reads it as the rowid, or computes it from the other columns).
+    for column in &base.columns {
+        let theirs = def
+            .columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(&column.name));
+        let Some(theirs) = theirs else { continue };
+        if column.rowid_alias != theirs.rowid_alias {
+            return Err(format!(
+                "column {:?} of table {table:?} is {} here but {} in the first file",
+                theirs.name,
+                if theirs.rowid_alias {
+                    "the INTEGER PRIMARY KEY (the rowid)"
+                } else {
+                    "not the rowid"
+                },
+                if column.rowid_alias {
+                    "the rowid"
+                } else {
+                    "not"
+                },
+            ));
+        }
+        if column.generated != theirs.generated
+            && (column.generated == Some(Generated::Virtual)
+                || theirs.generated == Some(Generated::Virtual))
+        {
+            return Err(format!(
+                "column {:?} of table {table:?} is generated differently here than in the \
+                 first file",
+                theirs.name
+            ));
+        }
+    }
+    Ok(bound)
+}
+
+/// Refuses a grouped query whose shown values could depend on which file's row comes first
+/// among equal ones (groups are merged by rowid, and rowids repeat across files): keys or
+/// `min()`/`max()` under `NOCASE` or `RTRIM` (`'a'` and `'A'` are one group), and grouped
+/// queries reading a column without type affinity, which can hold `1` and `1.0` as one key.
+/// Other equal keys are spelled alike, so which row shows them does not matter.
+fn refuse_spellings(query: &QueryPlan, base: &CreateTable) -> Result<(), String> {
+    let Shape::Groups {
+        keys, aggregates, ..
+    } = &query.shape
+    else {
+        return Ok(());
+    };
+    let not_yet = |what: &str| Err(format!("{what}: not yet supported over several files"));
+    let binary = crate::datatype3::Collation::Binary;
+    if keys.iter().any(|(_, c)| *c != binary) {
+        return not_yet("GROUP BY under a NOCASE or RTRIM collation");
+    }
+    let min_max = aggregates
+        .iter()
+        .filter(|a| matches!(a.func, AggFunc::Min | AggFunc::Max));
+    if min_max.clone().any(|a| a.collation != binary) {
+        return not_yet("min() or max() under a NOCASE or RTRIM collation");
+    }
+    let untyped = query.columns.iter().any(|c| match c {
+        ColumnRead::Record { position, .. } => (0..base.columns.len())
+            .find(|&i| base.record_position(i) == Some(*position))
+            .is_some_and(|i| Affinity::of_column(&base.columns[i], base.strict) == Affinity::Blob),
+        ColumnRead::Virtual { .. } => true,
+        ColumnRead::Rowid => false,
+    });
+    if untyped && (!keys.is_empty() || min_max.count() > 0) {
+        return not_yet("GROUP BY, min() or max() over a column without type affinity");
+    }
+    Ok(())
+}
