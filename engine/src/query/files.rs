@@ -23,7 +23,6 @@ use crate::value::Value;
 
 use super::dates;
 use super::error::QueryError;
-use super::ir::{AggFunc, Shape};
 use super::ir::{ColumnRead, QueryPlan};
 use super::kernel::QueryKernel;
 use super::marks::sorts_with_limit;
@@ -70,12 +69,6 @@ pub fn run_query_files(
     } else {
         RangeOrder::File
     };
-    refuse_spellings(&query, &base.definition).map_err(|what| {
-        QueryError::Scan(Error::Plan(partitioner::Error::Invalid {
-            path: base.path.clone(),
-            what,
-        }))
-    })?;
     let query = Arc::new(query);
     let table = base.table.name.clone();
     let base_def = Arc::new(base.definition.clone());
@@ -105,11 +98,31 @@ pub fn run_query_files(
     dates::set_statement_time(now);
     let mut files = Vec::with_capacity(paths.len());
     let mut partials = Vec::with_capacity(paths.len());
+    // Each file's rowid tags shifted above the previous file's, so that every tie the merge
+    // decides by rowid (a group's first row, min() and max() ties, DISTINCT's first value)
+    // is decided by file, then rowid: the order of the files' union.
+    let mut next: Option<i128> = None;
     for (i, p) in scan.partials.into_iter().enumerate() {
-        if let Some(p) = p {
-            files.push(i);
-            partials.push(p);
+        let Some(mut p) = p else { continue };
+        if let Some((lo, hi)) = p.rowid_span() {
+            let by = next.map_or(0, |n| n - i128::from(lo));
+            let top = i128::from(hi) + by;
+            let by = i64::try_from(by)
+                .ok()
+                .filter(|_| top <= i128::from(i64::MAX));
+            let Some(by) = by else {
+                return Err(QueryError::Scan(Error::Plan(partitioner::Error::Invalid {
+                    path: paths[i].clone(),
+                    what: "the files' rowids span more than 64 bits together: their rows \
+                           cannot be ordered file by file"
+                        .into(),
+                })));
+            };
+            p.shift_rowids(by);
+            next = Some(top + 1);
         }
+        files.push(i);
+        partials.push(p);
     }
     let rows = merge_files(&query, partials, Some(&files)).map_err(|e| match e {
         MergeError::Eval(e) => QueryError::Eval(e),
@@ -233,40 +246,4 @@ pub fn bind_to_file(
         }
     }
     Ok(bound)
-}
-
-/// Refuses a grouped query whose shown values could depend on which file's row comes first
-/// among equal ones (groups are merged by rowid, and rowids repeat across files): keys or
-/// `min()`/`max()` under `NOCASE` or `RTRIM` (`'a'` and `'A'` are one group), and grouped
-/// queries reading a column without type affinity, which can hold `1` and `1.0` as one key.
-/// Other equal keys are spelled alike, so which row shows them does not matter.
-fn refuse_spellings(query: &QueryPlan, base: &CreateTable) -> Result<(), String> {
-    let Shape::Groups {
-        keys, aggregates, ..
-    } = &query.shape
-    else {
-        return Ok(());
-    };
-    let not_yet = |what: &str| Err(format!("{what}: not yet supported over several files"));
-    let binary = crate::datatype3::Collation::Binary;
-    if keys.iter().any(|(_, c)| *c != binary) {
-        return not_yet("GROUP BY under a NOCASE or RTRIM collation");
-    }
-    let min_max = aggregates
-        .iter()
-        .filter(|a| matches!(a.func, AggFunc::Min | AggFunc::Max));
-    if min_max.clone().any(|a| a.collation != binary) {
-        return not_yet("min() or max() under a NOCASE or RTRIM collation");
-    }
-    let untyped = query.columns.iter().any(|c| match c {
-        ColumnRead::Record { position, .. } => (0..base.columns.len())
-            .find(|&i| base.record_position(i) == Some(*position))
-            .is_some_and(|i| Affinity::of_column(&base.columns[i], base.strict) == Affinity::Blob),
-        ColumnRead::Virtual { .. } => true,
-        ColumnRead::Rowid => false,
-    });
-    if untyped && (!keys.is_empty() || min_max.count() > 0) {
-        return not_yet("GROUP BY, min() or max() over a column without type affinity");
-    }
-    Ok(())
 }

@@ -27,6 +27,65 @@ pub enum Partial {
     Groups(GroupTable),
 }
 
+impl Partial {
+    /// The lowest and highest rowid this partial's rows, group keys and aggregate states are
+    /// tagged with (what ties between ranges are decided by); `None` when it has none.
+    pub fn rowid_span(&self) -> Option<(i64, i64)> {
+        let mut span: Option<(i64, i64)> = None;
+        self.for_each_tag(|t| {
+            let (lo, hi) = span.get_or_insert((t, t));
+            *lo = (*lo).min(t);
+            *hi = (*hi).max(t);
+        });
+        span
+    }
+
+    /// Adds `by` to every rowid tag (not to values, which show rowids as they are, nor to
+    /// marked rows' failures, which name them), so that this partial's rows all rank after
+    /// those of partials tagged below the shifted span: how partials read from several files
+    /// are ordered file by file (the tags must not overflow; see [`Partial::rowid_span`]).
+    pub fn shift_rowids(&mut self, by: i64) {
+        self.for_each_tag_mut(|t| *t += by);
+    }
+
+    fn for_each_tag(&self, mut f: impl FnMut(i64)) {
+        let mut copy = |t: &i64| f(*t);
+        match self {
+            Partial::Rows(rows) => rows.iter().for_each(|r| copy(&r.rowid)),
+            Partial::Groups(table) => {
+                for g in &table.groups {
+                    copy(&g.keys_rowid);
+                    for s in &g.states {
+                        match s {
+                            AggState::Best(Some((_, at))) => copy(at),
+                            AggState::Distinct(seen) => seen.values().for_each(|(_, at)| copy(at)),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn for_each_tag_mut(&mut self, mut f: impl FnMut(&mut i64)) {
+        match self {
+            Partial::Rows(rows) => rows.iter_mut().for_each(|r| f(&mut r.rowid)),
+            Partial::Groups(table) => {
+                for g in &mut table.groups {
+                    f(&mut g.keys_rowid);
+                    for s in &mut g.states {
+                        match s {
+                            AggState::Best(Some((_, at))) => f(at),
+                            AggState::Distinct(seen) => seen.values_mut().for_each(|(_, at)| f(at)),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Why [`merge`] failed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MergeError {
