@@ -9,7 +9,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 use engine::query::{
-    run_query_files, run_query_rendered, run_query_streaming, MissingTable, QueryError, RowRender,
+    run_query_files_streaming, run_query_rendered, run_query_streaming, FileRow, MissingTable,
+    QueryError, RowRender,
 };
 
 use crate::query_output::{result_stdout, Format, FormatRender, OutputArgs, RowWriter};
@@ -143,26 +144,32 @@ fn run_files(args: &QueryArgs, sql: &str, files: Vec<PathBuf>) -> anyhow::Result
     let planned = corescan_sql::plan_query_files(&files, sql, args.skip_missing)?;
     let (executors, settings) = scan_setup(&args.scan, planned.table.header.page_size)?;
     let names = planned.query.names.clone();
-    let out = run_query_files(
+    let mut writer = RowWriter::new(args.output.format, names.clone(), result_stdout());
+    // The executors format the rows in parallel (but for the box table, which is drawn
+    // here); this thread only writes them.
+    let render: Option<Arc<dyn RowRender>> = (args.output.format != Format::Table).then(|| {
+        Arc::new(FormatRender {
+            format: args.output.format,
+            names,
+        }) as Arc<dyn RowRender>
+    });
+    let result = run_query_files_streaming(
         files,
         &planned.table,
         planned.query,
         &settings,
         &executors,
         missing,
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut writer = RowWriter::new(args.output.format, names, result_stdout());
-    let mut written = Ok(());
-    for row in &out.rows {
-        written = writer.row(row);
-        if written.is_err() {
-            break;
-        }
-    }
+        render,
+        &mut |row| match row {
+            FileRow::Values(v) => writer.row(v),
+            FileRow::Rendered(b) => writer.rendered(b),
+        },
+    );
     let rows = writer.rows();
     let finished = writer.finish();
-    written.and(finished).context("writing the result")?;
+    let out = result.map_err(|e| anyhow::anyhow!("{e}"))?;
+    finished.context("writing the result")?;
     if args.output.report {
         if args.output.json() {
             eprintln!(

@@ -70,6 +70,19 @@ pub fn human(r: &RunReport, produced: &str) -> String {
     if let Some(n) = &io.notice {
         let _ = writeln!(s, "notice      {n}");
     }
+    if let Some(f) = &r.files {
+        let _ = writeln!(
+            s,
+            "files       {} listed, {} read, {} skipped (no such table); planning {:.1} µs per \
+             file on average, {:.1} µs at most; at most {} open at once (one per executor)",
+            f.files,
+            f.opened,
+            f.skipped,
+            f.plan_s_mean * 1e6,
+            f.plan_s_max * 1e6,
+            f.open_files_bound
+        );
+    }
     let snap = &r.snapshot;
     let _ = writeln!(
         s,
@@ -166,8 +179,14 @@ pub fn human(r: &RunReport, produced: &str) -> String {
     for e in &r.executors {
         let _ = writeln!(
             s,
-            "  CPU {:<3} {}{} pages, {} rows{}, {} reads, {:.3} s wall, user {:.3} s, sys {:.3} s{}{}",
+            "  CPU {:<3} {}{}{} pages, {} rows{}, {} reads, {:.3} s wall, user {:.3} s, sys {:.3} s{}{}",
             e.cpu,
+            e.files.as_ref().map_or(String::new(), |f| format!(
+                "{} file{} ({} read), ",
+                f.files,
+                if f.files == 1 { "" } else { "s" },
+                f.opened
+            )),
             if e.parent_pages > 0 {
                 format!(
                     "{} leaf-parent pages read in {:.3} s, then ",

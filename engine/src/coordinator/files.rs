@@ -26,13 +26,15 @@ use super::{collect, report, validate, RangeOrder};
 /// What [`run_files`] returns: each file's partial in the listed order (`None` for a file
 /// its opener skipped), the executor (by index) that read each file, and the run's report.
 #[derive(Debug)]
-pub struct FilesScan<P> {
+pub struct FilesScan<P, T = ()> {
     /// Each file's partial, in the listed order (`None`: skipped).
     pub partials: Vec<Option<P>>,
     /// The executor, by index into the executors, that read each file.
     pub executor_of: Vec<usize>,
     /// The run's report, with [`RunReport::files`].
     pub report: RunReport,
+    /// What the consumer returned.
+    pub consumed: T,
 }
 
 /// Deals files of `sizes` bytes to executors of `weights`: contiguous runs of the listed
@@ -73,15 +75,19 @@ pub fn deal_files(sizes: &[u64], weights: &[u32]) -> Vec<Range<usize>> {
 /// `open(i, path)`, run on the executor's thread, plans file `i` and makes its kernel (or
 /// skips it). `probe` is a plan of one of the files (the first), which chooses the I/O path
 /// (`auto`'s page-cache test) and the read sizes for all of them. The first error ends the
-/// run, naming its file.
-pub fn run_files<K: ScanKernel>(
+/// run, naming its file. `consume` runs on the calling thread while the executors scan (a
+/// consumer of rows the kernels stream through channels of their own) and returns its value
+/// and the index of the first file its answer does not depend on (errors of executors whose
+/// files all come after it are ignored; as [`super::run_scan_with`]'s consumer).
+pub fn run_files<K: ScanKernel, T>(
     paths: Arc<Vec<PathBuf>>,
     probe: &TablePlan,
     settings: &ScanSettings,
     executors: &[ExecutorSpec],
     order: RangeOrder,
     open: Arc<FileOpener<K>>,
-) -> Result<FilesScan<K::Partial>> {
+    consume: impl FnOnce() -> (T, usize),
+) -> Result<FilesScan<K::Partial, T>> {
     let checked = validate::check(settings, executors)?;
     let sizes = paths
         .iter()
@@ -105,14 +111,26 @@ pub fn run_files<K: ScanKernel>(
             executor_of[i] = e;
         }
     }
+    let dealt_runs = dealt.clone();
     let mut launch = Launch::prepare(probe, settings, executors, order, &checked.available)?;
     let measure = Measure::start(&probe.path);
     let (workers, outcomes) = launch.spawn_files(executors, Arc::clone(&paths), dealt, open);
-    let collected = collect::collect(outcomes, workers, order, executors, executors.len())?;
+    let (consumed, files_matter) = consume();
+    // The executors whose files include one the answer depends on.
+    let matters = match files_matter.min(paths.len()) {
+        k if k == paths.len() => executors.len(),
+        0 => 0,
+        k => executor_of[k - 1] + 1,
+    };
+    let collected = collect::collect(outcomes, workers, order, executors, matters)?;
     let measured = measure.finish();
     let mut partials = Vec::with_capacity(paths.len());
-    for p in collected.partials {
-        partials.extend(p.unwrap_or_default());
+    for (p, run) in collected.partials.into_iter().zip(&dealt_runs) {
+        // An executor that did not finish (its files did not matter) has no partials.
+        let p = p.unwrap_or_default();
+        let missing = run.len().saturating_sub(p.len());
+        partials.extend(p);
+        partials.extend((0..missing).map(|_| None));
     }
     let mut report = report::build(
         probe,
@@ -127,6 +145,7 @@ pub fn run_files<K: ScanKernel>(
         partials,
         executor_of,
         report,
+        consumed,
     })
 }
 

@@ -363,10 +363,11 @@ impl Launch {
     }
 }
 
-/// Opens file `i` of a scan of several files (the path as listed) on an executor's thread:
-/// its plan and the kernel for it, or `None` to skip the file.
+/// Opens a file of a scan of several files on the thread of the executor it was dealt to:
+/// called with the executor's index, the file's index and its path as listed, it returns the
+/// file's plan and the kernel for it, or `None` to skip the file.
 pub type FileOpener<K> =
-    dyn Fn(usize, &std::path::Path) -> Result<Option<(TablePlan, K)>> + Send + Sync;
+    dyn Fn(usize, usize, &std::path::Path) -> Result<Option<(TablePlan, K)>> + Send + Sync;
 
 /// The settings of an executor's tasks that do not depend on the file.
 struct TaskBase {
@@ -437,7 +438,7 @@ impl<K: ScanKernel> FileRun<K> {
             return Err(Error::Cancelled { cpu: self.base.cpu });
         }
         let started = std::time::Instant::now();
-        let opened = (self.open)(i, self.path(i))?;
+        let opened = (self.open)(self.base.index, i, self.path(i))?;
         let Some((plan, kernel)) = opened else {
             scanned.files += 1;
             return Ok(None);

@@ -70,31 +70,26 @@ pub fn run_query_files(
         RangeOrder::File
     };
     let query = Arc::new(query);
-    let table = base.table.name.clone();
-    let base_def = Arc::new(base.definition.clone());
     let paths = Arc::new(paths);
     let open: Arc<FileOpener<QueryKernel>> = {
-        let query = Arc::clone(&query);
-        Arc::new(move |_i: usize, path: &Path| {
-            let plan = match TablePlan::open_for_scan(path, &table) {
-                Ok(plan) => plan,
-                Err(partitioner::Error::NoSuchTable { .. }) if missing == MissingTable::Skip => {
-                    return Ok(None)
-                }
-                Err(e) => return Err(Error::Plan(e)),
+        let (query, binding) = (Arc::clone(&query), Binding::new(base, missing));
+        Arc::new(move |_executor: usize, _file: usize, path: &Path| {
+            let Some((plan, bound)) = binding.open(path, &query)? else {
+                return Ok(None);
             };
-            let bound = bind_to_file(&base_def, &query, &plan).map_err(|what| {
-                Error::Plan(partitioner::Error::Invalid {
-                    path: path.to_path_buf(),
-                    what,
-                })
-            })?;
-            let plan = restrict(plan, &bound)?;
             let kernel = QueryKernel::new(Arc::new(bound), plan.header.usable_size()).at_time(now);
             Ok(Some((plan, kernel)))
         })
     };
-    let scan = run_files(Arc::clone(&paths), base, settings, executors, order, open)?;
+    let scan = run_files(
+        Arc::clone(&paths),
+        base,
+        settings,
+        executors,
+        order,
+        open,
+        || ((), usize::MAX),
+    )?;
     dates::set_statement_time(now);
     let mut files = Vec::with_capacity(paths.len());
     let mut partials = Vec::with_capacity(paths.len());
@@ -137,6 +132,50 @@ pub fn run_query_files(
         rows,
         report: scan.report,
     })
+}
+
+/// How each file of a query over several files is opened: the table by name, the plan bound
+/// to the file's own columns ([`bind_to_file`]), narrowed to the rowids the query admits.
+#[derive(Debug, Clone)]
+pub(super) struct Binding {
+    table: String,
+    base: Arc<CreateTable>,
+    missing: MissingTable,
+}
+
+impl Binding {
+    /// For files whose table is `base`'s (by name), bound to `base`'s columns.
+    pub(super) fn new(base: &TablePlan, missing: MissingTable) -> Self {
+        Binding {
+            table: base.table.name.clone(),
+            base: Arc::new(base.definition.clone()),
+            missing,
+        }
+    }
+
+    /// The file's plan (its snapshot held) and `query` bound to it; `None` when the file
+    /// has no such table and such files are skipped.
+    pub(super) fn open(
+        &self,
+        path: &Path,
+        query: &QueryPlan,
+    ) -> crate::Result<Option<(TablePlan, QueryPlan)>> {
+        let plan = match TablePlan::open_for_scan(path, &self.table) {
+            Ok(plan) => plan,
+            Err(partitioner::Error::NoSuchTable { .. }) if self.missing == MissingTable::Skip => {
+                return Ok(None)
+            }
+            Err(e) => return Err(Error::Plan(e)),
+        };
+        let bound = bind_to_file(&self.base, query, &plan).map_err(|what| {
+            Error::Plan(partitioner::Error::Invalid {
+                path: path.to_path_buf(),
+                what,
+            })
+        })?;
+        let plan = restrict(plan, &bound)?;
+        Ok(Some((plan, bound)))
+    }
 }
 
 /// `plan`, resolved against `base`'s columns, bound to the same table in another file

@@ -70,6 +70,6 @@ pub use kernel::{merge, Partial, QueryKernel};
 pub use run::{run_query, run_query_until, test_constant_terms};
 pub use sink::{BatchSink, SinkRows};
 pub use stream::{
-    run_query_rendered, run_query_streaming, run_query_streaming_until, streams, RowRender,
-    StreamedQuery,
+    run_query_files_streaming, run_query_rendered, run_query_streaming, run_query_streaming_until,
+    streams, FileRow, RowRender, StreamedQuery,
 };

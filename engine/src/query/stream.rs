@@ -40,13 +40,14 @@ use std::sync::Arc;
 use async_channel::{bounded, Receiver};
 use partitioner::TablePlan;
 
-use crate::coordinator::{run_scan_with, RangeOrder};
+use crate::coordinator::{run_files, run_scan_with, FileOpener, RangeOrder};
 use crate::report::RunReport;
 use crate::settings::{ExecutorSpec, ScanSettings};
 use crate::value::Value;
 
 use super::dates;
 use super::error::QueryError;
+use super::files::{run_query_files, Binding, MissingTable};
 use super::ir::{QueryPlan, Shape};
 use super::kernel::QueryKernel;
 use super::row_stream::{Renderer, RowFailure, RowStream, StreamMsg, CHANNEL_CHUNKS};
@@ -230,6 +231,136 @@ fn run(
             .collect(),
         report,
     })
+}
+
+/// [`run_query_streaming`] over the table in several files ([`super::files`]): a plain
+/// projection streams file by file in the listed order, each file in rowid order, with one
+/// channel per file drained in that order (an executor reads its files in the same order, so
+/// the file being drained is always being read or done); other queries are collected and
+/// merged ([`run_query_files`]). `render`, when given, renders each row as
+/// [`run_query_rendered`] does.
+#[allow(clippy::too_many_arguments)]
+pub fn run_query_files_streaming(
+    paths: Vec<std::path::PathBuf>,
+    base: &TablePlan,
+    query: QueryPlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+    missing: MissingTable,
+    render: Option<Arc<dyn RowRender>>,
+    on_row: &mut dyn FnMut(FileRow<'_>) -> std::io::Result<()>,
+) -> Result<StreamedQuery, QueryError> {
+    if !streams(&query) {
+        let out = run_query_files(paths, base, query, settings, executors, missing)?;
+        let mut buf = Vec::new();
+        for row in &out.rows {
+            match &render {
+                Some(r) => {
+                    buf.clear();
+                    r.render(row, &mut buf);
+                    on_row(FileRow::Rendered(&buf))
+                }
+                None => on_row(FileRow::Values(row)),
+            }
+            .map_err(QueryError::Output)?;
+        }
+        return Ok(StreamedQuery {
+            names: out.names,
+            rows: out.rows.len() as u64,
+            streamed: false,
+            waited_s: Vec::new(),
+            report: out.report,
+        });
+    }
+    let mut query = query;
+    let now = dates::statement_time();
+    test_constant_terms(&mut query, now)?;
+    let query = Arc::new(query);
+    let stop = Arc::new(AtomicBool::new(false));
+    let waited: Arc<Vec<Arc<AtomicU64>>> =
+        Arc::new((0..executors.len()).map(|_| Arc::default()).collect());
+    let mut receivers = Vec::with_capacity(paths.len());
+    let mut senders = Vec::with_capacity(paths.len());
+    for _ in &paths {
+        let (tx, rx) = bounded(CHANNEL_CHUNKS);
+        senders.push(std::sync::Mutex::new(Some(tx)));
+        receivers.push(rx);
+    }
+    let senders = Arc::new(senders);
+    let open: Arc<FileOpener<QueryKernel>> = {
+        let (query, stop, waited) = (Arc::clone(&query), Arc::clone(&stop), Arc::clone(&waited));
+        let binding = Binding::new(base, missing);
+        let render = render.map(Renderer);
+        Arc::new(
+            move |executor: usize, file: usize, path: &std::path::Path| {
+                if stop.load(Ordering::Relaxed) {
+                    // The answer is complete: no later file is opened.
+                    return Ok(None);
+                }
+                let tx = senders[file]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .expect("each file is opened once");
+                let Some((plan, bound)) = binding.open(path, &query)? else {
+                    // A file skipped: an empty stream.
+                    let _ = tx.send_blocking(StreamMsg::End);
+                    return Ok(None);
+                };
+                let mut stream = RowStream::new(
+                    tx,
+                    Arc::clone(&stop),
+                    query.keep(),
+                    Arc::clone(&waited[executor]),
+                );
+                stream.set_render(render.clone());
+                let kernel =
+                    QueryKernel::streaming(Arc::new(bound), plan.header.usable_size(), stream, now);
+                Ok(Some((plan, kernel)))
+            },
+        )
+    };
+    let (offset, limit) = (query.offset, query.limit.unwrap_or(u64::MAX));
+    let paths = Arc::new(paths);
+    let mut take = |row: ResultRow<'_>| match row {
+        ResultRow::Values(v) => on_row(FileRow::Values(v)),
+        ResultRow::Rendered(b) => on_row(FileRow::Rendered(b)),
+    };
+    let scan = run_files(
+        Arc::clone(&paths),
+        base,
+        settings,
+        executors,
+        RangeOrder::Key,
+        open,
+        || drain(receivers, offset, limit, &stop, &mut take),
+    )?;
+    let rows = match scan.consumed {
+        Drained::Written(rows) => rows,
+        Drained::Output(e) => return Err(QueryError::Output(e)),
+        Drained::Row(file, failure) => {
+            let cpu = executors[scan.executor_of[file]].cpu;
+            return Err(QueryError::Scan(failure.into_error(cpu, &paths[file])));
+        }
+    };
+    Ok(StreamedQuery {
+        names: query.names.clone(),
+        rows,
+        streamed: true,
+        waited_s: waited
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed) as f64 / 1e9)
+            .collect(),
+        report: scan.report,
+    })
+}
+
+/// A result row of [`run_query_files_streaming`]: its values, or its rendered bytes.
+pub enum FileRow<'a> {
+    /// Its values (no renderer was given, or the row was computed on the coordinator).
+    Values(&'a [Value]),
+    /// Its bytes, from the renderer.
+    Rendered(&'a [u8]),
 }
 
 /// How the coordinator's drain ended.

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use engine::query::{run_query_files, MissingTable};
+use engine::query::{run_query_files, run_query_files_streaming, FileRow, MissingTable};
 use engine::{spread, IoBackend, IoChoice, ScanSettings};
 use rusqlite::Connection;
 
@@ -115,6 +115,41 @@ fn corescan_files(paths: &[PathBuf], sql: &str, cores: usize, io: IoChoice) -> A
     Ok((out.names, out.rows))
 }
 
+/// [`corescan_files`] through the streaming entry point (file by file, channels drained in
+/// the listed order, for a plain projection; the others collected).
+fn corescan_streamed(paths: &[PathBuf], sql: &str, cores: usize, io: IoChoice) -> Answer {
+    let planned = corescan_sql::plan_query_files(paths, sql, false).map_err(|e| e.to_string())?;
+    let settings = ScanSettings {
+        io,
+        ..ScanSettings::defaults(planned.table.header.page_size)
+    };
+    let mut rows = Vec::new();
+    let out = run_query_files_streaming(
+        paths.to_vec(),
+        &planned.table,
+        planned.query,
+        &settings,
+        &spread(cores),
+        MissingTable::Fail,
+        None,
+        &mut |row| {
+            match row {
+                FileRow::Values(v) => rows.push(v.to_vec()),
+                FileRow::Rendered(_) => panic!("no renderer was given"),
+            }
+            Ok(())
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let streams = engine::query::streams(
+        &corescan_sql::plan_query_files(paths, sql, false)
+            .unwrap()
+            .query,
+    );
+    assert_eq!(out.streamed, streams, "{sql}");
+    Ok((out.names, rows))
+}
+
 #[test]
 fn a_table_over_several_files_answers_as_sqlite_over_their_union() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -149,6 +184,10 @@ fn a_table_over_several_files_answers_as_sqlite_over_their_union() {
             let got = corescan_files(&paths, sql, cores, io);
             if let Some(d) = difference(&want, &got, true) {
                 panic!("{sql} ({cores} executors, {io:?}): {d}");
+            }
+            let got = corescan_streamed(&paths, sql, cores, io);
+            if let Some(d) = difference(&want, &got, true) {
+                panic!("{sql} ({cores} executors, {io:?}, streamed): {d}");
             }
         }
     }
