@@ -281,6 +281,7 @@ fn plan_select(
     one_file: bool,
 ) -> Result<QueryPlan, SqlError> {
     let mut r = Resolver::new(table, alias, sql);
+    r.files = !one_file;
     // The output list, with `*` expanded.
     let star_exprs: Vec<ast::Expr> = r
         .star()

@@ -23,7 +23,9 @@ use crate::value::Value;
 
 use super::dates;
 use super::error::QueryError;
-use super::ir::{ColumnRead, QueryPlan};
+use super::eval::holds;
+use super::fold::{fold_plan, reads_slots};
+use super::ir::{ColumnRead, Expr, QueryPlan, Shape};
 use super::kernel::QueryKernel;
 use super::marks::sorts_with_limit;
 use super::merge::{merge_files, MergeError};
@@ -154,12 +156,18 @@ impl Binding {
     }
 
     /// The file's plan (its snapshot held) and `query` bound to it; `None` when the file
-    /// has no such table and such files are skipped.
+    /// has no such table and such files are skipped, or when the query's `WHERE` excludes
+    /// the file by its path (`_file`), which is then never opened.
     pub(super) fn open(
         &self,
         path: &Path,
         query: &QueryPlan,
     ) -> crate::Result<Option<(TablePlan, QueryPlan)>> {
+        let mut query = query.clone();
+        if bind_file_column(&mut query, path) {
+            return Ok(None);
+        }
+        let query = &query;
         let plan = match TablePlan::open_for_scan(path, &self.table) {
             Ok(plan) => plan,
             Err(partitioner::Error::NoSuchTable { .. }) if self.missing == MissingTable::Skip => {
@@ -175,6 +183,71 @@ impl Binding {
         })?;
         let plan = restrict(plan, &bound)?;
         Ok(Some((plan, bound)))
+    }
+}
+
+/// Replaces the hidden `_file` column ([`ColumnRead::File`]) of `plan`'s row stage by the
+/// text of `path` and folds what became constant; returns whether the `WHERE` clause now
+/// excludes every row (a top-level `AND` term that is constant and not true), so that the
+/// file need not be opened. The slot itself then reads the rowid, which nothing uses.
+pub fn bind_file_column(plan: &mut QueryPlan, path: &Path) -> bool {
+    let slots: Vec<usize> = (0..plan.columns.len())
+        .filter(|&i| matches!(plan.columns[i], ColumnRead::File))
+        .collect();
+    if slots.is_empty() {
+        return false;
+    }
+    let text = Value::text(path.to_string_lossy().into_owned());
+    let mut with = |i: usize| slots.contains(&i).then(|| Expr::Literal(text.clone()));
+    for c in &mut plan.columns {
+        if let ColumnRead::Virtual { expr, .. } = c {
+            expr.replace_slots(&mut with);
+        }
+    }
+    if let Some(f) = &mut plan.filter {
+        f.replace_slots(&mut with);
+    }
+    match &mut plan.shape {
+        Shape::Rows { outputs } => {
+            outputs.iter_mut().for_each(|e| e.replace_slots(&mut with));
+            // A plain query's ORDER BY is of the row stage (a grouped one's, of the groups').
+            for k in &mut plan.order_by {
+                k.expr.replace_slots(&mut with);
+            }
+        }
+        Shape::Groups {
+            keys, aggregates, ..
+        } => {
+            keys.iter_mut()
+                .for_each(|(e, _)| e.replace_slots(&mut with));
+            for a in aggregates {
+                if let Some(x) = &mut a.arg {
+                    x.replace_slots(&mut with);
+                }
+            }
+        }
+    }
+    for &i in &slots {
+        plan.columns[i] = ColumnRead::Rowid;
+    }
+    fold_plan(plan);
+    let mut terms = Vec::new();
+    if let Some(f) = &plan.filter {
+        conjuncts(f, &mut terms);
+    }
+    terms
+        .iter()
+        .any(|t| !reads_slots(t) && matches!(holds(t, &[]), Ok(false)))
+}
+
+/// The top-level `AND` terms of `e`.
+fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::And(a, b) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        other => out.push(other),
     }
 }
 

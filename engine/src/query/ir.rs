@@ -234,6 +234,10 @@ pub enum ColumnRead {
     },
     /// The cell's rowid (`rowid`, or an `INTEGER PRIMARY KEY` column).
     Rowid,
+    /// The hidden `_file` column of a table over several files: the path of the file the row
+    /// was read from, as listed. Replaced by that text in each file's plan
+    /// ([`crate::query::bind_to_file`]) before the file is read; NULL in any other plan.
+    File,
     /// A `VIRTUAL` generated column: its expression over the other slots (which precede it),
     /// converted by the column's affinity.
     Virtual {
@@ -308,6 +312,72 @@ pub struct QueryPlan {
     pub offset: u64,
     /// The output column names.
     pub names: Vec<String>,
+}
+
+impl Expr {
+    /// Replaces every slot read `Column(i)` for which `with(i)` gives an expression by it
+    /// (the hidden `_file` column by its file's path, say).
+    pub fn replace_slots(&mut self, with: &mut impl FnMut(usize) -> Option<Expr>) {
+        match self {
+            Expr::Column(i) => {
+                if let Some(e) = with(*i) {
+                    *self = e;
+                }
+            }
+            Expr::Literal(_) => {}
+            Expr::Negate(x) | Expr::Not(x) | Expr::BitNot(x) | Expr::IsNull(x, _) => {
+                x.replace_slots(with)
+            }
+            Expr::Cast(x, _) => x.replace_slots(with),
+            Expr::Arith(_, a, b) | Expr::Concat(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+                a.replace_slots(with);
+                b.replace_slots(with);
+            }
+            Expr::Compare { left, right, .. } => {
+                left.replace_slots(with);
+                right.replace_slots(with);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.replace_slots(with);
+                for (x, _) in list {
+                    x.replace_slots(with);
+                }
+            }
+            Expr::Like {
+                expr,
+                pattern,
+                escape,
+                ..
+            } => {
+                expr.replace_slots(with);
+                pattern.replace_slots(with);
+                if let Some(x) = escape {
+                    x.replace_slots(with);
+                }
+            }
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                if let Some(x) = operand {
+                    x.replace_slots(with);
+                }
+                for (w, t, _, _) in whens {
+                    w.replace_slots(with);
+                    t.replace_slots(with);
+                }
+                if let Some(x) = otherwise {
+                    x.replace_slots(with);
+                }
+            }
+            Expr::Function(_, args) => {
+                for x in args {
+                    x.replace_slots(with);
+                }
+            }
+        }
+    }
 }
 
 impl QueryPlan {

@@ -129,7 +129,8 @@ impl QueryKernel {
                     record_slots.push((slot, *real_affinity));
                 }
                 ColumnRead::Rowid => rowid_slots.push(slot),
-                ColumnRead::Virtual { .. } => {}
+                // Bound to a literal before a scan of several files; NULL otherwise.
+                ColumnRead::Virtual { .. } | ColumnRead::File => {}
             }
         }
         let sources: Vec<Option<(usize, bool)>> = plan

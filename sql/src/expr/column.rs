@@ -131,6 +131,14 @@ impl Resolver<'_> {
                     collation: None,
                 });
             }
+            if self.files && name.value.eq_ignore_ascii_case("_file") {
+                let s = self.slot(SlotKey::File, |_| Ok(ColumnRead::File))?;
+                return Ok(Typed {
+                    expr: Expr::Column(s),
+                    affinity: Some(Affinity::Text),
+                    collation: Some((Collation::Binary, false)),
+                });
+            }
             // SQLite reads a double-quoted name that is no column as a string literal.
             if name.quote_style == Some('"') && qualifier.is_none() {
                 return Ok(Typed::plain(Expr::Literal(Value::text(name.value.clone()))));

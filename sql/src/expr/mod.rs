@@ -66,6 +66,7 @@ pub struct GroupContext {
 enum SlotKey {
     Rowid,
     Column(usize),
+    File,
 }
 
 /// Resolves names against one table and allocates the row stage's slots.
@@ -85,6 +86,9 @@ pub struct Resolver<'t> {
     /// Whether [`Self::aliases`] apply (off while the result list itself is resolved).
     pub aliases_enabled: bool,
     alias_depth: usize,
+    /// The table is spread over several files: the hidden column `_file` names the file of
+    /// each row (unless a column takes the name).
+    pub files: bool,
 }
 
 /// The deepest nesting resolved: deeper expressions are refused rather than overflow the
@@ -108,6 +112,7 @@ impl<'t> Resolver<'t> {
             aliases: Vec::new(),
             aliases_enabled: false,
             alias_depth: 0,
+            files: false,
         }
     }
 
