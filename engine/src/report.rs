@@ -154,6 +154,10 @@ pub struct FilesReport {
     /// The longest of those plannings.
     pub plan_s_max: f64,
     /// The most database files open at once: one per executor (each plans, reads and closes
-    /// its files one after the other, holding each file's read locks only while reading it).
+    /// its files one after the other, holding each file's read locks only while reading it),
+    /// and the files split among executors (held by the coordinator until the run ends).
     pub open_files_bound: usize,
+    /// Files larger than one executor's share, planned by the coordinator and split among
+    /// several executors.
+    pub split: usize,
 }

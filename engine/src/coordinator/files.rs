@@ -5,8 +5,8 @@
 //! first, an executor holds one file (and its SQLite read locks) at a time, and the partials
 //! come back in the files' order: file 0's, then file 1's, each in rowid order.
 //!
-//! A file is read as one range by the executor it was dealt to; a file larger than its
-//! executor's share is not split (yet).
+//! A file larger than one executor's share is planned by the coordinator and split among
+//! executors, as one file's table is; its snapshot is then held until the run ends.
 
 use std::ops::Range;
 use std::path::PathBuf;
@@ -19,23 +19,30 @@ use crate::report::{FilesReport, RunReport};
 use crate::scan::ScanKernel;
 use crate::settings::{ExecutorSpec, ScanSettings};
 
-use super::launch::{FileOpener, Launch};
+use super::file_run::{FileScans, PlannedFile, Unit};
+use super::launch::Launch;
 use super::report::Measure;
 use super::{collect, report, validate, RangeOrder};
 
-/// What [`run_files`] returns: each file's partial in the listed order (`None` for a file
-/// its opener skipped), the executor (by index) that read each file, and the run's report.
+/// What [`run_files`] returns: each unit's partial in the run's order (`None` for a unit
+/// not read), the file and the executor (by index) of each unit, and the run's report.
 #[derive(Debug)]
 pub struct FilesScan<P, T = ()> {
-    /// Each file's partial, in the listed order (`None`: skipped).
+    /// Each unit's partial, in the run's order (`None`: skipped or not read).
     pub partials: Vec<Option<P>>,
-    /// The executor, by index into the executors, that read each file.
+    /// The file (index in the listed order) of each unit.
+    pub file_of: Vec<usize>,
+    /// The executor, by index into the executors, that read each unit.
     pub executor_of: Vec<usize>,
     /// The run's report, with [`RunReport::files`].
     pub report: RunReport,
     /// What the consumer returned.
     pub consumed: T,
 }
+
+/// Files smaller than this are never split among executors: planning them twice (once on
+/// the coordinator) costs more than the balance gains.
+const SPLIT_MIN_BYTES: u64 = 4 << 20;
 
 /// Deals files of `sizes` bytes to executors of `weights`: contiguous runs of the listed
 /// order (executor 0 the first files), each run's bytes as near its weight's share of the
@@ -71,21 +78,26 @@ pub fn deal_files(sizes: &[u64], weights: &[u32]) -> Vec<Range<usize>> {
     runs
 }
 
-/// Scans one table over `paths` (listed order) with one executor per entry of `executors`:
-/// `open(i, path)`, run on the executor's thread, plans file `i` and makes its kernel (or
-/// skips it). `probe` is a plan of one of the files (the first), which chooses the I/O path
-/// (`auto`'s page-cache test) and the read sizes for all of them. The first error ends the
-/// run, naming its file. `consume` runs on the calling thread while the executors scan (a
-/// consumer of rows the kernels stream through channels of their own) and returns its value
-/// and the index of the first file its answer does not depend on (errors of executors whose
-/// files all come after it are ignored; as [`super::run_scan_with`]'s consumer).
-pub fn run_files<K: ScanKernel, T>(
+/// Scans one table over `paths` (listed order) with one executor per entry of `executors`.
+/// The files are cut into units ([`Unit`]): a file larger than one executor's share (and than
+/// [`SPLIT_MIN_BYTES`]) is planned here and split into shares for several executors (its
+/// snapshot held until the run ends); every other file is a unit its executor plans, reads
+/// and closes. The units, in order (file by file, a split file's shares in order), are dealt
+/// to the executors in contiguous runs balanced by size ([`deal_files`]). `probe` is a plan
+/// of one of the files (the first), which chooses the I/O path (`auto`'s page-cache test) and
+/// the read sizes for all of them. The first error ends the run, naming its file.
+///
+/// `consume` runs on the calling thread while the executors scan (a consumer of rows the
+/// kernels stream through channels of their own, laid out by [`FileScans::layout`]) and
+/// returns its value and how many units, from the first, its answer depends on (errors of
+/// executors whose units all come after them are ignored, as for [`super::run_scan_with`]).
+pub fn run_files<K: ScanKernel, S: FileScans<K>, T>(
     paths: Arc<Vec<PathBuf>>,
     probe: &TablePlan,
     settings: &ScanSettings,
     executors: &[ExecutorSpec],
     order: RangeOrder,
-    open: Arc<FileOpener<K>>,
+    scans: Arc<S>,
     consume: impl FnOnce() -> (T, usize),
 ) -> Result<FilesScan<K::Partial, T>> {
     let checked = validate::check(settings, executors)?;
@@ -103,30 +115,74 @@ pub fn run_files<K: ScanKernel, T>(
                 })
         })
         .collect::<Result<Vec<u64>>>()?;
-    let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
-    let dealt = deal_files(&sizes, &weights);
-    let mut executor_of = vec![0; paths.len()];
-    for (e, run) in dealt.iter().enumerate() {
-        for i in run.clone() {
-            executor_of[i] = e;
+    let n = executors.len().max(1);
+    let total: u64 = sizes.iter().sum();
+    let share = (total / n as u64).max(1);
+    let key_order = matches!(order, RangeOrder::Key);
+    let (mut units, mut unit_sizes, mut held) = (Vec::new(), Vec::new(), Vec::new());
+    let mut planned_s = Vec::new();
+    for (file, &size) in sizes.iter().enumerate() {
+        if n < 2 || size <= share || size < SPLIT_MIN_BYTES {
+            units.push(Unit::Whole { file });
+            unit_sizes.push(size);
+            continue;
         }
+        let started = std::time::Instant::now();
+        let Some((plan, bound)) = scans.plan(file, &paths[file])? else {
+            units.push(Unit::Skipped { file });
+            unit_sizes.push(0);
+            continue;
+        };
+        let parts = (size.saturating_mul(n as u64).div_ceil(total.max(1)) as usize).clamp(2, n);
+        let shares = plan.shares(&vec![1; parts], key_order)?;
+        let planned = Arc::new(PlannedFile {
+            path: plan.path.clone(),
+            header: plan.header.clone(),
+            wal: plan.wal.clone().map(Arc::new),
+            bound,
+        });
+        let each = size / shares.len().max(1) as u64;
+        for share in shares {
+            units.push(Unit::Part {
+                file,
+                planned: Arc::clone(&planned),
+                share,
+            });
+            unit_sizes.push(each);
+        }
+        planned_s.push(started.elapsed().as_secs_f64());
+        held.push(plan);
     }
-    let dealt_runs = dealt.clone();
+    let file_of: Vec<usize> = units.iter().map(Unit::file).collect();
+    scans.layout(&file_of);
+    let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
+    let runs = deal_files(&unit_sizes, &weights);
+    let mut executor_of = vec![0; units.len()];
+    let mut dealt: Vec<Vec<(usize, Unit<S::Bound>)>> = runs.iter().map(|_| Vec::new()).collect();
+    for (u, unit) in units.into_iter().enumerate() {
+        let e = runs.iter().position(|r| r.contains(&u)).unwrap_or(0);
+        executor_of[u] = e;
+        dealt[e].push((u, unit));
+    }
     let mut launch = Launch::prepare(probe, settings, executors, order, &checked.available)?;
     let measure = Measure::start(&probe.path);
-    let (workers, outcomes) = launch.spawn_files(executors, Arc::clone(&paths), dealt, open);
-    let (consumed, files_matter) = consume();
-    // The executors whose files include one the answer depends on.
-    let matters = match files_matter.min(paths.len()) {
-        k if k == paths.len() => executors.len(),
+    let (workers, outcomes) = launch.spawn_units(executors, Arc::clone(&paths), dealt, scans);
+    let (consumed, units_matter) = consume();
+    // The executors whose units include one the answer depends on.
+    let matters = match units_matter.min(file_of.len()) {
+        k if k == file_of.len() => executors.len(),
         0 => 0,
         k => executor_of[k - 1] + 1,
     };
     let collected = collect::collect(outcomes, workers, order, executors, matters)?;
     let measured = measure.finish();
-    let mut partials = Vec::with_capacity(paths.len());
-    for (p, run) in collected.partials.into_iter().zip(&dealt_runs) {
-        // An executor that did not finish (its files did not matter) has no partials.
+    // The split files were read in the state their plans hold: check, then release them.
+    for plan in held {
+        plan.check_unchanged()?;
+    }
+    let mut partials = Vec::with_capacity(file_of.len());
+    for (p, run) in collected.partials.into_iter().zip(&runs) {
+        // An executor that did not finish (its units did not matter) has no partials.
         let p = p.unwrap_or_default();
         let missing = run.len().saturating_sub(p.len());
         partials.extend(p);
@@ -140,19 +196,34 @@ pub fn run_files<K: ScanKernel, T>(
         measured,
         collected.reports,
     );
-    report.files = Some(files_report(&report, paths.len(), executors.len()));
+    report.files = Some(files_report(
+        &report,
+        paths.len(),
+        executors.len(),
+        &planned_s,
+    ));
     Ok(FilesScan {
         partials,
+        file_of,
         executor_of,
         report,
         consumed,
     })
 }
 
-/// The run's file figures from its executors'.
-fn files_report(report: &RunReport, files: usize, executors: usize) -> FilesReport {
+/// The run's file figures from its executors' and the split files' planning times.
+fn files_report(
+    report: &RunReport,
+    files: usize,
+    executors: usize,
+    split_plan_s: &[f64],
+) -> FilesReport {
     let scanned = report.executors.iter().filter_map(|e| e.files.as_ref());
-    let (mut opened, mut plan_s, mut plan_s_max) = (0u64, 0.0f64, 0.0f64);
+    let (mut opened, mut plan_s, mut plan_s_max) = (
+        split_plan_s.len() as u64,
+        split_plan_s.iter().sum::<f64>(),
+        split_plan_s.iter().copied().fold(0.0f64, f64::max),
+    );
     for s in scanned {
         opened += s.opened;
         plan_s += s.plan_s;
@@ -169,7 +240,8 @@ fn files_report(report: &RunReport, files: usize, executors: usize) -> FilesRepo
             0.0
         },
         plan_s_max,
-        open_files_bound: executors,
+        open_files_bound: executors + split_plan_s.len(),
+        split: split_plan_s.len(),
     }
 }
 

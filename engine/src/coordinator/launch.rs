@@ -18,11 +18,10 @@ use crate::faults::Faults;
 use crate::pool;
 use crate::readahead::max_read_pages;
 use crate::scan::task::Cancel;
-use crate::scan::{
-    self, Arrival, ExecutorReport, ExecutorTask, FilesScanned, ScanKernel, StartGate,
-};
+use crate::scan::{self, Arrival, ExecutorReport, ExecutorTask, ScanKernel, StartGate};
 use crate::settings::{ExecutorSpec, ScanSettings};
 
+use super::file_run::{FileScans, TaskBase, Unit, UnitRun};
 use super::range_order::RangeOrder;
 
 /// What every executor of a run is started with.
@@ -251,30 +250,28 @@ impl Launch {
         }
     }
 
-    /// Starts one executor per entry of `executors`, executor `i` scanning the files
-    /// `dealt[i]` one after the other, in order: each file is opened and planned on the
-    /// executor's own thread by `open` (its plan and kernel, or `None` to skip it), read as
-    /// one range, checked and closed before the next, so that an executor holds one file
-    /// (and its read locks) at a time. Each executor reports the partials of its files in
-    /// order (`None` for a skipped file) and one report over all of them.
-    pub fn spawn_files<K: ScanKernel>(
+    /// Starts one executor per entry of `executors`, executor `i` reading the units of a
+    /// scan of several files `dealt[i]` one after the other (see [`super::file_run`]); each
+    /// reports the partials of its units in order and one report over all of them.
+    pub fn spawn_units<K: ScanKernel, S: FileScans<K>>(
         &mut self,
         executors: &[ExecutorSpec],
         paths: Arc<Vec<std::path::PathBuf>>,
-        dealt: Vec<std::ops::Range<usize>>,
-        open: Arc<FileOpener<K>>,
+        dealt: Vec<Vec<(usize, Unit<S::Bound>)>>,
+        scans: Arc<S>,
     ) -> (Workers, Outcomes<Vec<Option<K::Partial>>>) {
         let order = self.order;
         let sync_capacity = self.sync_capacity;
         let (tx, rx) = unbounded::<(usize, Outcome<Vec<Option<K::Partial>>>)>();
         let mut workers = Vec::with_capacity(executors.len());
-        for (index, (spec, files)) in executors.iter().zip(dealt).enumerate() {
-            let files = FileRun {
-                files,
+        for (index, (spec, units)) in executors.iter().zip(dealt).enumerate() {
+            let run = UnitRun {
+                units,
                 paths: Arc::clone(&paths),
-                open: Arc::clone(&open),
+                scans: Arc::clone(&scans),
                 base: self.task_base(index, spec.cpu),
                 key_order: matches!(order, RangeOrder::Key),
+                kernel: std::marker::PhantomData,
             };
             let (exec_tx, exec_cancel) = (tx.clone(), self.cancel.clone());
             let report = move |result: std::thread::Result<Result<_>>, cpu: usize| {
@@ -305,7 +302,7 @@ impl Launch {
                     };
                     let job: pool::Job = Box::new(move || {
                         Box::pin(async move {
-                            let outcome = AssertUnwindSafe(files.run_async(sync_capacity))
+                            let outcome = AssertUnwindSafe(run.run_async(sync_capacity))
                                 .catch_unwind()
                                 .await;
                             report(outcome, cpu);
@@ -325,7 +322,7 @@ impl Launch {
                                     cause: "cannot pin the thread to this CPU".into(),
                                 });
                             }
-                            files.run_sync(sync_capacity)
+                            run.run_sync(sync_capacity)
                         }));
                         report(outcome, cpu);
                     })
@@ -360,176 +357,6 @@ impl Launch {
             faults: self.faults,
             cancel: self.cancel.clone(),
         }
-    }
-}
-
-/// Opens a file of a scan of several files on the thread of the executor it was dealt to:
-/// called with the executor's index, the file's index and its path as listed, it returns the
-/// file's plan and the kernel for it, or `None` to skip the file.
-pub type FileOpener<K> =
-    dyn Fn(usize, usize, &std::path::Path) -> Result<Option<(TablePlan, K)>> + Send + Sync;
-
-/// The settings of an executor's tasks that do not depend on the file.
-struct TaskBase {
-    index: usize,
-    cpu: usize,
-    readahead: u32,
-    hints: bool,
-    max_read_pages: u32,
-    backend: crate::backend::IoBackend,
-    sqpoll_cpu: Option<usize>,
-    faults: Faults,
-    cancel: Arc<Cancel>,
-}
-
-impl TaskBase {
-    fn task(&self, plan: &TablePlan, share: partitioner::Share) -> ExecutorTask {
-        let (extents, parents) = match share {
-            Share::Leaves(range) => (range.extents, None),
-            Share::Parents(parents) => (Vec::new(), Some(parents)),
-        };
-        ExecutorTask {
-            index: self.index,
-            cpu: self.cpu,
-            path: plan.path.clone(),
-            header: plan.header.clone(),
-            extents,
-            parents,
-            parent_pages: 0,
-            parents_s: 0.0,
-            gate: None,
-            order: Vec::new(),
-            wal_pages: Vec::new(),
-            wal: plan.wal.clone().map(Arc::new),
-            readahead: self.readahead,
-            hints: self.hints,
-            max_read_pages: self.max_read_pages,
-            backend: self.backend,
-            sqpoll_cpu: self.sqpoll_cpu,
-            faults: self.faults,
-            cancel: self.cancel.clone(),
-        }
-    }
-}
-
-/// One executor's files (see [`Launch::spawn_files`]).
-struct FileRun<K: ScanKernel> {
-    files: std::ops::Range<usize>,
-    paths: Arc<Vec<std::path::PathBuf>>,
-    open: Arc<FileOpener<K>>,
-    base: TaskBase,
-    key_order: bool,
-}
-
-/// A file opened for an executor: its plan (holding its snapshot), task and kernel.
-struct OpenedFile<K> {
-    plan: TablePlan,
-    task: ExecutorTask,
-    kernel: K,
-}
-
-/// What an executor reports for its files: the partials in order and one report.
-type FilesOutcome<P> = (Vec<Option<P>>, ExecutorReport);
-
-impl<K: ScanKernel> FileRun<K> {
-    /// Opens, plans and prepares file `i`; `None` when the opener skips it.
-    fn open(&self, i: usize, scanned: &mut FilesScanned) -> Result<Option<OpenedFile<K>>> {
-        if self.base.cancel.applies(self.base.index) {
-            return Err(Error::Cancelled { cpu: self.base.cpu });
-        }
-        let started = std::time::Instant::now();
-        let opened = (self.open)(self.base.index, i, self.path(i))?;
-        let Some((plan, kernel)) = opened else {
-            scanned.files += 1;
-            return Ok(None);
-        };
-        let share = plan
-            .shares(&[1], self.key_order)?
-            .pop()
-            .ok_or_else(|| Error::Config("a plan cut into no share".into()))?;
-        let mut task = self.base.task(&plan, share);
-        task.prepare()?;
-        let took = started.elapsed().as_secs_f64();
-        scanned.files += 1;
-        scanned.opened += 1;
-        scanned.plan_s += took;
-        scanned.plan_s_max = scanned.plan_s_max.max(took);
-        Ok(Some(OpenedFile { plan, task, kernel }))
-    }
-
-    fn path(&self, i: usize) -> &std::path::Path {
-        &self.paths[i]
-    }
-
-    /// Ends one file: checks it was not changed under a scan without locks, and adds its
-    /// figures to the executor's.
-    fn done(
-        plan: TablePlan,
-        (partial, report): (K::Partial, ExecutorReport),
-        total: &mut Option<ExecutorReport>,
-        partials: &mut Vec<Option<K::Partial>>,
-    ) -> Result<()> {
-        plan.check_unchanged()?;
-        drop(plan);
-        match total {
-            Some(t) => t.absorb(report),
-            None => *total = Some(report),
-        }
-        partials.push(Some(partial));
-        Ok(())
-    }
-
-    fn finish(
-        &self,
-        started: std::time::Instant,
-        total: Option<ExecutorReport>,
-        scanned: FilesScanned,
-        partials: Vec<Option<K::Partial>>,
-        page_size: u32,
-    ) -> FilesOutcome<K::Partial> {
-        let mut report = total.unwrap_or_else(|| ExecutorReport {
-            cpu: self.base.cpu,
-            backend: self.base.backend.name().to_string(),
-            counters: crate::counters::HwCounters::sum([]),
-            ..ExecutorReport::default()
-        });
-        report.rates_over(started, page_size);
-        report.files = Some(scanned);
-        (partials, report)
-    }
-
-    async fn run_async(self, sync_capacity: usize) -> Result<FilesOutcome<K::Partial>> {
-        let started = std::time::Instant::now();
-        let (mut total, mut scanned, mut partials) = (None, FilesScanned::default(), Vec::new());
-        let mut page_size = 0;
-        for i in self.files.clone() {
-            let Some(file) = self.open(i, &mut scanned)? else {
-                partials.push(None);
-                continue;
-            };
-            let OpenedFile { plan, task, kernel } = file;
-            page_size = task.page_size();
-            let out = scan::run(&task, kernel, sync_capacity).await?;
-            Self::done(plan, out, &mut total, &mut partials)?;
-        }
-        Ok(self.finish(started, total, scanned, partials, page_size))
-    }
-
-    fn run_sync(self, sync_capacity: usize) -> Result<FilesOutcome<K::Partial>> {
-        let started = std::time::Instant::now();
-        let (mut total, mut scanned, mut partials) = (None, FilesScanned::default(), Vec::new());
-        let mut page_size = 0;
-        for i in self.files.clone() {
-            let Some(file) = self.open(i, &mut scanned)? else {
-                partials.push(None);
-                continue;
-            };
-            let OpenedFile { plan, task, kernel } = file;
-            page_size = task.page_size();
-            let out = scan::run_without_uring(&task, kernel, sync_capacity)?;
-            Self::done(plan, out, &mut total, &mut partials)?;
-        }
-        Ok(self.finish(started, total, scanned, partials, page_size))
     }
 }
 

@@ -22,6 +22,7 @@
 //! [`run_scan`].
 
 mod collect;
+mod file_run;
 mod files;
 mod launch;
 mod range_order;
@@ -37,8 +38,9 @@ use crate::report::RunReport;
 use crate::scan::ScanKernel;
 use crate::settings::{ExecutorSpec, ScanSettings};
 
+pub use file_run::FileScans;
 pub use files::{deal_files, run_files, FilesScan};
-pub use launch::{running_executors, FileOpener};
+pub use launch::running_executors;
 pub use range_order::RangeOrder;
 
 use launch::Launch;

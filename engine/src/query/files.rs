@@ -13,7 +13,12 @@ use std::sync::Arc;
 use partitioner::create_table::{CreateTable, Generated};
 use partitioner::TablePlan;
 
-use crate::coordinator::{run_files, FileOpener, RangeOrder};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use async_channel::{Receiver, Sender};
+
+use crate::coordinator::{run_files, FileScans, RangeOrder};
 use crate::datatype3::Affinity;
 use crate::error::Error;
 use crate::report::RunReport;
@@ -28,7 +33,8 @@ use super::fold::{fold_plan, reads_slots};
 use super::ir::{ColumnRead, Expr, QueryPlan, Shape};
 use super::kernel::QueryKernel;
 use super::marks::sorts_with_limit;
-use super::merge::{merge_files, MergeError};
+use super::merge::{merge_files, MergeError, Partial};
+use super::row_stream::{Renderer, RowStream, StreamMsg, CHANNEL_CHUNKS};
 use super::run::test_constant_terms;
 
 /// What to do with a listed file that has no such table.
@@ -73,60 +79,31 @@ pub fn run_query_files(
     };
     let query = Arc::new(query);
     let paths = Arc::new(paths);
-    let open: Arc<FileOpener<QueryKernel>> = {
-        let (query, binding) = (Arc::clone(&query), Binding::new(base, missing));
-        Arc::new(move |_executor: usize, _file: usize, path: &Path| {
-            let Some((plan, bound)) = binding.open(path, &query)? else {
-                return Ok(None);
-            };
-            let kernel = QueryKernel::new(Arc::new(bound), plan.header.usable_size()).at_time(now);
-            Ok(Some((plan, kernel)))
-        })
-    };
+    let scans = Arc::new(QueryFiles::new(
+        base,
+        missing,
+        Arc::clone(&query),
+        now,
+        None,
+    ));
     let scan = run_files(
         Arc::clone(&paths),
         base,
         settings,
         executors,
         order,
-        open,
+        scans,
         || ((), usize::MAX),
     )?;
     dates::set_statement_time(now);
-    let mut files = Vec::with_capacity(paths.len());
-    let mut partials = Vec::with_capacity(paths.len());
-    // Each file's rowid tags shifted above the previous file's, so that every tie the merge
-    // decides by rowid (a group's first row, min() and max() ties, DISTINCT's first value)
-    // is decided by file, then rowid: the order of the files' union.
-    let mut next: Option<i128> = None;
-    for (i, p) in scan.partials.into_iter().enumerate() {
-        let Some(mut p) = p else { continue };
-        if let Some((lo, hi)) = p.rowid_span() {
-            let by = next.map_or(0, |n| n - i128::from(lo));
-            let top = i128::from(hi) + by;
-            let by = i64::try_from(by)
-                .ok()
-                .filter(|_| top <= i128::from(i64::MAX));
-            let Some(by) = by else {
-                return Err(QueryError::Scan(Error::Plan(partitioner::Error::Invalid {
-                    path: paths[i].clone(),
-                    what: "the files' rowids span more than 64 bits together: their rows \
-                           cannot be ordered file by file"
-                        .into(),
-                })));
-            };
-            p.shift_rowids(by);
-            next = Some(top + 1);
-        }
-        files.push(i);
-        partials.push(p);
-    }
+    let (units, partials) = in_file_order(scan.partials, &scan.file_of, &paths)?;
+    let files: Vec<usize> = units.iter().map(|&u| scan.file_of[u]).collect();
     let rows = merge_files(&query, partials, Some(&files)).map_err(|e| match e {
         MergeError::Eval(e) => QueryError::Eval(e),
         MergeError::Row { range, failure } => {
-            let file = files[range];
-            let cpu = executors[scan.executor_of[file]].cpu;
-            QueryError::Scan(failure.into_error(cpu, &paths[file]))
+            let unit = units[range];
+            let cpu = executors[scan.executor_of[unit]].cpu;
+            QueryError::Scan(failure.into_error(cpu, &paths[scan.file_of[unit]]))
         }
     })?;
     Ok(FilesOutput {
@@ -134,6 +111,203 @@ pub fn run_query_files(
         rows,
         report: scan.report,
     })
+}
+
+/// The units' partials that were read, with their units' indices, each file's rowid tags
+/// shifted above the previous file's, so that every tie the merge decides by rowid (a
+/// group's first row, min() and max() ties, DISTINCT's first value) is decided by file, then
+/// rowid: the order of the files' union. The units of one file (a split file's shares) share
+/// one shift.
+fn in_file_order(
+    partials: Vec<Option<Partial>>,
+    file_of: &[usize],
+    paths: &[PathBuf],
+) -> Result<(Vec<usize>, Vec<Partial>), QueryError> {
+    let mut units = Vec::with_capacity(partials.len());
+    let mut read = Vec::with_capacity(partials.len());
+    for (u, p) in partials.into_iter().enumerate() {
+        if let Some(p) = p {
+            units.push(u);
+            read.push(p);
+        }
+    }
+    let mut next: Option<i128> = None;
+    let mut at = 0;
+    while at < read.len() {
+        let file = file_of[units[at]];
+        let end = at
+            + units[at..]
+                .iter()
+                .take_while(|&&u| file_of[u] == file)
+                .count();
+        let span = read[at..end]
+            .iter()
+            .filter_map(Partial::rowid_span)
+            .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)));
+        if let Some((lo, hi)) = span {
+            let by = next.map_or(0, |n| n - i128::from(lo));
+            let top = i128::from(hi) + by;
+            let Some(by) = i64::try_from(by)
+                .ok()
+                .filter(|_| top <= i128::from(i64::MAX))
+            else {
+                return Err(QueryError::Scan(Error::Plan(partitioner::Error::Invalid {
+                    path: paths[file].clone(),
+                    what: "the files' rowids span more than 64 bits together: their rows \
+                           cannot be ordered file by file"
+                        .into(),
+                })));
+            };
+            read[at..end].iter_mut().for_each(|p| p.shift_rowids(by));
+            next = Some(top + 1);
+        }
+        at = end;
+    }
+    Ok((units, read))
+}
+
+/// The query's side of a scan of several files ([`FileScans`]): each file opened through
+/// [`Binding`], each unit's kernel collecting its partial, or streaming its rows through a
+/// channel of its own ([`UnitStreams`]).
+pub(super) struct QueryFiles {
+    binding: Binding,
+    query: Arc<QueryPlan>,
+    now: i64,
+    streams: Option<UnitStreams>,
+}
+
+/// The channels of a streamed query over several files: one per unit, drained in order.
+pub(super) struct UnitStreams {
+    /// Each unit's sender, until its kernel takes it.
+    senders: Mutex<Vec<Option<Sender<StreamMsg>>>>,
+    /// The receivers, until the consumer takes them.
+    receivers: Mutex<Vec<Receiver<StreamMsg>>>,
+    /// Set once the answer is complete (or its reader gone).
+    pub stop: Arc<AtomicBool>,
+    /// Each executor's wait for room in its channels.
+    pub waited: Vec<Arc<AtomicU64>>,
+    /// How the executors render rows.
+    render: Option<Renderer>,
+}
+
+impl UnitStreams {
+    /// Streams for `executors` executors, rendering rows with `render`.
+    pub(super) fn new(executors: usize, render: Option<Renderer>) -> Self {
+        UnitStreams {
+            senders: Mutex::new(Vec::new()),
+            receivers: Mutex::new(Vec::new()),
+            stop: Arc::new(AtomicBool::new(false)),
+            waited: (0..executors).map(|_| Arc::default()).collect(),
+            render,
+        }
+    }
+
+    /// The units' receivers, in order (once, after the layout).
+    pub(super) fn take_receivers(&self) -> Vec<Receiver<StreamMsg>> {
+        std::mem::take(&mut *self.receivers.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn sender(&self, unit: usize) -> Option<Sender<StreamMsg>> {
+        self.senders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(unit)?
+            .take()
+    }
+}
+
+impl QueryFiles {
+    /// The scans of `query` (planned against `base`) over files holding its table.
+    pub(super) fn new(
+        base: &TablePlan,
+        missing: MissingTable,
+        query: Arc<QueryPlan>,
+        now: i64,
+        streams: Option<UnitStreams>,
+    ) -> Self {
+        QueryFiles {
+            binding: Binding::new(base, missing),
+            query,
+            now,
+            streams,
+        }
+    }
+
+    /// The streams, for a streamed query.
+    pub(super) fn streams(&self) -> Option<&UnitStreams> {
+        self.streams.as_ref()
+    }
+}
+
+impl FileScans<QueryKernel> for QueryFiles {
+    type Bound = Arc<QueryPlan>;
+
+    fn plan(
+        &self,
+        _file: usize,
+        path: &Path,
+    ) -> crate::Result<Option<(TablePlan, Arc<QueryPlan>)>> {
+        if self
+            .streams
+            .as_ref()
+            .is_some_and(|s| s.stop.load(Ordering::Relaxed))
+        {
+            // The answer is complete: no later file is opened.
+            return Ok(None);
+        }
+        Ok(self
+            .binding
+            .open(path, &self.query)?
+            .map(|(plan, bound)| (plan, Arc::new(bound))))
+    }
+
+    fn kernel(
+        &self,
+        executor: usize,
+        unit: usize,
+        _file: usize,
+        bound: &Arc<QueryPlan>,
+        usable: u32,
+    ) -> crate::Result<QueryKernel> {
+        let Some(streams) = &self.streams else {
+            return Ok(QueryKernel::new(Arc::clone(bound), usable).at_time(self.now));
+        };
+        let tx = streams
+            .sender(unit)
+            .ok_or_else(|| Error::Config(format!("unit {unit} has no channel")))?;
+        let mut stream = RowStream::new(
+            tx,
+            Arc::clone(&streams.stop),
+            self.query.keep(),
+            Arc::clone(&streams.waited[executor]),
+        );
+        stream.set_render(streams.render.clone());
+        Ok(QueryKernel::streaming(
+            Arc::clone(bound),
+            usable,
+            stream,
+            self.now,
+        ))
+    }
+
+    fn skipped(&self, unit: usize) {
+        if let Some(tx) = self.streams.as_ref().and_then(|s| s.sender(unit)) {
+            // An empty stream (its channel is empty: this does not wait).
+            let _ = tx.send_blocking(StreamMsg::End);
+        }
+    }
+
+    fn layout(&self, file_of_unit: &[usize]) {
+        let Some(s) = &self.streams else { return };
+        let (mut senders, mut receivers) = (Vec::new(), Vec::new());
+        for _ in file_of_unit {
+            let (tx, rx) = async_channel::bounded(CHANNEL_CHUNKS);
+            senders.push(Some(tx));
+            receivers.push(rx);
+        }
+        *s.senders.lock().unwrap_or_else(|e| e.into_inner()) = senders;
+        *s.receivers.lock().unwrap_or_else(|e| e.into_inner()) = receivers;
+    }
 }
 
 /// How each file of a query over several files is opened: the table by name, the plan bound

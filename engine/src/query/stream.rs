@@ -40,14 +40,14 @@ use std::sync::Arc;
 use async_channel::{bounded, Receiver};
 use partitioner::TablePlan;
 
-use crate::coordinator::{run_files, run_scan_with, FileOpener, RangeOrder};
+use crate::coordinator::{run_files, run_scan_with, RangeOrder};
 use crate::report::RunReport;
 use crate::settings::{ExecutorSpec, ScanSettings};
 use crate::value::Value;
 
 use super::dates;
 use super::error::QueryError;
-use super::files::{run_query_files, Binding, MissingTable};
+use super::files::{run_query_files, MissingTable, QueryFiles, UnitStreams};
 use super::ir::{QueryPlan, Shape};
 use super::kernel::QueryKernel;
 use super::row_stream::{Renderer, RowFailure, RowStream, StreamMsg, CHANNEL_CHUNKS};
@@ -276,81 +276,58 @@ pub fn run_query_files_streaming(
     let now = dates::statement_time();
     test_constant_terms(&mut query, now)?;
     let query = Arc::new(query);
-    let stop = Arc::new(AtomicBool::new(false));
-    let waited: Arc<Vec<Arc<AtomicU64>>> =
-        Arc::new((0..executors.len()).map(|_| Arc::default()).collect());
-    let mut receivers = Vec::with_capacity(paths.len());
-    let mut senders = Vec::with_capacity(paths.len());
-    for _ in &paths {
-        let (tx, rx) = bounded(CHANNEL_CHUNKS);
-        senders.push(std::sync::Mutex::new(Some(tx)));
-        receivers.push(rx);
-    }
-    let senders = Arc::new(senders);
-    let open: Arc<FileOpener<QueryKernel>> = {
-        let (query, stop, waited) = (Arc::clone(&query), Arc::clone(&stop), Arc::clone(&waited));
-        let binding = Binding::new(base, missing);
-        let render = render.map(Renderer);
-        Arc::new(
-            move |executor: usize, file: usize, path: &std::path::Path| {
-                if stop.load(Ordering::Relaxed) {
-                    // The answer is complete: no later file is opened.
-                    return Ok(None);
-                }
-                let tx = senders[file]
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take()
-                    .expect("each file is opened once");
-                let Some((plan, bound)) = binding.open(path, &query)? else {
-                    // A file skipped: an empty stream.
-                    let _ = tx.send_blocking(StreamMsg::End);
-                    return Ok(None);
-                };
-                let mut stream = RowStream::new(
-                    tx,
-                    Arc::clone(&stop),
-                    query.keep(),
-                    Arc::clone(&waited[executor]),
-                );
-                stream.set_render(render.clone());
-                let kernel =
-                    QueryKernel::streaming(Arc::new(bound), plan.header.usable_size(), stream, now);
-                Ok(Some((plan, kernel)))
-            },
-        )
-    };
+    let streams = UnitStreams::new(executors.len(), render.map(Renderer));
+    let scans = Arc::new(QueryFiles::new(
+        base,
+        missing,
+        Arc::clone(&query),
+        now,
+        Some(streams),
+    ));
     let (offset, limit) = (query.offset, query.limit.unwrap_or(u64::MAX));
     let paths = Arc::new(paths);
     let mut take = |row: ResultRow<'_>| match row {
         ResultRow::Values(v) => on_row(FileRow::Values(v)),
         ResultRow::Rendered(b) => on_row(FileRow::Rendered(b)),
     };
+    let consumer = Arc::clone(&scans);
     let scan = run_files(
         Arc::clone(&paths),
         base,
         settings,
         executors,
         RangeOrder::Key,
-        open,
-        || drain(receivers, offset, limit, &stop, &mut take),
+        scans,
+        || {
+            let streams = consumer.streams().expect("a streamed query's scans stream");
+            let receivers = streams.take_receivers();
+            drain(receivers, offset, limit, &streams.stop, &mut take)
+        },
     )?;
     let rows = match scan.consumed {
         Drained::Written(rows) => rows,
         Drained::Output(e) => return Err(QueryError::Output(e)),
-        Drained::Row(file, failure) => {
-            let cpu = executors[scan.executor_of[file]].cpu;
-            return Err(QueryError::Scan(failure.into_error(cpu, &paths[file])));
+        Drained::Row(unit, failure) => {
+            let cpu = executors[scan.executor_of[unit]].cpu;
+            return Err(QueryError::Scan(
+                failure.into_error(cpu, &paths[scan.file_of[unit]]),
+            ));
         }
     };
+    let waited = consumer
+        .streams()
+        .map(|s| {
+            s.waited
+                .iter()
+                .map(|w| w.load(Ordering::Relaxed) as f64 / 1e9)
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(StreamedQuery {
         names: query.names.clone(),
         rows,
         streamed: true,
-        waited_s: waited
-            .iter()
-            .map(|w| w.load(Ordering::Relaxed) as f64 / 1e9)
-            .collect(),
+        waited_s: waited,
         report: scan.report,
     })
 }

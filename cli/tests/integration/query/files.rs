@@ -426,3 +426,71 @@ fn the_hidden_file_column_names_each_rows_file_and_excludes_files_unopened() {
     ])
     .assert_error(&["no such column: _file"]);
 }
+
+#[test]
+fn a_large_file_among_small_ones_is_split_among_the_executors() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut paths = Vec::new();
+    for (i, rows) in [(0, 300i64), (1, 120_000), (2, 500)] {
+        let path = dir.path().join(format!("s{i}.db"));
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "CREATE TABLE ev(id INTEGER PRIMARY KEY, dev TEXT, v REAL, n INTEGER, extra TEXT)",
+        )
+        .unwrap();
+        let tx = c.unchecked_transaction().unwrap();
+        for j in 0..rows {
+            c.execute(
+                "INSERT INTO ev(dev, v, n, extra) VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![
+                    format!("d{}", j % 11),
+                    j as f64 * 0.5,
+                    (j * 7 + i) % 1001,
+                    "some padding text"
+                ],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        paths.push(path);
+    }
+    assert!(std::fs::metadata(&paths[1]).unwrap().len() > 4 << 20);
+    for sql in [
+        "SELECT count(*), sum(n), max(v) FROM ev",
+        "SELECT dev, count(*), min(id) FROM ev GROUP BY dev",
+        "SELECT id, n FROM ev WHERE n = 1000",
+        "SELECT id, n FROM ev LIMIT 3 OFFSET 60299",
+        "SELECT id, n FROM ev ORDER BY n DESC, id LIMIT 5",
+    ] {
+        let want = sqlite_union(&paths, sql);
+        for cores in [2, 3] {
+            let io = IoChoice::Fixed(IoBackend::Mmap);
+            for got in [
+                corescan_files(&paths, sql, cores, io),
+                corescan_streamed(&paths, sql, cores, io),
+            ] {
+                if let Some(d) = difference(&want, &got, true) {
+                    panic!("{sql} ({cores} executors): {d}");
+                }
+            }
+        }
+    }
+    let planned = corescan_sql::plan_query_files(&paths, "SELECT count(*) FROM ev", false).unwrap();
+    let out = run_query_files(
+        paths.clone(),
+        &planned.table,
+        planned.query,
+        &ScanSettings::defaults(4096),
+        &spread(2),
+        MissingTable::Fail,
+    )
+    .unwrap();
+    let files = out.report.files.unwrap();
+    assert_eq!((files.files, files.opened, files.split), (3, 3, 1));
+    // Both executors read some of the large file's pages.
+    assert!(
+        out.report.executors.iter().all(|e| e.pages > 100),
+        "{:?}",
+        out.report.executors
+    );
+}
