@@ -28,4 +28,5 @@ pub mod experiments;
 pub mod gen;
 pub mod layouts;
 pub mod oracle;
+pub mod shards;
 pub mod text;

@@ -1,4 +1,4 @@
-//! `corescan gen OUT.db [--scale-factor SF] [--page-size BYTES] [--tables lineitem|all] [--force]`
+//! `corescan gen OUT.db [--scale-factor SF] [--page-size BYTES] [--tables lineitem|all] [--shards N] [--force]`
 
 use std::path::PathBuf;
 
@@ -27,9 +27,15 @@ pub struct GenArgs {
     /// Which tables to generate.
     #[arg(long, value_enum, default_value_t = Tables::All)]
     tables: Tables,
-    /// Replace OUT.db if it exists.
+    /// Replace OUT.db (or the shards) if it exists.
     #[arg(long)]
     force: bool,
+    /// Split the database into N files, OUT-0..OUT-(N-1) with the index zero-padded
+    /// (t.db -> t-000.db ... t-999.db): LINEITEM and ORDERS cut by order key into ranges of
+    /// about equal row counts, the other tables copied into every shard (use --tables
+    /// lineitem for many shards).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    shards: Option<u32>,
 }
 
 /// `--scale-factor`: a finite number > 0 (checked again by [`generate`]).
@@ -58,6 +64,9 @@ enum Tables {
 
 /// Generates the database and prints one summary line.
 pub fn run(args: GenArgs) -> anyhow::Result<()> {
+    if let Some(n) = args.shards {
+        return run_shards(args, n as usize);
+    }
     let opts = GenOptions {
         out: args.out,
         scale_factor: args.scale_factor,
@@ -81,6 +90,47 @@ pub fn run(args: GenArgs) -> anyhow::Result<()> {
         summary.file_size / u64::from(opts.page_size),
         opts.page_size,
         summary.elapsed.as_secs_f64(),
+        tables.join(", ")
+    );
+    Ok(())
+}
+
+/// `--shards N`: the whole database generated beside the shards (removed afterwards), then
+/// split ([`bench::shards::split`]).
+fn run_shards(args: GenArgs, n: usize) -> anyhow::Result<()> {
+    let mut full = args.out.clone().into_os_string();
+    full.push(".whole");
+    let full = PathBuf::from(full);
+    let opts = GenOptions {
+        out: full.clone(),
+        scale_factor: args.scale_factor,
+        page_size: args.page_size,
+        tables: match args.tables {
+            Tables::Lineitem => TableSelection::Lineitem,
+            Tables::All => TableSelection::All,
+        },
+        force: true,
+    };
+    let started = std::time::Instant::now();
+    let summary = generate(&opts, true)?;
+    let split = bench::shards::split(&full, &args.out, n, args.page_size, args.force);
+    let _ = std::fs::remove_file(&full);
+    let paths = split?;
+    let bytes: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let tables: Vec<String> = summary
+        .tables
+        .iter()
+        .map(|t| format!("{} {}", t.table, t.rows))
+        .collect();
+    println!(
+        "wrote {n} shards {} .. {}: {bytes} bytes in all, in {:.1} s (rows over all shards: {})",
+        paths[0].display(),
+        paths[n - 1].display(),
+        started.elapsed().as_secs_f64(),
         tables.join(", ")
     );
     Ok(())

@@ -2,12 +2,10 @@
 //! report (or one JSON object with `--json`), from one committed state of the database (the
 //! `snapshot` figures say how it was held: see `engine::retry`).
 
-use std::path::PathBuf;
-
 use anyhow::Context;
 use bench::text::{q6_sql, Q6Select};
 use clap::Args;
-use engine::q6::{run_q6, Q6Params, Q6Report};
+use engine::q6::{run_q6, run_q6_files, Q6Params, Q6Report};
 use partitioner::TablePlan;
 
 use crate::report;
@@ -16,8 +14,10 @@ use crate::scan_setup::{scan_setup, ScanArgs};
 /// Arguments of `corescan q6`.
 #[derive(Debug, Args)]
 pub struct Q6Args {
-    /// The database file.
-    db: PathBuf,
+    /// The database file; or several, whose tables of the same name are read as one table
+    /// (paths, quoted glob patterns such as 'shards/*.db', sorted, or @list.txt).
+    #[arg(required = true, num_args = 1.., value_name = "DB")]
+    db: Vec<String>,
     /// The table to scan (case-insensitive).
     #[arg(long, default_value = "lineitem")]
     table: String,
@@ -70,34 +70,44 @@ fn quantity_arg(s: &str) -> Result<String, String> {
 /// Runs `corescan q6`.
 pub fn run(args: Q6Args) -> anyhow::Result<()> {
     let params = Q6Params::parse(&args.date, &args.discount, &args.quantity)?;
-    let plan = TablePlan::open_for_scan(&args.db, &args.table)?;
+    let files = partitioner::sources::expand(&args.db)?;
+    let db = files.first().cloned().context("no database file")?;
+    let plan = TablePlan::open_for_scan(&db, &args.table)?;
     if args.print_sql {
         println!("{}", q6_sql(&plan.table.name, &params, Q6Select::Revenue));
         return Ok(());
     }
     let (executors, settings) = scan_setup(&args.scan, plan.header.page_size)?;
+    if crate::query::several(&args.db, &files) {
+        let report = run_q6_files(files, &plan, &executors, &params, &settings)?;
+        return print_report(&report, args.json);
+    }
     // The first plan is the first attempt; a database read without SQLite's locks that
     // changed meanwhile is planned and scanned again (engine::retry).
     let mut first = Some(plan);
     let done = engine::consistent(
-        &args.db,
+        &db,
         || {
             first
                 .take()
-                .map_or_else(|| TablePlan::open_for_scan(&args.db, &args.table), Ok)
+                .map_or_else(|| TablePlan::open_for_scan(&db, &args.table), Ok)
         },
         |plan| run_q6(plan, &executors, &params, &settings),
     )?;
     let mut report = done.value.clone();
     let run = &mut report.run;
     done.report_into(&mut run.snapshot, &mut run.io.notice);
-    if args.json {
+    print_report(&report, args.json)
+}
+
+fn print_report(report: &Q6Report, json: bool) -> anyhow::Result<()> {
+    if json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&report).context("serializing the report")?
+            serde_json::to_string_pretty(report).context("serializing the report")?
         );
     } else {
-        print!("{}", human(&report));
+        print!("{}", human(report));
     }
     Ok(())
 }

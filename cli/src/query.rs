@@ -48,7 +48,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         .exit(),
     };
     let files = partitioner::sources::expand(dbs)?;
-    if files.len() > 1 || partitioner::sources::is_pattern(&dbs[0]) || dbs[0].starts_with('@') {
+    if several(dbs, &files) {
         return run_files(&args, sql, files);
     }
     let db = files.into_iter().next().context("no database file")?;
@@ -130,6 +130,15 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether the files named `given` (expanded to `files`) are a table over several files:
+/// more than one, or named by a pattern or a list (even when that names one file).
+pub fn several<S: AsRef<str>>(given: &[S], files: &[PathBuf]) -> bool {
+    files.len() > 1
+        || given
+            .iter()
+            .any(|g| partitioner::sources::is_pattern(g.as_ref()) || g.as_ref().starts_with('@'))
 }
 
 /// `corescan query` over several files: the query is planned against the first file that has

@@ -21,4 +21,4 @@ pub mod run;
 pub use decoder::{LeafDecoder, MissingValue, Q6ColumnTypes, Q6Columns};
 pub use params::*;
 pub use report::Q6Report;
-pub use run::{q6_column_types, q6_columns, run_q6, Q6Kernel, Q6_COLUMNS};
+pub use run::{q6_column_types, q6_columns, run_q6, run_q6_files, Q6Kernel, Q6_COLUMNS};

@@ -5,7 +5,10 @@
 
 use partitioner::{DefaultValue, TablePlan};
 
-use crate::coordinator::run_scan;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::coordinator::{run_files, run_scan, FileScans, RangeOrder};
 use crate::datatype3::{Affinity, Collation};
 use crate::error::{Error, Result};
 use crate::q6::decoder::{LeafDecoder, MissingValue, Q6ColumnTypes, Q6Columns};
@@ -137,6 +140,68 @@ pub fn run_q6(
     for (agg, executor) in partials.iter().zip(&mut run.executors) {
         executor.rows_kept = Some(agg.rows_matched);
         total.merge(agg);
+    }
+    Ok(Q6Report::from_run(
+        run,
+        total.revenue_text(),
+        total.rows_matched,
+    ))
+}
+
+/// Q6's side of a scan of several files: each file's kernel made from its own columns.
+struct Q6Files {
+    table: String,
+    params: Q6Params,
+}
+
+impl FileScans<Q6Kernel> for Q6Files {
+    type Bound = Q6Kernel;
+
+    fn plan(&self, _file: usize, path: &Path) -> Result<Option<(TablePlan, Q6Kernel)>> {
+        let plan = TablePlan::open_for_scan(path, &self.table)?;
+        let kernel = Q6Kernel::new(&plan, &self.params)?;
+        Ok(Some((plan, kernel)))
+    }
+
+    fn kernel(&self, _: usize, _: usize, _: usize, bound: &Q6Kernel, _: u32) -> Result<Q6Kernel> {
+        Ok(bound.clone())
+    }
+}
+
+/// Runs TPC-H Q6 over the table named `table` in every file of `paths` (one table spread over
+/// them; see [`crate::run_files`]), with one executor per entry of `executors`. `probe` is a
+/// plan of the table in one of the files, which chooses the I/O path.
+pub fn run_q6_files(
+    paths: Vec<PathBuf>,
+    probe: &TablePlan,
+    executors: &[ExecutorSpec],
+    params: &Q6Params,
+    settings: &ScanSettings,
+) -> Result<Q6Report> {
+    let scans = Arc::new(Q6Files {
+        table: probe.table.name.clone(),
+        params: *params,
+    });
+    let scan = run_files(
+        Arc::new(paths),
+        probe,
+        settings,
+        executors,
+        RangeOrder::File,
+        scans,
+        || ((), usize::MAX),
+    )?;
+    let mut run = scan.report;
+    let mut total = PartialAggregate::default();
+    let mut kept = vec![0u64; run.executors.len()];
+    for (u, agg) in scan.partials.iter().enumerate() {
+        if let Some(agg) = agg {
+            kept[scan.executor_of[u]] += agg.rows_matched;
+            total.merge(agg);
+        }
+    }
+    for (executor, kept) in run.executors.iter_mut().zip(kept) {
+        executor.rows_kept = Some(kept);
     }
     Ok(Q6Report::from_run(
         run,
