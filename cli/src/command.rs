@@ -47,6 +47,7 @@ enum Command {
     /// Run any SQL (joins, subqueries, CTEs, window functions) over the tables of DB through
     /// Apache DataFusion, with corescan's scans as its tables.
     #[cfg(feature = "sql")]
+    #[command(override_usage = "corescan sql [OPTIONS] <DB>... <SQL>")]
     Sql(sql::SqlArgs),
     /// Plan executor placement for a machine (hwloc) and write or check topology.toml.
     Topology(topology::TopologyArgs),

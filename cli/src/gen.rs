@@ -32,8 +32,8 @@ pub struct GenArgs {
     force: bool,
     /// Split the database into N files, OUT-0..OUT-(N-1) with the index zero-padded
     /// (t.db -> t-000.db ... t-999.db): LINEITEM and ORDERS cut by order key into ranges of
-    /// about equal row counts, the other tables copied into every shard (use --tables
-    /// lineitem for many shards).
+    /// about equal row counts, the other tables whole in the first shard: each table's union
+    /// over the shards is the whole database's.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=100_000))]
     shards: Option<u32>,
 }

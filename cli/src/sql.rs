@@ -11,7 +11,6 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -37,10 +36,12 @@ const WORKER_THREADS: usize = 2;
 /// Arguments of `corescan sql`.
 #[derive(Debug, Args)]
 pub struct SqlArgs {
-    /// The database file.
-    db: PathBuf,
-    /// The SQL (DataFusion's dialect); every table of DB is a table, by its name in any case.
-    sql: String,
+    /// The database file, then the SQL (DataFusion's dialect): every table of DB is a table,
+    /// by its name in any case. Several files (paths, quoted glob patterns such as
+    /// 'tenants/*.db', sorted, or @list.txt) make each table the union of its rows over the
+    /// files that hold it.
+    #[arg(required = true, num_args = 1.., value_name = "DB")]
+    inputs: Vec<String>,
     #[command(flatten)]
     scan: ScanArgs,
     #[command(flatten)]
@@ -70,6 +71,17 @@ pub fn run(args: SqlArgs) -> anyhow::Result<()> {
 }
 
 async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
+    let (sql, dbs) = match args.inputs.split_last() {
+        Some((sql, dbs)) if !dbs.is_empty() => (sql.clone(), dbs),
+        // A usage error, as clap reports its own (status 2).
+        _ => clap::Error::raw(
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "the SQL is missing: corescan sql DB... SQL\n",
+        )
+        .exit(),
+    };
+    let files = partitioner::sources::expand(dbs)?;
+    let several = crate::query::several(dbs, &files);
     let mut attempt = 1;
     let (ctx, plan, names, mut batches) = loop {
         let ctx = SessionContext::new();
@@ -78,14 +90,24 @@ async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
             all_text: args.all_text,
             types: args.types.clone(),
         };
-        let schema = corescan_datafusion::register_with(
-            &ctx,
-            &args.db,
-            args.scan.placement(),
-            args.scan.options(),
-            tables,
-        )?;
-        let frame = ctx.sql(&args.sql).await.map_err(one_error)?;
+        let schema = if several {
+            corescan_datafusion::register_files(
+                &ctx,
+                &files,
+                args.scan.placement(),
+                args.scan.options(),
+                tables,
+            )?
+        } else {
+            corescan_datafusion::register_with(
+                &ctx,
+                &files[0],
+                args.scan.placement(),
+                args.scan.options(),
+                tables,
+            )?
+        };
+        let frame = ctx.sql(&sql).await.map_err(one_error)?;
         if args.explain {
             let plan = frame.create_physical_plan().await.map_err(one_error)?;
             let text = displayable(plan.as_ref()).indent(true).to_string();

@@ -31,16 +31,18 @@ use partitioner::PageFile;
 use crate::error::Error;
 use crate::table::{SqliteTable, TableOptions};
 
-/// The tables of one file (see the module docs).
+/// The tables of one file, or of several (see the module docs).
 #[derive(Debug)]
 pub struct SqliteSchema {
     path: PathBuf,
     placement: Placement,
     options: ScanOptions,
     table_options: TableOptions,
-    /// The file, open in the snapshot every table is read in.
-    file: Arc<PageFile>,
-    /// The tables' names as the schema spells them.
+    /// The file, open in the snapshot every table is read in (one file only).
+    file: Option<Arc<PageFile>>,
+    /// Over several files: each table's files, in the listed order, by lower-cased name.
+    files: HashMap<String, Vec<PathBuf>>,
+    /// The tables' names as the schema spells them (in the first file holding each).
     tables: Vec<String>,
     /// Tables opened so far, by lower-cased name.
     opened: Mutex<HashMap<String, Arc<SqliteTable>>>,
@@ -102,7 +104,65 @@ impl SqliteSchema {
             placement,
             options,
             table_options,
-            file: Arc::new(file),
+            file: Some(Arc::new(file)),
+            files: HashMap::new(),
+            tables,
+            opened: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The tables of several files: a table any of them holds is one table, the union of its
+    /// rows over the files that hold it (in the listed order; [`SqliteTable::open_files`]).
+    /// Each file's table list is read here (and the file closed again); each scan reads every
+    /// file in its own snapshot, so the tables of one query are not read in one committed
+    /// state of each file as they are over one file. One path is [`SqliteSchema::open_with`].
+    pub fn open_files(
+        paths: &[PathBuf],
+        placement: Placement,
+        options: ScanOptions,
+        table_options: TableOptions,
+    ) -> Result<Self, Error> {
+        let [first, ..] = paths else {
+            return Err(Error::Session("no database file".into()));
+        };
+        if paths.len() == 1 {
+            return Self::open_with(first, placement, options, table_options);
+        }
+        let mut tables: Vec<String> = Vec::new();
+        let mut files: HashMap<String, Vec<PathBuf>> = HashMap::new();
+        for path in paths {
+            let file = open_settled(path)?;
+            for entry in read_schema(&file)?
+                .into_iter()
+                .filter(|e| e.kind == "table")
+            {
+                let key = entry.name.to_ascii_lowercase();
+                let holders = files.entry(key).or_default();
+                if holders.is_empty() {
+                    tables.push(entry.name);
+                }
+                holders.push(path.clone());
+            }
+        }
+        if let Some(o) = table_options
+            .types
+            .iter()
+            .find(|o| !files.contains_key(&o.table.to_ascii_lowercase()))
+        {
+            return Err(Error::Unsupported {
+                path: first.clone(),
+                table: o.table.clone(),
+                column: o.column.clone(),
+                reason: "no such table in any of the files (in a type override)".into(),
+            });
+        }
+        Ok(SqliteSchema {
+            path: first.clone(),
+            placement,
+            options,
+            table_options,
+            file: None,
+            files,
             tables,
             opened: Mutex::new(HashMap::new()),
         })
@@ -112,14 +172,20 @@ impl SqliteSchema {
     /// system without locks), so that a writer could change it during a query: a caller then
     /// checks [`SqliteSchema::check_unchanged`] after the query before trusting its answer.
     pub fn needs_verification(&self) -> bool {
-        self.file.read_snapshot().needs_verification()
+        // Over several files each file is checked as its scan ends.
+        self.file
+            .as_ref()
+            .is_some_and(|f| f.read_snapshot().needs_verification())
     }
 
     /// After a query: fails with the file's `Changed` error when it is read without SQLite's
     /// locks and changed since the schema was opened (the query may have read two versions;
     /// open the schema again and rerun it). `Ok` at once under SQLite's locks.
     pub fn check_unchanged(&self) -> Result<(), Error> {
-        Ok(self.file.check_unchanged()?)
+        match &self.file {
+            Some(f) => Ok(f.check_unchanged()?),
+            None => Ok(()),
+        }
     }
 
     /// The tables' names as the schema spells them.
@@ -138,14 +204,23 @@ impl SqliteSchema {
         if let Some(t) = opened.get(&key) {
             return Ok(Some(Arc::clone(t)));
         }
-        let table = Arc::new(SqliteTable::open_in(
-            &self.path,
-            spelled,
-            Some(Arc::clone(&self.file)),
-            self.placement.clone(),
-            self.options,
-            self.table_options.clone(),
-        )?);
+        let table = Arc::new(match &self.file {
+            Some(file) => SqliteTable::open_in(
+                &self.path,
+                spelled,
+                Some(Arc::clone(file)),
+                self.placement.clone(),
+                self.options,
+                self.table_options.clone(),
+            )?,
+            None => SqliteTable::open_files(
+                self.files.get(&key).map_or(&[][..], Vec::as_slice),
+                spelled,
+                self.placement.clone(),
+                self.options,
+                self.table_options.clone(),
+            )?,
+        });
         opened.insert(key, Arc::clone(&table));
         Ok(Some(table))
     }
@@ -195,6 +270,37 @@ pub fn register(
     register_with(ctx, path, placement, options, TableOptions::default())
 }
 
+/// [`register_with`] over several files (a table is the union of its rows over the files that
+/// hold it: [`SqliteSchema::open_files`]).
+pub fn register_files(
+    ctx: &SessionContext,
+    paths: &[PathBuf],
+    placement: Placement,
+    options: ScanOptions,
+    table_options: TableOptions,
+) -> Result<Arc<SqliteSchema>, Error> {
+    let schema = Arc::new(SqliteSchema::open_files(
+        paths,
+        placement,
+        options,
+        table_options,
+    )?);
+    install(ctx, schema)
+}
+
+/// Makes `schema` `ctx`'s default schema.
+fn install(ctx: &SessionContext, schema: Arc<SqliteSchema>) -> Result<Arc<SqliteSchema>, Error> {
+    let state = ctx.state();
+    let names = &state.config_options().catalog;
+    let catalog = ctx
+        .catalog(&names.default_catalog)
+        .ok_or_else(|| Error::Session(format!("no catalog {:?}", names.default_catalog)))?;
+    catalog
+        .register_schema(&names.default_schema, Arc::clone(&schema) as _)
+        .map_err(|e| Error::Session(e.to_string()))?;
+    Ok(schema)
+}
+
 /// [`register`], the tables opened with `table_options`.
 pub fn register_with(
     ctx: &SessionContext,
@@ -209,13 +315,5 @@ pub fn register_with(
         options,
         table_options,
     )?);
-    let state = ctx.state();
-    let names = &state.config_options().catalog;
-    let catalog = ctx
-        .catalog(&names.default_catalog)
-        .ok_or_else(|| Error::Session(format!("no catalog {:?}", names.default_catalog)))?;
-    catalog
-        .register_schema(&names.default_schema, Arc::clone(&schema) as _)
-        .map_err(|e| Error::Session(e.to_string()))?;
-    Ok(schema)
+    install(ctx, schema)
 }

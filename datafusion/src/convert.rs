@@ -95,7 +95,7 @@ pub struct ConvertColumn {
 }
 
 /// Converts one scan's rows into record batches of `schema`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Converter {
     /// The database file (for messages).
     pub path: PathBuf,

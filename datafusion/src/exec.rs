@@ -68,6 +68,19 @@ pub struct ScanTarget {
     /// in one held for several tables ([`crate::SqliteSchema`]); `None`: each scan takes its
     /// own.
     pub file: Option<Arc<PageFile>>,
+    /// For a table spread over several files: the files holding it, in order (`path` is the
+    /// first), and its columns over all of them (the first file's, then those only later
+    /// files have); each scan reads every file in its own snapshot.
+    pub files: Option<FilesTarget>,
+}
+
+/// The files of a table spread over several of them (see [`ScanTarget::files`]).
+#[derive(Debug, Clone)]
+pub struct FilesTarget {
+    /// The files, in order.
+    pub paths: Arc<Vec<PathBuf>>,
+    /// The table's columns over all the files.
+    pub definition: Arc<partitioner::create_table::CreateTable>,
 }
 
 impl ScanTarget {
@@ -231,6 +244,9 @@ impl CorescanExec {
     /// `batch_rows` rows), and the scan's outcome.
     fn start(&self, batch_rows: usize) -> Result<(Vec<PartitionStream>, PartitionedEnd), Error> {
         let t = &self.target;
+        if let Some(files) = &t.files {
+            return self.start_files(files, batch_rows);
+        }
         let spec = match &self.filter {
             None => ScanSpec::columns(&t.path, &t.table, &self.scan_columns)
                 .with_table_plan(t.table_plan(&t.table)?),
@@ -275,6 +291,68 @@ impl CorescanExec {
         Ok((streams, end))
     }
 
+    /// [`CorescanExec::start`] for a table over several files: the projection planned against
+    /// its columns over all of them, each file bound to its own by name as its executor
+    /// reaches it ([`engine::scan_files_partitions_into`]).
+    fn start_files(
+        &self,
+        files: &FilesTarget,
+        batch_rows: usize,
+    ) -> Result<(Vec<PartitionStream>, PartitionedEnd), Error> {
+        let t = &self.target;
+        let mut sql = format!(
+            "SELECT {} FROM {}",
+            self.scan_columns
+                .iter()
+                .map(|c| quoted(c))
+                .collect::<Vec<_>>()
+                .join(", "),
+            quoted(&t.table)
+        );
+        if let Some(filter) = &self.filter {
+            sql.push_str(" WHERE ");
+            sql.push_str(filter);
+        }
+        let planned = corescan_sql::plan_query_with(&sql, |name| {
+            let mut plan = TablePlan::open_for_scan(&t.path, name)?;
+            plan.definition = (*files.definition).clone();
+            Ok(plan)
+        })
+        .map_err(|source| Error::Filter {
+            path: t.path.clone(),
+            table: t.table.clone(),
+            sql: sql.clone(),
+            source: Box::new(source),
+        })?;
+        let converter = Arc::clone(&self.converter);
+        let sinks =
+            move |_partition: usize, path: &std::path::Path| -> Box<dyn engine::BatchSink> {
+                let mut c = (*converter).clone();
+                c.path = path.to_path_buf();
+                Box::new(Arc::new(c).sink(batch_rows))
+            };
+        let spec = engine::FilesSpec {
+            paths: files.paths.to_vec(),
+            base: planned.table,
+            query: planned.query,
+            placement: t.placement.clone(),
+            options: t.options,
+            missing: engine::query::MissingTable::Fail,
+        };
+        let mut scan = engine::scan_files_partitions_into(spec, Some(Arc::new(sinks)))?;
+        let streams = scan.take_partitions();
+        let end = scan.into_end();
+        if streams.len() != t.cpus.len() {
+            return Err(Error::Partitions {
+                path: t.path.clone(),
+                table: t.table.clone(),
+                planned: t.cpus.len(),
+                got: streams.len(),
+            });
+        }
+        Ok((streams, end))
+    }
+
     /// Partition `i`'s stream: from the plan's scan, started now if it is the first, or from a
     /// fresh scan when the plan's was taken already.
     fn take_stream(&self, i: usize, batch_rows: usize) -> Result<PartitionStream, Error> {
@@ -300,6 +378,19 @@ impl CorescanExec {
     }
 }
 
+/// The file a scan reads, or its first and how many more.
+fn shown_files(target: &ScanTarget) -> String {
+    match &target.files {
+        Some(f) if f.paths.len() > 1 => format!(
+            "{} and {} more file{}",
+            target.path.display(),
+            f.paths.len() - 1,
+            if f.paths.len() == 2 { "" } else { "s" }
+        ),
+        _ => target.path.display().to_string(),
+    }
+}
+
 impl DisplayAs for CorescanExec {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let target = &self.target;
@@ -310,7 +401,7 @@ impl DisplayAs for CorescanExec {
                 write!(
                     f,
                     "CorescanExec: file={}, table={}, columns=[{}], executors={} (CPUs {}), io={}",
-                    target.path.display(),
+                    shown_files(target),
                     target.table,
                     columns.join(", "),
                     target.cpus.len(),
@@ -326,7 +417,7 @@ impl DisplayAs for CorescanExec {
                 Ok(())
             }
             DisplayFormatType::TreeRender => {
-                writeln!(f, "file={}", target.path.display())?;
+                writeln!(f, "file={}", shown_files(target))?;
                 writeln!(f, "table={}", target.table)?;
                 writeln!(f, "columns=[{}]", columns.join(", "))?;
                 writeln!(f, "executors={}", target.cpus.len())?;

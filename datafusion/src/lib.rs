@@ -67,7 +67,7 @@ pub mod types;
 
 pub use datafusion;
 
-pub use catalog::{register, register_with, SqliteSchema};
+pub use catalog::{register, register_files, register_with, SqliteSchema};
 pub use error::{find, ConversionError, Error};
 pub use exec::CorescanExec;
 pub use output::{arrow_value, batch_rows};

@@ -34,7 +34,7 @@ use partitioner::{PageFile, TablePlan};
 
 use crate::convert::{ConvertColumn, Converter};
 use crate::error::Error;
-use crate::exec::{CorescanExec, Estimate, ScanTarget};
+use crate::exec::{CorescanExec, Estimate, FilesTarget, ScanTarget};
 use crate::pushdown::{translate, PushColumn, Pushed};
 use crate::types::ColumnType;
 
@@ -164,6 +164,54 @@ impl SqliteTable {
             Some(f) => TablePlan::open_for_scan_from(f, table)?,
             None => TablePlan::open_for_scan(&path, table)?,
         };
+        Self::from_plan(path, plan, file, placement, options, table_options, None)
+    }
+
+    /// Opens `table` (case-insensitive) spread over `paths` (each holding it), as one table:
+    /// the union of its rows over the files, file by file, its columns the first file's then
+    /// those only later files have (matched by name; a file without a column reads NULL for
+    /// it, one whose column has another affinity is an error naming it when scanned). Each
+    /// scan reads every file in its own snapshot, the files dealt to the executors
+    /// ([`engine::scan_files_partitions_into`]). One path is [`SqliteTable::open_with`].
+    pub fn open_files(
+        paths: &[PathBuf],
+        table: &str,
+        placement: Placement,
+        options: ScanOptions,
+        table_options: TableOptions,
+    ) -> Result<Self, Error> {
+        let [first, ..] = paths else {
+            return Err(Error::Session(format!("no file holds table {table:?}")));
+        };
+        if paths.len() == 1 {
+            return Self::open_with(first, table, placement, options, table_options);
+        }
+        let plan = corescan_sql::union_table(paths, table, false)?;
+        let files = FilesTarget {
+            paths: Arc::new(paths.to_vec()),
+            definition: Arc::new(plan.definition.clone()),
+        };
+        Self::from_plan(
+            first.clone(),
+            plan,
+            None,
+            placement,
+            options,
+            table_options,
+            Some(files),
+        )
+    }
+
+    /// The table whose plan (of `path`, or of the first of [`FilesTarget::paths`]) is `plan`.
+    fn from_plan(
+        path: PathBuf,
+        plan: TablePlan,
+        file: Option<Arc<PageFile>>,
+        placement: Placement,
+        options: ScanOptions,
+        table_options: TableOptions,
+        files: Option<FilesTarget>,
+    ) -> Result<Self, Error> {
         let def = &plan.definition;
         let overrides: Vec<&TypeOverride> = table_options
             .types
@@ -225,7 +273,14 @@ impl SqliteTable {
                 .ok()
                 .and_then(|f| stat1_rows(&f, &name)),
         };
-        let estimate = Estimate::of(&plan, &columns, stat1_rows);
+        let mut estimate = Estimate::of(&plan, &columns, stat1_rows);
+        if let Some(f) = &files {
+            // The other files' rows, guessed from their sizes beside the first's.
+            let size = |p: &PathBuf| std::fs::metadata(p).map_or(0, |m| m.len());
+            let first = size(&path).max(1);
+            let all: u64 = f.paths.iter().map(size).sum();
+            estimate.rows = (estimate.rows as f64 * all as f64 / first as f64) as usize;
+        }
         // Opening a scan of the rowid places the executors as a scan would (and takes the
         // plan, so the file is read once); nothing is scanned.
         let probe: Vec<&str> = match &rowid_name {
@@ -254,6 +309,7 @@ impl SqliteTable {
             cpus: open.executors.iter().map(|e| e.cpu).collect(),
             backend,
             file,
+            files,
         };
         Ok(SqliteTable {
             target: Arc::new(target),

@@ -121,7 +121,8 @@ pub use device::{BlockDevice, DeviceReport};
 pub use error::{Error, Result};
 pub use handle::{scan, Batch, Scan, ScanEnd, BATCHES_IN_FLIGHT, BATCH_ROWS};
 pub use partitions::{
-    scan_partitions, scan_partitions_into, Part, PartitionStream, PartitionedEnd, PartitionedScan,
+    scan_files_partitions_into, scan_partitions, scan_partitions_into, FileSinkFactory, FilesSpec,
+    Part, PartitionStream, PartitionedEnd, PartitionedScan, SinkFactory,
 };
 pub use placement::{Placement, ScanOptions};
 pub use query::{BatchSink, QueryError, QueryPlan, SinkRows};

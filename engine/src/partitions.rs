@@ -27,10 +27,11 @@ use std::sync::{Arc, Mutex};
 use async_channel::{bounded, Receiver};
 use futures_lite::Stream;
 
-use crate::coordinator::{run_scan_with, RangeOrder};
+use crate::coordinator::{run_files, run_scan_with, RangeOrder};
 use crate::error::Error;
 use crate::handle::{Batch, ScanEnd};
 use crate::query::dates;
+use crate::query::files::{ExecutorStreams, MissingTable, QueryFiles};
 use crate::query::row_stream::{RowStream, StreamMsg, CHANNEL_CHUNKS};
 use crate::query::run::test_constant_terms;
 use crate::query::sink::BatchSink;
@@ -91,6 +92,10 @@ pub fn scan_partitions(spec: ScanSpec) -> Result<PartitionedScan, QueryError> {
 /// Makes partition `i`'s [`BatchSink`].
 pub type SinkFactory = dyn Fn(usize) -> Box<dyn BatchSink> + Send + Sync;
 
+/// Makes the sink of one unit of a scan of several files ([`scan_files_partitions_into`]):
+/// called on the executor's thread with its partition's index and the unit's file as listed.
+pub type FileSinkFactory = dyn Fn(usize, &std::path::Path) -> Box<dyn BatchSink> + Send + Sync;
+
 /// Starts `spec` as [`scan_partitions`] does, each executor handing its rows to the sink
 /// `sinks` makes for its partition (called once per partition, with its index, before the
 /// scan starts): its streams yield [`Part::Built`] batches. A database read without SQLite's
@@ -144,6 +149,119 @@ fn start(spec: ScanSpec, sinks: Option<&SinkFactory>) -> Result<PartitionedScan,
         .name("corescan-coordinator".into())
         .spawn(move || {
             let outcome = run(open, senders, sinks, abandoned);
+            *coordinator
+                .outcome
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+            drop(done_tx);
+        })
+        .map_err(|e| {
+            QueryError::Scan(Error::Config(format!(
+                "cannot start the coordinator thread: {e}"
+            )))
+        })?;
+    Ok(PartitionedScan {
+        names,
+        streams,
+        shared,
+        _live: live,
+    })
+}
+
+/// A plain projection of one table over several files, for [`scan_files_partitions_into`].
+#[derive(Debug)]
+pub struct FilesSpec {
+    /// The files, in order.
+    pub paths: Vec<std::path::PathBuf>,
+    /// A plan of the table in one of them, against whose columns `query` was planned (the
+    /// SQL front end's `plan_query_files` makes both); it also chooses the I/O path.
+    pub base: partitioner::TablePlan,
+    /// The projection (with its `WHERE`), as for [`scan_partitions`].
+    pub query: crate::QueryPlan,
+    /// Which CPUs run the executors.
+    pub placement: crate::Placement,
+    /// Settings over the defaults.
+    pub options: crate::ScanOptions,
+    /// What a file without the table does.
+    pub missing: MissingTable,
+}
+
+/// [`scan_partitions_into`] over one table held by several files ([`crate::run_files`]): one
+/// stream per executor, carrying the rows of the units (files, or shares of a large file) dealt
+/// to it, in order; each unit's rows reach a sink `sinks` makes (on the executor's thread, with
+/// its partition's index and the unit's file) when given, else the stream yields them as rows. A file is opened
+/// only when its executor reaches it, so the streams start at once.
+pub fn scan_files_partitions_into(
+    spec: FilesSpec,
+    sinks: Option<Arc<FileSinkFactory>>,
+) -> Result<PartitionedScan, QueryError> {
+    if !streams(&spec.query) || spec.query.offset > 0 {
+        return Err(QueryError::Scan(Error::Config(
+            "a partitioned scan yields rows as each executor reads them: the query must be a \
+             plain projection without ORDER BY, aggregates or OFFSET"
+                .into(),
+        )));
+    }
+    let (executors, settings) =
+        crate::placement::resolve(&spec.placement, &spec.options, spec.base.header.page_size)?;
+    let n = executors.len();
+    let abandoned = Arc::new(AtomicBool::new(false));
+    let live = Arc::new(Live(Arc::clone(&abandoned)));
+    let (done_tx, done_rx) = bounded::<()>(1);
+    let shared = Arc::new(Shared {
+        outcome: Mutex::new(None),
+        done: done_rx,
+        delivered: AtomicU64::new(0),
+    });
+    let mut senders = Vec::with_capacity(n);
+    let mut streams = Vec::with_capacity(n);
+    for (index, e) in executors.iter().enumerate() {
+        let (tx, rx) = bounded(CHANNEL_CHUNKS);
+        senders.push(tx);
+        streams.push(PartitionStream {
+            index,
+            cpu: e.cpu,
+            path: spec.base.path.clone(),
+            rx,
+            shared: Arc::clone(&shared),
+            done: false,
+            _live: Arc::clone(&live),
+        });
+    }
+    let names = spec.query.names.clone();
+    let coordinator = Arc::clone(&shared);
+    std::thread::Builder::new()
+        .name("corescan-coordinator".into())
+        .spawn(move || {
+            let outcome = (|| {
+                let FilesSpec {
+                    paths,
+                    base,
+                    mut query,
+                    missing,
+                    ..
+                } = spec;
+                let now = dates::statement_time();
+                test_constant_terms(&mut query, now)?;
+                let paths = Arc::new(paths);
+                let streams = ExecutorStreams::new(senders, sinks, Arc::clone(&paths));
+                let scans = QueryFiles::new(&base, missing, Arc::new(query), now, None)
+                    .partitioned(streams, abandoned);
+                let scan = run_files(
+                    paths,
+                    &base,
+                    &settings,
+                    &executors,
+                    RangeOrder::Key,
+                    Arc::new(scans),
+                    || ((), usize::MAX),
+                )?;
+                Ok(ScanEnd {
+                    rows: 0,
+                    streamed: true,
+                    report: scan.report,
+                })
+            })();
             *coordinator
                 .outcome
                 .lock()

@@ -24,5 +24,5 @@ mod source;
 pub use error::SqlError;
 
 pub use plan::{
-    plan_query, plan_query_files, plan_query_with, plan_table, scan_spec, PlannedQuery,
+    plan_query, plan_query_files, plan_query_with, plan_table, scan_spec, union_table, PlannedQuery,
 };

@@ -60,72 +60,79 @@ pub fn plan_query_files(
     sql: &str,
     skip_missing: bool,
 ) -> Result<PlannedQuery, SqlError> {
-    plan_query_in(
-        sql,
-        |name| {
-            let mut base: Option<TablePlan> = None;
-            let mut first_missing = None;
-            for f in files {
-                let def = match &base {
-                    None => match TablePlan::open_for_scan(f, name) {
-                        Ok(plan) => {
-                            base = Some(plan);
-                            continue;
-                        }
-                        Err(e) => Err(e),
-                    },
-                    Some(_) => partitioner::table_definition(f, name),
-                };
-                let def = match def {
-                    Ok(def) => def,
-                    Err(e @ partitioner::Error::NoSuchTable { .. }) => {
-                        if !skip_missing {
-                            return Err(e);
-                        }
-                        first_missing.get_or_insert(e);
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-                let Some(base) = base.as_mut() else { continue };
-                for column in def.columns {
-                    let known = base
-                        .definition
-                        .columns
-                        .iter()
-                        .any(|c| c.name.eq_ignore_ascii_case(&column.name));
-                    if known {
-                        continue;
-                    }
-                    if column.rowid_alias || column.generated.is_some() {
-                        return Err(partitioner::Error::Invalid {
-                            path: f.clone(),
-                            what: format!(
-                                "column {:?} of table {name:?} is {} here, and earlier files have \
-                             no such column",
-                                column.name,
-                                if column.rowid_alias {
-                                    "the INTEGER PRIMARY KEY (the rowid)"
-                                } else {
-                                    "a generated column"
-                                }
-                            ),
-                        });
-                    }
-                    base.definition.columns.push(column);
+    plan_query_in(sql, |name| union_table(files, name, skip_missing), false)
+}
+
+/// The plan of table `name` in the first of `files` that has it, its columns extended by
+/// those only later files have (in order of first appearance; matched by name,
+/// case-insensitively): the table a query over several files is planned against. With
+/// `skip_missing`, files without the table are passed over; else the first is an error naming
+/// it.
+pub fn union_table(
+    files: &[std::path::PathBuf],
+    name: &str,
+    skip_missing: bool,
+) -> partitioner::Result<TablePlan> {
+    let mut base: Option<TablePlan> = None;
+    let mut first_missing = None;
+    for f in files {
+        let def = match &base {
+            None => match TablePlan::open_for_scan(f, name) {
+                Ok(plan) => {
+                    base = Some(plan);
+                    continue;
                 }
+                Err(e) => Err(e),
+            },
+            Some(_) => partitioner::table_definition(f, name),
+        };
+        let def = match def {
+            Ok(def) => def,
+            Err(e @ partitioner::Error::NoSuchTable { .. }) => {
+                if !skip_missing {
+                    return Err(e);
+                }
+                first_missing.get_or_insert(e);
+                continue;
             }
-            match (base, first_missing) {
-                (Some(base), _) => Ok(base),
-                (None, Some(e)) => Err(e),
-                (None, None) => Err(partitioner::Error::Invalid {
-                    path: std::path::PathBuf::new(),
-                    what: "no database file".into(),
-                }),
+            Err(e) => return Err(e),
+        };
+        let Some(base) = base.as_mut() else { continue };
+        for column in def.columns {
+            let known = base
+                .definition
+                .columns
+                .iter()
+                .any(|c| c.name.eq_ignore_ascii_case(&column.name));
+            if known {
+                continue;
             }
-        },
-        false,
-    )
+            if column.rowid_alias || column.generated.is_some() {
+                return Err(partitioner::Error::Invalid {
+                    path: f.clone(),
+                    what: format!(
+                        "column {:?} of table {name:?} is {} here, and earlier files have \
+                     no such column",
+                        column.name,
+                        if column.rowid_alias {
+                            "the INTEGER PRIMARY KEY (the rowid)"
+                        } else {
+                            "a generated column"
+                        }
+                    ),
+                });
+            }
+            base.definition.columns.push(column);
+        }
+    }
+    match (base, first_missing) {
+        (Some(base), _) => Ok(base),
+        (None, Some(e)) => Err(e),
+        (None, None) => Err(partitioner::Error::Invalid {
+            path: std::path::PathBuf::new(),
+            what: "no database file".into(),
+        }),
+    }
 }
 
 /// [`plan_query`] with the table opened by `open_table` (given the table's name as the query

@@ -47,6 +47,9 @@ pub trait FileScans<K: ScanKernel>: Send + Sync + 'static {
 
     /// The run's units, by their files (in the listed order), before any is read.
     fn layout(&self, _file_of_unit: &[usize]) {}
+
+    /// Executor `executor` is done with its units (`ok`: without an error), on its thread.
+    fn executor_done(&self, _executor: usize, _ok: bool) {}
 }
 
 /// A file the coordinator planned and split among executors: what each share's task needs.
@@ -274,10 +277,21 @@ impl<K: ScanKernel, S: FileScans<K>> UnitRun<K, S> {
         (partials, report)
     }
 
-    pub(super) async fn run_async(
-        mut self,
-        sync_capacity: usize,
-    ) -> Result<UnitsOutcome<K::Partial>> {
+    pub(super) async fn run_async(self, sync_capacity: usize) -> Result<UnitsOutcome<K::Partial>> {
+        let (scans, index) = (Arc::clone(&self.scans), self.base.index);
+        let out = self.units_async(sync_capacity).await;
+        scans.executor_done(index, out.is_ok());
+        out
+    }
+
+    pub(super) fn run_sync(self, sync_capacity: usize) -> Result<UnitsOutcome<K::Partial>> {
+        let (scans, index) = (Arc::clone(&self.scans), self.base.index);
+        let out = self.units_sync(sync_capacity);
+        scans.executor_done(index, out.is_ok());
+        out
+    }
+
+    async fn units_async(mut self, sync_capacity: usize) -> Result<UnitsOutcome<K::Partial>> {
         let started = Instant::now();
         let (mut total, mut scanned, mut partials) = (None, FilesScanned::default(), Vec::new());
         let mut page_size = 0;
@@ -293,7 +307,7 @@ impl<K: ScanKernel, S: FileScans<K>> UnitRun<K, S> {
         Ok(self.finish(started, total, scanned, partials, page_size))
     }
 
-    pub(super) fn run_sync(mut self, sync_capacity: usize) -> Result<UnitsOutcome<K::Partial>> {
+    fn units_sync(mut self, sync_capacity: usize) -> Result<UnitsOutcome<K::Partial>> {
         let started = Instant::now();
         let (mut total, mut scanned, mut partials) = (None, FilesScanned::default(), Vec::new());
         let mut page_size = 0;

@@ -36,6 +36,7 @@ use super::marks::sorts_with_limit;
 use super::merge::{merge_files, MergeError, Partial};
 use super::row_stream::{Renderer, RowStream, StreamMsg, CHANNEL_CHUNKS};
 use super::run::test_constant_terms;
+use crate::partitions::FileSinkFactory;
 
 /// What to do with a listed file that has no such table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -169,15 +170,55 @@ fn in_file_order(
 /// The query's side of a scan of several files ([`FileScans`]): each file opened through
 /// [`Binding`], each unit's kernel collecting its partial, or streaming its rows through a
 /// channel of its own ([`UnitStreams`]).
-pub(super) struct QueryFiles {
+pub(crate) struct QueryFiles {
     binding: Binding,
     query: Arc<QueryPlan>,
     now: i64,
     streams: Option<UnitStreams>,
+    partitions: Option<ExecutorStreams>,
+    abandoned: Option<Arc<AtomicBool>>,
+}
+
+/// The channels of a partitioned scan of several files ([`crate::scan_files_partitions_into`]):
+/// one per executor, carrying its units' rows (or its sink's batches) in order, ended by the
+/// executor once its last unit is done.
+pub(crate) struct ExecutorStreams {
+    /// Each executor's sender.
+    senders: Mutex<Vec<Option<Sender<StreamMsg>>>>,
+    /// Makes each unit's sink, by its executor's index and its file's path.
+    sinks: Option<Arc<FileSinkFactory>>,
+    /// The files, in order (for the sinks).
+    paths: Arc<Vec<PathBuf>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl ExecutorStreams {
+    /// Streams through `senders`, one per executor, each unit's rows into a sink `sinks`
+    /// makes when given.
+    pub(crate) fn new(
+        senders: Vec<Sender<StreamMsg>>,
+        sinks: Option<Arc<FileSinkFactory>>,
+        paths: Arc<Vec<PathBuf>>,
+    ) -> Self {
+        ExecutorStreams {
+            senders: Mutex::new(senders.into_iter().map(Some).collect()),
+            sinks,
+            paths,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn sender(&self, executor: usize) -> Option<Sender<StreamMsg>> {
+        self.senders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(executor)?
+            .clone()
+    }
 }
 
 /// The channels of a streamed query over several files: one per unit, drained in order.
-pub(super) struct UnitStreams {
+pub(crate) struct UnitStreams {
     /// Each unit's sender, until its kernel takes it.
     senders: Mutex<Vec<Option<Sender<StreamMsg>>>>,
     /// The receivers, until the consumer takes them.
@@ -218,7 +259,7 @@ impl UnitStreams {
 
 impl QueryFiles {
     /// The scans of `query` (planned against `base`) over files holding its table.
-    pub(super) fn new(
+    pub(crate) fn new(
         base: &TablePlan,
         missing: MissingTable,
         query: Arc<QueryPlan>,
@@ -230,7 +271,21 @@ impl QueryFiles {
             query,
             now,
             streams,
+            partitions: None,
+            abandoned: None,
         }
+    }
+
+    /// The scans streaming through one channel per executor (see [`ExecutorStreams`]),
+    /// stopping once `abandoned` is set.
+    pub(crate) fn partitioned(
+        mut self,
+        partitions: ExecutorStreams,
+        abandoned: Arc<AtomicBool>,
+    ) -> Self {
+        self.partitions = Some(partitions);
+        self.abandoned = Some(abandoned);
+        self
     }
 
     /// The streams, for a streamed query.
@@ -265,10 +320,29 @@ impl FileScans<QueryKernel> for QueryFiles {
         &self,
         executor: usize,
         unit: usize,
-        _file: usize,
+        file: usize,
         bound: &Arc<QueryPlan>,
         usable: u32,
     ) -> crate::Result<QueryKernel> {
+        if let Some(p) = &self.partitions {
+            let tx = p
+                .sender(executor)
+                .ok_or_else(|| Error::Config(format!("executor {executor} has no channel")))?;
+            let mut stream = RowStream::new(
+                tx,
+                Arc::clone(&p.stop),
+                self.query.keep(),
+                Arc::new(AtomicU64::new(0)),
+            )
+            .without_end();
+            if let Some(make) = &p.sinks {
+                stream.set_sink(make(executor, &p.paths[file]));
+            }
+            return Ok(
+                QueryKernel::streaming(Arc::clone(bound), usable, stream, self.now)
+                    .abandoned_when(self.abandoned.clone()),
+            );
+        }
         let Some(streams) = &self.streams else {
             return Ok(QueryKernel::new(Arc::clone(bound), usable).at_time(self.now));
         };
@@ -293,6 +367,20 @@ impl FileScans<QueryKernel> for QueryFiles {
     fn skipped(&self, unit: usize) {
         if let Some(tx) = self.streams.as_ref().and_then(|s| s.sender(unit)) {
             // An empty stream (its channel is empty: this does not wait).
+            let _ = tx.send_blocking(StreamMsg::End);
+        }
+    }
+
+    fn executor_done(&self, executor: usize, ok: bool) {
+        let Some(p) = &self.partitions else { return };
+        let tx = p
+            .senders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(executor)
+            .and_then(Option::take);
+        // A failed executor's channel closes without the end: its stream ends with the error.
+        if let (Some(tx), true) = (tx, ok) {
             let _ = tx.send_blocking(StreamMsg::End);
         }
     }

@@ -145,6 +145,9 @@ pub struct RowStream {
     gone: bool,
     /// [`StreamMsg::End`] was sent.
     ended: bool,
+    /// Whether [`RowStream::finish`] sends [`StreamMsg::End`] (not for a stream that is one
+    /// of several an executor sends through its channel: the units of a scan of several files).
+    sends_end: bool,
     /// Nanoseconds spent waiting for room in the channel (the cost of the order).
     waited_ns: Arc<AtomicU64>,
     /// Renders the rows before they are sent, when the caller gave a renderer.
@@ -192,7 +195,15 @@ impl RowStream {
             sealed_bytes: 0,
             gone: false,
             ended: false,
+            sends_end: true,
         }
+    }
+
+    /// The stream, its [`RowStream::finish`] sending no [`StreamMsg::End`]: the executor's
+    /// channel carries more streams after it, and whoever sends the last ends it.
+    pub(crate) fn without_end(mut self) -> Self {
+        self.sends_end = false;
+        self
     }
 
     /// Renders the rows before they are sent (`None`: sends their values).
@@ -388,7 +399,7 @@ impl RowStream {
     pub fn finish(&mut self) {
         self.send();
         self.flush_sink();
-        if !self.gone {
+        if !self.gone && self.sends_end {
             let _ = self.tx.send_blocking(StreamMsg::End);
         }
         self.ended = true;
@@ -412,6 +423,7 @@ impl Clone for RowStream {
             sealed_bytes: self.sealed_bytes,
             gone: self.gone,
             ended: self.ended,
+            sends_end: self.sends_end,
             waited_ns: Arc::clone(&self.waited_ns),
             render: self.render.clone(),
             sink: None,
