@@ -54,50 +54,64 @@ pub fn split(
                 .collect::<Result<Vec<_>, _>>()
         })
         .map_err(sqlite(full))?;
-    // Each shard's rowid range of a table cut by order key: boundaries at the order keys
-    // that split the rows into n about equal parts.
-    let ranges = |table: &str, key: &str| -> Result<Vec<(i64, i64)>, GenError> {
-        let rows: i64 = src
-            .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
-            .map_err(sqlite(full))?;
+    // The order keys that start shards 1..n: where LINEITEM's rows split into n about equal
+    // parts, moved to the next order's first line.
+    let keys = |table: &str, key: &str| -> Result<Vec<(i64, i64)>, GenError> {
         let mut stmt = src
             .prepare(&format!("SELECT rowid, {key} FROM {table} ORDER BY rowid"))
             .map_err(sqlite(full))?;
-        let mut cursor = stmt.query([]).map_err(sqlite(full))?;
-        let mut out = Vec::with_capacity(n);
-        let (mut start, mut seen, mut last_key, mut last_rowid) = (i64::MIN, 0i64, None, 0i64);
-        while let Some(row) = cursor.next().map_err(sqlite(full))? {
-            let (rowid, k): (i64, i64) = (
-                row.get(0).map_err(sqlite(full))?,
-                row.get(1).map_err(sqlite(full))?,
-            );
-            let target = rows * (out.len() as i64 + 1) / n as i64;
-            // A boundary only between two order keys.
-            if seen >= target && out.len() + 1 < n && last_key != Some(k) {
-                out.push((start, last_rowid));
-                start = rowid;
-            }
-            last_key = Some(k);
-            last_rowid = rowid;
-            seen += 1;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(sqlite(full))?;
+        if rows.windows(2).any(|w| w[1].1 < w[0].1) {
+            return Err(GenError::Sqlite {
+                path: full.to_path_buf(),
+                source: rusqlite::Error::InvalidQuery,
+            });
         }
-        out.push((start, i64::MAX));
-        while out.len() < n {
-            out.push((1, 0)); // empty
-        }
-        Ok(out)
+        Ok(rows)
     };
-    let cut: Vec<(String, Vec<(i64, i64)>)> = tables
-        .iter()
-        .filter_map(|(name, _)| {
-            let key = match name.to_ascii_lowercase().as_str() {
-                "lineitem" => "l_orderkey",
-                "orders" => "o_orderkey",
-                _ => return None,
-            };
-            Some(ranges(name, key).map(|r| (name.clone(), r)))
-        })
-        .collect::<Result<_, _>>()?;
+    let has = |name: &str| tables.iter().any(|(t, _)| t.eq_ignore_ascii_case(name));
+    let lineitem = if has("lineitem") {
+        keys("lineitem", "l_orderkey")?
+    } else {
+        Vec::new()
+    };
+    let mut starts = Vec::with_capacity(n);
+    for k in 1..n {
+        let at = lineitem.len() * k / n;
+        // The first line of the next order at or after the quantile.
+        let key = lineitem.get(at).map(|r| r.1);
+        let key = key.and_then(|q| lineitem[at..].iter().find(|r| r.1 > q).map(|r| r.1));
+        starts.push(key.unwrap_or(i64::MAX));
+    }
+    // Each shard's rowid range of a table sorted by order key.
+    let ranges = |rows: &[(i64, i64)]| -> Vec<(i64, i64)> {
+        let mut out = Vec::with_capacity(n);
+        let mut at = 0;
+        for k in 0..n {
+            let end = starts.get(k).copied().unwrap_or(i64::MAX);
+            let from = at;
+            while at < rows.len() && rows[at].1 < end {
+                at += 1;
+            }
+            out.push(if at > from {
+                (rows[from].0, rows[at - 1].0)
+            } else {
+                (1, 0) // empty
+            });
+        }
+        out
+    };
+    let mut cut: Vec<(String, Vec<(i64, i64)>)> = Vec::new();
+    for (name, _) in &tables {
+        match name.to_ascii_lowercase().as_str() {
+            "lineitem" => cut.push((name.clone(), ranges(&lineitem))),
+            "orders" => cut.push((name.clone(), ranges(&keys(name, "o_orderkey")?))),
+            _ => {}
+        }
+    }
     drop(src);
     let mut paths = Vec::with_capacity(n);
     for k in 0..n {

@@ -359,3 +359,70 @@ fn an_interrupted_run_leaves_no_finished_file() {
     );
     assert!(!out.exists(), "an interrupted run must not leave OUT.db");
 }
+
+#[test]
+fn shards_hold_the_whole_database_and_q6_over_them_is_its_answer() {
+    let dir = crate::scratch_dir("gen-shards");
+    let out = dir.join("t.db");
+    let run = corescan([
+        "gen",
+        out.to_str().unwrap(),
+        "--scale-factor",
+        &TINY_SF.to_string(),
+        "--shards",
+        "3",
+        "--force",
+    ]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let shards: Vec<_> = (0..3).map(|k| dir.join(format!("t-{k}.db"))).collect();
+    assert!(run.stdout.starts_with("wrote 3 shards"), "{}", run.stdout);
+    assert!(
+        !dir.join("t.db.whole").exists(),
+        "the whole database is removed"
+    );
+    let whole = tiny_db();
+    for table in ["LINEITEM", "ORDERS"] {
+        let counts: Vec<u64> = shards.iter().map(|s| count(s, table)).collect();
+        assert_eq!(
+            counts.iter().sum::<u64>(),
+            count(whole, table),
+            "{table}: {counts:?}"
+        );
+        assert!(counts.iter().all(|&c| c > 0), "{table}: {counts:?}");
+    }
+    // Each order's line items are in its shard; the other tables only in the first.
+    for s in &shards {
+        let orphans: i64 = open(s)
+            .query_row(
+                "SELECT count(*) FROM lineitem WHERE l_orderkey NOT IN (SELECT o_orderkey FROM orders)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(orphans, 0, "{}", s.display());
+    }
+    assert_eq!(count(&shards[0], "NATION"), 25);
+    let tables: i64 = open(&shards[1])
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(tables, 2);
+    // Q6 over the shards, named by a glob, is Q6 over the whole file.
+    let q6 = |args: &[&str]| {
+        let run = corescan([&["q6", "--json"], args].concat());
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        (v["revenue"].clone(), v["rows_matched"].clone(), v)
+    };
+    let pattern = format!("{}/t-*.db", dir.display());
+    let (revenue, matched, report) = q6(&[&pattern]);
+    let (want_revenue, want_matched, _) = q6(&[whole.to_str().unwrap()]);
+    assert_eq!((revenue, matched), (want_revenue, want_matched));
+    assert_eq!(report["files"]["files"], 3, "{report}");
+    // Shards are not overwritten without --force.
+    let again = corescan(["gen", out.to_str().unwrap(), "-s", "0.001", "--shards", "3"]);
+    again.assert_error(&["t-0.db", "already exists"]);
+}

@@ -259,3 +259,71 @@ fn a_closed_pipe_ends_the_output_quietly() {
         assert_eq!(stderr, "", "{format}");
     }
 }
+
+#[test]
+fn several_files_are_one_table_and_errors_name_the_file() {
+    let dir = scratch_dir("sql-files");
+    let mut paths = Vec::new();
+    for (i, extra) in [(0, ""), (1, ", note TEXT")].into_iter() {
+        let path = dir.join(format!("f{i}.db"));
+        let _ = std::fs::remove_file(&path);
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(&format!(
+            "CREATE TABLE t(id INTEGER PRIMARY KEY, n INTEGER{extra});
+             CREATE TABLE only{i}(x INTEGER); INSERT INTO only{i} VALUES ({i});"
+        ))
+        .unwrap();
+        for id in 1..=50 {
+            c.execute("INSERT INTO t(id, n) VALUES (?1, ?1 * 10)", [id + 100 * i])
+                .unwrap();
+        }
+        if i == 1 {
+            c.execute_batch("UPDATE t SET note = 'n' || id WHERE id % 10 = 0")
+                .unwrap();
+        }
+        paths.push(path.to_str().unwrap().to_string());
+    }
+    let pattern = format!("{}/f*.db", dir.display());
+    let run = corescan([
+        "sql",
+        "--format",
+        "csv",
+        &pattern,
+        "SELECT count(*), sum(n), count(note), (SELECT x FROM only1) FROM t",
+    ]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout.lines().nth(1),
+        Some("100,75500,5,1"),
+        "{}",
+        run.stdout
+    );
+    let run = corescan(["sql", "--explain", &paths[0], &paths[1], "SELECT n FROM t"]);
+    assert!(run.stdout.contains("and 1 more file"), "{}", run.stdout);
+    // A value that does not fit its column's type names its own file.
+    rusqlite::Connection::open(&paths[1])
+        .unwrap()
+        .execute("UPDATE t SET n = 'abc' WHERE id = 142", [])
+        .unwrap();
+    corescan(["sql", &paths[0], &paths[1], "SELECT sum(n) FROM t"]).assert_error(&[
+        "f1.db",
+        "rowid 142",
+        "abc",
+    ]);
+    // A column whose affinity differs from the first file's.
+    let other = dir.join("g.db");
+    let _ = std::fs::remove_file(&other);
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE t(id INTEGER PRIMARY KEY, n TEXT); INSERT INTO t VALUES (1, 'x')",
+        )
+        .unwrap();
+    corescan([
+        "sql",
+        &paths[0],
+        other.to_str().unwrap(),
+        "SELECT count(n) FROM t",
+    ])
+    .assert_error(&["g.db", "\"n\"", "affinity"]);
+}

@@ -130,6 +130,36 @@ pub fn datafusion_tables(
     })
 }
 
+/// `sql` through DataFusion over the tables of several files (each the union of its rows
+/// over the files that hold it), one executor per CPU.
+pub fn datafusion_files(paths: &[PathBuf], sql: &str) -> Result<Answer, DataFusionError> {
+    runtime().block_on(async {
+        let ctx = SessionContext::new();
+        corescan_datafusion::register_files(
+            &ctx,
+            paths,
+            Placement::default(),
+            ScanOptions::default(),
+            TableOptions::default(),
+        )
+        .map_err(corescan_datafusion::Error::into_datafusion)?;
+        let frame = ctx.sql(sql).await?;
+        let names = frame
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let rows = frame
+            .collect()
+            .await?
+            .iter()
+            .flat_map(corescan_datafusion::batch_rows)
+            .collect();
+        Ok(Answer { names, rows })
+    })
+}
+
 /// `sql` through DataFusion over every table of `db`, one executor per CPU.
 pub fn datafusion(db: &Path, sql: &str) -> Result<Answer, DataFusionError> {
     datafusion_with(db, sql, Placement::default())

@@ -116,6 +116,11 @@ fn compare(
     ordered: bool,
 ) {
     let answer = datafusion(db, datafusion_sql).unwrap_or_else(|e| panic!("Q{n}: {e}"));
+    compare_answer(answer, oracle, n, sqlite_sql, ordered);
+}
+
+/// Compares DataFusion's `answer` to query `n` with SQLite's on `oracle`.
+fn compare_answer(answer: crate::Answer, oracle: &Path, n: u32, sqlite_sql: &str, ordered: bool) {
     let mut ours = answer.rows;
     let mut theirs = sqlite(oracle, sqlite_sql);
     if !ordered {
@@ -173,6 +178,21 @@ tpch! {
     q20_potential_part_promotion 20;
     q21_suppliers_who_kept_orders_waiting 21;
     q22_global_sales_opportunity 22;
+}
+
+/// The SF 0.01 file split into three shards (`corescan gen --shards`: LINEITEM and ORDERS by
+/// order key, the other tables in the first shard), each table the union of its rows over
+/// the shards that hold it: every query's answer is SQLite's on the whole file.
+#[test]
+fn all_22_queries_over_three_shards_equal_sqlites_answers_on_the_whole_file() {
+    let whole = tpch_db();
+    let dir = scratch_dir("tpch-shards");
+    let shards = bench::shards::split(whole, &dir.join("t.db"), 3, 4096, true).expect("split");
+    for q in corescan_datafusion::tpch::QUERIES {
+        let answer = crate::datafusion_files(&shards, q.datafusion)
+            .unwrap_or_else(|e| panic!("Q{} over the shards: {e}", q.number));
+        compare_answer(answer, whole, q.number, q.sqlite, q.totally_ordered);
+    }
 }
 
 #[test]
