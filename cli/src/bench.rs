@@ -49,6 +49,10 @@ enum Experiment {
     /// plots.
     #[cfg(feature = "sql")]
     Tpch(crate::tpch_bench::TpchArgs),
+    /// One table over many files (TPC-H LINEITEM split into --files shards) against the same
+    /// rows in one file, beside sqlite3 in a loop and attaching shards; writes files.md and
+    /// files.json.
+    Files(crate::files_bench::FilesArgs),
     /// The writer of `bench live` (commits until standard input closes).
     #[command(hide = true)]
     LiveWriter(crate::live::LiveWriterArgs),
@@ -250,6 +254,7 @@ fn parse_counts(s: &str) -> Result<Counts, String> {
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.experiment {
         Experiment::Live(a) => crate::live::run(a)?,
+        Experiment::Files(a) => crate::files_bench::run(a)?,
         #[cfg(feature = "sql")]
         Experiment::Tpch(a) => crate::tpch_bench::run(a)?,
         Experiment::LiveWriter(a) => crate::live::run_writer_process(a)?,

@@ -15,6 +15,7 @@ mod args;
 mod bench;
 mod command;
 mod explain;
+mod files_bench;
 mod gen;
 mod live;
 mod q6;
