@@ -9,6 +9,7 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::Args;
 use partitioner::TablePlan;
 use serde::Serialize;
@@ -18,9 +19,11 @@ use crate::args::CpuArgs;
 /// Arguments of `corescan explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The database file.
-    #[arg(value_name = "DB")]
-    db: PathBuf,
+    /// The database file; or several (paths, quoted glob patterns such as 'shards/*.db',
+    /// sorted, or @list.txt): each file's table, and how a scan deals the files to the
+    /// executors.
+    #[arg(value_name = "DB", required = true, num_args = 1..)]
+    inputs: Vec<String>,
     /// The table to explain (case-insensitive).
     #[arg(long, default_value = "lineitem")]
     table: String,
@@ -97,14 +100,19 @@ struct RangeReport {
 
 /// Plans the table and prints the report.
 pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
+    let files = partitioner::sources::expand(&args.inputs)?;
+    if crate::query::several(&args.inputs, &files) {
+        return run_files(&args, &files);
+    }
+    let db = files.into_iter().next().context("no database file")?;
     // Partitioner errors already name the file (and the page at fault).
     let executors = args.cpus.executors()?;
     let faults = crate::scan_setup::injected_faults()?;
     // Planning alone reads the interior pages; with --census every leaf too. Either way
     // from one committed state (engine::retry plans again if an unlocked one changed).
     let done = engine::consistent(
-        &args.db,
-        || TablePlan::open(&args.db, &args.table),
+        &db,
+        || TablePlan::open(&db, &args.table),
         |plan| {
             if !args.census {
                 return Ok(None);
@@ -128,7 +136,7 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<()> {
     let h = &plan.header;
     let extents = plan.extents.len() as u64;
     let report = Report {
-        path: args.db.display().to_string(),
+        path: db.display().to_string(),
         file_size: h.file_size,
         page_size: h.page_size,
         page_count: h.page_count,
@@ -253,4 +261,131 @@ fn print_text(r: &Report) {
             x.extents
         );
     }
+}
+
+/// One file of a table over several files, as `explain` shows it.
+#[derive(Debug, Serialize)]
+struct FileReport {
+    path: String,
+    file_size: u64,
+    page_size: u32,
+    btree_depth: u32,
+    leaf_pages: u64,
+    interior_pages: u64,
+    /// Into how many shares a scan cuts the file (1: read whole by one executor).
+    shares: usize,
+    /// The CPUs of the executors that read it.
+    cpus: Vec<usize>,
+}
+
+/// One executor's share of a table over several files.
+#[derive(Debug, Serialize)]
+struct DealtReport {
+    cpu: usize,
+    /// Files (or shares of a split file) dealt to it, in order.
+    units: usize,
+    bytes: u64,
+}
+
+/// What `explain` reports for a table over several files; also its `--json` form.
+#[derive(Debug, Serialize)]
+struct FilesReport {
+    table: String,
+    files: Vec<FileReport>,
+    executors: Vec<DealtReport>,
+}
+
+/// `explain` over several files: each file's table (planned, then closed), and how a scan
+/// deals the files to the executors ([`engine::split_counts`], [`engine::deal_files`]).
+fn run_files(args: &ExplainArgs, files: &[PathBuf]) -> anyhow::Result<()> {
+    if args.census {
+        anyhow::bail!("--census counts the rows of one file: name one file");
+    }
+    let executors = args.cpus.executors()?;
+    let mut reports = Vec::with_capacity(files.len());
+    let mut table = args.table.clone();
+    for f in files {
+        let plan = TablePlan::open(f, &args.table)?;
+        table = plan.table.name.clone();
+        reports.push(FileReport {
+            path: f.display().to_string(),
+            file_size: plan.header.file_size,
+            page_size: plan.header.page_size,
+            btree_depth: plan.depth,
+            leaf_pages: plan.leaves.len() as u64,
+            interior_pages: plan.interior_pages.len() as u64,
+            shares: 1,
+            cpus: Vec::new(),
+        });
+    }
+    let sizes: Vec<u64> = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map(|m| m.len()))
+        .collect::<std::io::Result<_>>()?;
+    let parts = engine::split_counts(&sizes, executors.len());
+    let (mut unit_file, mut unit_sizes) = (Vec::new(), Vec::new());
+    for (i, (&size, &k)) in sizes.iter().zip(&parts).enumerate() {
+        reports[i].shares = k;
+        for _ in 0..k {
+            unit_file.push(i);
+            unit_sizes.push(size / k as u64);
+        }
+    }
+    let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
+    let runs = engine::deal_files(&unit_sizes, &weights);
+    let mut dealt = Vec::with_capacity(executors.len());
+    for (e, run) in executors.iter().zip(&runs) {
+        for u in run.clone() {
+            let cpus = &mut reports[unit_file[u]].cpus;
+            if !cpus.contains(&e.cpu) {
+                cpus.push(e.cpu);
+            }
+        }
+        dealt.push(DealtReport {
+            cpu: e.cpu,
+            units: run.len(),
+            bytes: run.clone().map(|u| unit_sizes[u]).sum(),
+        });
+    }
+    let report = FilesReport {
+        table,
+        files: reports,
+        executors: dealt,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!(
+        "table           {} over {} files",
+        report.table,
+        report.files.len()
+    );
+    println!(
+        "  {:>12}  {:>6}  {:>10}  {:>8}  {:>6}  {:>8}  file",
+        "bytes", "depth", "leaves", "interior", "shares", "cpus"
+    );
+    for f in &report.files {
+        let cpus: Vec<String> = f.cpus.iter().map(usize::to_string).collect();
+        println!(
+            "  {:>12}  {:>6}  {:>10}  {:>8}  {:>6}  {:>8}  {}",
+            f.file_size,
+            f.btree_depth,
+            f.leaf_pages,
+            f.interior_pages,
+            f.shares,
+            cpus.join(","),
+            f.path
+        );
+    }
+    println!("executors       {}", report.executors.len());
+    for e in &report.executors {
+        println!(
+            "  CPU {:<3} {} file(s) or shares, {:.1} MiB",
+            e.cpu,
+            e.units,
+            e.bytes as f64 / (1024.0 * 1024.0)
+        );
+    }
+    Ok(())
 }

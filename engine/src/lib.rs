@@ -113,7 +113,7 @@ pub mod value;
 pub use backend::residency;
 pub use coordinator::{
     available_cpus, deal_files, run_files, run_scan, run_scan_in, run_scan_with, running_executors,
-    FileScans, FilesScan, RangeOrder, ScanWith,
+    split_counts, FileScans, FilesScan, RangeOrder, ScanWith,
 };
 pub use counters::HwCounters;
 pub use cputime::{mark_process_start, CpuTime};

@@ -294,3 +294,42 @@ fn without_census_explain_reads_no_leaf_and_leaves_the_counts_null() {
     let text = corescan(["explain".as_ref(), db.as_os_str()]);
     assert!(text.stdout.contains("--census counts"), "{}", text.stdout);
 }
+
+#[test]
+fn explain_over_several_files_lists_each_files_leaves_and_how_they_are_dealt() {
+    let dir = crate::scratch_dir("explain-files");
+    let mut paths = Vec::new();
+    for (name, rows) in [("a", 2_000i64), ("b", 10), ("c", 3_000)] {
+        let path = dir.join(format!("{name}.db"));
+        let _ = std::fs::remove_file(&path);
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("CREATE TABLE lineitem(id INTEGER PRIMARY KEY, pad TEXT)")
+            .unwrap();
+        c.execute(
+            "WITH RECURSIVE s(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM s WHERE v < ?1) \
+             INSERT INTO lineitem(pad) SELECT printf('%.50d', v) FROM s",
+            [rows],
+        )
+        .unwrap();
+        paths.push(path);
+    }
+    let pattern = format!("{}/*.db", dir.display());
+    let run = corescan(["explain", "--json", "--cores", "2", &pattern]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    let files = v["files"].as_array().unwrap();
+    assert_eq!(files.len(), 3);
+    for (f, p) in files.iter().zip(&paths) {
+        assert_eq!(f["path"], p.display().to_string());
+        let want = dbstat_pages(p, "lineitem", "leaf").len() as u64;
+        assert_eq!(u64_of(f, "leaf_pages"), want, "{f}");
+        assert_eq!(f["shares"], 1);
+        assert_eq!(f["cpus"].as_array().unwrap().len(), 1, "{f}");
+    }
+    let executors = v["executors"].as_array().unwrap();
+    assert_eq!(executors.len(), 2);
+    let units: u64 = executors.iter().map(|e| u64_of(e, "units")).sum();
+    assert_eq!(units, 3);
+    // The census reads one file.
+    corescan(["explain", "--census", &pattern]).assert_error(&["--census", "one file"]);
+}

@@ -45,6 +45,10 @@ pub trait FileScans<K: ScanKernel>: Send + Sync + 'static {
     /// Unit `unit` is not read (its file was skipped, or the scan's answer is complete).
     fn skipped(&self, _unit: usize) {}
 
+    /// Unit `unit` failed, or an earlier unit of its executor did: it will not be read (a
+    /// stream's channel for it closes without its end, which a consumer takes as the error).
+    fn failed(&self, _unit: usize) {}
+
     /// The run's units, by their files (in the listed order), before any is read.
     fn layout(&self, _file_of_unit: &[usize]) {}
 
@@ -106,6 +110,10 @@ pub(super) struct TaskBase {
     pub hints: bool,
     pub max_read_pages: u32,
     pub backend: IoBackend,
+    /// The backend of whole files (buffered when [`TaskBase::prefetch`]).
+    pub whole_backend: IoBackend,
+    /// Request the next whole files' first pages ahead ([`Prefetch`]).
+    pub prefetch: bool,
     pub sqpoll_cpu: Option<usize>,
     pub faults: Faults,
     pub cancel: Arc<Cancel>,
@@ -118,6 +126,7 @@ impl TaskBase {
         header: &DbHeader,
         wal: Option<Arc<WalIndex>>,
         share: Share,
+        backend: IoBackend,
     ) -> ExecutorTask {
         let (extents, parents) = match share {
             Share::Leaves(range) => (range.extents, None),
@@ -139,7 +148,7 @@ impl TaskBase {
             readahead: self.readahead,
             hints: self.hints,
             max_read_pages: self.max_read_pages,
-            backend: self.backend,
+            backend,
             sqpoll_cpu: self.sqpoll_cpu,
             faults: self.faults,
             cancel: self.cancel.clone(),
@@ -155,6 +164,68 @@ pub(super) struct UnitRun<K: ScanKernel, S: FileScans<K>> {
     pub base: TaskBase,
     pub key_order: bool,
     pub kernel: std::marker::PhantomData<fn() -> K>,
+}
+
+/// Whole files this many units ahead of the one being read have their first pages requested.
+const PREFETCH_FILES: usize = 16;
+
+/// The first bytes of a file requested ahead: its header, schema and b-tree top, and its first
+/// leaves (the buffered reader's own hints request the rest as it reads).
+const PREFETCH_BYTES: i64 = 4 << 20;
+
+/// Requests the first pages of the whole files an executor reads next
+/// (`POSIX_FADV_WILLNEED`), so that the kernel reads them while the executor plans and reads
+/// the current one: a cold small file is otherwise a few synchronous reads (header, schema,
+/// root) and a short burst, one file after the other.
+struct Prefetch {
+    /// The paths of the executor's whole-file units, by position among its units.
+    files: Vec<Option<PathBuf>>,
+    /// Positions requested so far.
+    next: usize,
+    on: bool,
+}
+
+impl Prefetch {
+    fn new<B>(units: &[(usize, Unit<B>)], paths: &[PathBuf], on: bool) -> Self {
+        let files = if on {
+            units
+                .iter()
+                .map(|(_, u)| match u {
+                    Unit::Whole { file } => Some(paths[*file].clone()),
+                    _ => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Prefetch { files, next: 0, on }
+    }
+
+    /// Before unit `i` is read: the files up to [`PREFETCH_FILES`] ahead requested.
+    fn ahead_of(&mut self, i: usize) {
+        if !self.on {
+            return;
+        }
+        let end = (i + 1 + PREFETCH_FILES).min(self.files.len());
+        while self.next < end {
+            if let Some(path) = &self.files[self.next] {
+                // Only a hint: a file that cannot be opened here fails when it is read.
+                if let Ok(f) = std::fs::File::open(path) {
+                    use std::os::fd::AsRawFd;
+                    // SAFETY: the descriptor is open for the call; the advice reads nothing.
+                    unsafe {
+                        libc::posix_fadvise(
+                            f.as_raw_fd(),
+                            0,
+                            PREFETCH_BYTES,
+                            libc::POSIX_FADV_WILLNEED,
+                        );
+                    }
+                }
+            }
+            self.next += 1;
+        }
+    }
 }
 
 /// A unit ready to read: its task and kernel, and the plan of a whole file (its snapshot,
@@ -193,7 +264,10 @@ impl<K: ScanKernel, S: FileScans<K>> UnitRun<K, S> {
                             .pop()
                             .ok_or_else(|| Error::Config("a plan cut into no share".into()))?;
                         let wal = plan.wal.clone().map(Arc::new);
-                        let task = self.base.task(&plan.path, &plan.header, wal, share);
+                        let backend = self.base.whole_backend;
+                        let task = self
+                            .base
+                            .task(&plan.path, &plan.header, wal, share, backend);
                         let usable = plan.header.usable_size();
                         let kernel = self
                             .scans
@@ -212,9 +286,13 @@ impl<K: ScanKernel, S: FileScans<K>> UnitRun<K, S> {
                 planned,
                 share,
             } => {
-                let task =
-                    self.base
-                        .task(&planned.path, &planned.header, planned.wal.clone(), share);
+                let task = self.base.task(
+                    &planned.path,
+                    &planned.header,
+                    planned.wal.clone(),
+                    share,
+                    self.base.backend,
+                );
                 let usable = planned.header.usable_size();
                 let kernel = self
                     .scans
@@ -295,14 +373,24 @@ impl<K: ScanKernel, S: FileScans<K>> UnitRun<K, S> {
         let started = Instant::now();
         let (mut total, mut scanned, mut partials) = (None, FilesScanned::default(), Vec::new());
         let mut page_size = 0;
-        for (u, unit) in std::mem::take(&mut self.units) {
-            let Some(Ready { task, kernel, plan }) = self.ready(u, unit, &mut scanned)? else {
-                partials.push(None);
-                continue;
+        let units = std::mem::take(&mut self.units);
+        let order: Vec<usize> = units.iter().map(|(u, _)| *u).collect();
+        let mut prefetch = Prefetch::new(&units, &self.paths, self.base.prefetch);
+        for (i, (u, unit)) in units.into_iter().enumerate() {
+            prefetch.ahead_of(i);
+            let read = async {
+                let Some(Ready { task, kernel, plan }) = self.ready(u, unit, &mut scanned)? else {
+                    partials.push(None);
+                    return Ok(());
+                };
+                page_size = task.page_size();
+                let out = scan::run(&task, kernel, sync_capacity).await?;
+                Self::done(plan, out, &mut total, &mut partials)
             };
-            page_size = task.page_size();
-            let out = scan::run(&task, kernel, sync_capacity).await?;
-            Self::done(plan, out, &mut total, &mut partials)?;
+            if let Err(e) = read.await {
+                order[i..].iter().for_each(|&u| self.scans.failed(u));
+                return Err(e);
+            }
         }
         Ok(self.finish(started, total, scanned, partials, page_size))
     }
@@ -311,14 +399,24 @@ impl<K: ScanKernel, S: FileScans<K>> UnitRun<K, S> {
         let started = Instant::now();
         let (mut total, mut scanned, mut partials) = (None, FilesScanned::default(), Vec::new());
         let mut page_size = 0;
-        for (u, unit) in std::mem::take(&mut self.units) {
-            let Some(Ready { task, kernel, plan }) = self.ready(u, unit, &mut scanned)? else {
-                partials.push(None);
-                continue;
+        let units = std::mem::take(&mut self.units);
+        let order: Vec<usize> = units.iter().map(|(u, _)| *u).collect();
+        let mut prefetch = Prefetch::new(&units, &self.paths, self.base.prefetch);
+        for (i, (u, unit)) in units.into_iter().enumerate() {
+            prefetch.ahead_of(i);
+            let read = || {
+                let Some(Ready { task, kernel, plan }) = self.ready(u, unit, &mut scanned)? else {
+                    partials.push(None);
+                    return Ok(());
+                };
+                page_size = task.page_size();
+                let out = scan::run_without_uring(&task, kernel, sync_capacity)?;
+                Self::done(plan, out, &mut total, &mut partials)
             };
-            page_size = task.page_size();
-            let out = scan::run_without_uring(&task, kernel, sync_capacity)?;
-            Self::done(plan, out, &mut total, &mut partials)?;
+            if let Err(e) = read() {
+                order[i..].iter().for_each(|&u| self.scans.failed(u));
+                return Err(e);
+            }
         }
         Ok(self.finish(started, total, scanned, partials, page_size))
     }

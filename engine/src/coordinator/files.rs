@@ -44,6 +44,25 @@ pub struct FilesScan<P, T = ()> {
 /// the coordinator) costs more than the balance gains.
 const SPLIT_MIN_BYTES: u64 = 4 << 20;
 
+/// Into how many shares each file of `sizes` bytes is cut for `executors` executors: 1 (read
+/// whole by one executor) unless it is larger than one executor's share of the total and
+/// than [`SPLIT_MIN_BYTES`]; then about its size in shares, at most one per executor.
+pub fn split_counts(sizes: &[u64], executors: usize) -> Vec<usize> {
+    let n = executors.max(1);
+    let total: u64 = sizes.iter().sum();
+    let share = (total / n as u64).max(1);
+    sizes
+        .iter()
+        .map(|&size| {
+            if n < 2 || size <= share || size < SPLIT_MIN_BYTES {
+                1
+            } else {
+                (size.saturating_mul(n as u64).div_ceil(total.max(1)) as usize).clamp(2, n)
+            }
+        })
+        .collect()
+}
+
 /// Deals files of `sizes` bytes to executors of `weights`: contiguous runs of the listed
 /// order (executor 0 the first files), each run's bytes as near its weight's share of the
 /// total as whole files allow. Executors may get no file when there are fewer files than
@@ -115,14 +134,15 @@ pub fn run_files<K: ScanKernel, S: FileScans<K>, T>(
                 })
         })
         .collect::<Result<Vec<u64>>>()?;
-    let n = executors.len().max(1);
-    let total: u64 = sizes.iter().sum();
-    let share = (total / n as u64).max(1);
     let key_order = matches!(order, RangeOrder::Key);
     let (mut units, mut unit_sizes, mut held) = (Vec::new(), Vec::new(), Vec::new());
     let mut planned_s = Vec::new();
-    for (file, &size) in sizes.iter().enumerate() {
-        if n < 2 || size <= share || size < SPLIT_MIN_BYTES {
+    for ((file, &size), parts) in sizes
+        .iter()
+        .enumerate()
+        .zip(split_counts(&sizes, executors.len()))
+    {
+        if parts < 2 {
             units.push(Unit::Whole { file });
             unit_sizes.push(size);
             continue;
@@ -133,7 +153,6 @@ pub fn run_files<K: ScanKernel, S: FileScans<K>, T>(
             unit_sizes.push(0);
             continue;
         };
-        let parts = (size.saturating_mul(n as u64).div_ceil(total.max(1)) as usize).clamp(2, n);
         let shares = plan.shares(&vec![1; parts], key_order)?;
         let planned = Arc::new(PlannedFile {
             path: plan.path.clone(),

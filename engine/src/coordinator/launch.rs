@@ -13,6 +13,7 @@ use futures_lite::FutureExt;
 use partitioner::{Share, TablePlan};
 
 use crate::backend::policy::{self, ResolvedIo, Runtime};
+use crate::backend::IoBackend;
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::pool;
@@ -46,6 +47,8 @@ pub(super) struct Launch {
     cancel: Arc<Cancel>,
     /// How the ranges are cut and read.
     order: RangeOrder,
+    /// The backend was asked for as `auto`.
+    auto: bool,
 }
 
 /// The executors started, by CPU.
@@ -108,6 +111,7 @@ impl Launch {
             faults,
             cancel: Arc::new(Cancel::new()),
             order,
+            auto: settings.io == crate::settings::IoChoice::Auto,
         })
     }
 
@@ -346,6 +350,10 @@ impl Launch {
 
     /// What every task of executor `index` shares, whichever file it reads.
     fn task_base(&self, index: usize, cpu: usize) -> TaskBase {
+        // `auto` found the files cold and chose O_DIRECT: whole files (small, most often) are
+        // read buffered instead, the next files' first pages requested ahead, so that one
+        // file's planning and reads overlap the next ones' (file_run::Prefetch).
+        let prefetch = self.auto && !self.io.cached && self.io.backend == IoBackend::Dma;
         TaskBase {
             index,
             cpu,
@@ -353,6 +361,12 @@ impl Launch {
             hints: self.readahead > 0 && !self.io.cached,
             max_read_pages: self.max_read,
             backend: self.io.backend,
+            whole_backend: if prefetch {
+                IoBackend::Pread
+            } else {
+                self.io.backend
+            },
+            prefetch,
             sqpoll_cpu: self.io.sqpoll_cpus[index],
             faults: self.faults,
             cancel: self.cancel.clone(),

@@ -39,7 +39,7 @@ use crate::scan::ScanKernel;
 use crate::settings::{ExecutorSpec, ScanSettings};
 
 pub use file_run::FileScans;
-pub use files::{deal_files, run_files, FilesScan};
+pub use files::{deal_files, run_files, split_counts, FilesScan};
 pub use launch::running_executors;
 pub use range_order::RangeOrder;
 

@@ -371,6 +371,11 @@ impl FileScans<QueryKernel> for QueryFiles {
         }
     }
 
+    fn failed(&self, unit: usize) {
+        // Its channel closes without the end once its kernel (if any) is gone.
+        drop(self.streams.as_ref().and_then(|s| s.sender(unit)));
+    }
+
     fn executor_done(&self, executor: usize, ok: bool) {
         let Some(p) = &self.partitions else { return };
         let tx = p

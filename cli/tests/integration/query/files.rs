@@ -277,6 +277,15 @@ fn files_are_named_by_paths_globs_and_lists_and_bad_ones_are_one_error_line() {
     std::fs::write(&damaged, bytes).unwrap();
     let damaged = damaged.display().to_string();
     corescan(["query", &pattern, sql]).assert_error(&["t9.db", "page"]);
+    // Streamed, the rows of the files before it are written, then the error.
+    let streamed = corescan(["query", "--format", "csv", &pattern, "SELECT id, n FROM ev"]);
+    streamed.assert_error(&["t9.db", "page"]);
+    let before = sqlite_union(&paths, "SELECT id, n FROM ev").unwrap().1;
+    let lines: Vec<&str> = streamed.stdout.lines().collect();
+    assert!(lines.len() > before.len(), "{} lines", lines.len());
+    for (row, line) in before.iter().zip(&lines[1..]) {
+        assert_eq!(format!("{},{}", int(&row[0]), int(&row[1])), *line);
+    }
     drop(damaged);
 
     // A column whose affinity differs in a later file.
