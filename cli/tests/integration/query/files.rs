@@ -363,10 +363,10 @@ fn the_hidden_file_column_names_each_rows_file_and_excludes_files_unopened() {
     let t2 = paths[2].display().to_string();
     let t3 = paths[3].display().to_string();
     let queries = [
-        format!("SELECT _file, count(*), sum(n) FROM ev GROUP BY _file ORDER BY _file"),
+        "SELECT _file, count(*), sum(n) FROM ev GROUP BY _file ORDER BY _file".to_string(),
         format!("SELECT id, _file FROM ev WHERE _file = '{t2}' AND n > 90"),
         format!("SELECT count(*) FROM ev WHERE _file IN ('{t2}', '{t3}') AND v > 10"),
-        format!("SELECT _file, id FROM ev WHERE _file LIKE '%t4.db' ORDER BY id DESC LIMIT 3"),
+        "SELECT _file, id FROM ev WHERE _file LIKE '%t4.db' ORDER BY id DESC LIMIT 3".to_string(),
         "SELECT substr(_file, -5), max(v) FROM ev GROUP BY 1".to_string(),
         "SELECT id, _file FROM ev LIMIT 3 OFFSET 1699".to_string(),
     ];
