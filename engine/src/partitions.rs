@@ -35,6 +35,7 @@ use crate::query::files::{ExecutorStreams, MissingTable, QueryFiles};
 use crate::query::row_stream::{RowStream, StreamMsg, CHANNEL_CHUNKS};
 use crate::query::run::test_constant_terms;
 use crate::query::sink::BatchSink;
+pub use crate::query::sink::FileSinkFactory;
 use crate::query::{run_query_until, streams, QueryError, QueryKernel};
 use crate::retry::consistent;
 use crate::spec::{replan, OpenScan, ScanSpec};
@@ -91,10 +92,6 @@ pub fn scan_partitions(spec: ScanSpec) -> Result<PartitionedScan, QueryError> {
 
 /// Makes partition `i`'s [`BatchSink`].
 pub type SinkFactory = dyn Fn(usize) -> Box<dyn BatchSink> + Send + Sync;
-
-/// Makes the sink of one unit of a scan of several files ([`scan_files_partitions_into`]):
-/// called on the executor's thread with its partition's index and the unit's file as listed.
-pub type FileSinkFactory = dyn Fn(usize, &std::path::Path) -> Box<dyn BatchSink> + Send + Sync;
 
 /// Starts `spec` as [`scan_partitions`] does, each executor handing its rows to the sink
 /// `sinks` makes for its partition (called once per partition, with its index, before the

@@ -5,7 +5,8 @@ use crate::error::{Error, Result};
 use crate::scan::ExecutorReport;
 use crate::settings::ExecutorSpec;
 
-use super::launch::{Outcome, Outcomes, Workers};
+use super::job::Outcome;
+use super::launch::{Outcomes, Workers};
 use super::range_order::RangeOrder;
 
 /// The executors' results, in range order.

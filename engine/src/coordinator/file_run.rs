@@ -20,6 +20,8 @@ use crate::faults::Faults;
 use crate::scan::task::Cancel;
 use crate::scan::{self, ExecutorReport, ExecutorTask, FilesScanned, ScanKernel};
 
+use super::job::ExecutorJob;
+
 /// What a scan of several files computes, file by file (the caller's side of
 /// [`crate::run_files`]).
 pub trait FileScans<K: ScanKernel>: Send + Sync + 'static {
@@ -120,7 +122,8 @@ pub(super) struct TaskBase {
 }
 
 impl TaskBase {
-    fn task(
+    /// The task of this executor over `share` of the file at `path`, read with `backend`.
+    pub(super) fn task(
         &self,
         path: &Path,
         header: &DbHeader,
@@ -239,6 +242,24 @@ struct Ready<K> {
 /// What an executor reports for its units: the partials in order and one report.
 pub(super) type UnitsOutcome<P> = (Vec<Option<P>>, ExecutorReport);
 
+impl<K: ScanKernel, S: FileScans<K>> ExecutorJob for UnitRun<K, S> {
+    type Partial = Vec<Option<K::Partial>>;
+
+    async fn run_async(self, sync_capacity: usize) -> Result<UnitsOutcome<K::Partial>> {
+        let (scans, index) = (Arc::clone(&self.scans), self.base.index);
+        let out = self.units_async(sync_capacity).await;
+        scans.executor_done(index, out.is_ok());
+        out
+    }
+
+    fn run_sync(self, sync_capacity: usize) -> Result<UnitsOutcome<K::Partial>> {
+        let (scans, index) = (Arc::clone(&self.scans), self.base.index);
+        let out = self.units_sync(sync_capacity);
+        scans.executor_done(index, out.is_ok());
+        out
+    }
+}
+
 impl<K: ScanKernel, S: FileScans<K>> UnitRun<K, S> {
     /// Plans (a whole file), makes the task and kernel of, and prepares unit `u`; `None`
     /// when it is skipped.
@@ -353,20 +374,6 @@ impl<K: ScanKernel, S: FileScans<K>> UnitRun<K, S> {
         report.rates_over(started, page_size);
         report.files = Some(scanned);
         (partials, report)
-    }
-
-    pub(super) async fn run_async(self, sync_capacity: usize) -> Result<UnitsOutcome<K::Partial>> {
-        let (scans, index) = (Arc::clone(&self.scans), self.base.index);
-        let out = self.units_async(sync_capacity).await;
-        scans.executor_done(index, out.is_ok());
-        out
-    }
-
-    pub(super) fn run_sync(self, sync_capacity: usize) -> Result<UnitsOutcome<K::Partial>> {
-        let (scans, index) = (Arc::clone(&self.scans), self.base.index);
-        let out = self.units_sync(sync_capacity);
-        scans.executor_done(index, out.is_ok());
-        out
     }
 
     async fn units_async(mut self, sync_capacity: usize) -> Result<UnitsOutcome<K::Partial>> {

@@ -19,10 +19,11 @@ use crate::faults::Faults;
 use crate::pool;
 use crate::readahead::max_read_pages;
 use crate::scan::task::Cancel;
-use crate::scan::{self, Arrival, ExecutorReport, ExecutorTask, ScanKernel, StartGate};
+use crate::scan::{Arrival, ScanKernel, StartGate};
 use crate::settings::{ExecutorSpec, ScanSettings};
 
 use super::file_run::{FileScans, TaskBase, Unit, UnitRun};
+use super::job::{ExecutorJob, Outcome, RangeJob};
 use super::range_order::RangeOrder;
 
 /// What every executor of a run is started with.
@@ -53,9 +54,6 @@ pub(super) struct Launch {
 
 /// The executors started, by CPU.
 pub(super) type Workers = Vec<(usize, Worker)>;
-
-/// What one executor ends with: its partial and report, or its error.
-pub(super) type Outcome<P> = Result<(P, ExecutorReport)>;
 
 /// The channel of the executors' outcomes, each with its range's index.
 pub(super) type Outcomes<P> = Receiver<(usize, Outcome<P>)>;
@@ -123,137 +121,30 @@ impl Launch {
         executors: &[ExecutorSpec],
         mut kernel_for: impl FnMut(usize) -> K,
     ) -> (Workers, Outcomes<K::Partial>) {
-        let order = self.order;
-        let sync_capacity = self.sync_capacity;
         let shares = std::mem::take(&mut self.shares);
         let (tx, rx) = unbounded::<(usize, Outcome<K::Partial>)>();
         let mut workers = Vec::with_capacity(executors.len());
         let wal = plan.wal.clone().map(Arc::new);
         for (index, (spec, share)) in executors.iter().zip(shares).enumerate() {
-            let (extents, parents) = match share {
-                Share::Leaves(range) => (range.extents, None),
-                Share::Parents(parents) => (Vec::new(), Some(parents)),
-            };
-            let mut task = self.task(index, spec.cpu, plan, wal.clone(), extents, parents);
+            let mut task = self.task_base(index, spec.cpu).task(
+                &plan.path,
+                &plan.header,
+                wal.clone(),
+                share,
+                self.io.backend,
+            );
             task.gate = self.gate.clone().map(|g| Arc::new(Arrival(g)));
-            let kernel = kernel_for(index);
-            let (exec_tx, exec_cancel) = (tx.clone(), self.cancel.clone());
-            let report = move |result: std::thread::Result<Result<_>>, cpu: usize| {
-                let result = result.unwrap_or_else(|payload| {
-                    Err(Error::Panicked {
-                        cpu,
-                        message: panic_message(payload.as_ref()),
-                    })
-                });
-                if result.is_err() {
-                    match order {
-                        RangeOrder::File => exec_cancel.all(),
-                        RangeOrder::Key => exec_cancel.after(index),
-                    }
-                }
-                let _ = exec_tx.send((index, result));
-                RUNNING.fetch_sub(1, Ordering::Relaxed);
+            let job = RangeJob {
+                task,
+                kernel: kernel_for(index),
             };
-            RUNNING.fetch_add(1, Ordering::Relaxed);
-            let name = format!("corescan-cpu{}", spec.cpu);
-            let spawned = match self.io.runtime {
-                Runtime::Glommio => {
-                    let key = pool::Key {
-                        cpu: spec.cpu,
-                        ring_depth: self.ring_depth,
-                        io_memory: self.io.io_memory,
-                    };
-                    let job: pool::Job = Box::new(move || {
-                        Box::pin(async move {
-                            let cpu = task.cpu;
-                            let outcome = AssertUnwindSafe(async move {
-                                task.prepare()?;
-                                scan::run(&task, kernel, sync_capacity).await
-                            })
-                            .catch_unwind()
-                            .await;
-                            report(outcome, cpu);
-                        })
-                    });
-                    pool::Executor::start(key, &name, job).map(Worker::Pooled)
-                }
-                Runtime::Threads => std::thread::Builder::new()
-                    .name(name)
-                    .spawn(move || {
-                        let pinned =
-                            core_affinity::set_for_current(core_affinity::CoreId { id: task.cpu });
-                        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                            if !pinned {
-                                return Err(Error::Start {
-                                    cpu: task.cpu,
-                                    cause: "cannot pin the thread to this CPU".into(),
-                                });
-                            }
-                            // On its own CPU: the threads do this work at once, not in turn.
-                            task.prepare()?;
-                            scan::run_without_uring(&task, kernel, sync_capacity)
-                        }));
-                        report(outcome, task.cpu);
-                    })
-                    .map(Worker::Thread)
-                    .map_err(|e| e.to_string()),
-            };
-            match spawned {
-                Ok(h) => workers.push((spec.cpu, h)),
-                Err(e) => {
-                    RUNNING.fetch_sub(1, Ordering::Relaxed);
-                    match order {
-                        RangeOrder::File => self.cancel.all(),
-                        RangeOrder::Key => self.cancel.after(index),
-                    }
-                    let _ = tx.send((
-                        index,
-                        Err(Error::Start {
-                            cpu: spec.cpu,
-                            cause: e,
-                        }),
-                    ));
-                }
-            }
+            workers.extend(self.start(index, spec.cpu, job, &tx));
         }
         (workers, rx)
     }
 }
 
 impl Launch {
-    /// Executor `index`'s task on `cpu` over `plan`'s share (`extents`, or `parents` to read).
-    fn task(
-        &self,
-        index: usize,
-        cpu: usize,
-        plan: &TablePlan,
-        wal: Option<Arc<partitioner::wal::WalIndex>>,
-        extents: Vec<partitioner::Extent>,
-        parents: Option<partitioner::ParentShare>,
-    ) -> ExecutorTask {
-        ExecutorTask {
-            index,
-            cpu,
-            path: plan.path.clone(),
-            header: plan.header.clone(),
-            extents,
-            parents,
-            parent_pages: 0,
-            parents_s: 0.0,
-            gate: None,
-            order: Vec::new(),
-            wal_pages: Vec::new(),
-            wal,
-            readahead: self.readahead,
-            hints: self.readahead > 0 && !self.io.cached,
-            max_read_pages: self.max_read,
-            backend: self.io.backend,
-            sqpoll_cpu: self.io.sqpoll_cpus[index],
-            faults: self.faults,
-            cancel: self.cancel.clone(),
-        }
-    }
-
     /// Starts one executor per entry of `executors`, executor `i` reading the units of a
     /// scan of several files `dealt[i]` one after the other (see [`super::file_run`]); each
     /// reports the partials of its units in order and one report over all of them.
@@ -264,8 +155,6 @@ impl Launch {
         dealt: Vec<Vec<(usize, Unit<S::Bound>)>>,
         scans: Arc<S>,
     ) -> (Workers, Outcomes<Vec<Option<K::Partial>>>) {
-        let order = self.order;
-        let sync_capacity = self.sync_capacity;
         let (tx, rx) = unbounded::<(usize, Outcome<Vec<Option<K::Partial>>>)>();
         let mut workers = Vec::with_capacity(executors.len());
         for (index, (spec, units)) in executors.iter().zip(dealt).enumerate() {
@@ -274,78 +163,93 @@ impl Launch {
                 paths: Arc::clone(&paths),
                 scans: Arc::clone(&scans),
                 base: self.task_base(index, spec.cpu),
-                key_order: matches!(order, RangeOrder::Key),
+                key_order: matches!(self.order, RangeOrder::Key),
                 kernel: std::marker::PhantomData,
             };
-            let (exec_tx, exec_cancel) = (tx.clone(), self.cancel.clone());
-            let report = move |result: std::thread::Result<Result<_>>, cpu: usize| {
-                let result = result.unwrap_or_else(|payload| {
-                    Err(Error::Panicked {
-                        cpu,
-                        message: panic_message(payload.as_ref()),
-                    })
-                });
-                if result.is_err() {
-                    match order {
-                        RangeOrder::File => exec_cancel.all(),
-                        RangeOrder::Key => exec_cancel.after(index),
-                    }
-                }
-                let _ = exec_tx.send((index, result));
-                RUNNING.fetch_sub(1, Ordering::Relaxed);
-            };
-            RUNNING.fetch_add(1, Ordering::Relaxed);
-            let name = format!("corescan-cpu{}", spec.cpu);
-            let cpu = spec.cpu;
-            let spawned = match self.io.runtime {
-                Runtime::Glommio => {
-                    let key = pool::Key {
-                        cpu,
-                        ring_depth: self.ring_depth,
-                        io_memory: self.io.io_memory,
-                    };
-                    let job: pool::Job = Box::new(move || {
-                        Box::pin(async move {
-                            let outcome = AssertUnwindSafe(run.run_async(sync_capacity))
-                                .catch_unwind()
-                                .await;
-                            report(outcome, cpu);
-                        })
-                    });
-                    pool::Executor::start(key, &name, job).map(Worker::Pooled)
-                }
-                Runtime::Threads => std::thread::Builder::new()
-                    .name(name)
-                    .spawn(move || {
-                        let pinned =
-                            core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
-                        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                            if !pinned {
-                                return Err(Error::Start {
-                                    cpu,
-                                    cause: "cannot pin the thread to this CPU".into(),
-                                });
-                            }
-                            run.run_sync(sync_capacity)
-                        }));
-                        report(outcome, cpu);
-                    })
-                    .map(Worker::Thread)
-                    .map_err(|e| e.to_string()),
-            };
-            match spawned {
-                Ok(h) => workers.push((cpu, h)),
-                Err(e) => {
-                    RUNNING.fetch_sub(1, Ordering::Relaxed);
-                    match order {
-                        RangeOrder::File => self.cancel.all(),
-                        RangeOrder::Key => self.cancel.after(index),
-                    }
-                    let _ = tx.send((index, Err(Error::Start { cpu, cause: e })));
-                }
-            }
+            workers.extend(self.start(index, spec.cpu, run, &tx));
         }
         (workers, rx)
+    }
+
+    /// Starts executor `index` on `cpu` running `job`: a pooled glommio executor or a plain
+    /// pinned thread, by the resolved runtime. The executor sends exactly one outcome on `tx`
+    /// (a panic is caught and sent as its error), and a failure cancels the executors it
+    /// should; an executor that cannot start sends its error at once and is not returned.
+    fn start<J: ExecutorJob>(
+        &self,
+        index: usize,
+        cpu: usize,
+        job: J,
+        tx: &crossbeam_channel::Sender<(usize, Outcome<J::Partial>)>,
+    ) -> Option<(usize, Worker)> {
+        let (order, sync_capacity) = (self.order, self.sync_capacity);
+        let (exec_tx, exec_cancel) = (tx.clone(), self.cancel.clone());
+        let report = move |result: std::thread::Result<Outcome<J::Partial>>| {
+            let result = result.unwrap_or_else(|payload| {
+                Err(Error::Panicked {
+                    cpu,
+                    message: panic_message(payload.as_ref()),
+                })
+            });
+            if result.is_err() {
+                match order {
+                    RangeOrder::File => exec_cancel.all(),
+                    RangeOrder::Key => exec_cancel.after(index),
+                }
+            }
+            let _ = exec_tx.send((index, result));
+            RUNNING.fetch_sub(1, Ordering::Relaxed);
+        };
+        RUNNING.fetch_add(1, Ordering::Relaxed);
+        let name = format!("corescan-cpu{cpu}");
+        let spawned = match self.io.runtime {
+            Runtime::Glommio => {
+                let key = pool::Key {
+                    cpu,
+                    ring_depth: self.ring_depth,
+                    io_memory: self.io.io_memory,
+                };
+                let job: pool::Job = Box::new(move || {
+                    Box::pin(async move {
+                        let outcome = AssertUnwindSafe(job.run_async(sync_capacity))
+                            .catch_unwind()
+                            .await;
+                        report(outcome);
+                    })
+                });
+                pool::Executor::start(key, &name, job).map(Worker::Pooled)
+            }
+            Runtime::Threads => std::thread::Builder::new()
+                .name(name)
+                .spawn(move || {
+                    let pinned = core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+                    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        if !pinned {
+                            return Err(Error::Start {
+                                cpu,
+                                cause: "cannot pin the thread to this CPU".into(),
+                            });
+                        }
+                        // On its own CPU: the threads do this work at once, not in turn.
+                        job.run_sync(sync_capacity)
+                    }));
+                    report(outcome);
+                })
+                .map(Worker::Thread)
+                .map_err(|e| e.to_string()),
+        };
+        match spawned {
+            Ok(h) => Some((cpu, h)),
+            Err(e) => {
+                RUNNING.fetch_sub(1, Ordering::Relaxed);
+                match order {
+                    RangeOrder::File => self.cancel.all(),
+                    RangeOrder::Key => self.cancel.after(index),
+                }
+                let _ = tx.send((index, Err(Error::Start { cpu, cause: e })));
+                None
+            }
+        }
     }
 
     /// What every task of executor `index` shares, whichever file it reads.

@@ -24,6 +24,7 @@
 mod collect;
 mod file_run;
 mod files;
+mod job;
 mod launch;
 mod range_order;
 mod report;

@@ -36,7 +36,7 @@ use super::marks::sorts_with_limit;
 use super::merge::{merge_files, MergeError, Partial};
 use super::row_stream::{Renderer, RowStream, StreamMsg, CHANNEL_CHUNKS};
 use super::run::test_constant_terms;
-use crate::partitions::FileSinkFactory;
+use super::sink::FileSinkFactory;
 
 /// What to do with a listed file that has no such table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -44,6 +44,11 @@ pub trait BatchSink: Send {
     fn take(&mut self) -> Box<dyn Any + Send>;
 }
 
+/// Makes the sink of one unit of a scan of several files
+/// ([`crate::scan_files_partitions_into`]): called on the executor's thread with its
+/// partition's index and the unit's file as listed.
+pub type FileSinkFactory = dyn Fn(usize, &std::path::Path) -> Box<dyn BatchSink> + Send + Sync;
+
 /// Rows handed to a [`BatchSink`]: some of a page's decoded cells, or evaluated rows.
 pub struct SinkRows<'a> {
     inner: Inner<'a>,
