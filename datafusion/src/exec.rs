@@ -277,18 +277,7 @@ impl CorescanExec {
         let sinks = move |_partition: usize| -> Box<dyn engine::BatchSink> {
             Box::new(converter.sink(batch_rows))
         };
-        let mut scan = engine::scan_partitions_into(spec, &sinks)?;
-        let streams = scan.take_partitions();
-        let end = scan.into_end();
-        if streams.len() != t.cpus.len() {
-            return Err(Error::Partitions {
-                path: t.path.clone(),
-                table: t.table.clone(),
-                planned: t.cpus.len(),
-                got: streams.len(),
-            });
-        }
-        Ok((streams, end))
+        self.partitions(engine::scan_partitions_into(spec, &sinks)?)
     }
 
     /// [`CorescanExec::start`] for a table over several files: the projection planned against
@@ -339,7 +328,18 @@ impl CorescanExec {
             options: t.options,
             missing: engine::query::MissingTable::Fail,
         };
-        let mut scan = engine::scan_files_partitions_into(spec, Some(Arc::new(sinks)))?;
+        self.partitions(engine::scan_files_partitions_into(
+            spec,
+            Some(Arc::new(sinks)),
+        )?)
+    }
+
+    /// The started scan's streams (one per executor, as planned) and its outcome.
+    fn partitions(
+        &self,
+        mut scan: engine::PartitionedScan,
+    ) -> Result<(Vec<PartitionStream>, PartitionedEnd), Error> {
+        let t = &self.target;
         let streams = scan.take_partitions();
         let end = scan.into_end();
         if streams.len() != t.cpus.len() {

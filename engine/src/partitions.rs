@@ -115,6 +115,34 @@ fn start(spec: ScanSpec, sinks: Option<&SinkFactory>) -> Result<PartitionedScan,
         )));
     }
     let n = open.executors.len();
+    let sinks: Vec<Option<Box<dyn BatchSink>>> =
+        (0..n).map(|i| sinks.map(|make| make(i))).collect();
+    let (executors, path, names) = (
+        open.executors.clone(),
+        open.path.clone(),
+        open.query.names.clone(),
+    );
+    launch(&executors, &path, names, move |senders, abandoned| {
+        run(open, senders, sinks, abandoned)
+    })
+}
+
+/// The partition streams of a scan over `executors` (`path` names the file in their
+/// errors), and its coordinator thread running `scan` with one sender per executor and the
+/// mark set once nobody wants the rows; the outcome is kept for the streams and
+/// [`PartitionedScan::finish`].
+fn launch(
+    executors: &[crate::ExecutorSpec],
+    path: &std::path::Path,
+    names: Vec<String>,
+    scan: impl FnOnce(
+            Vec<async_channel::Sender<StreamMsg>>,
+            Arc<AtomicBool>,
+        ) -> Result<ScanEnd, QueryError>
+        + Send
+        + 'static,
+) -> Result<PartitionedScan, QueryError> {
+    let n = executors.len();
     let abandoned = Arc::new(AtomicBool::new(false));
     let live = Arc::new(Live(Arc::clone(&abandoned)));
     let (done_tx, done_rx) = bounded::<()>(1);
@@ -125,27 +153,24 @@ fn start(spec: ScanSpec, sinks: Option<&SinkFactory>) -> Result<PartitionedScan,
     });
     let mut senders = Vec::with_capacity(n);
     let mut streams = Vec::with_capacity(n);
-    for (index, e) in open.executors.iter().enumerate() {
+    for (index, e) in executors.iter().enumerate() {
         let (tx, rx) = bounded(CHANNEL_CHUNKS);
         senders.push(tx);
         streams.push(PartitionStream {
             index,
             cpu: e.cpu,
-            path: open.path.clone(),
+            path: path.to_path_buf(),
             rx,
             shared: Arc::clone(&shared),
             done: false,
             _live: Arc::clone(&live),
         });
     }
-    let names = open.query.names.clone();
     let coordinator = Arc::clone(&shared);
-    let sinks: Vec<Option<Box<dyn BatchSink>>> =
-        (0..n).map(|i| sinks.map(|make| make(i))).collect();
     std::thread::Builder::new()
         .name("corescan-coordinator".into())
         .spawn(move || {
-            let outcome = run(open, senders, sinks, abandoned);
+            let outcome = scan(senders, abandoned);
             *coordinator
                 .outcome
                 .lock()
@@ -201,81 +226,41 @@ pub fn scan_files_partitions_into(
     }
     let (executors, settings) =
         crate::placement::resolve(&spec.placement, &spec.options, spec.base.header.page_size)?;
-    let n = executors.len();
-    let abandoned = Arc::new(AtomicBool::new(false));
-    let live = Arc::new(Live(Arc::clone(&abandoned)));
-    let (done_tx, done_rx) = bounded::<()>(1);
-    let shared = Arc::new(Shared {
-        outcome: Mutex::new(None),
-        done: done_rx,
-        delivered: AtomicU64::new(0),
-    });
-    let mut senders = Vec::with_capacity(n);
-    let mut streams = Vec::with_capacity(n);
-    for (index, e) in executors.iter().enumerate() {
-        let (tx, rx) = bounded(CHANNEL_CHUNKS);
-        senders.push(tx);
-        streams.push(PartitionStream {
-            index,
-            cpu: e.cpu,
-            path: spec.base.path.clone(),
-            rx,
-            shared: Arc::clone(&shared),
-            done: false,
-            _live: Arc::clone(&live),
-        });
-    }
-    let names = spec.query.names.clone();
-    let coordinator = Arc::clone(&shared);
-    std::thread::Builder::new()
-        .name("corescan-coordinator".into())
-        .spawn(move || {
-            let outcome = (|| {
-                let FilesSpec {
-                    paths,
-                    base,
-                    mut query,
-                    missing,
-                    ..
-                } = spec;
-                let now = dates::statement_time();
-                test_constant_terms(&mut query, now)?;
-                let paths = Arc::new(paths);
-                let streams = ExecutorStreams::new(senders, sinks, Arc::clone(&paths));
-                let scans = QueryFiles::new(&base, missing, Arc::new(query), now, None)
-                    .partitioned(streams, abandoned);
-                let scan = run_files(
-                    paths,
-                    &base,
-                    &settings,
-                    &executors,
-                    RangeOrder::Key,
-                    Arc::new(scans),
-                    || ((), usize::MAX),
-                )?;
-                Ok(ScanEnd {
-                    rows: 0,
-                    streamed: true,
-                    report: scan.report,
-                })
-            })();
-            *coordinator
-                .outcome
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()) = Some(outcome);
-            drop(done_tx);
-        })
-        .map_err(|e| {
-            QueryError::Scan(Error::Config(format!(
-                "cannot start the coordinator thread: {e}"
-            )))
-        })?;
-    Ok(PartitionedScan {
+    let (path, names) = (spec.base.path.clone(), spec.query.names.clone());
+    launch(
+        &executors.clone(),
+        &path,
         names,
-        streams,
-        shared,
-        _live: live,
-    })
+        move |senders, abandoned| {
+            let FilesSpec {
+                paths,
+                base,
+                mut query,
+                missing,
+                ..
+            } = spec;
+            let now = dates::statement_time();
+            test_constant_terms(&mut query, now)?;
+            let paths = Arc::new(paths);
+            let streams = ExecutorStreams::new(senders, sinks, Arc::clone(&paths));
+            let scans = QueryFiles::new(&base, missing, Arc::new(query), now, None)
+                .partitioned(streams, abandoned);
+            let scan = run_files(
+                paths,
+                &base,
+                &settings,
+                &executors,
+                RangeOrder::Key,
+                Arc::new(scans),
+                || ((), usize::MAX),
+            )?;
+            Ok(ScanEnd {
+                rows: 0,
+                streamed: true,
+                report: scan.report,
+            })
+        },
+    )
 }
 
 /// The coordinator's work: the scan with a streaming kernel per executor, or, for a database
