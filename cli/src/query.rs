@@ -113,9 +113,20 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         if args.output.json() {
             let mut json = serde_json::to_value(&out.report).context("serializing the report")?;
             json["stream_wait_s"] = serde_json::json!(waited);
+            json["sqlite_plan"] = serde_json::json!(planned
+                .index_plan
+                .as_ref()
+                .map(|p| { serde_json::json!({"sqlite": p.sqlite, "corescan": p.corescan}) }));
             eprintln!("{json}");
         } else {
             let mut text = report::human(&out.report, &format!("{rows} result rows"));
+            if let Some(p) = &planned.index_plan {
+                // SQLite's own plan (EXPLAIN QUERY PLAN), then what corescan ran for it.
+                for (i, l) in p.sqlite.iter().enumerate() {
+                    text.push_str(&report::line(if i == 0 { "sqlite plan" } else { "" }, l));
+                }
+                text.push_str(&report::line("corescan", &p.corescan));
+            }
             if let Some(w) = waited {
                 let each: Vec<String> = w.iter().map(|s| format!("{s:.3} s")).collect();
                 text.push_str(&report::line(

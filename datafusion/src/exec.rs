@@ -260,7 +260,7 @@ impl CorescanExec {
                         .join(", "),
                     quoted(&t.table)
                 );
-                corescan_sql::plan_query_with(&sql, |name| t.table_plan(name))
+                corescan_sql::plan_unordered_with(&sql, |name| t.table_plan(name))
                     .map_err(|source| Error::Filter {
                         path: t.path.clone(),
                         table: t.table.clone(),
@@ -302,7 +302,7 @@ impl CorescanExec {
             sql.push_str(" WHERE ");
             sql.push_str(filter);
         }
-        let planned = corescan_sql::plan_query_with(&sql, |name| {
+        let planned = corescan_sql::plan_unordered_with(&sql, |name| {
             let mut plan = TablePlan::open_for_scan(&t.path, name)?;
             plan.definition = (*files.definition).clone();
             Ok(plan)

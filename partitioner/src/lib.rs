@@ -68,6 +68,6 @@ pub use leaf_parents::{ParentShare, Share};
 pub use pager::{FileSnapshot, PageFile};
 pub use partition::{Extent, LeafRange};
 pub use plan::{table_definition, ColumnSource, PageCensus, TablePlan};
-pub use schema::TableSchema;
+pub use schema::{PlannerStats, SchemaEntry, StoredValue, TableSchema};
 pub use snapshot::{Protocol, ReadSnapshot};
 pub use wal::{PageLocation, WalIndex};

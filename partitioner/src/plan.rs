@@ -15,7 +15,10 @@ use crate::header::DbHeader;
 use crate::leaf_parents::{LeafParents, Share};
 use crate::pager::{FileSnapshot, PageFile};
 use crate::partition::{extents_of, split_leaves, Extent, LeafRange};
-use crate::schema::{find_table, read_schema, TableSchema};
+use crate::schema::{
+    find_table, read_planner_stats, read_schema, table_indexes, PlannerStats, SchemaEntry,
+    TableSchema,
+};
 use crate::sidecar::DbFiles;
 use crate::snapshot::ReadSnapshot;
 use crate::wal::{PageLocation, WalIndex};
@@ -48,6 +51,12 @@ pub struct TablePlan {
     pub leaf_parents: Option<LeafParents>,
     /// The parsed `CREATE TABLE` statement (column storage details).
     pub definition: CreateTable,
+    /// The table's indexes as `sqlite_schema` lists them (`CREATE INDEX` statements and the
+    /// automatic indexes behind `UNIQUE` and `PRIMARY KEY`), in schema order: with
+    /// [`TablePlan::stats`], what SQLite's planner chooses among.
+    pub indexes: Vec<SchemaEntry>,
+    /// What `ANALYZE` recorded about the table (read only when it has indexes).
+    pub stats: PlannerStats,
     /// Levels in the table's b-tree (1 when the root is a leaf).
     pub depth: u32,
     /// The write-ahead log's frame map when the log holds committed frames: pages it has are
@@ -137,6 +146,12 @@ impl TablePlan {
         let entries = read_schema(&file)?;
         let schema = find_table(&file, &entries, table)?;
         let definition = schema.definition().map_err(|w| file.invalid(w))?;
+        let indexes = table_indexes(&entries, &schema.name);
+        let stats = if indexes.is_empty() {
+            PlannerStats::default()
+        } else {
+            read_planner_stats(&file, &entries, &schema.name)?
+        };
         let walk = if defer {
             walk_upper(&file, schema.root_page)?
         } else {
@@ -152,6 +167,8 @@ impl TablePlan {
             extents: Vec::new(),
             leaf_parents: None,
             definition,
+            indexes,
+            stats,
             depth: 0,
             wal: file.wal().cloned(),
             wal_ignored: file.wal_ignored().map(str::to_string),

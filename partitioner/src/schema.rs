@@ -64,9 +64,47 @@ pub struct SchemaEntry {
 enum Value<'a> {
     Null,
     Int(i64),
-    Real,
+    Real(f64),
     Text(&'a [u8]),
-    Blob,
+    Blob(&'a [u8]),
+}
+
+impl Value<'_> {
+    fn to_stored(self) -> StoredValue {
+        match self {
+            Value::Null => StoredValue::Null,
+            Value::Int(i) => StoredValue::Integer(i),
+            Value::Real(r) => StoredValue::Real(r),
+            Value::Text(t) => StoredValue::Text(String::from_utf8_lossy(t).into_owned()),
+            Value::Blob(b) => StoredValue::Blob(b.to_vec()),
+        }
+    }
+}
+
+/// A value of a row read from one of SQLite's own tables, owned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoredValue {
+    /// NULL.
+    Null,
+    /// An integer.
+    Integer(i64),
+    /// A real.
+    Real(f64),
+    /// Text (invalid UTF-8 replaced).
+    Text(String),
+    /// A blob.
+    Blob(Vec<u8>),
+}
+
+/// The rows `ANALYZE` (or `PRAGMA optimize`) wrote about one table to `sqlite_stat1`
+/// (`tbl, idx, stat`) and `sqlite_stat4` (`tbl, idx, neq, nlt, ndlt, sample`), as stored: what
+/// SQLite's planner reads to choose between a table's indexes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlannerStats {
+    /// The table's `sqlite_stat1` rows.
+    pub stat1: Vec<Vec<StoredValue>>,
+    /// The table's `sqlite_stat4` rows.
+    pub stat4: Vec<Vec<StoredValue>>,
 }
 
 /// Decodes a record: header size, serial types, then the values they describe.
@@ -94,11 +132,11 @@ fn decode_record(payload: &[u8]) -> Result<Vec<Value<'_>>, String> {
         values.push(match serial {
             0 => Value::Null,
             1..=6 => Value::Int(read_be_int(bytes)),
-            7 => Value::Real,
+            7 => Value::Real(f64::from_bits(read_be_int(bytes) as u64)),
             8 => Value::Int(0),
             9 => Value::Int(1),
             n if n % 2 == 1 => Value::Text(bytes),
-            _ => Value::Blob,
+            _ => Value::Blob(bytes),
         });
     }
     Ok(values)
@@ -221,6 +259,45 @@ pub fn read_stat1(file: &PageFile, entries: &[SchemaEntry]) -> Result<Vec<(Strin
     Ok(counts.into_iter().map(|(t, n, _)| (t, n)).collect())
 }
 
+/// The statistics rows about table `name` (ASCII case-insensitive) in `sqlite_stat1` and
+/// `sqlite_stat4`, when the file has those tables ([`PlannerStats`]).
+pub fn read_planner_stats(
+    file: &PageFile,
+    entries: &[SchemaEntry],
+    name: &str,
+) -> Result<PlannerStats> {
+    let mut stats = PlannerStats::default();
+    for (table, rows) in [
+        ("sqlite_stat1", &mut stats.stat1),
+        ("sqlite_stat4", &mut stats.stat4),
+    ] {
+        let Some(entry) = entries
+            .iter()
+            .find(|e| e.kind == "table" && e.name.eq_ignore_ascii_case(table))
+        else {
+            continue;
+        };
+        for_each_row(file, entry.root_page, |_page, _rowid, values| {
+            if matches!(values.first(), Some(Value::Text(t)) if t.eq_ignore_ascii_case(name.as_bytes()))
+            {
+                rows.push(values.iter().map(|v| v.to_stored()).collect());
+            }
+            Ok(())
+        })?;
+    }
+    Ok(stats)
+}
+
+/// The indexes of table `name` (ASCII case-insensitive) among `entries`: `CREATE INDEX`
+/// statements and the automatic indexes behind `UNIQUE` and `PRIMARY KEY` (no `sql`).
+pub fn table_indexes(entries: &[SchemaEntry], name: &str) -> Vec<SchemaEntry> {
+    entries
+        .iter()
+        .filter(|e| e.kind == "index" && e.tbl_name.eq_ignore_ascii_case(name))
+        .cloned()
+        .collect()
+}
+
 /// How many table names an error message lists before eliding the rest.
 const LISTED_TABLES: usize = 20;
 
@@ -320,7 +397,7 @@ mod tests {
                 Value::Int(42),
                 Value::Int(1),
                 Value::Text(b"abc"),
-                Value::Real
+                Value::Real(1.5)
             ]
         );
     }

@@ -16,13 +16,16 @@
 mod aggregate;
 mod error;
 mod expr;
+mod index_order;
 mod order;
 mod plan;
 mod position;
 mod source;
+mod sqlite_plan;
 
 pub use error::SqlError;
 
 pub use plan::{
-    plan_query, plan_query_files, plan_query_with, plan_table, scan_spec, union_table, PlannedQuery,
+    plan_query, plan_query_files, plan_query_with, plan_table, plan_unordered_with, scan_spec,
+    union_table, IndexPlan, PlannedQuery,
 };

@@ -100,6 +100,31 @@ pub(crate) fn scan_order(
     Ok(Some(ScanOrder::Forward))
 }
 
+/// The slots of the columns a top-level `AND` term of `filter` makes constant: `column =
+/// constant` or `column IS constant` with the comparison's collation and a constant side of
+/// no affinity or the column's, or `column IS NULL` (`None`: the same in any collation).
+pub(crate) fn constant_columns(
+    r: &mut Resolver<'_>,
+    filter: Option<&ast::Expr>,
+) -> Vec<(usize, Option<Collation>)> {
+    let mut terms = Vec::new();
+    if let Some(f) = filter {
+        where_terms(f, &mut terms);
+    }
+    terms
+        .into_iter()
+        .filter_map(|t| match constraint(r, t)? {
+            Constraint::Equal {
+                slot,
+                collation,
+                affinity_ok: true,
+            } => Some((slot, Some(collation))),
+            Constraint::Equal { .. } => None,
+            Constraint::IsNull { slot } => Some((slot, None)),
+        })
+        .collect()
+}
+
 /// What a `WHERE` term tells SQLite's planner about one column.
 #[derive(Debug, Clone, Copy)]
 enum Constraint {

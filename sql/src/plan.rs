@@ -14,9 +14,11 @@ use sqlparser::parser::Parser;
 use super::aggregate::has_aggregate;
 use super::error::{invalid, unsupported, SqlError};
 use super::expr::{collation_named, GroupContext, Resolver, Stage, Typed};
+use super::index_order::follow;
 use super::order::{scan_order, ScanOrder};
 use super::position::{position_term, skip_collate};
 use super::source::offset_of;
+use super::sqlite_plan::{choose, Access};
 
 /// A planned query and the table it scans.
 #[derive(Debug)]
@@ -25,6 +27,33 @@ pub struct PlannedQuery {
     pub table: TablePlan,
     /// The query.
     pub query: QueryPlan,
+    /// How SQLite reads the table for the query and how corescan follows it, when the table
+    /// has indexes (and the plan follows SQLite's order: [`plan_query`], [`plan_query_with`]).
+    pub index_plan: Option<IndexPlan>,
+}
+
+/// SQLite's plan of a query over a table with indexes, and corescan's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexPlan {
+    /// `EXPLAIN QUERY PLAN`'s lines (SQLite 3.54's planner on the table's schema and
+    /// statistics), indented two spaces per level.
+    pub sqlite: Vec<String>,
+    /// What corescan runs: the scan in rowid order, its rows ordered as SQLite's loop gives
+    /// them when that is an index.
+    pub corescan: String,
+}
+
+/// The order a plan gives rows in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// One file, SQLite's order: the index SQLite's planner reads the table through is
+    /// followed ([`crate::sqlite_plan`]).
+    Sqlite,
+    /// One file, the scan's rowid order whatever index SQLite would use: for callers that
+    /// take the rows in any order (DataFusion's scans).
+    Scan,
+    /// Several files: file by file, each in rowid order.
+    Files,
 }
 
 impl PlannedQuery {
@@ -60,7 +89,11 @@ pub fn plan_query_files(
     sql: &str,
     skip_missing: bool,
 ) -> Result<PlannedQuery, SqlError> {
-    plan_query_in(sql, |name| union_table(files, name, skip_missing), false)
+    plan_query_in(
+        sql,
+        |name| union_table(files, name, skip_missing),
+        Order::Files,
+    )
 }
 
 /// The plan of table `name` in the first of `files` that has it, its columns extended by
@@ -142,15 +175,24 @@ pub fn plan_query_with(
     sql: &str,
     open_table: impl FnOnce(&str) -> partitioner::Result<TablePlan>,
 ) -> Result<PlannedQuery, SqlError> {
-    plan_query_in(sql, open_table, true)
+    plan_query_in(sql, open_table, Order::Sqlite)
 }
 
-/// [`plan_query_with`]; `one_file`: the scan's order is the table's rowid order (else the
-/// table is spread over several files, read file by file, and an `ORDER BY rowid` sorts).
+/// [`plan_query_with`] for a caller that takes the rows in any order (a scan under
+/// DataFusion): the rows come in rowid order whatever index SQLite would read the table
+/// through, without asking SQLite's planner.
+pub fn plan_unordered_with(
+    sql: &str,
+    open_table: impl FnOnce(&str) -> partitioner::Result<TablePlan>,
+) -> Result<PlannedQuery, SqlError> {
+    plan_query_in(sql, open_table, Order::Scan)
+}
+
+/// [`plan_query_with`] in `order`.
 fn plan_query_in(
     sql: &str,
     open_table: impl FnOnce(&str) -> partitioner::Result<TablePlan>,
-    one_file: bool,
+    order: Order,
 ) -> Result<PlannedQuery, SqlError> {
     let statements = Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| {
         // Statements the parser does not know still get a refusal that names them.
@@ -260,9 +302,13 @@ fn plan_query_in(
         _ => return unsupported("FROM clauses other than one table"),
     };
     let table = open_table(&name)?;
-    let query = plan_select(&table, alias.as_deref(), select, query, sql, one_file)?;
+    let (query, index_plan) = plan_select(&table, alias.as_deref(), select, query, sql, order)?;
     let table = engine::restrict(table, &query)?;
-    Ok(PlannedQuery { table, query })
+    Ok(PlannedQuery {
+        table,
+        query,
+        index_plan,
+    })
 }
 
 /// Plans table `name` of `db` for a scan of `query` (planned on an earlier plan of the same
@@ -285,10 +331,10 @@ fn plan_select(
     select: &ast::Select,
     query: &ast::Query,
     sql: &str,
-    one_file: bool,
-) -> Result<QueryPlan, SqlError> {
+    order: Order,
+) -> Result<(QueryPlan, Option<IndexPlan>), SqlError> {
     let mut r = Resolver::new(table, alias, sql);
-    r.files = !one_file;
+    r.files = order == Order::Files;
     // The output list, with `*` expanded.
     let star_exprs: Vec<ast::Expr> = r
         .star()
@@ -408,7 +454,7 @@ fn plan_select(
         || order_terms.iter().any(|o| has_aggregate(&o.expr));
 
     let mut backward = false;
-    let (shape, order_by) = if !grouped {
+    let (shape, order_by, written) = if !grouped {
         let mut resolved = Vec::with_capacity(outputs.len());
         r.aliases_enabled = false;
         for o in &outputs {
@@ -423,6 +469,7 @@ fn plan_select(
             };
             order_by.push(sort_key(term, t)?);
         }
+        let written = order_by.clone();
         if !order_terms.is_empty() {
             let mut written = Vec::with_capacity(order_terms.len());
             for (i, term) in order_terms.iter().enumerate() {
@@ -433,7 +480,7 @@ fn plan_select(
             }
             // The scan's own order, forwards or backwards: no sorter, so the rows are the
             // plain scan's, with its LIMIT and OFFSET rules.
-            let scan = if one_file {
+            let scan = if order != Order::Files {
                 scan_order(&mut r, select.selection.as_ref(), &written, &order_by)?
             } else {
                 None
@@ -452,6 +499,7 @@ fn plan_select(
                 outputs: resolved.into_iter().map(|t| t.expr).collect(),
             },
             order_by,
+            written,
         )
     } else {
         let mut ctx = GroupContext::default();
@@ -508,6 +556,7 @@ fn plan_select(
                 having,
                 outputs: resolved.into_iter().map(|t| t.expr).collect(),
             },
+            order_by.clone(),
             order_by,
         )
     };
@@ -545,6 +594,56 @@ fn plan_select(
     } else {
         (constant_terms, filter)
     };
+    // SQLite's loop: through an index, the rows come in its order.
+    let mut index_plan = None;
+    let (order_by, backward) = if order == Order::Sqlite {
+        match choose(table, sql) {
+            Ok(None) => (order_by, backward),
+            Ok(Some(choice)) => {
+                let followed = follow(
+                    &mut r,
+                    &choice,
+                    &shape,
+                    select.selection.as_ref(),
+                    written,
+                    order_by,
+                    backward,
+                )?;
+                index_plan = Some(IndexPlan {
+                    corescan: match (&choice.access, &shape) {
+                        (Access::Index { name, .. }, Shape::Rows { .. }) => format!(
+                            "the table in rowid order, rows ordered as index {name:?} gives them"
+                        ),
+                        (Access::Index { name, .. }, Shape::Groups { keys, .. })
+                            if !choice.sorts_groups && !keys.is_empty() =>
+                        {
+                            format!(
+                                "the table in rowid order, groups ordered as index {name:?} \
+                                 gives their keys"
+                            )
+                        }
+                        _ => "the table in rowid order".to_string(),
+                    },
+                    sqlite: choice.lines,
+                });
+                followed
+            }
+            Err(e) => {
+                let free = matches!(&shape, Shape::Groups { keys, aggregates, .. }
+                    if keys.is_empty() && !super::index_order::order_sensitive(&r, keys, aggregates));
+                if !free {
+                    return unsupported(format!(
+                        "cannot tell how SQLite reads the table {:?} through its indexes for \
+                         this query ({e}), and the answer depends on it",
+                        table.table.name
+                    ));
+                }
+                (order_by, backward)
+            }
+        }
+    } else {
+        (order_by, backward)
+    };
     let mut plan = QueryPlan {
         columns: r.columns,
         constant_terms,
@@ -558,7 +657,7 @@ fn plan_select(
     };
     // Constant subexpressions are evaluated once here, not once per row.
     engine::query::fold::fold_plan(&mut plan);
-    Ok(plan)
+    Ok((plan, index_plan))
 }
 
 /// `WHERE` split at its top-level `AND`s (`sqlite3WhereSplit`, also through `likely()` and

@@ -315,6 +315,72 @@ pub struct QueryPlan {
 }
 
 impl Expr {
+    /// Calls `f` with every slot the expression reads, in pre-order, left to right.
+    pub fn visit_slots(&self, f: &mut impl FnMut(usize)) {
+        match self {
+            Expr::Column(i) => f(*i),
+            Expr::Literal(_) => {}
+            Expr::Negate(x) | Expr::Not(x) | Expr::BitNot(x) | Expr::IsNull(x, _) => {
+                x.visit_slots(f)
+            }
+            Expr::Cast(x, _) => x.visit_slots(f),
+            Expr::Arith(_, a, b) | Expr::Concat(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+                a.visit_slots(f);
+                b.visit_slots(f);
+            }
+            Expr::Compare { left, right, .. } => {
+                left.visit_slots(f);
+                right.visit_slots(f);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.visit_slots(f);
+                for (x, _) in list {
+                    x.visit_slots(f);
+                }
+            }
+            Expr::Like {
+                expr,
+                pattern,
+                escape,
+                ..
+            } => {
+                expr.visit_slots(f);
+                pattern.visit_slots(f);
+                if let Some(x) = escape {
+                    x.visit_slots(f);
+                }
+            }
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                if let Some(x) = operand {
+                    x.visit_slots(f);
+                }
+                for (w, t, _, _) in whens {
+                    w.visit_slots(f);
+                    t.visit_slots(f);
+                }
+                if let Some(x) = otherwise {
+                    x.visit_slots(f);
+                }
+            }
+            Expr::Function(_, args) => {
+                for x in args {
+                    x.visit_slots(f);
+                }
+            }
+        }
+    }
+
+    /// Whether the expression reads no slot: its value is the same on every row.
+    pub fn reads_no_slot(&self) -> bool {
+        let mut reads = false;
+        self.visit_slots(&mut |_| reads = true);
+        !reads
+    }
+
     /// Replaces every slot read `Column(i)` for which `with(i)` gives an expression by it
     /// (the hidden `_file` column by its file's path, say).
     pub fn replace_slots(&mut self, with: &mut impl FnMut(usize) -> Option<Expr>) {

@@ -60,7 +60,7 @@ impl KeyRow {
             }
         };
         for e in outputs.iter().chain(order_by).chain(having.iter()) {
-            visit_slots(e, &mut note);
+            e.visit_slots(&mut note);
         }
         let last = seen.into_iter().rev().find(|&a| {
             aggregates
@@ -70,63 +70,6 @@ impl KeyRow {
         match last {
             Some(a) if !aggregates[a].distinct => KeyRow::MinMax(a),
             _ => KeyRow::First,
-        }
-    }
-}
-
-/// Calls `f` with every slot `e` reads, in pre-order, left to right.
-fn visit_slots(e: &Expr, f: &mut impl FnMut(usize)) {
-    match e {
-        Expr::Column(i) => f(*i),
-        Expr::Literal(_) => {}
-        Expr::Negate(x) | Expr::Not(x) | Expr::BitNot(x) | Expr::IsNull(x, _) => visit_slots(x, f),
-        Expr::Cast(x, _) => visit_slots(x, f),
-        Expr::Arith(_, a, b) | Expr::Concat(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
-            visit_slots(a, f);
-            visit_slots(b, f);
-        }
-        Expr::Compare { left, right, .. } => {
-            visit_slots(left, f);
-            visit_slots(right, f);
-        }
-        Expr::InList { expr, list, .. } => {
-            visit_slots(expr, f);
-            for (x, _) in list {
-                visit_slots(x, f);
-            }
-        }
-        Expr::Like {
-            expr,
-            pattern,
-            escape,
-            ..
-        } => {
-            visit_slots(expr, f);
-            visit_slots(pattern, f);
-            if let Some(x) = escape {
-                visit_slots(x, f);
-            }
-        }
-        Expr::Case {
-            operand,
-            whens,
-            otherwise,
-        } => {
-            if let Some(x) = operand {
-                visit_slots(x, f);
-            }
-            for (w, t, _, _) in whens {
-                visit_slots(w, f);
-                visit_slots(t, f);
-            }
-            if let Some(x) = otherwise {
-                visit_slots(x, f);
-            }
-        }
-        Expr::Function(_, args) => {
-            for x in args {
-                visit_slots(x, f);
-            }
         }
     }
 }

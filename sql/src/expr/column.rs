@@ -86,6 +86,37 @@ impl Resolver<'_> {
         }
     }
 
+    /// The rowid, whatever the table's columns are named.
+    pub(crate) fn rowid(&mut self) -> Result<Typed, SqlError> {
+        let s = self.slot(SlotKey::Rowid, |_| Ok(ColumnRead::Rowid))?;
+        Ok(Typed {
+            expr: Expr::Column(s),
+            affinity: Some(Affinity::Integer),
+            collation: None,
+        })
+    }
+
+    /// Whether slot `slot` reads the rowid or a stored column whose equal values are equal
+    /// in every way (`BINARY` collation aside): an `INTEGER`, `REAL`, `NUMERIC` or `TEXT`
+    /// affinity converts what it stores, so `1` and `1.0` (or `'1'`) never sit side by side
+    /// as they can in a column without a type.
+    pub(crate) fn slot_is_canonical(&self, slot: usize) -> bool {
+        match self.columns.get(slot) {
+            Some(ColumnRead::Rowid) => true,
+            Some(ColumnRead::Record { position, .. }) => {
+                let def = &self.table.definition;
+                def.columns
+                    .iter()
+                    .enumerate()
+                    .find(|(i, _)| def.record_position(*i) == Some(*position))
+                    .is_some_and(|(_, c)| {
+                        !matches!(Affinity::of_column(c, def.strict), Affinity::Blob)
+                    })
+            }
+            _ => false,
+        }
+    }
+
     fn slot(
         &mut self,
         key: SlotKey,

@@ -1,7 +1,8 @@
 //! `corescan query` against SQLite on the same file: hand-written cases for every supported
 //! construct ([`cases`]), the same queries under every scan setting ([`settings`]), the
 //! command line ([`cli`]), streamed projections in rowid order on fragmented tables
-//! ([`stream`]), one table over several files ([`files`]), grouped pages on the typed and the general path ([`typed_runs`]), and a
+//! ([`stream`]), one table over several files ([`files`]), tables read through their indexes
+//! in SQLite's order ([`indexes`]), grouped pages on the typed and the general path ([`typed_runs`]), and a
 //! random differential tester ([`differential`]).
 //!
 //! Every check of an answer goes through [`QueryTester`] ([`tester`]), which runs it under the
@@ -21,6 +22,7 @@ mod differential;
 mod exact;
 mod files;
 mod group_keys;
+mod indexes;
 mod settings;
 mod stream;
 mod tester;

@@ -1,0 +1,345 @@
+//! Tables with indexes: where SQLite reads a query through an index, its rows come in the
+//! index's order, and corescan gives the same rows in the same order (under `LIMIT`/`OFFSET`,
+//! among `ORDER BY` ties, and the order of groups), for every core count and backend.
+//!
+//! The files are written as applications write them: automatic indexes behind `UNIQUE` and
+//! `PRIMARY KEY`, `COLLATE NOCASE`, `DESC` key columns, an index on an expression, a partial
+//! index, and the same tables again after `ANALYZE` (`sqlite_stat1`, `sqlite_stat4`), whose
+//! statistics change SQLite's choices. Leaves are out of rowid order (rows inserted below
+//! the others at the end), ties and NULLs are many.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use rusqlite::Connection;
+
+use super::{sqlite_answer, Axis, QueryTester};
+use crate::{corescan, scratch_dir};
+
+/// The schema, as an application writes it.
+const SCHEMA: &str = "
+    PRAGMA page_size = 512;
+    CREATE TABLE urls(id INTEGER PRIMARY KEY, url TEXT, title TEXT);
+    CREATE INDEX urls_url ON urls(url);
+    CREATE TABLE o(id INTEGER PRIMARY KEY, status TEXT, total INTEGER, note TEXT);
+    CREATE INDEX o_s ON o(status);
+    CREATE INDEX o_st ON o(status, total DESC);
+    CREATE TABLE t(a, b, PRIMARY KEY(a, b));
+    CREATE TABLE users(id INTEGER PRIMARY KEY, email TEXT UNIQUE, name TEXT COLLATE NOCASE,
+                       age INTEGER);
+    CREATE INDEX users_name ON users(name);
+    CREATE TABLE kv(k TEXT PRIMARY KEY, v);
+    CREATE TABLE ev(id INTEGER PRIMARY KEY, dev INTEGER, ts INTEGER, payload TEXT);
+    CREATE INDEX ev_lower ON ev(lower(payload));
+    CREATE INDEX ev_recent ON ev(ts) WHERE dev > 5;
+    CREATE INDEX ev_dev ON ev(dev DESC, ts);
+";
+
+/// Writes the tables into `path`, and `ANALYZE`s them when `analyze`.
+fn build(path: &Path, analyze: bool) {
+    let _ = std::fs::remove_file(path);
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    let mut rng = testkit::Rng::xorshift64(0x2545_f491_4f6c_dd1d);
+    let words = [
+        "a", "b", "c", "m", "open", "Open", "paid", "zoe", "Zoë", "Zoey",
+    ];
+    conn.execute_batch("BEGIN").unwrap();
+    for i in 0..900i64 {
+        // The last 200 rows take rowids below every other, on the last pages.
+        let id = if i < 700 { i + 1 } else { 699 - i };
+        let w = |rng: &mut testkit::Rng| {
+            if rng.percent(8) {
+                None
+            } else {
+                Some(rng.pick(&words).to_string())
+            }
+        };
+        let pad = "x".repeat(rng.index(60));
+        conn.execute(
+            "INSERT INTO urls VALUES (?1, ?2, ?3)",
+            rusqlite::params![id, w(&mut rng), pad],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO o VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![
+                id,
+                w(&mut rng),
+                (!rng.percent(5)).then(|| rng.below(20) as i64),
+                pad
+            ],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT OR IGNORE INTO t VALUES (?1, ?2)",
+            rusqlite::params![rng.below(30) as i64, rng.below(30) as i64],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO users VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![
+                id,
+                (!rng.percent(5)).then(|| format!("u{}@x.org", (id * 7919).rem_euclid(100_003))),
+                w(&mut rng),
+                rng.below(90) as i64
+            ],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT OR IGNORE INTO kv VALUES (?1, ?2)",
+            rusqlite::params![format!("k{}", rng.below(5000)), pad],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO ev VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![
+                id,
+                (!rng.percent(5)).then(|| rng.below(10) as i64),
+                rng.below(300) as i64,
+                w(&mut rng)
+            ],
+        )
+        .unwrap();
+    }
+    conn.execute_batch("COMMIT").unwrap();
+    if analyze {
+        conn.execute_batch("ANALYZE").unwrap();
+    }
+}
+
+/// The file without statistics and the same file `ANALYZE`d, written once for every test.
+fn files() -> &'static [PathBuf; 2] {
+    static FILES: OnceLock<[PathBuf; 2]> = OnceLock::new();
+    FILES.get_or_init(|| {
+        let dir = scratch_dir("query-indexes");
+        let plain = dir.join("plain.db");
+        let analyzed = dir.join("analyzed.db");
+        build(&plain, false);
+        build(&analyzed, true);
+        [plain, analyzed]
+    })
+}
+
+/// `EXPLAIN QUERY PLAN`'s lines for `sql` on `db`, joined.
+fn sqlite_plan(db: &Path, sql: &str) -> String {
+    let conn = Connection::open(db).unwrap();
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let lines: Vec<String> = stmt
+        .query_map([], |row| row.get::<_, String>(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    lines.join("; ")
+}
+
+/// Queries SQLite reads through an index (most of them), in the index's order.
+const QUERIES: &[&str] = &[
+    "SELECT url FROM urls LIMIT 5",
+    "SELECT * FROM urls LIMIT 5 OFFSET 3",
+    "SELECT id FROM urls WHERE url > 'm' LIMIT 4",
+    "SELECT id, url FROM urls WHERE url IN ('c', 'a', 'b') LIMIT 10 OFFSET 20",
+    "SELECT id, url FROM urls WHERE url IN ('c', 'a', 'b') ORDER BY url DESC LIMIT 10",
+    "SELECT id FROM urls ORDER BY url LIMIT 12",
+    "SELECT id FROM urls ORDER BY url DESC LIMIT 12 OFFSET 40",
+    "SELECT id FROM o ORDER BY status DESC LIMIT 5",
+    "SELECT id, status FROM o WHERE status = 'open' LIMIT 5",
+    "SELECT id, total FROM o WHERE status = 'open' ORDER BY total DESC LIMIT 6",
+    "SELECT id, total FROM o WHERE status = 'paid' ORDER BY total LIMIT 6",
+    "SELECT * FROM o WHERE status BETWEEN 'b' AND 'p' LIMIT 7 OFFSET 2",
+    "SELECT status, count(*), sum(total) FROM o GROUP BY status",
+    "SELECT status, count(*) FROM o GROUP BY status ORDER BY 2 DESC",
+    "SELECT status, max(total) FROM o WHERE status > 'b' GROUP BY status ORDER BY status DESC",
+    "SELECT * FROM t ORDER BY 1 DESC LIMIT 3",
+    "SELECT * FROM t LIMIT 5 OFFSET 7",
+    "SELECT b FROM t WHERE a = 3 LIMIT 4",
+    "SELECT a, count(*) FROM t WHERE b = 3 GROUP BY a ORDER BY a DESC",
+    "SELECT a, b FROM t WHERE b > 25 ORDER BY a LIMIT 6",
+    "SELECT name FROM users WHERE name LIKE 'zo%' LIMIT 5",
+    "SELECT id, name FROM users WHERE name LIKE 'zo%' ORDER BY name DESC LIMIT 5",
+    "SELECT email FROM users LIMIT 5",
+    "SELECT id FROM users WHERE email > 'u5' LIMIT 5",
+    "SELECT name, count(*) FROM users GROUP BY name",
+    "SELECT id, email FROM users WHERE email IS NULL LIMIT 3",
+    "SELECT k FROM kv LIMIT 5",
+    "SELECT * FROM kv WHERE k > 'k4' LIMIT 3 OFFSET 2",
+    "SELECT rowid, k FROM kv ORDER BY k DESC LIMIT 4",
+    "SELECT id FROM ev WHERE lower(payload) = 'zoe' LIMIT 3",
+    "SELECT id, payload FROM ev ORDER BY lower(payload) LIMIT 5 OFFSET 30",
+    "SELECT id, ts FROM ev WHERE dev > 5 AND ts > 100 LIMIT 5",
+    "SELECT id, ts FROM ev WHERE dev > 6 AND ts BETWEEN 10 AND 90 ORDER BY ts DESC LIMIT 5",
+    "SELECT id FROM ev WHERE dev = 3 ORDER BY ts LIMIT 5",
+    "SELECT dev, max(ts), count(*) FROM ev GROUP BY dev",
+    "SELECT dev, count(*) FROM ev GROUP BY dev ORDER BY 2",
+    "SELECT * FROM ev ORDER BY dev LIMIT 5",
+    "SELECT id FROM ev WHERE dev IN (2, 7) LIMIT 8",
+    "SELECT count(*) FROM ev WHERE dev = 4",
+];
+
+#[test]
+fn rows_come_in_the_order_of_the_index_sqlite_reads() {
+    let mut through_an_index = 0;
+    for db in files().iter() {
+        for sql in QUERIES {
+            if sqlite_plan(&db, sql).contains("INDEX") {
+                through_an_index += 1;
+            }
+            QueryTester::new(&db, *sql)
+                .span(&[Axis::Cores, Axis::Io])
+                .check();
+        }
+    }
+    // The test is about indexes: most of its queries must be read through one.
+    assert!(
+        through_an_index > QUERIES.len(),
+        "only {through_an_index} of {} plans use an index",
+        2 * QUERIES.len()
+    );
+}
+
+/// The three examples of the issue, with SQLite's answers written out.
+#[test]
+fn the_issue_examples() {
+    let dir = scratch_dir("query-indexes-examples");
+    let cases: [(&str, &str, &str); 3] = [
+        (
+            "CREATE TABLE urls(id INTEGER PRIMARY KEY, url TEXT, title TEXT);
+             CREATE INDEX urls_url ON urls(url);
+             INSERT INTO urls(url, title) VALUES ('b', 'B page'), ('a', 'A page');",
+            "SELECT url FROM urls LIMIT 1",
+            "url\na\n",
+        ),
+        (
+            "CREATE TABLE o(id INTEGER PRIMARY KEY, status TEXT); CREATE INDEX o_s ON o(status);
+             INSERT INTO o(status) VALUES ('a'), ('a');",
+            "SELECT id FROM o ORDER BY status DESC LIMIT 1",
+            "id\n2\n",
+        ),
+        (
+            "CREATE TABLE t(a, b, PRIMARY KEY(a, b)); INSERT INTO t VALUES (0,0), (0,1);",
+            "SELECT * FROM t ORDER BY 1 DESC LIMIT 3",
+            "a,b\n0,1\n0,0\n",
+        ),
+    ];
+    for (i, (schema, sql, csv)) in cases.iter().enumerate() {
+        let db = dir.join(format!("example{i}.db"));
+        Connection::open(&db)
+            .unwrap()
+            .execute_batch(schema)
+            .unwrap();
+        let run = corescan(["query", db.to_str().unwrap(), sql, "--format", "csv"]);
+        assert_eq!(run.status, 0, "{sql}: {}", run.stderr);
+        assert_eq!(run.stdout, *csv, "{sql}");
+        QueryTester::new(&db, *sql)
+            .span(&[Axis::Cores, Axis::Io])
+            .check();
+    }
+}
+
+/// The report shows SQLite's plan and what corescan ran for it, as text and as JSON.
+#[test]
+fn the_report_shows_sqlites_plan() {
+    let [plain, _] = files();
+    let plain = plain.as_path();
+    let db = plain.to_str().unwrap();
+    let sql = "SELECT id FROM o ORDER BY status DESC LIMIT 3";
+    let run = corescan(["query", db, sql, "--report"]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let line = |label: &str| {
+        run.stderr
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label:?} line in {}", run.stderr))
+            .to_string()
+    };
+    let want = sqlite_plan(plain, sql);
+    assert!(
+        line("sqlite plan").ends_with(&want),
+        "{} / {want}",
+        run.stderr
+    );
+    assert!(
+        line("corescan").contains("rows ordered as index"),
+        "{}",
+        run.stderr
+    );
+
+    let run = corescan([
+        "query",
+        db,
+        "SELECT status, count(*) FROM o GROUP BY status",
+        "--report",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let report: serde_json::Value =
+        serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
+    let plan = &report["sqlite_plan"];
+    assert!(
+        plan["sqlite"][0].as_str().unwrap().contains("INDEX"),
+        "{plan}"
+    );
+    assert!(
+        plan["corescan"]
+            .as_str()
+            .unwrap()
+            .contains("groups ordered"),
+        "{plan}"
+    );
+
+    // A table without indexes has no plan to follow: its loop is always in rowid order.
+    let bare = plain.with_file_name("bare.db");
+    let _ = std::fs::remove_file(&bare);
+    Connection::open(&bare)
+        .unwrap()
+        .execute_batch("CREATE TABLE b(x); INSERT INTO b VALUES (2), (1);")
+        .unwrap();
+    let run = corescan([
+        "query",
+        bare.to_str().unwrap(),
+        "SELECT x FROM b LIMIT 1",
+        "--report",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), r#"[{"x":2}]"#);
+    let report: serde_json::Value =
+        serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
+    assert!(report["sqlite_plan"].is_null(), "{report}");
+}
+
+/// Where SQLite's loop is one corescan cannot follow (`MULTI-INDEX OR`: one index's rows,
+/// then the next's not yet seen) and the answer depends on its order, the query is refused
+/// with SQLite's plan in the message; where the order cannot matter, it is answered.
+#[test]
+fn loops_corescan_cannot_follow_are_refused_where_order_matters() {
+    let [plain, _] = files();
+    let plain = plain.as_path();
+    let sql = "SELECT id FROM o WHERE status = 'paid' OR id < 5 LIMIT 4";
+    assert!(
+        sqlite_plan(plain, sql).contains("MULTI-INDEX OR"),
+        "{}",
+        sqlite_plan(plain, sql)
+    );
+    let run = corescan(["query", plain.to_str().unwrap(), sql]);
+    assert_ne!(run.status, 0);
+    run.assert_error_line(&["MULTI-INDEX OR", "cannot follow"]);
+
+    let sql = "SELECT count(*), sum(total) FROM o WHERE status = 'paid' OR id < 5";
+    assert!(sqlite_plan(plain, sql).contains("MULTI-INDEX OR"));
+    QueryTester::new(plain, sql)
+        .span(&[Axis::Cores, Axis::Io])
+        .check();
+    assert!(sqlite_answer(plain, sql).is_ok());
+
+    // Groups whose keys have no type (1 and 1.0 are one group), read through an index with
+    // a key column that is not a group key: which key value a group shows depends on the
+    // order of its rows.
+    let sql = "SELECT a, count(*) FROM t GROUP BY a";
+    assert!(sqlite_plan(plain, sql).contains("sqlite_autoindex_t_1"));
+    let run = corescan(["query", plain.to_str().unwrap(), sql]);
+    assert_ne!(run.status, 0);
+    run.assert_error_line(&["within its groups", "sqlite_autoindex_t_1", "1 and 1.0"]);
+}

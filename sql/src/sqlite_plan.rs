@@ -1,0 +1,403 @@
+//! SQLite's own choice of loop for a query over one table ([`choose`]): whether its planner
+//! reads the table in rowid order or through one of its indexes (which one, forwards or
+//! backwards), in `EXPLAIN QUERY PLAN`'s words.
+//!
+//! The rows a query returns under `LIMIT`/`OFFSET` without `ORDER BY`, and the order of ties
+//! under `ORDER BY`, are the order of that loop, so corescan must know it exactly. Rather
+//! than re-derive it (the single-table part of `where.c`: its loops, their `LogEst` costs,
+//! `wherePathSatisfiesOrderBy`, `sqlite_stat1` and `sqlite_stat4` estimates), corescan asks
+//! the planner itself: the SQLite 3.54 library the binary already links (for `printf`), on a
+//! copy of the table's schema in memory. The copy has the table's `CREATE TABLE`, every
+//! `CREATE INDEX` on it (the automatic `UNIQUE`/`PRIMARY KEY` indexes come with the table)
+//! and the table's rows of `sqlite_stat1` and `sqlite_stat4`, loaded as `ANALYZE` loads them
+//! (`ANALYZE sqlite_schema`, as the `sqlite3` shell's `.fullschema` does); no row of the
+//! table. Without statistics SQLite's planner uses fixed estimates, not the table's size,
+//! and with them only the statistics, so its choice on the copy is its choice on the file.
+//!
+//! The copy runs only the file's `CREATE TABLE`/`CREATE INDEX` statements (checked before
+//! they run, on a connection that can attach no database) and `EXPLAIN` of the query: the
+//! database file is never opened by SQLite here.
+//!
+//! Which loop ran comes from the bytecode (`EXPLAIN`): the b-tree cursor opened with
+//! `OpenRead` that the loop steps with `Next` (forwards) or `Prev` (backwards), named by its
+//! root page in the copy's schema. The report shows `EXPLAIN QUERY PLAN`'s lines.
+
+use rusqlite::limits::Limit;
+use rusqlite::{params_from_iter, Connection};
+
+use partitioner::{StoredValue, TablePlan};
+
+/// How SQLite's planner reads the table for a query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SqliteChoice {
+    /// `EXPLAIN QUERY PLAN`'s lines, indented two spaces per level.
+    pub lines: Vec<String>,
+    /// The loop.
+    pub access: Access,
+    /// Whether SQLite sorts for `GROUP BY` (`USE TEMP B-TREE FOR GROUP BY`); when it does
+    /// not, a grouped query's groups come in the loop's order.
+    pub sorts_groups: bool,
+}
+
+/// The loop SQLite runs over the table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Access {
+    /// The table's b-tree in rowid order (a full scan, or a rowid range or point).
+    Rowid {
+        /// Descending rowid order.
+        backward: bool,
+    },
+    /// An index, in its key order: the rows of equal keys by rowid.
+    Index {
+        /// The index's name.
+        name: String,
+        /// The index walked from its last entry.
+        backward: bool,
+        /// Its key columns, in order (the rowid follows them).
+        key: Vec<KeyColumn>,
+    },
+    /// Anything else (`MULTI-INDEX OR`: the rows of one index after another): described by
+    /// `EXPLAIN QUERY PLAN`'s line.
+    Other(String),
+}
+
+/// One key column of an index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyColumn {
+    /// What the column holds: a table column by name, or the text of an expression.
+    pub source: KeySource,
+    /// `DESC` in the index.
+    pub descending: bool,
+    /// The collation's name (`BINARY`, `NOCASE`, `RTRIM`, or one SQLite does not know).
+    pub collation: String,
+}
+
+/// What an index key column holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeySource {
+    /// A table column (its declared name).
+    Column(String),
+    /// An expression (index on expressions), from its `CREATE INDEX` statement.
+    Expression(Box<sqlparser::ast::Expr>),
+}
+
+/// Why SQLite's choice could not be learnt.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ChoiceError(String);
+
+impl From<rusqlite::Error> for ChoiceError {
+    fn from(e: rusqlite::Error) -> Self {
+        ChoiceError(e.to_string())
+    }
+}
+
+/// SQLite's choice for `sql` (one `SELECT` from `table`'s table), or `None` when the table
+/// has no index (its loop is then always in rowid order).
+pub fn choose(table: &TablePlan, sql: &str) -> Result<Option<SqliteChoice>, ChoiceError> {
+    if table.indexes.is_empty() {
+        return Ok(None);
+    }
+    let db = replica(table)?;
+    let lines = query_plan(&db, sql)?;
+    let access = if let Some(l) = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("MULTI-INDEX OR"))
+    {
+        Access::Other(l.trim().to_string())
+    } else {
+        loop_of(&db, sql, table)?
+    };
+    let sorts_groups = lines
+        .iter()
+        .any(|l| l.contains("USE TEMP B-TREE FOR GROUP BY"));
+    Ok(Some(SqliteChoice {
+        lines,
+        access,
+        sorts_groups,
+    }))
+}
+
+/// Whether `statement` (from the file's schema) is a `CREATE TABLE` or `CREATE [UNIQUE]
+/// INDEX`: the only statements the copy runs.
+fn is_create(statement: &str, what: &str) -> bool {
+    let words: Vec<String> = statement
+        .split(|c: char| c.is_whitespace() || c == '(' || c == '"' || c == '[' || c == '`')
+        .filter(|w| !w.is_empty())
+        .take(3)
+        .map(str::to_ascii_uppercase)
+        .collect();
+    match words.as_slice() {
+        [c, w, ..] if c == "CREATE" && w == what => true,
+        [c, u, w] if c == "CREATE" && u == "UNIQUE" && w == what => true,
+        _ => false,
+    }
+}
+
+/// The in-memory copy of `table`'s schema and statistics.
+fn replica(table: &TablePlan) -> Result<Connection, ChoiceError> {
+    let db = Connection::open_in_memory()?;
+    // The statements come from the file: they can name no other database.
+    db.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)?;
+    let create = &table.table.sql;
+    if !is_create(create, "TABLE") {
+        return Err(ChoiceError(format!(
+            "the table's schema entry is no CREATE TABLE: {create}"
+        )));
+    }
+    db.execute(create, [])?;
+    for index in &table.indexes {
+        let Some(sql) = &index.sql else { continue };
+        if !is_create(sql, "INDEX") {
+            return Err(ChoiceError(format!(
+                "index {:?}'s schema entry is no CREATE INDEX: {sql}",
+                index.name
+            )));
+        }
+        db.execute(sql, [])?;
+    }
+    let stats = &table.stats;
+    if !stats.stat1.is_empty() || !stats.stat4.is_empty() {
+        // Creates sqlite_stat1 (and sqlite_stat4), analyses nothing (the copy has no rows).
+        db.execute_batch("ANALYZE sqlite_schema")?;
+        insert(&db, "sqlite_stat1", 3, &stats.stat1)?;
+        insert(&db, "sqlite_stat4", 6, &stats.stat4)?;
+        // Loads them as opening the file would.
+        db.execute_batch("ANALYZE sqlite_schema")?;
+    }
+    Ok(db)
+}
+
+fn insert(
+    db: &Connection,
+    table: &str,
+    width: usize,
+    rows: &[Vec<StoredValue>],
+) -> Result<(), ChoiceError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let marks = vec!["?"; width].join(", ");
+    let mut stmt = db.prepare(&format!("INSERT INTO {table} VALUES ({marks})"))?;
+    for row in rows {
+        let values = (0..width).map(|i| match row.get(i) {
+            None | Some(StoredValue::Null) => rusqlite::types::Value::Null,
+            Some(StoredValue::Integer(v)) => rusqlite::types::Value::Integer(*v),
+            Some(StoredValue::Real(v)) => rusqlite::types::Value::Real(*v),
+            Some(StoredValue::Text(v)) => rusqlite::types::Value::Text(v.clone()),
+            Some(StoredValue::Blob(v)) => rusqlite::types::Value::Blob(v.clone()),
+        });
+        stmt.execute(params_from_iter(values))?;
+    }
+    Ok(())
+}
+
+/// `EXPLAIN QUERY PLAN`'s lines for `sql`, indented by depth.
+fn query_plan(db: &Connection, sql: &str) -> Result<Vec<String>, ChoiceError> {
+    let mut stmt = db.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+    let rows = stmt.query_map([], |row| {
+        Ok((
+            row.get::<_, i64>(0)?,
+            row.get::<_, i64>(1)?,
+            row.get::<_, String>(3)?,
+        ))
+    })?;
+    let mut depth_of: Vec<(i64, usize)> = Vec::new();
+    let mut lines = Vec::new();
+    for row in rows {
+        let (id, parent, detail) = row?;
+        let depth = depth_of
+            .iter()
+            .find(|(i, _)| *i == parent)
+            .map_or(0, |(_, d)| d + 1);
+        depth_of.push((id, depth));
+        lines.push(format!("{}{detail}", "  ".repeat(depth)));
+    }
+    Ok(lines)
+}
+
+/// The loop of `sql`'s bytecode over the table: the `OpenRead` cursor that a `Next` or
+/// `Prev` steps (an `IN` list's or a sorter's cursors are opened otherwise), or the table's
+/// or index's single cursor of a loop that steps nothing (a point seek, `min()` by an index).
+fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, ChoiceError> {
+    let mut stmt = db.prepare(&format!("EXPLAIN {sql}"))?;
+    let ops: Vec<(String, i64, i64)> = stmt
+        .query_map([], |row| {
+            Ok((
+                row.get::<_, String>(1)?,
+                row.get::<_, i64>(2)?,
+                row.get::<_, i64>(3)?,
+            ))
+        })?
+        .collect::<Result<_, _>>()?;
+    // cursor -> root page, for the cursors opened on the database's b-trees.
+    let opened: Vec<(i64, i64)> = ops
+        .iter()
+        .filter(|(op, ..)| op == "OpenRead")
+        .map(|(_, p1, p2)| (*p1, *p2))
+        .collect();
+    let stepped = ops.iter().rev().find_map(|(op, p1, _)| {
+        let forwards = match op.as_str() {
+            "Next" => true,
+            "Prev" => false,
+            _ => return None,
+        };
+        opened
+            .iter()
+            .find(|(c, _)| c == p1)
+            .map(|&(_, root)| (root, !forwards))
+    });
+    let (root, backward) = match stepped {
+        Some(s) => s,
+        None => {
+            // No loop: one seek. Its cursor: the index's if one is open, else the table's.
+            let mut roots: Vec<i64> = opened.iter().map(|&(_, r)| r).collect();
+            roots.dedup();
+            let starts_last = ops
+                .iter()
+                .any(|(op, ..)| matches!(op.as_str(), "Last" | "SeekLT" | "SeekLE"));
+            match roots.as_slice() {
+                [] => return Ok(Access::Rowid { backward: false }),
+                [one] => (*one, starts_last),
+                _ => {
+                    let names = object_names(db)?;
+                    match roots.iter().find(|r| {
+                        names
+                            .iter()
+                            .any(|(root, kind, _)| root == *r && kind == "index")
+                    }) {
+                        Some(r) => (*r, starts_last),
+                        None => (roots[0], starts_last),
+                    }
+                }
+            }
+        }
+    };
+    let names = object_names(db)?;
+    let Some((_, kind, name)) = names.iter().find(|(r, ..)| *r == root) else {
+        return Err(ChoiceError(format!(
+            "SQLite's loop reads root page {root}, which its copy of the schema does not list"
+        )));
+    };
+    if kind == "table" {
+        if !name.eq_ignore_ascii_case(&table.table.name) {
+            return Err(ChoiceError(format!("SQLite's loop reads table {name:?}")));
+        }
+        return Ok(Access::Rowid { backward });
+    }
+    Ok(Access::Index {
+        key: key_columns(db, name, table)?,
+        name: name.clone(),
+        backward,
+    })
+}
+
+/// `(rootpage, type, name)` of the copy's schema.
+fn object_names(db: &Connection) -> Result<Vec<(i64, String, String)>, ChoiceError> {
+    let mut stmt = db.prepare("SELECT rootpage, type, name FROM sqlite_schema")?;
+    let rows = stmt
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    Ok(rows)
+}
+
+/// One row of `PRAGMA index_xinfo`: `cid`, column name, `desc`, collation, `key`.
+type XinfoRow = (i64, Option<String>, bool, Option<String>, bool);
+
+/// Index `name`'s key columns (`PRAGMA index_xinfo`), an expression's text taken from its
+/// `CREATE INDEX` statement.
+fn key_columns(
+    db: &Connection,
+    name: &str,
+    table: &TablePlan,
+) -> Result<Vec<KeyColumn>, ChoiceError> {
+    let mut stmt = db.prepare("SELECT cid, name, desc, coll, key FROM pragma_index_xinfo(?1)")?;
+    let rows: Vec<XinfoRow> = stmt
+        .query_map([name], |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+            ))
+        })?
+        .collect::<Result<_, _>>()?;
+    let mut expressions: Option<Vec<sqlparser::ast::Expr>> = None;
+    let mut key = Vec::new();
+    for (position, (cid, column, descending, collation, is_key)) in rows.into_iter().enumerate() {
+        if !is_key {
+            break;
+        }
+        let source = match (cid, column) {
+            (-2, _) => {
+                let texts = match &mut expressions {
+                    Some(t) => t,
+                    None => expressions.insert(index_expressions(table, name)?),
+                };
+                KeySource::Expression(Box::new(texts.get(position).cloned().ok_or_else(|| {
+                    ChoiceError(format!("index {name:?}: key column {position} not found"))
+                })?))
+            }
+            (_, Some(column)) => KeySource::Column(column),
+            (_, None) => {
+                return Err(ChoiceError(format!(
+                    "index {name:?}: key column {position} has no name"
+                )))
+            }
+        };
+        key.push(KeyColumn {
+            source,
+            descending,
+            collation: collation.unwrap_or_else(|| "BINARY".into()),
+        });
+    }
+    Ok(key)
+}
+
+/// The key columns of index `name`'s `CREATE INDEX` statement, each without its `COLLATE`
+/// and `ASC`/`DESC` (which `PRAGMA index_xinfo` gives).
+fn index_expressions(
+    table: &TablePlan,
+    name: &str,
+) -> Result<Vec<sqlparser::ast::Expr>, ChoiceError> {
+    use sqlparser::ast::{Expr, Statement};
+    let sql = table
+        .indexes
+        .iter()
+        .find(|i| i.name.eq_ignore_ascii_case(name))
+        .and_then(|i| i.sql.as_deref())
+        .ok_or_else(|| ChoiceError(format!("index {name:?} has no CREATE INDEX")))?;
+    let statements =
+        sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::SQLiteDialect {}, sql)
+            .map_err(|e| ChoiceError(format!("index {name:?}: {e}")))?;
+    let Some(Statement::CreateIndex(create)) = statements.first() else {
+        return Err(ChoiceError(format!("index {name:?}: no CREATE INDEX")));
+    };
+    Ok(create
+        .columns
+        .iter()
+        .map(|c| {
+            let mut e = &c.column.expr;
+            while let Expr::Collate { expr, .. } = e {
+                e = expr;
+            }
+            e.clone()
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_create_statements_qualify() {
+        assert!(is_create("CREATE TABLE t(a)", "TABLE"));
+        assert!(is_create("create  unique index \"i\" on t(a)", "INDEX"));
+        assert!(is_create("CREATE INDEX[i]ON t(a)", "INDEX"));
+        assert!(!is_create("ATTACH 'x' AS y", "TABLE"));
+        assert!(!is_create("CREATE VIEW v AS SELECT 1", "TABLE"));
+        assert!(!is_create("CREATE TABLE t(a)", "INDEX"));
+    }
+}
