@@ -155,11 +155,12 @@ pub fn replan(path: &Path, table: &str, query: &QueryPlan) -> partitioner::Resul
 }
 
 /// The table's plan cut down to the leaves that can hold the rowids the query's `WHERE`
-/// admits ([`QueryPlan::rowid_range`]), as SQLite seeks a rowid or a rowid range instead of
-/// scanning: `WHERE rowid = 7` reads a root-to-leaf path, not the table.
+/// admits ([`QueryPlan::rowid_ranges`]), as SQLite seeks a rowid, a rowid range or the
+/// rowids of an `IN` list instead of scanning: `WHERE rowid = 7` reads a root-to-leaf path,
+/// not the table.
 pub fn restrict(table: TablePlan, query: &QueryPlan) -> partitioner::Result<TablePlan> {
-    match query.rowid_range() {
-        Some((lo, hi)) => table.restrict_to_rowids(lo, hi),
+    match query.rowid_ranges() {
+        Some(ranges) => table.restrict_to_rowid_ranges(&ranges),
         None => Ok(table),
     }
 }

@@ -195,21 +195,23 @@ fn push_interior_children(
     push_children_in(file, page, buf, header, None, claim, children)
 }
 
-/// [`push_interior_children`] keeping only the children whose rowids can lie in `rowids`
-/// (inclusive; every child when `None`): child `i` of a table interior page holds the rowids
-/// above cell `i - 1`'s key up to cell `i`'s key, the right child those above the last key
-/// (btree.c's `sqlite3BtreeTableMoveto` goes left on an equal key).
+/// [`push_interior_children`] keeping only the children whose rowids can lie in one of
+/// `rowids` (inclusive ranges, ascending and disjoint; every child when `None`): child `i` of
+/// a table interior page holds the rowids above cell `i - 1`'s key up to cell `i`'s key, the
+/// right child those above the last key (btree.c's `sqlite3BtreeTableMoveto` goes left on an
+/// equal key).
 fn push_children_in(
     file: &PageFile,
     page: u32,
     buf: &[u8],
     header: &BtreePageHeader,
-    rowids: Option<(i64, i64)>,
+    mut rowids: Option<RowidFilter<'_>>,
     mut claim: impl FnMut(u32) -> bool,
     children: &mut Vec<u32>,
 ) -> Result<()> {
-    // The key of the cell before the current one: the current child's rowids are above it.
-    let mut below: Option<i64> = None;
+    // The key of the cell before the current one: the current child's rowids are above it
+    // (the first child's, above the page's own lower bound).
+    let mut below: Option<i64> = rowids.as_ref().and_then(|r| r.page.0);
     let db = file.header();
     let offset = btree_header_offset(page);
     let usable = db.usable_size() as usize;
@@ -234,13 +236,18 @@ fn push_children_in(
             // A rowid is a signed 64-bit integer, stored as its two's complement.
             let key = key as i64;
             let above = below.replace(key);
-            if rowids.is_some_and(|(lo, hi)| key < lo || above.is_some_and(|a| a >= hi)) {
-                continue;
+            if let Some(r) = &mut rowids {
+                if !r.admit(above, Some(key)) {
+                    continue;
+                }
             }
             child
         } else {
-            if rowids.is_some_and(|(_, hi)| below.is_some_and(|b| b >= hi)) {
-                continue;
+            if let Some(r) = &mut rowids {
+                let upto = r.page.1;
+                if !r.admit(below, upto) {
+                    continue;
+                }
             }
             header.right_child.unwrap_or(0)
         };
@@ -266,6 +273,37 @@ fn push_children_in(
     Ok(())
 }
 
+/// The key interval of a table b-tree page: the rowids above the first (exclusive) up to the
+/// second (inclusive), unbounded where `None`.
+type KeyInterval = (Option<i64>, Option<i64>);
+
+/// The rowid ranges a walk keeps ([`walk_rowid_ranges`]), for one interior page.
+struct RowidFilter<'a> {
+    /// Inclusive ranges, ascending and disjoint.
+    ranges: &'a [(i64, i64)],
+    /// The page's key interval, from its parent.
+    page: KeyInterval,
+    /// The key intervals of the children kept, in the order they are kept.
+    children: &'a mut Vec<KeyInterval>,
+}
+
+impl RowidFilter<'_> {
+    /// Whether one of the ranges meets the rowids above `above` up to `upto`; if so the
+    /// child's interval is noted.
+    fn admit(&mut self, above: Option<i64>, upto: Option<i64>) -> bool {
+        // The first range that reaches above `above`; the later ones start later still.
+        let first = above.map_or(0, |a| self.ranges.partition_point(|&(_, hi)| hi <= a));
+        let meets = self
+            .ranges
+            .get(first)
+            .is_some_and(|&(lo, _)| upto.is_none_or(|k| lo <= k));
+        if meets {
+            self.children.push((above, upto));
+        }
+        meets
+    }
+}
+
 /// Lists the pages of the table b-tree rooted at `root` (page 1 is the schema table).
 pub fn walk_table(file: &PageFile, root: u32, check: LeafCheck) -> Result<TableTree> {
     let mut walk = Walker::new(file, root)?;
@@ -280,8 +318,15 @@ pub fn walk_table(file: &PageFile, root: u32, check: LeafCheck) -> Result<TableT
 /// the leaves found are read). Pages outside the range are not read, so damage there goes
 /// unnoticed, as it does for SQLite. No leaf when no subtree can hold the range.
 pub fn walk_rowids(file: &PageFile, root: u32, lo: i64, hi: i64) -> Result<TableTree> {
+    walk_rowid_ranges(file, root, &[(lo, hi)])
+}
+
+/// [`walk_rowids`] for several inclusive ranges, ascending and disjoint (`WHERE rowid IN
+/// (...)`): the subtrees that can hold a rowid of one of them, each page once, the leaves in
+/// key order.
+pub fn walk_rowid_ranges(file: &PageFile, root: u32, ranges: &[(i64, i64)]) -> Result<TableTree> {
     let mut walk = Walker::new(file, root)?;
-    walk.rowids = Some((lo, hi));
+    walk.rowids = Some(ranges.to_vec());
     while let Some(first) = walk.probe()? {
         walk.descend(first)?;
         if walk.level.is_empty() {
@@ -402,8 +447,10 @@ struct Walker<'a> {
     level: Vec<u32>,
     /// The current level's depth (1: the root).
     depth: u32,
-    /// Only the subtrees that can hold these rowids are walked ([`walk_rowids`]).
-    rowids: Option<(i64, i64)>,
+    /// Only the subtrees that can hold these rowids are walked ([`walk_rowid_ranges`]).
+    rowids: Option<Vec<(i64, i64)>>,
+    /// With `rowids`: the key interval of each page of the current level.
+    intervals: Vec<KeyInterval>,
 }
 
 impl<'a> Walker<'a> {
@@ -426,6 +473,7 @@ impl<'a> Walker<'a> {
             level: vec![root],
             depth: 1,
             rowids: None,
+            intervals: vec![(None, None)],
         })
     }
 
@@ -491,6 +539,7 @@ impl<'a> Walker<'a> {
         let mut next = Vec::with_capacity(
             (level.len() * (usize::from(first_header.cell_count) + 1)).min(db.page_count as usize),
         );
+        let mut intervals = Vec::new();
         for (k, &page) in level.iter().enumerate() {
             let header = if k == 0 {
                 first_header
@@ -503,18 +552,16 @@ impl<'a> Walker<'a> {
             }
             let seen = &mut self.seen;
             let claim = |p| seen.insert(p);
-            push_children_in(
-                file,
-                page,
-                &self.buf,
-                &header,
-                self.rowids,
-                claim,
-                &mut next,
-            )?;
+            let filter = self.rowids.as_deref().map(|ranges| RowidFilter {
+                ranges,
+                page: self.intervals.get(k).copied().unwrap_or((None, None)),
+                children: &mut intervals,
+            });
+            push_children_in(file, page, &self.buf, &header, filter, claim, &mut next)?;
             self.interior_pages.push(page);
         }
         self.level = next;
+        self.intervals = intervals;
         self.depth += 1;
         Ok(())
     }

@@ -30,7 +30,7 @@
 //! Not modelled (such queries are sorted, as before): a column made constant through another
 //! one (`x = y AND y = 5`, SQLite's transitive `WO_EQUIV` terms); a `WHERE` name that is a
 //! result alias of a column; `rowid = constant`, which SQLite runs as a one-row seek (the
-//! scan reads only the leaf that can hold it, see `QueryPlan::rowid_range`, and sorts at most
+//! scan reads only the leaf that can hold it, see `QueryPlan::rowid_ranges`, and sorts at most
 //! one row).
 
 use engine::datatype3::Collation;

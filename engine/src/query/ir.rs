@@ -446,20 +446,25 @@ impl Expr {
     }
 }
 
+/// The most values of a rowid `IN` list read as seeks ([`QueryPlan::rowid_ranges`]); a longer
+/// list is left to the filter.
+pub const MAX_ROWID_RANGES: usize = 100_000;
+
 impl QueryPlan {
     /// How many rows a per-executor top-k must keep: `LIMIT + OFFSET`, or `None` for all.
     pub fn keep(&self) -> Option<u64> {
         self.limit.map(|l| l.saturating_add(self.offset))
     }
 
-    /// The inclusive range of rowids outside which no row can satisfy the `WHERE` clause,
-    /// from its top-level `AND` terms that compare the rowid (or an `INTEGER PRIMARY KEY`)
-    /// with an integer literal (`=`, `IS`, `<`, `<=`, `>`, `>=`, `BETWEEN`, either way round);
-    /// `None` when no term bounds it. A row the filter accepts makes every such term true, so
+    /// The inclusive ranges of rowids (ascending, disjoint) outside which no row can satisfy
+    /// the `WHERE` clause, from its top-level `AND` terms that compare the rowid (or an
+    /// `INTEGER PRIMARY KEY`) with an integer literal (`=`, `IS`, `<`, `<=`, `>`, `>=`,
+    /// `BETWEEN`, either way round) or list it in an `IN` list of integer literals (one
+    /// range per value, at most [`MAX_ROWID_RANGES`]); `None` when no term bounds it. A row the filter accepts makes every such term true, so
     /// its rowid is in the range: a scan may skip the leaves outside it, as SQLite's planner
     /// seeks to the range instead of scanning the table. (Terms with a real or text literal
     /// are not used: the range only ever narrows what is read; the filter still decides.)
-    pub fn rowid_range(&self) -> Option<(i64, i64)> {
+    pub fn rowid_ranges(&self) -> Option<Vec<(i64, i64)>> {
         let mut terms = Vec::new();
         let mut stack: Vec<&Expr> = self.filter.iter().collect();
         while let Some(e) = stack.pop() {
@@ -470,7 +475,38 @@ impl QueryPlan {
         }
         let is_rowid = |e: &Expr| matches!(e, Expr::Column(i) if matches!(self.columns.get(*i), Some(ColumnRead::Rowid)));
         let (mut lo, mut hi, mut bounded) = (i64::MIN, i64::MAX, false);
+        // The values of the `IN` lists, each list's intersected with the others'.
+        let mut points: Option<Vec<i64>> = None;
         for term in terms {
+            if let Expr::InList {
+                expr,
+                list,
+                negated: false,
+                ..
+            } = term
+            {
+                let values: Option<Vec<i64>> = list
+                    .iter()
+                    .map(|(v, _)| match v {
+                        Expr::Literal(Value::Integer(n)) => Some(*n),
+                        _ => None,
+                    })
+                    .collect();
+                if let (true, Some(mut values)) = (is_rowid(expr), values) {
+                    if values.len() <= MAX_ROWID_RANGES {
+                        values.sort_unstable();
+                        values.dedup();
+                        points = Some(match points {
+                            None => values,
+                            Some(p) => p
+                                .into_iter()
+                                .filter(|v| values.binary_search(v).is_ok())
+                                .collect(),
+                        });
+                    }
+                }
+                continue;
+            }
             let Expr::Compare {
                 op, left, right, ..
             } = term
@@ -493,19 +529,28 @@ impl QueryPlan {
                 CmpOp::Eq | CmpOp::Is => (n, n),
                 CmpOp::Lt => match n.checked_sub(1) {
                     Some(h) => (i64::MIN, h),
-                    None => return Some((1, 0)),
+                    None => return Some(Vec::new()),
                 },
                 CmpOp::Le => (i64::MIN, n),
                 CmpOp::Gt => match n.checked_add(1) {
                     Some(l) => (l, i64::MAX),
-                    None => return Some((1, 0)),
+                    None => return Some(Vec::new()),
                 },
                 CmpOp::Ge => (n, i64::MAX),
                 _ => continue,
             };
             (lo, hi, bounded) = (lo.max(l), hi.min(h), true);
         }
-        bounded.then_some((lo, hi))
+        match points {
+            Some(p) => Some(
+                p.into_iter()
+                    .filter(|v| (lo..=hi).contains(v))
+                    .map(|v| (v, v))
+                    .collect(),
+            ),
+            None if lo > hi => Some(Vec::new()),
+            None => bounded.then(|| vec![(lo, hi)]),
+        }
     }
 }
 
@@ -558,25 +603,37 @@ mod tests {
     #[test]
     fn rowid_range_comes_from_top_level_integer_comparisons_only() {
         let rowid = || Expr::Column(0);
-        let range = |f: Expr| plan(Some(f)).rowid_range();
-        assert_eq!(plan(None).rowid_range(), None);
-        assert_eq!(range(cmp(CmpOp::Eq, rowid(), int(7))), Some((7, 7)));
-        assert_eq!(range(cmp(CmpOp::Is, int(7), rowid())), Some((7, 7)));
-        assert_eq!(range(cmp(CmpOp::Lt, rowid(), int(7))), Some((i64::MIN, 6)));
-        assert_eq!(range(cmp(CmpOp::Lt, int(7), rowid())), Some((8, i64::MAX)));
-        assert_eq!(range(cmp(CmpOp::Ge, int(7), rowid())), Some((i64::MIN, 7)));
+        let range = |f: Expr| plan(Some(f)).rowid_ranges();
+        assert_eq!(plan(None).rowid_ranges(), None);
+        assert_eq!(range(cmp(CmpOp::Eq, rowid(), int(7))), Some(vec![(7, 7)]));
+        assert_eq!(range(cmp(CmpOp::Is, int(7), rowid())), Some(vec![(7, 7)]));
+        assert_eq!(
+            range(cmp(CmpOp::Lt, rowid(), int(7))),
+            Some(vec![(i64::MIN, 6)])
+        );
+        assert_eq!(
+            range(cmp(CmpOp::Lt, int(7), rowid())),
+            Some(vec![(8, i64::MAX)])
+        );
+        assert_eq!(
+            range(cmp(CmpOp::Ge, int(7), rowid())),
+            Some(vec![(i64::MIN, 7)])
+        );
         // Nothing below the smallest rowid or above the largest.
-        assert_eq!(range(cmp(CmpOp::Lt, rowid(), int(i64::MIN))), Some((1, 0)));
-        assert_eq!(range(cmp(CmpOp::Gt, rowid(), int(i64::MAX))), Some((1, 0)));
+        assert_eq!(range(cmp(CmpOp::Lt, rowid(), int(i64::MIN))), Some(vec![]));
+        assert_eq!(range(cmp(CmpOp::Gt, rowid(), int(i64::MAX))), Some(vec![]));
         // BETWEEN, nested ANDs, and a term on another column beside them.
         let other = cmp(CmpOp::Gt, Expr::Column(1), int(100));
         let between = and(
             cmp(CmpOp::Ge, rowid(), int(10)),
             cmp(CmpOp::Le, rowid(), int(20)),
         );
-        assert_eq!(range(and(other.clone(), between.clone())), Some((10, 20)));
+        assert_eq!(
+            range(and(other.clone(), between.clone())),
+            Some(vec![(10, 20)])
+        );
         let tighter = and(between.clone(), cmp(CmpOp::Gt, int(15), rowid()));
-        assert_eq!(range(tighter), Some((10, 14)));
+        assert_eq!(range(tighter), Some(vec![(10, 14)]));
         // Not used: OR, NOT, <>, a real or text literal, another column, a computed rowid.
         let or = Expr::Or(Box::new(between.clone()), Box::new(other.clone()));
         assert_eq!(range(or), None);
@@ -589,5 +646,47 @@ mod tests {
         assert_eq!(range(other), None);
         let sum = Expr::Arith(ArithOp::Add, Box::new(rowid()), Box::new(int(1)));
         assert_eq!(range(cmp(CmpOp::Eq, sum, int(7))), None);
+        // IN lists of integers: one range per value, sorted, intersected with the bounds
+        // and with each other; a list with another literal is left to the filter.
+        let list = |values: &[Expr]| Expr::InList {
+            expr: Box::new(rowid()),
+            list: values.iter().map(|v| (v.clone(), None)).collect(),
+            negated: false,
+            collation: Collation::Binary,
+        };
+        let in_list = list(&[int(30), int(5), int(30), int(12)]);
+        assert_eq!(
+            range(in_list.clone()),
+            Some(vec![(5, 5), (12, 12), (30, 30)])
+        );
+        let above = cmp(CmpOp::Gt, rowid(), int(5));
+        assert_eq!(
+            range(and(in_list.clone(), above)),
+            Some(vec![(12, 12), (30, 30)])
+        );
+        assert_eq!(
+            range(and(in_list.clone(), list(&[int(12), int(40)]))),
+            Some(vec![(12, 12)])
+        );
+        assert_eq!(range(list(&[])), Some(vec![]));
+        assert_eq!(
+            range(list(&[int(1), Expr::Literal(Value::Real(2.0))])),
+            None
+        );
+        let not_in = match in_list {
+            Expr::InList {
+                expr,
+                list,
+                collation,
+                ..
+            } => Expr::InList {
+                expr,
+                list,
+                negated: true,
+                collation,
+            },
+            _ => unreachable!(),
+        };
+        assert_eq!(range(not_in), None);
     }
 }

@@ -181,10 +181,10 @@ fn rows_come_in_the_order_of_the_index_sqlite_reads() {
     let mut through_an_index = 0;
     for db in files().iter() {
         for sql in QUERIES {
-            if sqlite_plan(&db, sql).contains("INDEX") {
+            if sqlite_plan(db, sql).contains("INDEX") {
                 through_an_index += 1;
             }
-            QueryTester::new(&db, *sql)
+            QueryTester::new(db, *sql)
                 .span(&[Axis::Cores, Axis::Io])
                 .check();
         }

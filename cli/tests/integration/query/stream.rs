@@ -404,6 +404,52 @@ fn rowid_bounds_read_only_the_leaves_that_can_hold_them() {
     assert!(pages_read <= 2 && all > 100, "{pages_read} of {all}");
 }
 
+/// `WHERE rowid IN (...)` of integers reads one root-to-leaf path per value, each page once,
+/// as SQLite seeks each value: random lists (duplicates, values outside the table, beside a
+/// bound, two lists), each answer SQLite's, and a short list reads a few leaves.
+#[test]
+fn rowid_in_lists_read_only_the_leaves_that_can_hold_them() {
+    let db = scratch_dir("stream-rowid-in").join("deep.db");
+    let _writer = fragmented(&db, 1024, 12_000, true);
+    let all = TablePlan::open(&db, "a").unwrap().leaves.len();
+    let mut rng = testkit::Rng::xorshift64(0x2545_f491_4f6c_dd1d);
+    for case in 0..30 {
+        let n = 1 + rng.below(12);
+        let values: Vec<String> = (0..n)
+            .map(|_| (rng.below(14_000) as i64 - 1_000).to_string())
+            .collect();
+        let list = values.join(", ");
+        let sql = match case % 3 {
+            0 => format!("SELECT rowid, x, y FROM a WHERE rowid IN ({list})"),
+            1 => format!("SELECT rowid, z FROM a WHERE rowid IN ({list}) AND rowid > 3000 ORDER BY rowid DESC"),
+            _ => format!(
+                "SELECT count(*), sum(x) FROM a WHERE rowid IN ({list}) AND rowid IN ({list}, 77)"
+            ),
+        };
+        QueryTester::new(&db, &sql)
+            .exact_reals()
+            .span(&[Axis::Cores])
+            .check();
+        let planned = corescan_sql::plan_query(&db, &sql).unwrap();
+        let read = planned.table.leaves.len();
+        assert!(
+            read <= values.len() && read < all,
+            "{sql}: {read} of {all} leaves"
+        );
+    }
+    // A list with a value that is not an integer literal leaves the full scan (and the
+    // answer SQLite's).
+    let sql = "SELECT rowid FROM a WHERE rowid IN (5, 6.0, '7')";
+    QueryTester::new(&db, sql).span(&[Axis::Cores]).check();
+    assert_eq!(
+        corescan_sql::plan_query(&db, sql)
+            .unwrap()
+            .query
+            .rowid_ranges(),
+        None
+    );
+}
+
 /// Damage outside a rowid range is not read, by SQLite or by corescan: both answer a query
 /// bounded to rowids far from it, and both fail a full scan.
 #[test]
