@@ -105,6 +105,10 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         Err(e) => anyhow::bail!("{e}"),
     };
     finished.context("writing the result")?;
+    if let Some(p) = &planned.index_plan {
+        p.check_rows(rows)
+            .with_context(|| format!("{}", db.display()))?;
+    }
     done.report_into(&mut out.report.snapshot, &mut out.report.io.notice);
     if args.output.report {
         // A streamed projection: how long each executor waited for the output of the ranges

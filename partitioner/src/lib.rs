@@ -46,6 +46,7 @@ pub mod default_value;
 pub mod error;
 pub mod format;
 pub mod header;
+pub mod index;
 pub mod leaf_parents;
 pub mod lock;
 pub mod numeric_text;

@@ -244,6 +244,23 @@ impl TablePlan {
         Ok(plan)
     }
 
+    /// The rowids of the first `n` entries of the index b-tree rooted at `root` (one of
+    /// [`TablePlan::indexes`]), in key order or, when `backward`, from the last entry down, in
+    /// the plan's snapshot: the rows SQLite's loop over that index gives first. `fields` is
+    /// the number of fields of an entry (the index's columns and the rowid). A damaged index
+    /// is an error naming the page (see [`crate::index`]).
+    pub fn index_rowids(
+        &self,
+        root: u32,
+        fields: usize,
+        backward: bool,
+        n: usize,
+    ) -> Result<Vec<i64>> {
+        let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
+        self.check_same_as(&file)?;
+        crate::index::index_rowids(&file, root, fields, backward, n)
+    }
+
     /// Cuts the table into one share per weight for a scan, as [`TablePlan::split`] (or, with
     /// `key_order`, [`TablePlan::split_in_key_order`]) cuts the leaves. A plan whose
     /// leaf-parent level is left to the scan ([`TablePlan::leaf_parents`]) is cut into

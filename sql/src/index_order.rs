@@ -26,6 +26,8 @@
 
 use engine::datatype3::Collation;
 use engine::query::ir::{AggFunc, AggSpec, Expr, Shape, SortKey};
+use engine::value::Value;
+use partitioner::TablePlan;
 use sqlparser::ast;
 
 use super::error::SqlError;
@@ -65,6 +67,7 @@ pub(crate) fn follow(
                 name,
                 backward: b,
                 key,
+                ..
             } => {
                 let mut keys = written;
                 for k in resolve_key(r, name, key)? {
@@ -95,6 +98,7 @@ pub(crate) fn follow(
                     name,
                     backward,
                     key,
+                    ..
                 } => (name, *backward, resolve_key(r, name, key)?),
                 Access::Other(_) => {
                     if order_sensitive(r, keys, aggregates) {
@@ -157,6 +161,77 @@ pub(crate) fn follow(
             Ok((order_by, backward))
         }
     }
+}
+
+/// The most rows ([`first_rows`]) read from an index before the scan; a larger `LIMIT` plus
+/// `OFFSET` scans the table.
+pub(crate) const MAX_SEEK_ROWS: u64 = 10_000;
+
+/// Where SQLite's loop reads an index and stops at the `LIMIT`, with no `WHERE` to skip
+/// rows and no sorter after it (`SELECT url FROM urls LIMIT 5`, `ORDER BY created DESC LIMIT
+/// 20` served by an index on `created`): the rowids of the first `LIMIT + OFFSET` entries of
+/// the index in the loop's direction, which are exactly the rows SQLite returns. The scan
+/// then reads only their leaves ([`engine::query::ir::QueryPlan::rowid_ranges`]), and the
+/// order [`follow`] gives them is the index's. `None` where that does not hold (a `WHERE`, a
+/// grouped query, a `USE TEMP B-TREE` after the loop, a partial index, more than
+/// [`MAX_SEEK_ROWS`] rows, a snapshot read without SQLite's locks, which a change would
+/// make scan again against the index read before it).
+pub(crate) fn first_rows(
+    table: &TablePlan,
+    choice: &SqliteChoice,
+    shape: &Shape,
+    filter: Option<&Expr>,
+    limit: Option<u64>,
+    offset: u64,
+) -> Result<Option<Vec<i64>>, SqlError> {
+    let Access::Index {
+        name,
+        backward,
+        fields,
+        partial: false,
+        ..
+    } = &choice.access
+    else {
+        return Ok(None);
+    };
+    let n = match limit {
+        Some(l) if l > 0 => l.saturating_add(offset),
+        _ => return Ok(None),
+    };
+    if !matches!(shape, Shape::Rows { .. })
+        || filter.is_some()
+        || n > MAX_SEEK_ROWS
+        || choice.lines.iter().any(|l| l.contains("USE TEMP B-TREE"))
+        || table.read.needs_verification()
+    {
+        return Ok(None);
+    }
+    let Some(index) = table
+        .indexes
+        .iter()
+        .find(|i| i.name.eq_ignore_ascii_case(name) && i.root_page > 0)
+    else {
+        return Ok(None);
+    };
+    Ok(Some(table.index_rowids(
+        index.root_page,
+        *fields,
+        *backward,
+        n as usize,
+    )?))
+}
+
+/// `rowid IN (rowids)`: the filter that keeps the rows [`first_rows`] found.
+pub(crate) fn rowid_in(r: &mut Resolver<'_>, rowids: &[i64]) -> Result<Expr, SqlError> {
+    Ok(Expr::InList {
+        expr: Box::new(r.rowid()?.expr),
+        list: rowids
+            .iter()
+            .map(|&id| (Expr::Literal(Value::Integer(id)), None))
+            .collect(),
+        negated: false,
+        collation: Collation::Binary,
+    })
 }
 
 /// Whether a grouped query's answer can depend on the order of the rows within a group:

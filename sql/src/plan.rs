@@ -14,7 +14,7 @@ use sqlparser::parser::Parser;
 use super::aggregate::has_aggregate;
 use super::error::{invalid, unsupported, SqlError};
 use super::expr::{collation_named, GroupContext, Resolver, Stage, Typed};
-use super::index_order::follow;
+use super::index_order::{first_rows, follow, rowid_in};
 use super::order::{scan_order, ScanOrder};
 use super::position::{position_term, skip_collate};
 use super::source::offset_of;
@@ -41,6 +41,26 @@ pub struct IndexPlan {
     /// What corescan runs: the scan in rowid order, its rows ordered as SQLite's loop gives
     /// them when that is an index.
     pub corescan: String,
+    /// When corescan read the rows SQLite's loop gives first from the index (and then only
+    /// those rows from the table): how many result rows that gives if the table holds every
+    /// row the index lists. Fewer means a damaged index: [`IndexPlan::check_rows`].
+    pub seek_rows: Option<u64>,
+}
+
+impl IndexPlan {
+    /// Fails when a result of `rows` rows is shorter than the index's entries promise
+    /// ([`IndexPlan::seek_rows`]): the index lists rowids the table lacks, where SQLite stops
+    /// with `database disk image is malformed`.
+    pub fn check_rows(&self, rows: u64) -> Result<(), SqlError> {
+        match self.seek_rows {
+            Some(want) if rows < want => Err(SqlError::Invalid(format!(
+                "database disk image is malformed: the index SQLite reads ({}) lists rows the \
+                 table lacks ({rows} of {want} found)",
+                self.sqlite.join("; ")
+            ))),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The order a plan gives rows in.
@@ -589,7 +609,7 @@ fn plan_select(
 
     // A LIMIT of 0 jumps past the scan (computeLimitRegisters): no row is evaluated, so no
     // expression can fail (run seed 1796143330066918182: a failing LIKE in an aggregate).
-    let (constant_terms, filter) = if limit == Some(0) {
+    let (constant_terms, mut filter) = if limit == Some(0) {
         (Vec::new(), Some(Expr::Literal(Value::Integer(0))))
     } else {
         (constant_terms, filter)
@@ -609,8 +629,19 @@ fn plan_select(
                     order_by,
                     backward,
                 )?;
+                let first = first_rows(table, &choice, &shape, filter.as_ref(), limit, offset)?;
+                if let Some(rowids) = &first {
+                    filter = Some(rowid_in(&mut r, rowids)?);
+                }
                 index_plan = Some(IndexPlan {
                     corescan: match (&choice.access, &shape) {
+                        (Access::Index { name, .. }, Shape::Rows { .. }) if first.is_some() => {
+                            format!(
+                                "the first {} entries of index {name:?}, then their rows by \
+                                 rowid, ordered as the index gives them",
+                                first.as_ref().map_or(0, Vec::len)
+                            )
+                        }
                         (Access::Index { name, .. }, Shape::Rows { .. }) => format!(
                             "the table in rowid order, rows ordered as index {name:?} gives them"
                         ),
@@ -625,6 +656,10 @@ fn plan_select(
                         _ => "the table in rowid order".to_string(),
                     },
                     sqlite: choice.lines,
+                    seek_rows: first.as_ref().map(|f| {
+                        let found = (f.len() as u64).saturating_sub(offset);
+                        limit.map_or(found, |l| found.min(l))
+                    }),
                 });
                 followed
             }

@@ -55,6 +55,10 @@ pub enum Access {
         backward: bool,
         /// Its key columns, in order (the rowid follows them).
         key: Vec<KeyColumn>,
+        /// The fields of each entry: its columns, key and other, and the rowid.
+        fields: usize,
+        /// A partial index (`CREATE INDEX ... WHERE`): only the rows its `WHERE` admits.
+        partial: bool,
     },
     /// Anything else (`MULTI-INDEX OR`: the rows of one index after another): described by
     /// `EXPLAIN QUERY PLAN`'s line.
@@ -285,8 +289,16 @@ fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, Choi
         }
         return Ok(Access::Rowid { backward });
     }
+    let (key, fields) = key_columns(db, name, table)?;
+    let partial: bool = db.query_row(
+        "SELECT partial FROM pragma_index_list(?1) WHERE name = ?2",
+        [&table.table.name, name],
+        |row| row.get(0),
+    )?;
     Ok(Access::Index {
-        key: key_columns(db, name, table)?,
+        key,
+        fields,
+        partial,
         name: name.clone(),
         backward,
     })
@@ -305,12 +317,12 @@ fn object_names(db: &Connection) -> Result<Vec<(i64, String, String)>, ChoiceErr
 type XinfoRow = (i64, Option<String>, bool, Option<String>, bool);
 
 /// Index `name`'s key columns (`PRAGMA index_xinfo`), an expression's text taken from its
-/// `CREATE INDEX` statement.
+/// `CREATE INDEX` statement, and the number of fields of its entries.
 fn key_columns(
     db: &Connection,
     name: &str,
     table: &TablePlan,
-) -> Result<Vec<KeyColumn>, ChoiceError> {
+) -> Result<(Vec<KeyColumn>, usize), ChoiceError> {
     let mut stmt = db.prepare("SELECT cid, name, desc, coll, key FROM pragma_index_xinfo(?1)")?;
     let rows: Vec<XinfoRow> = stmt
         .query_map([name], |row| {
@@ -323,6 +335,7 @@ fn key_columns(
             ))
         })?
         .collect::<Result<_, _>>()?;
+    let fields = rows.len();
     let mut expressions: Option<Vec<sqlparser::ast::Expr>> = None;
     let mut key = Vec::new();
     for (position, (cid, column, descending, collation, is_key)) in rows.into_iter().enumerate() {
@@ -352,7 +365,7 @@ fn key_columns(
             collation: collation.unwrap_or_else(|| "BINARY".into()),
         });
     }
-    Ok(key)
+    Ok((key, fields))
 }
 
 /// The key columns of index `name`'s `CREATE INDEX` statement, each without its `COLLATE`

@@ -1,0 +1,333 @@
+//! Index b-trees: their entries read in key order, from either end.
+//!
+//! An index b-tree holds one entry per row (per row its `WHERE` admits, for a partial index):
+//! a record of the key columns followed by the row's rowid. Interior pages (type `0x02`) hold
+//! entries too, between their children: in key order, child `i` comes before cell `i`'s entry,
+//! and the right child after the last. A cell is the 4-byte child pointer (interior pages
+//! only), the payload size (varint), the first [`index_local_payload`] bytes of the record and,
+//! when it spills, the first overflow page.
+//!
+//! [`index_rowids`] walks an index from its first entry forwards or from its last backwards
+//! and returns the rowids of the first `n` entries met: the rows SQLite's loop over the index
+//! gives first. Every page is checked as table pages are (an index page, its cell pointers
+//! inside the usable part, children usable and met once, every leaf at the same depth, each
+//! cell and its overflow chain within bounds, each record's header and field count, an
+//! integer rowid last): a damaged index is a [`crate::Error`] naming the file and the page.
+
+use crate::btree::{btree_header_offset, PageSet};
+use crate::cell::{follow_overflow_chain, TableLeafCell};
+use crate::error::Result;
+use crate::format::{
+    be_u32, read_be_int, read_varint, serial_type_size, BtreePageHeader, PAGE_INTERIOR_INDEX,
+    PAGE_LEAF_INDEX,
+};
+use crate::pager::PageFile;
+
+/// How many bytes of an index cell's `payload_len`-byte record stay on its page, on pages of
+/// `usable` bytes (btree.c's `btreeParseCellAdjustSizeForOverflow` with the index page's
+/// `maxLocal`).
+pub fn index_local_payload(usable: u32, payload_len: u64) -> u64 {
+    let u = u64::from(usable);
+    let max_local = ((u - 12) * 64 / 255) - 23;
+    if payload_len <= max_local {
+        return payload_len;
+    }
+    let min_local = ((u - 12) * 32 / 255) - 23;
+    let k = min_local + (payload_len - min_local) % (u - 4);
+    if k <= max_local {
+        k
+    } else {
+        min_local
+    }
+}
+
+/// One page of the walk: its bytes, header, and how many of its items (children and entries,
+/// in key order) have been taken.
+struct Frame {
+    page: u32,
+    buf: Vec<u8>,
+    header: BtreePageHeader,
+    depth: u32,
+    taken: usize,
+}
+
+impl Frame {
+    /// Items in key order: a leaf's entries; an interior page's children and entries
+    /// interleaved (child 0, entry 0, child 1, ..., entry k-1, right child).
+    fn items(&self) -> usize {
+        let cells = usize::from(self.header.cell_count);
+        if self.header.page_type == PAGE_LEAF_INDEX {
+            cells
+        } else {
+            2 * cells + 1
+        }
+    }
+}
+
+/// What the next item of a page is.
+enum Item {
+    Child(u32),
+    Entry(usize),
+}
+
+/// The rowids of the first `n` entries of the index b-tree rooted at `root`, in key order, or
+/// from the last entry down when `backward`; fewer when the index has fewer. `fields` is the
+/// number of fields of each entry (the index's columns and the rowid). See the module docs
+/// for what is checked.
+pub fn index_rowids(
+    file: &PageFile,
+    root: u32,
+    fields: usize,
+    backward: bool,
+    n: usize,
+) -> Result<Vec<i64>> {
+    let db = file.header();
+    file.check_page_number(root)?;
+    if let Some(reason) = db.unusable_page_reason(root) {
+        return Err(file.corrupt(root, format!("invalid index root page: {reason}")));
+    }
+    let mut seen = PageSet::new(db.page_count);
+    seen.insert(root);
+    let mut stack = vec![read_frame(file, root, 1)?];
+    let mut leaf_depth: Option<u32> = None;
+    let mut rowids = Vec::new();
+    let mut record = Vec::new();
+    let mut scratch = Vec::new();
+    while rowids.len() < n {
+        let Some(top) = stack.last_mut() else { break };
+        let items = top.items();
+        if top.taken == items {
+            stack.pop();
+            continue;
+        }
+        let at = if backward {
+            items - 1 - top.taken
+        } else {
+            top.taken
+        };
+        top.taken += 1;
+        let (page, depth) = (top.page, top.depth);
+        let item = if top.header.page_type == PAGE_LEAF_INDEX {
+            if *leaf_depth.get_or_insert(depth) != depth {
+                return Err(file.corrupt(
+                    page,
+                    format!(
+                        "index leaf at depth {depth}, where the index's first leaf was at depth \
+                         {}",
+                        leaf_depth.unwrap_or(depth)
+                    ),
+                ));
+            }
+            Item::Entry(at)
+        } else if at % 2 == 1 {
+            Item::Entry(at / 2)
+        } else {
+            let i = at / 2;
+            let child = if i == usize::from(top.header.cell_count) {
+                top.header.right_child.unwrap_or(0)
+            } else {
+                let cell = cell_offset(file, top, i)?;
+                be_u32(&top.buf, cell).ok_or_else(|| {
+                    file.corrupt(page, format!("cell {i} runs past the usable page"))
+                })?
+            };
+            Item::Child(child)
+        };
+        match item {
+            Item::Child(child) => {
+                let which = || format!("index cell {} child", at / 2);
+                if let Some(reason) = db.unusable_page_reason(child) {
+                    return Err(file.corrupt(page, format!("{} pointer: {reason}", which())));
+                }
+                if !seen.insert(child) {
+                    return Err(file.corrupt(
+                        page,
+                        format!("{} pointer: page {child} is already in the b-tree", which()),
+                    ));
+                }
+                if depth >= 64 {
+                    return Err(file.corrupt(page, "index b-tree deeper than 64 levels"));
+                }
+                stack.push(read_frame(file, child, depth + 1)?);
+            }
+            Item::Entry(i) => {
+                let top = stack.last().expect("the frame of the entry");
+                rowids.push(entry_rowid(
+                    file,
+                    top,
+                    i,
+                    fields,
+                    &mut seen,
+                    &mut record,
+                    &mut scratch,
+                )?);
+            }
+        }
+    }
+    Ok(rowids)
+}
+
+/// Reads `page` and requires an index b-tree page whose cell pointers fit the usable part.
+fn read_frame(file: &PageFile, page: u32, depth: u32) -> Result<Frame> {
+    let mut buf = file.page_buffer();
+    file.read_page(page, &mut buf)?;
+    let offset = btree_header_offset(page);
+    let header = BtreePageHeader::parse(&buf, offset).map_err(|what| file.corrupt(page, what))?;
+    if !matches!(header.page_type, PAGE_INTERIOR_INDEX | PAGE_LEAF_INDEX) {
+        return Err(file.corrupt(
+            page,
+            format!(
+                "page type 0x{:02x} where an index b-tree page was expected",
+                header.page_type
+            ),
+        ));
+    }
+    if header.cell_pointers_end(offset) > file.header().usable_size() as usize {
+        return Err(file.corrupt(
+            page,
+            format!(
+                "cell pointer array of {} cells runs into the reserved bytes",
+                header.cell_count
+            ),
+        ));
+    }
+    Ok(Frame {
+        page,
+        buf,
+        header,
+        depth,
+        taken: 0,
+    })
+}
+
+/// The offset of cell `i` of the frame's page.
+fn cell_offset(file: &PageFile, frame: &Frame, i: usize) -> Result<usize> {
+    let usable = file.header().usable_size() as usize;
+    frame
+        .header
+        .cell_offset(&frame.buf, btree_header_offset(frame.page), i, usable)
+        .map_err(|what| file.corrupt(frame.page, what))
+}
+
+/// The rowid of cell `i`'s entry: the record (its spilled part read from the overflow chain
+/// into `record`) parsed far enough to find its last field, which must be an integer.
+fn entry_rowid(
+    file: &PageFile,
+    frame: &Frame,
+    i: usize,
+    fields: usize,
+    seen: &mut PageSet,
+    record: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+) -> Result<i64> {
+    let page = frame.page;
+    let usable = file.header().usable_size();
+    let corrupt = |what: String| file.corrupt(page, format!("index cell {i}: {what}"));
+    let mut at = cell_offset(file, frame, i)?;
+    if frame.header.page_type == PAGE_INTERIOR_INDEX {
+        at += 4;
+    }
+    let area = frame
+        .buf
+        .get(at..(usable as usize).min(frame.buf.len()))
+        .ok_or_else(|| corrupt("the cell lies outside the page".into()))?;
+    let (payload_len, n) =
+        read_varint(area).ok_or_else(|| corrupt("the payload size runs past the page".into()))?;
+    let local = index_local_payload(usable, payload_len) as usize;
+    let start = at + n;
+    let spills = payload_len > local as u64;
+    let end = start + local + if spills { 4 } else { 0 };
+    if end > usable as usize {
+        return Err(corrupt(format!(
+            "a {payload_len}-byte record runs past the usable page"
+        )));
+    }
+    record.clear();
+    record.extend_from_slice(&frame.buf[start..start + local]);
+    if spills {
+        // The chain walk of table cells, with this cell's sizes.
+        let cell = TableLeafCell {
+            rowid: 0,
+            payload_len,
+            local_start: start,
+            local_len: local,
+            first_overflow: be_u32(&frame.buf, start + local),
+        };
+        follow_overflow_chain(file, page, &cell, seen, Some(record), scratch)?;
+    }
+    last_integer(record, fields).map_err(corrupt)
+}
+
+/// The last field of `record`, which must have `fields` fields and end with an integer.
+fn last_integer(record: &[u8], fields: usize) -> std::result::Result<i64, String> {
+    let (header_len, mut pos) =
+        read_varint(record).ok_or("the record header size runs past the record")?;
+    let header_len = usize::try_from(header_len)
+        .ok()
+        .filter(|&h| h >= pos && h <= record.len())
+        .ok_or(format!(
+            "a record header of {header_len} bytes does not fit its record"
+        ))?;
+    let mut body = header_len;
+    let mut count = 0;
+    let mut last = None;
+    while pos < header_len {
+        let (serial, n) = record[..header_len]
+            .get(pos..)
+            .and_then(read_varint)
+            .ok_or("a serial type runs past the record header")?;
+        pos += n;
+        let size = serial_type_size(serial).ok_or(format!("reserved serial type {serial}"))?;
+        count += 1;
+        last = Some((serial, body));
+        body = body
+            .checked_add(size as usize)
+            .filter(|&b| b <= record.len())
+            .ok_or("a field runs past the record")?;
+    }
+    if count != fields {
+        return Err(format!(
+            "the record has {count} fields, where the index has {fields}"
+        ));
+    }
+    match last {
+        Some((serial @ 1..=6, at)) => {
+            let size = serial_type_size(serial).unwrap_or(0) as usize;
+            Ok(read_be_int(&record[at..at + size]))
+        }
+        Some((8, _)) => Ok(0),
+        Some((9, _)) => Ok(1),
+        _ => Err("the record does not end with an integer rowid".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_payload_follows_btree_c() {
+        // 4096-byte pages: maxLocal 1002, minLocal 489.
+        assert_eq!(index_local_payload(4096, 1002), 1002);
+        // The surplus past minLocal modulo an overflow page's capacity stays local when it
+        // fits under maxLocal, else minLocal does.
+        assert_eq!(index_local_payload(4096, 1003), 489);
+        assert_eq!(index_local_payload(4096, 5000), 489 + (5000 - 489) % 4092);
+        assert_eq!(index_local_payload(4096, 5000), 908);
+        assert_eq!(index_local_payload(4096, 4581), 489);
+    }
+
+    #[test]
+    fn the_last_field_is_the_rowid() {
+        // Header: size 3, serial types 15 (a 1-byte text: 'a') and 1 (a 1-byte integer).
+        let record = [3u8, 15, 1, b'a', 0x7f];
+        assert_eq!(last_integer(&record, 2), Ok(127));
+        assert!(last_integer(&record, 3).unwrap_err().contains("2 fields"));
+        let text_last = [3u8, 1, 15, 0x05, b'a'];
+        assert!(last_integer(&text_last, 2).is_err());
+        let constants = [3u8, 0, 9];
+        assert_eq!(last_integer(&constants, 2), Ok(1));
+        let short = [3u8, 1, 6, 0];
+        assert!(last_integer(&short, 2).unwrap_err().contains("runs past"));
+    }
+}
