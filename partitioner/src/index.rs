@@ -9,7 +9,8 @@
 //!
 //! [`index_rowids`] walks an index from its first entry forwards or from its last backwards
 //! and returns the rowids of the first `n` entries met: the rows SQLite's loop over the index
-//! gives first. Every page is checked as table pages are (an index page, its cell pointers
+//! gives first. [`index_range_rowids`] walks only the subtrees that can hold entries whose
+//! first field lies in a range, and returns their rowids. Every page is checked as table pages are (an index page, its cell pointers
 //! inside the usable part, children usable and met once, every leaf at the same depth, each
 //! cell and its overflow chain within bounds, each record's header and field count, an
 //! integer rowid last): a damaged index is a [`crate::Error`] naming the file and the page.
@@ -152,19 +153,163 @@ pub fn index_rowids(
             }
             Item::Entry(i) => {
                 let top = stack.last().expect("the frame of the entry");
-                rowids.push(entry_rowid(
-                    file,
-                    top,
-                    i,
-                    fields,
-                    &mut seen,
-                    &mut record,
-                    &mut scratch,
-                )?);
+                let (_, rowid) = entry(file, top, i, fields, &mut seen, &mut record, &mut scratch)?;
+                rowids.push(rowid);
             }
         }
     }
     Ok(rowids)
+}
+
+/// The first field of an index entry, as far as a range of numbers needs it: text and blobs
+/// sort after every number (and text before blobs), NULL before everything.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KeyField {
+    /// NULL.
+    Null,
+    /// An integer.
+    Integer(i64),
+    /// A real.
+    Real(f64),
+    /// Text (its bytes are not needed).
+    Text,
+    /// A blob (its bytes are not needed).
+    Blob,
+}
+
+/// Where an entry's first field lies against a range of keys, in the index's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Before the range.
+    Below,
+    /// In it.
+    Inside,
+    /// After it.
+    Above,
+}
+
+/// The rowids of the entries of the index b-tree rooted at `root` whose first field `place`
+/// puts inside a range, in key order, walking only the subtrees that can hold such entries
+/// (child `i` of an interior page holds the keys between entries `i - 1` and `i`); `None`
+/// when there are more than `max`. `place` must be monotonic in the index's order of its
+/// first column. Checked as [`index_rowids`] checks.
+pub fn index_range_rowids(
+    file: &PageFile,
+    root: u32,
+    fields: usize,
+    place: &dyn Fn(KeyField) -> Place,
+    max: usize,
+) -> Result<Option<Vec<i64>>> {
+    let db = file.header();
+    file.check_page_number(root)?;
+    if let Some(reason) = db.unusable_page_reason(root) {
+        return Err(file.corrupt(root, format!("invalid index root page: {reason}")));
+    }
+    let mut walk = RangeWalk {
+        file,
+        fields,
+        place,
+        max,
+        seen: PageSet::new(db.page_count),
+        leaf_depth: None,
+        rowids: Vec::new(),
+        record: Vec::new(),
+        scratch: Vec::new(),
+    };
+    walk.seen.insert(root);
+    Ok(walk.visit(root, 1)?.then_some(walk.rowids))
+}
+
+/// The state of [`index_range_rowids`].
+struct RangeWalk<'a> {
+    file: &'a PageFile,
+    fields: usize,
+    place: &'a dyn Fn(KeyField) -> Place,
+    max: usize,
+    seen: PageSet,
+    leaf_depth: Option<u32>,
+    rowids: Vec<i64>,
+    record: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl RangeWalk<'_> {
+    /// Collects the entries of the subtree at `page` inside the range; `false` once more
+    /// than `max` are.
+    fn visit(&mut self, page: u32, depth: u32) -> Result<bool> {
+        let file = self.file;
+        let frame = read_frame(file, page, depth)?;
+        let cells = usize::from(frame.header.cell_count);
+        let leaf = frame.header.page_type == PAGE_LEAF_INDEX;
+        if leaf && *self.leaf_depth.get_or_insert(depth) != depth {
+            return Err(file.corrupt(
+                page,
+                format!("index leaf at depth {depth}, where the index's first leaf was deeper or shallower"),
+            ));
+        }
+        // The place of the entry before the current child (none for the first child).
+        let mut before = Place::Below;
+        for i in 0..=cells {
+            let current = if i < cells {
+                let (key, rowid) = entry(
+                    file,
+                    &frame,
+                    i,
+                    self.fields,
+                    &mut self.seen,
+                    &mut self.record,
+                    &mut self.scratch,
+                )?;
+                Some(((self.place)(key), rowid))
+            } else {
+                None
+            };
+            if !leaf && before != Place::Above {
+                // Child i holds keys from entry i - 1 up to entry i.
+                let wanted = current.is_none_or(|(p, _)| p != Place::Below);
+                if wanted {
+                    let child = if i < cells {
+                        let cell = cell_offset(file, &frame, i)?;
+                        be_u32(&frame.buf, cell).ok_or_else(|| {
+                            file.corrupt(page, format!("cell {i} runs past the usable page"))
+                        })?
+                    } else {
+                        frame.header.right_child.unwrap_or(0)
+                    };
+                    let which = || format!("index cell {i} child");
+                    let db = file.header();
+                    if let Some(reason) = db.unusable_page_reason(child) {
+                        return Err(file.corrupt(page, format!("{} pointer: {reason}", which())));
+                    }
+                    if !self.seen.insert(child) {
+                        return Err(file.corrupt(
+                            page,
+                            format!("{} pointer: page {child} is already in the b-tree", which()),
+                        ));
+                    }
+                    if depth >= 64 {
+                        return Err(file.corrupt(page, "index b-tree deeper than 64 levels"));
+                    }
+                    if !self.visit(child, depth + 1)? {
+                        return Ok(false);
+                    }
+                }
+            }
+            let Some((p, rowid)) = current else { break };
+            match p {
+                Place::Inside => {
+                    if self.rowids.len() == self.max {
+                        return Ok(false);
+                    }
+                    self.rowids.push(rowid);
+                }
+                Place::Above => return Ok(true),
+                Place::Below => {}
+            }
+            before = p;
+        }
+        Ok(true)
+    }
 }
 
 /// Reads `page` and requires an index b-tree page whose cell pointers fit the usable part.
@@ -209,9 +354,9 @@ fn cell_offset(file: &PageFile, frame: &Frame, i: usize) -> Result<usize> {
         .map_err(|what| file.corrupt(frame.page, what))
 }
 
-/// The rowid of cell `i`'s entry: the record (its spilled part read from the overflow chain
-/// into `record`) parsed far enough to find its last field, which must be an integer.
-fn entry_rowid(
+/// Cell `i`'s entry: its first field and its rowid, from the record (its spilled part read
+/// from the overflow chain into `record`), whose last field must be an integer.
+fn entry(
     file: &PageFile,
     frame: &Frame,
     i: usize,
@@ -219,7 +364,7 @@ fn entry_rowid(
     seen: &mut PageSet,
     record: &mut Vec<u8>,
     scratch: &mut Vec<u8>,
-) -> Result<i64> {
+) -> Result<(KeyField, i64)> {
     let page = frame.page;
     let usable = file.header().usable_size();
     let corrupt = |what: String| file.corrupt(page, format!("index cell {i}: {what}"));
@@ -255,11 +400,12 @@ fn entry_rowid(
         };
         follow_overflow_chain(file, page, &cell, seen, Some(record), scratch)?;
     }
-    last_integer(record, fields).map_err(corrupt)
+    first_and_last(record, fields).map_err(corrupt)
 }
 
-/// The last field of `record`, which must have `fields` fields and end with an integer.
-fn last_integer(record: &[u8], fields: usize) -> std::result::Result<i64, String> {
+/// The first field of `record` and its last, which must be an integer (the rowid); the
+/// record must have `fields` fields.
+fn first_and_last(record: &[u8], fields: usize) -> std::result::Result<(KeyField, i64), String> {
     let (header_len, mut pos) =
         read_varint(record).ok_or("the record header size runs past the record")?;
     let header_len = usize::try_from(header_len)
@@ -270,6 +416,7 @@ fn last_integer(record: &[u8], fields: usize) -> std::result::Result<i64, String
         ))?;
     let mut body = header_len;
     let mut count = 0;
+    let mut first = None;
     let mut last = None;
     while pos < header_len {
         let (serial, n) = record[..header_len]
@@ -280,6 +427,7 @@ fn last_integer(record: &[u8], fields: usize) -> std::result::Result<i64, String
         let size = serial_type_size(serial).ok_or(format!("reserved serial type {serial}"))?;
         count += 1;
         last = Some((serial, body));
+        first.get_or_insert((serial, body));
         body = body
             .checked_add(size as usize)
             .filter(|&b| b <= record.len())
@@ -290,13 +438,22 @@ fn last_integer(record: &[u8], fields: usize) -> std::result::Result<i64, String
             "the record has {count} fields, where the index has {fields}"
         ));
     }
-    match last {
-        Some((serial @ 1..=6, at)) => {
-            let size = serial_type_size(serial).unwrap_or(0) as usize;
-            Ok(read_be_int(&record[at..at + size]))
+    let field = |(serial, at): (u64, usize)| {
+        let size = serial_type_size(serial).unwrap_or(0) as usize;
+        let bytes = &record[at..at + size];
+        match serial {
+            0 => KeyField::Null,
+            1..=6 => KeyField::Integer(read_be_int(bytes)),
+            7 => KeyField::Real(f64::from_bits(read_be_int(bytes) as u64)),
+            8 => KeyField::Integer(0),
+            9 => KeyField::Integer(1),
+            s if s % 2 == 0 => KeyField::Blob,
+            _ => KeyField::Text,
         }
-        Some((8, _)) => Ok(0),
-        Some((9, _)) => Ok(1),
+    };
+    let first = first.map(field).unwrap_or(KeyField::Null);
+    match last.map(field) {
+        Some(KeyField::Integer(rowid)) => Ok((first, rowid)),
         _ => Err("the record does not end with an integer rowid".into()),
     }
 }
@@ -321,13 +478,18 @@ mod tests {
     fn the_last_field_is_the_rowid() {
         // Header: size 3, serial types 15 (a 1-byte text: 'a') and 1 (a 1-byte integer).
         let record = [3u8, 15, 1, b'a', 0x7f];
-        assert_eq!(last_integer(&record, 2), Ok(127));
-        assert!(last_integer(&record, 3).unwrap_err().contains("2 fields"));
+        assert_eq!(first_and_last(&record, 2), Ok((KeyField::Text, 127)));
+        assert!(first_and_last(&record, 3).unwrap_err().contains("2 fields"));
         let text_last = [3u8, 1, 15, 0x05, b'a'];
-        assert!(last_integer(&text_last, 2).is_err());
+        assert!(first_and_last(&text_last, 2).is_err());
         let constants = [3u8, 0, 9];
-        assert_eq!(last_integer(&constants, 2), Ok(1));
+        assert_eq!(first_and_last(&constants, 2), Ok((KeyField::Null, 1)));
         let short = [3u8, 1, 6, 0];
-        assert!(last_integer(&short, 2).unwrap_err().contains("runs past"));
+        assert!(first_and_last(&short, 2).unwrap_err().contains("runs past"));
+        let real = [3u8, 7, 1, 0x40, 0x09, 0x21, 0xfb, 0x54, 0x44, 0x2d, 0x18, 9];
+        assert_eq!(
+            first_and_last(&real, 2),
+            Ok((KeyField::Real(std::f64::consts::PI), 9))
+        );
     }
 }

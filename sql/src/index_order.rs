@@ -24,9 +24,12 @@
 //! fails (an integer overflow, a bad `LIKE` escape) on a row SQLite never reaches fails
 //! corescan's query; it never changes an answer.
 
-use engine::datatype3::Collation;
-use engine::query::ir::{AggFunc, AggSpec, Expr, Shape, SortKey};
+use std::cmp::Ordering;
+
+use engine::datatype3::{int_real_cmp, Affinity, Collation};
+use engine::query::ir::{AggFunc, AggSpec, CmpOp, Expr, Shape, SortKey};
 use engine::value::Value;
+use partitioner::index::{KeyField, Place};
 use partitioner::TablePlan;
 use sqlparser::ast;
 
@@ -223,15 +226,249 @@ pub(crate) fn first_rows(
 
 /// `rowid IN (rowids)`: the filter that keeps the rows [`first_rows`] found.
 pub(crate) fn rowid_in(r: &mut Resolver<'_>, rowids: &[i64]) -> Result<Expr, SqlError> {
-    Ok(Expr::InList {
-        expr: Box::new(r.rowid()?.expr),
-        list: rowids
-            .iter()
-            .map(|&id| (Expr::Literal(Value::Integer(id)), None))
-            .collect(),
-        negated: false,
-        collation: Collation::Binary,
-    })
+    let Expr::Column(slot) = r.rowid()?.expr else {
+        return Err(SqlError::Invalid("the rowid is not a column".into()));
+    };
+    Ok(in_rowids(slot, rowids.to_vec()))
+}
+
+/// `rowid IN (rowids)` for the rowid in `slot`, as a sorted set.
+fn in_rowids(slot: usize, mut rowids: Vec<i64>) -> Expr {
+    rowids.sort_unstable();
+    rowids.dedup();
+    Expr::InIntegers {
+        expr: Box::new(Expr::Column(slot)),
+        values: rowids.into(),
+    }
+}
+
+/// An index SQLite's loop reads whose first key column a `WHERE` may bound
+/// ([`range_seek`]): where the index lies, and the slots of that column and of the rowid.
+pub(crate) struct SeekTarget {
+    root: u32,
+    fields: usize,
+    column: usize,
+    rowid: usize,
+    /// The column is `DESC` in the index: its entries run from the largest value down.
+    descending: bool,
+}
+
+/// The [`SeekTarget`] of SQLite's loop, when it reads an index whose first key column is a
+/// table column, and the query has a `WHERE`.
+pub(crate) fn seek_target(
+    r: &mut Resolver<'_>,
+    table: &TablePlan,
+    choice: &SqliteChoice,
+    filter: Option<&Expr>,
+) -> Result<Option<SeekTarget>, SqlError> {
+    let Access::Index {
+        name, key, fields, ..
+    } = &choice.access
+    else {
+        return Ok(None);
+    };
+    let Some(
+        first @ KeyColumn {
+            source: KeySource::Column(_),
+            ..
+        },
+    ) = key.first()
+    else {
+        return Ok(None);
+    };
+    let Some(index) = table
+        .indexes
+        .iter()
+        .find(|i| i.name.eq_ignore_ascii_case(name) && i.root_page > 0)
+    else {
+        return Ok(None);
+    };
+    if filter.is_none() || table.read.needs_verification() {
+        return Ok(None);
+    }
+    let resolved = resolve_key(r, name, std::slice::from_ref(first))?;
+    let Some(Key {
+        expr: Expr::Column(column),
+        ..
+    }) = resolved.first()
+    else {
+        return Ok(None);
+    };
+    Ok(Some(SeekTarget {
+        root: index.root_page,
+        fields: *fields,
+        column: *column,
+        descending: first.descending,
+        rowid: match r.rowid()?.expr {
+            Expr::Column(s) => s,
+            _ => return Ok(None),
+        },
+    }))
+}
+
+/// A number, as an index key or a bound.
+#[derive(Debug, Clone, Copy)]
+enum Num {
+    Int(i64),
+    Real(f64),
+}
+
+fn num_cmp(a: Num, b: Num) -> Ordering {
+    match (a, b) {
+        (Num::Int(x), Num::Int(y)) => x.cmp(&y),
+        (Num::Real(x), Num::Real(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+        (Num::Int(x), Num::Real(y)) => int_real_cmp(x, y),
+        (Num::Real(x), Num::Int(y)) => int_real_cmp(y, x).reverse(),
+    }
+}
+
+/// One end of a range: a number, and whether it is in the range.
+type Bound = Option<(Num, bool)>;
+
+/// Where the `WHERE` of `filter` (folded) bounds the first key column of `target` with
+/// numbers (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN`, an `IN` list, in top-level `AND` terms,
+/// the comparison's affinity not `TEXT`, which would make the numbers text): the rowids of
+/// the index entries in that range, read from the index, and the filter `rowid IN (...)` to
+/// add, so that the scan reads only their leaves. Every row the `WHERE` keeps lies in the
+/// range (SQLite compares a number with a column's value in the index's order of it: NULL
+/// first, then numbers, then text and blobs, whatever the collation), so the rows are the
+/// same; `None` when nothing bounds the column or more than [`MAX_SEEK_ROWS`] entries are in
+/// the range.
+pub(crate) fn range_seek(
+    table: &TablePlan,
+    target: &SeekTarget,
+    filter: Option<&Expr>,
+) -> Result<Option<Expr>, SqlError> {
+    let mut terms = Vec::new();
+    let mut stack: Vec<&Expr> = filter.into_iter().collect();
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::And(a, b) => stack.extend([a.as_ref(), b.as_ref()]),
+            other => terms.push(other),
+        }
+    }
+    let number = |e: &Expr| match e {
+        Expr::Literal(Value::Integer(i)) => Some(Num::Int(*i)),
+        Expr::Literal(Value::Real(r)) if !r.is_nan() => Some(Num::Real(*r)),
+        _ => None,
+    };
+    let is_column = |e: &Expr| matches!(e, Expr::Column(s) if *s == target.column);
+    let (mut lower, mut upper): (Bound, Bound) = (None, None);
+    let tighten = |bound: &mut Bound, n: Num, inclusive: bool, keep: Ordering| {
+        let replace = match bound {
+            None => true,
+            Some((b, inc)) => match num_cmp(n, *b) {
+                Ordering::Equal => *inc && !inclusive,
+                o => o == keep,
+            },
+        };
+        if replace {
+            *bound = Some((n, inclusive));
+        }
+    };
+    let mut bounded = false;
+    for term in terms {
+        match term {
+            Expr::Compare {
+                op,
+                left,
+                right,
+                affinity,
+                ..
+            } if *affinity != Some(Affinity::Text) => {
+                let (op, n) = match (number(left), number(right)) {
+                    (None, Some(n)) if is_column(left) => (*op, n),
+                    (Some(n), None) if is_column(right) => match op {
+                        CmpOp::Lt => (CmpOp::Gt, n),
+                        CmpOp::Le => (CmpOp::Ge, n),
+                        CmpOp::Gt => (CmpOp::Lt, n),
+                        CmpOp::Ge => (CmpOp::Le, n),
+                        other => (*other, n),
+                    },
+                    _ => continue,
+                };
+                match op {
+                    CmpOp::Eq | CmpOp::Is => {
+                        tighten(&mut lower, n, true, Ordering::Greater);
+                        tighten(&mut upper, n, true, Ordering::Less);
+                    }
+                    CmpOp::Lt => tighten(&mut upper, n, false, Ordering::Less),
+                    CmpOp::Le => tighten(&mut upper, n, true, Ordering::Less),
+                    CmpOp::Gt => tighten(&mut lower, n, false, Ordering::Greater),
+                    CmpOp::Ge => tighten(&mut lower, n, true, Ordering::Greater),
+                    _ => continue,
+                }
+                bounded = true;
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated: false,
+                ..
+            } if is_column(expr) && !list.is_empty() => {
+                let values: Option<Vec<Num>> = list
+                    .iter()
+                    .map(|(v, a)| number(v).filter(|_| *a != Some(Affinity::Text)))
+                    .collect();
+                let Some(values) = values else { continue };
+                let lo = values.iter().copied().min_by(|a, b| num_cmp(*a, *b));
+                let hi = values.iter().copied().max_by(|a, b| num_cmp(*a, *b));
+                if let (Some(lo), Some(hi)) = (lo, hi) {
+                    tighten(&mut lower, lo, true, Ordering::Greater);
+                    tighten(&mut upper, hi, true, Ordering::Less);
+                    bounded = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    if !bounded {
+        return Ok(None);
+    }
+    let place = |k: KeyField| {
+        let key = match k {
+            // NULL before every number; text and blobs after.
+            KeyField::Null => return Place::Below,
+            KeyField::Text | KeyField::Blob => Num::Real(f64::INFINITY),
+            KeyField::Integer(i) => Num::Int(i),
+            KeyField::Real(r) => Num::Real(r),
+        };
+        let text = matches!(k, KeyField::Text | KeyField::Blob);
+        if let Some((lo, inclusive)) = lower {
+            match num_cmp(key, lo) {
+                Ordering::Less if !text => return Place::Below,
+                Ordering::Equal if !inclusive && !text => return Place::Below,
+                _ => {}
+            }
+        }
+        if let Some((hi, inclusive)) = upper {
+            if text {
+                return Place::Above;
+            }
+            match num_cmp(key, hi) {
+                Ordering::Greater => return Place::Above,
+                Ordering::Equal if !inclusive => return Place::Above,
+                _ => {}
+            }
+        }
+        Place::Inside
+    };
+    // In a DESC column's index the largest values come first.
+    let in_index_order = |k: KeyField| match (place(k), target.descending) {
+        (Place::Below, true) => Place::Above,
+        (Place::Above, true) => Place::Below,
+        (p, _) => p,
+    };
+    let Some(rowids) = table.index_range_rowids(
+        target.root,
+        target.fields,
+        &in_index_order,
+        MAX_SEEK_ROWS as usize,
+    )?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(in_rowids(target.rowid, rowids)))
 }
 
 /// Whether a grouped query's answer can depend on the order of the rows within a group:

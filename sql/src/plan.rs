@@ -14,7 +14,7 @@ use sqlparser::parser::Parser;
 use super::aggregate::has_aggregate;
 use super::error::{invalid, unsupported, SqlError};
 use super::expr::{collation_named, GroupContext, Resolver, Stage, Typed};
-use super::index_order::{first_rows, follow, rowid_in};
+use super::index_order::{first_rows, follow, range_seek, rowid_in, seek_target, SeekTarget};
 use super::order::{scan_order, ScanOrder};
 use super::position::{position_term, skip_collate};
 use super::source::offset_of;
@@ -616,6 +616,7 @@ fn plan_select(
     };
     // SQLite's loop: through an index, the rows come in its order.
     let mut index_plan = None;
+    let mut seek: Option<SeekTarget> = None;
     let (order_by, backward) = if order == Order::Sqlite {
         match choose(table, sql) {
             Ok(None) => (order_by, backward),
@@ -632,6 +633,8 @@ fn plan_select(
                 let first = first_rows(table, &choice, &shape, filter.as_ref(), limit, offset)?;
                 if let Some(rowids) = &first {
                     filter = Some(rowid_in(&mut r, rowids)?);
+                } else {
+                    seek = seek_target(&mut r, table, &choice, filter.as_ref())?;
                 }
                 index_plan = Some(IndexPlan {
                     corescan: match (&choice.access, &shape) {
@@ -692,6 +695,32 @@ fn plan_select(
     };
     // Constant subexpressions are evaluated once here, not once per row.
     engine::query::fold::fold_plan(&mut plan);
+    // A WHERE bounding the first key column of the index SQLite reads: only the rows of the
+    // index's entries in that range are read (on the folded WHERE, whose constants are
+    // literals by now).
+    if let Some(target) = &seek {
+        if let Some(rowids) = range_seek(table, target, plan.filter.as_ref())? {
+            let found = match &rowids {
+                Expr::InIntegers { values, .. } => values.len(),
+                _ => 0,
+            };
+            plan.filter = Some(match plan.filter.take() {
+                Some(f) => Expr::And(Box::new(rowids), Box::new(f)),
+                None => rowids,
+            });
+            if let Some(p) = &mut index_plan {
+                p.corescan = format!(
+                    "the {found} entries of the index in the range the WHERE bounds, then their \
+                     rows by rowid{}",
+                    if matches!(plan.shape, Shape::Rows { .. }) {
+                        ", ordered as the index gives them"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+    }
     Ok((plan, index_plan))
 }
 

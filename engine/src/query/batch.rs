@@ -154,6 +154,7 @@ pub fn batchable(e: &Expr) -> bool {
         Expr::InList { expr, list, .. } => {
             batchable(expr) && list.iter().all(|(x, _)| batchable(x))
         }
+        Expr::InIntegers { expr, .. } => batchable(expr),
         _ => false,
     }
 }

@@ -119,6 +119,7 @@ pub fn eval_ref<'a>(expr: &'a Expr, slots: &[ValueRef<'a>]) -> Result<Operand<'a
         | Expr::Or(..)
         | Expr::IsNull(..)
         | Expr::InList { .. }
+        | Expr::InIntegers { .. }
         | Expr::Like { .. } => truth_operand(truth_of(expr, slots)?),
         Expr::Case {
             operand,
@@ -220,6 +221,21 @@ pub fn truth_of(expr: &Expr, slots: &[ValueRef<'_>]) -> Result<Option<bool>, Str
             } else {
                 Some(*negated)
             }
+        }
+        Expr::InIntegers { expr, values } => {
+            // As the InList of integer literals it stands for, compared without an affinity:
+            // a number equal to one of them, never text or a blob.
+            let x = eval_ref(expr, slots)?;
+            Some(match x.as_ref() {
+                ValueRef::Null => return Ok(None),
+                ValueRef::Integer(i) => values.binary_search(&i).is_ok(),
+                ValueRef::Real(r) => {
+                    let i = r as i64;
+                    datatype3::int_real_cmp(i, r) == Ordering::Equal
+                        && values.binary_search(&i).is_ok()
+                }
+                _ => false,
+            })
         }
         Expr::Like {
             expr,

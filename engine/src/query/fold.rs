@@ -73,6 +73,10 @@ fn fold_box(mut e: Box<Expr>) -> Box<Expr> {
     e
 }
 
+/// The length from which an `IN` list of integers compared without an affinity becomes an
+/// [`Expr::InIntegers`] set.
+pub const MIN_SORTED_IN: usize = 8;
+
 /// `expr` with its constant subexpressions evaluated (see the module docs for the rules).
 pub fn fold(expr: Expr) -> Expr {
     let folded = match expr {
@@ -103,14 +107,39 @@ pub fn fold(expr: Expr) -> Expr {
             list,
             negated,
             collation,
-        } => Expr::InList {
-            expr: fold_box(expr),
-            list: list
+        } => {
+            let list: Vec<(Expr, Option<Affinity>)> = list
                 .into_iter()
                 .map(|(e, a)| (pre_convert(fold(e), a), a))
-                .collect(),
-            negated,
-            collation,
+                .collect();
+            // A long list of integers compared without an affinity: a sorted set.
+            let integers: Option<Vec<i64>> = list
+                .iter()
+                .map(|(e, a)| match (e, a) {
+                    (Expr::Literal(Value::Integer(i)), None) => Some(*i),
+                    _ => None,
+                })
+                .collect();
+            match integers {
+                Some(mut values) if !negated && values.len() >= MIN_SORTED_IN => {
+                    values.sort_unstable();
+                    values.dedup();
+                    Expr::InIntegers {
+                        expr: fold_box(expr),
+                        values: values.into(),
+                    }
+                }
+                _ => Expr::InList {
+                    expr: fold_box(expr),
+                    list,
+                    negated,
+                    collation,
+                },
+            }
+        }
+        Expr::InIntegers { expr, values } => Expr::InIntegers {
+            expr: fold_box(expr),
+            values,
         },
         Expr::Like {
             expr,
@@ -178,6 +207,7 @@ pub fn reads_slots(e: &Expr) -> bool {
         Expr::InList { expr, list, .. } => {
             reads_slots(expr) || list.iter().any(|(x, _)| reads_slots(x))
         }
+        Expr::InIntegers { expr, .. } => reads_slots(expr),
         Expr::Like {
             expr,
             pattern,

@@ -58,6 +58,16 @@ pub enum Expr {
         /// The collating sequence (the left operand's).
         collation: Collation,
     },
+    /// `x IN (list)` of integer literals compared without an affinity, as
+    /// [`crate::query::fold`] rewrites a long [`Expr::InList`] of them: the values sorted and
+    /// distinct, so a row's test is a binary search (`rowid IN (...)` of thousands of
+    /// rowids, found in an index).
+    InIntegers {
+        /// The left operand.
+        expr: Box<Expr>,
+        /// The values, ascending, each once.
+        values: std::sync::Arc<[i64]>,
+    },
     /// `x [NOT] LIKE/GLOB pattern [ESCAPE e]`.
     Like {
         /// The matched value.
@@ -332,6 +342,7 @@ impl Expr {
                 left.visit_slots(f);
                 right.visit_slots(f);
             }
+            Expr::InIntegers { expr, .. } => expr.visit_slots(f),
             Expr::InList { expr, list, .. } => {
                 expr.visit_slots(f);
                 for (x, _) in list {
@@ -403,6 +414,7 @@ impl Expr {
                 left.replace_slots(with);
                 right.replace_slots(with);
             }
+            Expr::InIntegers { expr, .. } => expr.replace_slots(with),
             Expr::InList { expr, list, .. } => {
                 expr.replace_slots(with);
                 for (x, _) in list {
@@ -478,6 +490,18 @@ impl QueryPlan {
         // The values of the `IN` lists, each list's intersected with the others'.
         let mut points: Option<Vec<i64>> = None;
         for term in terms {
+            if let Expr::InIntegers { expr, values } = term {
+                if is_rowid(expr) && values.len() <= MAX_ROWID_RANGES {
+                    points = Some(match points {
+                        None => values.to_vec(),
+                        Some(p) => p
+                            .into_iter()
+                            .filter(|v| values.binary_search(v).is_ok())
+                            .collect(),
+                    });
+                }
+                continue;
+            }
             if let Expr::InList {
                 expr,
                 list,
