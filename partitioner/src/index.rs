@@ -161,20 +161,19 @@ pub fn index_rowids(
     Ok(rowids)
 }
 
-/// The first field of an index entry, as far as a range of numbers needs it: text and blobs
-/// sort after every number (and text before blobs), NULL before everything.
+/// The first field of an index entry (its bytes borrowed from the record).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum KeyField {
+pub enum KeyField<'a> {
     /// NULL.
     Null,
     /// An integer.
     Integer(i64),
     /// A real.
     Real(f64),
-    /// Text (its bytes are not needed).
-    Text,
-    /// A blob (its bytes are not needed).
-    Blob,
+    /// Text, in the database's encoding.
+    Text(&'a [u8]),
+    /// A blob.
+    Blob(&'a [u8]),
 }
 
 /// Where an entry's first field lies against a range of keys, in the index's order.
@@ -197,7 +196,7 @@ pub fn index_range_rowids(
     file: &PageFile,
     root: u32,
     fields: usize,
-    place: &dyn Fn(KeyField) -> Place,
+    place: &dyn Fn(KeyField<'_>) -> Place,
     max: usize,
 ) -> Result<Option<Vec<i64>>> {
     let db = file.header();
@@ -224,7 +223,7 @@ pub fn index_range_rowids(
 struct RangeWalk<'a> {
     file: &'a PageFile,
     fields: usize,
-    place: &'a dyn Fn(KeyField) -> Place,
+    place: &'a dyn Fn(KeyField<'_>) -> Place,
     max: usize,
     seen: PageSet,
     leaf_depth: Option<u32>,
@@ -356,15 +355,15 @@ fn cell_offset(file: &PageFile, frame: &Frame, i: usize) -> Result<usize> {
 
 /// Cell `i`'s entry: its first field and its rowid, from the record (its spilled part read
 /// from the overflow chain into `record`), whose last field must be an integer.
-fn entry(
+fn entry<'r>(
     file: &PageFile,
     frame: &Frame,
     i: usize,
     fields: usize,
     seen: &mut PageSet,
-    record: &mut Vec<u8>,
+    record: &'r mut Vec<u8>,
     scratch: &mut Vec<u8>,
-) -> Result<(KeyField, i64)> {
+) -> Result<(KeyField<'r>, i64)> {
     let page = frame.page;
     let usable = file.header().usable_size();
     let corrupt = |what: String| file.corrupt(page, format!("index cell {i}: {what}"));
@@ -405,7 +404,10 @@ fn entry(
 
 /// The first field of `record` and its last, which must be an integer (the rowid); the
 /// record must have `fields` fields.
-fn first_and_last(record: &[u8], fields: usize) -> std::result::Result<(KeyField, i64), String> {
+fn first_and_last(
+    record: &[u8],
+    fields: usize,
+) -> std::result::Result<(KeyField<'_>, i64), String> {
     let (header_len, mut pos) =
         read_varint(record).ok_or("the record header size runs past the record")?;
     let header_len = usize::try_from(header_len)
@@ -447,8 +449,8 @@ fn first_and_last(record: &[u8], fields: usize) -> std::result::Result<(KeyField
             7 => KeyField::Real(f64::from_bits(read_be_int(bytes) as u64)),
             8 => KeyField::Integer(0),
             9 => KeyField::Integer(1),
-            s if s % 2 == 0 => KeyField::Blob,
-            _ => KeyField::Text,
+            s if s % 2 == 0 => KeyField::Blob(bytes),
+            _ => KeyField::Text(bytes),
         }
     };
     let first = first.map(field).unwrap_or(KeyField::Null);
@@ -478,7 +480,7 @@ mod tests {
     fn the_last_field_is_the_rowid() {
         // Header: size 3, serial types 15 (a 1-byte text: 'a') and 1 (a 1-byte integer).
         let record = [3u8, 15, 1, b'a', 0x7f];
-        assert_eq!(first_and_last(&record, 2), Ok((KeyField::Text, 127)));
+        assert_eq!(first_and_last(&record, 2), Ok((KeyField::Text(b"a"), 127)));
         assert!(first_and_last(&record, 3).unwrap_err().contains("2 fields"));
         let text_last = [3u8, 1, 15, 0x05, b'a'];
         assert!(first_and_last(&text_last, 2).is_err());

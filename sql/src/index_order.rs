@@ -26,9 +26,9 @@
 
 use std::cmp::Ordering;
 
-use engine::datatype3::{int_real_cmp, Affinity, Collation};
+use engine::datatype3::{compare_values, Affinity, Collation};
 use engine::query::ir::{AggFunc, AggSpec, CmpOp, Expr, Shape, SortKey};
-use engine::value::Value;
+use engine::value::{Value, ValueRef};
 use partitioner::index::{KeyField, Place};
 use partitioner::TablePlan;
 use sqlparser::ast;
@@ -43,6 +43,8 @@ struct Key {
     expr: Expr,
     collation: Collation,
     descending: bool,
+    /// The affinity of the expression (a column's declared one).
+    affinity: Option<Affinity>,
 }
 
 /// The `ORDER BY` and direction that give a query SQLite's rows in SQLite's order under
@@ -251,6 +253,10 @@ pub(crate) struct SeekTarget {
     rowid: usize,
     /// The column is `DESC` in the index: its entries run from the largest value down.
     descending: bool,
+    /// The column's collation in the index.
+    collation: Collation,
+    /// The column's affinity (`None`: none, as `BLOB`).
+    affinity: Option<Affinity>,
 }
 
 /// The [`SeekTarget`] of SQLite's loop, when it reads an index whose first key column is a
@@ -289,16 +295,21 @@ pub(crate) fn seek_target(
     let resolved = resolve_key(r, name, std::slice::from_ref(first))?;
     let Some(Key {
         expr: Expr::Column(column),
+        collation: resolved_collation,
+        affinity: column_affinity,
         ..
     }) = resolved.first()
     else {
         return Ok(None);
     };
+    let (resolved_collation, column_affinity) = (*resolved_collation, *column_affinity);
     Ok(Some(SeekTarget {
         root: index.root_page,
         fields: *fields,
         column: *column,
         descending: first.descending,
+        collation: resolved_collation,
+        affinity: column_affinity,
         rowid: match r.rowid()?.expr {
             Expr::Column(s) => s,
             _ => return Ok(None),
@@ -306,34 +317,24 @@ pub(crate) fn seek_target(
     }))
 }
 
-/// A number, as an index key or a bound.
-#[derive(Debug, Clone, Copy)]
-enum Num {
-    Int(i64),
-    Real(f64),
-}
-
-fn num_cmp(a: Num, b: Num) -> Ordering {
-    match (a, b) {
-        (Num::Int(x), Num::Int(y)) => x.cmp(&y),
-        (Num::Real(x), Num::Real(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
-        (Num::Int(x), Num::Real(y)) => int_real_cmp(x, y),
-        (Num::Real(x), Num::Int(y)) => int_real_cmp(y, x).reverse(),
-    }
-}
-
-/// One end of a range: a number, and whether it is in the range.
-type Bound = Option<(Num, bool)>;
+/// One end of a range: a value, and whether it is in the range.
+type Bound = Option<(Value, bool)>;
 
 /// Where the `WHERE` of `filter` (folded) bounds the first key column of `target` with
-/// numbers (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN`, an `IN` list, in top-level `AND` terms,
-/// the comparison's affinity not `TEXT`, which would make the numbers text): the rowids of
-/// the index entries in that range, read from the index, and the filter `rowid IN (...)` to
-/// add, so that the scan reads only their leaves. Every row the `WHERE` keeps lies in the
-/// range (SQLite compares a number with a column's value in the index's order of it: NULL
-/// first, then numbers, then text and blobs, whatever the collation), so the rows are the
-/// same; `None` when nothing bounds the column or more than [`MAX_SEEK_ROWS`] entries are in
-/// the range.
+/// literals (`=`, `IS`, `<`, `<=`, `>`, `>=`, `BETWEEN`, an `IN` list, in top-level `AND`
+/// terms): the filter `rowid IN (...)` of the index entries in that range, read from the
+/// index, to add, so that the scan reads only their leaves. `None` when nothing bounds the
+/// column or more than [`MAX_SEEK_ROWS`] entries are in the range.
+///
+/// Every row the `WHERE` keeps lies in the range: SQLite compares the column's value with the
+/// literal in the order the index keeps (`sqlite3MemCompare`: NULL, numbers, text under the
+/// collation, blobs), provided the comparison converts neither side. The column's values are
+/// left as they are when the comparison has no affinity or the column's own (a `CAST` folded
+/// to a literal can give an untyped column's `'5'` a numeric affinity, which would make it
+/// `5`); then a number bounds the column unless the affinity is `TEXT` (which would make it
+/// text), text under the index column's own collation in a UTF-8 database (a text literal a
+/// numeric affinity would convert is a number by now: the plan is folded), and a blob
+/// always. The `WHERE` still decides every row read.
 pub(crate) fn range_seek(
     table: &TablePlan,
     target: &SeekTarget,
@@ -347,23 +348,46 @@ pub(crate) fn range_seek(
             other => terms.push(other),
         }
     }
-    let number = |e: &Expr| match e {
-        Expr::Literal(Value::Integer(i)) => Some(Num::Int(*i)),
-        Expr::Literal(Value::Real(r)) if !r.is_nan() => Some(Num::Real(*r)),
+    let utf8 = table.header.text_encoding == 1;
+    let numeric = |a: Option<Affinity>| {
+        matches!(
+            a,
+            Some(Affinity::Numeric | Affinity::Integer | Affinity::Real)
+        )
+    };
+    // Whether a comparison of this affinity leaves the column's values as the index holds
+    // them: no affinity, or the column's own (whose conversions its values have had).
+    let unchanged = |a: Option<Affinity>| match a {
+        None | Some(Affinity::Blob) => true,
+        Some(Affinity::Text) => target.affinity == Some(Affinity::Text),
+        a => numeric(a) && numeric(target.affinity),
+    };
+    // The literal, if it bounds the column under a comparison of this affinity and collation.
+    let bound_by = |e: &Expr, affinity: Option<Affinity>, collation: Collation| match e {
+        _ if !unchanged(affinity) => None,
+        // TEXT affinity would make the number text.
+        Expr::Literal(v @ (Value::Integer(_) | Value::Real(_))) => {
+            (affinity != Some(Affinity::Text)).then(|| v.clone())
+        }
+        Expr::Literal(v @ Value::Text(_)) => {
+            (utf8 && collation == target.collation).then(|| v.clone())
+        }
+        Expr::Literal(v @ Value::Blob(_)) => Some(v.clone()),
         _ => None,
     };
     let is_column = |e: &Expr| matches!(e, Expr::Column(s) if *s == target.column);
+    let order = |a: &Value, b: &Value| compare_values(a.as_ref(), b.as_ref(), target.collation);
     let (mut lower, mut upper): (Bound, Bound) = (None, None);
-    let tighten = |bound: &mut Bound, n: Num, inclusive: bool, keep: Ordering| {
+    let tighten = |bound: &mut Bound, v: Value, inclusive: bool, keep: Ordering| {
         let replace = match bound {
             None => true,
-            Some((b, inc)) => match num_cmp(n, *b) {
+            Some((b, inc)) => match order(&v, b) {
                 Ordering::Equal => *inc && !inclusive,
                 o => o == keep,
             },
         };
         if replace {
-            *bound = Some((n, inclusive));
+            *bound = Some((v, inclusive));
         }
     };
     let mut bounded = false;
@@ -374,28 +398,36 @@ pub(crate) fn range_seek(
                 left,
                 right,
                 affinity,
-                ..
-            } if *affinity != Some(Affinity::Text) => {
-                let (op, n) = match (number(left), number(right)) {
-                    (None, Some(n)) if is_column(left) => (*op, n),
-                    (Some(n), None) if is_column(right) => match op {
-                        CmpOp::Lt => (CmpOp::Gt, n),
-                        CmpOp::Le => (CmpOp::Ge, n),
-                        CmpOp::Gt => (CmpOp::Lt, n),
-                        CmpOp::Ge => (CmpOp::Le, n),
-                        other => (*other, n),
-                    },
-                    _ => continue,
+                collation,
+            } => {
+                let (op, v) = if is_column(left) {
+                    match bound_by(right, *affinity, *collation) {
+                        Some(v) => (*op, v),
+                        None => continue,
+                    }
+                } else if is_column(right) {
+                    let Some(v) = bound_by(left, *affinity, *collation) else {
+                        continue;
+                    };
+                    match op {
+                        CmpOp::Lt => (CmpOp::Gt, v),
+                        CmpOp::Le => (CmpOp::Ge, v),
+                        CmpOp::Gt => (CmpOp::Lt, v),
+                        CmpOp::Ge => (CmpOp::Le, v),
+                        other => (*other, v),
+                    }
+                } else {
+                    continue;
                 };
                 match op {
                     CmpOp::Eq | CmpOp::Is => {
-                        tighten(&mut lower, n, true, Ordering::Greater);
-                        tighten(&mut upper, n, true, Ordering::Less);
+                        tighten(&mut lower, v.clone(), true, Ordering::Greater);
+                        tighten(&mut upper, v, true, Ordering::Less);
                     }
-                    CmpOp::Lt => tighten(&mut upper, n, false, Ordering::Less),
-                    CmpOp::Le => tighten(&mut upper, n, true, Ordering::Less),
-                    CmpOp::Gt => tighten(&mut lower, n, false, Ordering::Greater),
-                    CmpOp::Ge => tighten(&mut lower, n, true, Ordering::Greater),
+                    CmpOp::Lt => tighten(&mut upper, v, false, Ordering::Less),
+                    CmpOp::Le => tighten(&mut upper, v, true, Ordering::Less),
+                    CmpOp::Gt => tighten(&mut lower, v, false, Ordering::Greater),
+                    CmpOp::Ge => tighten(&mut lower, v, true, Ordering::Greater),
                     _ => continue,
                 }
                 bounded = true;
@@ -404,20 +436,27 @@ pub(crate) fn range_seek(
                 expr,
                 list,
                 negated: false,
-                ..
+                collation,
             } if is_column(expr) && !list.is_empty() => {
-                let values: Option<Vec<Num>> = list
+                let values: Option<Vec<Value>> = list
                     .iter()
-                    .map(|(v, a)| number(v).filter(|_| *a != Some(Affinity::Text)))
+                    .map(|(v, a)| bound_by(v, *a, *collation))
                     .collect();
                 let Some(values) = values else { continue };
-                let lo = values.iter().copied().min_by(|a, b| num_cmp(*a, *b));
-                let hi = values.iter().copied().max_by(|a, b| num_cmp(*a, *b));
+                let lo = values.iter().min_by(|a, b| order(a, b)).cloned();
+                let hi = values.iter().max_by(|a, b| order(a, b)).cloned();
                 if let (Some(lo), Some(hi)) = (lo, hi) {
                     tighten(&mut lower, lo, true, Ordering::Greater);
                     tighten(&mut upper, hi, true, Ordering::Less);
                     bounded = true;
                 }
+            }
+            Expr::InIntegers { expr, values } if is_column(expr) && !values.is_empty() => {
+                // Integers compared without an affinity (see Expr::InIntegers).
+                let (lo, hi) = (values[0], values[values.len() - 1]);
+                tighten(&mut lower, Value::Integer(lo), true, Ordering::Greater);
+                tighten(&mut upper, Value::Integer(hi), true, Ordering::Less);
+                bounded = true;
             }
             _ => {}
         }
@@ -425,27 +464,24 @@ pub(crate) fn range_seek(
     if !bounded {
         return Ok(None);
     }
-    let place = |k: KeyField| {
+    let place = |k: KeyField<'_>| {
         let key = match k {
-            // NULL before every number; text and blobs after.
-            KeyField::Null => return Place::Below,
-            KeyField::Text | KeyField::Blob => Num::Real(f64::INFINITY),
-            KeyField::Integer(i) => Num::Int(i),
-            KeyField::Real(r) => Num::Real(r),
+            KeyField::Null => ValueRef::Null,
+            KeyField::Integer(i) => ValueRef::Integer(i),
+            KeyField::Real(r) => ValueRef::Real(r),
+            KeyField::Text(t) => ValueRef::Text(t),
+            KeyField::Blob(b) => ValueRef::Blob(b),
         };
-        let text = matches!(k, KeyField::Text | KeyField::Blob);
-        if let Some((lo, inclusive)) = lower {
-            match num_cmp(key, lo) {
-                Ordering::Less if !text => return Place::Below,
-                Ordering::Equal if !inclusive && !text => return Place::Below,
+        let at = |b: &Value| compare_values(key, b.as_ref(), target.collation);
+        if let Some((lo, inclusive)) = &lower {
+            match at(lo) {
+                Ordering::Less => return Place::Below,
+                Ordering::Equal if !inclusive => return Place::Below,
                 _ => {}
             }
         }
-        if let Some((hi, inclusive)) = upper {
-            if text {
-                return Place::Above;
-            }
-            match num_cmp(key, hi) {
+        if let Some((hi, inclusive)) = &upper {
+            match at(hi) {
                 Ordering::Greater => return Place::Above,
                 Ordering::Equal if !inclusive => return Place::Above,
                 _ => {}
@@ -454,7 +490,7 @@ pub(crate) fn range_seek(
         Place::Inside
     };
     // In a DESC column's index the largest values come first.
-    let in_index_order = |k: KeyField| match (place(k), target.descending) {
+    let in_index_order = |k: KeyField<'_>| match (place(k), target.descending) {
         (Place::Below, true) => Place::Above,
         (Place::Above, true) => Place::Below,
         (p, _) => p,
@@ -559,6 +595,7 @@ fn resolve_key(r: &mut Resolver<'_>, name: &str, key: &[KeyColumn]) -> Result<Ve
                 expr: t.expr,
                 collation,
                 descending: k.descending,
+                affinity: t.affinity,
             })
         })
         .collect();
