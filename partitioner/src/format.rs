@@ -199,8 +199,15 @@ impl BtreePageHeader {
 /// lives on overflow pages, whose chain starts at the 4-byte page number after the local part.
 #[inline]
 pub fn table_leaf_local_payload(usable: u32, payload_len: u64) -> u64 {
+    local_payload(usable, payload_len, u64::from(usable) - 35)
+}
+
+/// How many bytes of a `payload_len`-byte payload stay on a page of `usable` bytes whose
+/// largest local payload is `max_local` (btree.c's `btreeParseCellAdjustSizeForOverflow`):
+/// all of it when it fits, else the surplus past `minLocal` modulo an overflow page's
+/// capacity when that fits under `max_local`, else `minLocal`.
+pub fn local_payload(usable: u32, payload_len: u64, max_local: u64) -> u64 {
     let u = u64::from(usable);
-    let max_local = u - 35;
     if payload_len <= max_local {
         return payload_len;
     }

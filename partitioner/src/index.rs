@@ -19,8 +19,8 @@ use crate::btree::{btree_header_offset, PageSet};
 use crate::cell::{follow_overflow_chain, TableLeafCell};
 use crate::error::Result;
 use crate::format::{
-    be_u32, read_be_int, read_varint, serial_type_size, BtreePageHeader, PAGE_INTERIOR_INDEX,
-    PAGE_LEAF_INDEX,
+    be_u32, local_payload, read_be_int, read_varint, serial_type_size, BtreePageHeader,
+    PAGE_INTERIOR_INDEX, PAGE_LEAF_INDEX,
 };
 use crate::pager::PageFile;
 
@@ -28,18 +28,11 @@ use crate::pager::PageFile;
 /// `usable` bytes (btree.c's `btreeParseCellAdjustSizeForOverflow` with the index page's
 /// `maxLocal`).
 pub fn index_local_payload(usable: u32, payload_len: u64) -> u64 {
-    let u = u64::from(usable);
-    let max_local = ((u - 12) * 64 / 255) - 23;
-    if payload_len <= max_local {
-        return payload_len;
-    }
-    let min_local = ((u - 12) * 32 / 255) - 23;
-    let k = min_local + (payload_len - min_local) % (u - 4);
-    if k <= max_local {
-        k
-    } else {
-        min_local
-    }
+    local_payload(
+        usable,
+        payload_len,
+        ((u64::from(usable) - 12) * 64 / 255) - 23,
+    )
 }
 
 /// One page of the walk: its bytes, header, and how many of its items (children and entries,

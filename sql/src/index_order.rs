@@ -211,19 +211,21 @@ pub(crate) fn first_rows(
     {
         return Ok(None);
     }
-    let Some(index) = table
+    let Some(root) = index_root(table, name) else {
+        return Ok(None);
+    };
+    Ok(Some(
+        table.index_rowids(root, *fields, *backward, n as usize)?,
+    ))
+}
+
+/// The root page of `table`'s index `name`, as the file's schema lists it.
+fn index_root(table: &TablePlan, name: &str) -> Option<u32> {
+    table
         .indexes
         .iter()
         .find(|i| i.name.eq_ignore_ascii_case(name) && i.root_page > 0)
-    else {
-        return Ok(None);
-    };
-    Ok(Some(table.index_rowids(
-        index.root_page,
-        *fields,
-        *backward,
-        n as usize,
-    )?))
+        .map(|i| i.root_page)
 }
 
 /// `rowid IN (rowids)`: the filter that keeps the rows [`first_rows`] found.
@@ -282,11 +284,7 @@ pub(crate) fn seek_target(
     else {
         return Ok(None);
     };
-    let Some(index) = table
-        .indexes
-        .iter()
-        .find(|i| i.name.eq_ignore_ascii_case(name) && i.root_page > 0)
-    else {
+    let Some(root) = index_root(table, name) else {
         return Ok(None);
     };
     if filter.is_none() || table.read.needs_verification() {
@@ -304,7 +302,7 @@ pub(crate) fn seek_target(
     };
     let (resolved_collation, column_affinity) = (*resolved_collation, *column_affinity);
     Ok(Some(SeekTarget {
-        root: index.root_page,
+        root,
         fields: *fields,
         column: *column,
         descending: first.descending,
@@ -409,13 +407,7 @@ pub(crate) fn range_seek(
                     let Some(v) = bound_by(left, *affinity, *collation) else {
                         continue;
                     };
-                    match op {
-                        CmpOp::Lt => (CmpOp::Gt, v),
-                        CmpOp::Le => (CmpOp::Ge, v),
-                        CmpOp::Gt => (CmpOp::Lt, v),
-                        CmpOp::Ge => (CmpOp::Le, v),
-                        other => (*other, v),
-                    }
+                    (op.mirrored(), v)
                 } else {
                     continue;
                 };

@@ -141,6 +141,19 @@ pub enum CmpOp {
     IsNot,
 }
 
+impl CmpOp {
+    /// The operator with its operands swapped: `a < b` is `b > a`.
+    pub fn mirrored(self) -> CmpOp {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::Le => CmpOp::Ge,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::Ge => CmpOp::Le,
+            other => other,
+        }
+    }
+}
+
 /// The scalar functions the evaluator implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Function {
@@ -540,13 +553,7 @@ impl QueryPlan {
             // rowid OP n, or n OP rowid with the operator mirrored.
             let (op, n) = match (left.as_ref(), right.as_ref()) {
                 (l, Expr::Literal(Value::Integer(n))) if is_rowid(l) => (*op, *n),
-                (Expr::Literal(Value::Integer(n)), r) if is_rowid(r) => match op {
-                    CmpOp::Lt => (CmpOp::Gt, *n),
-                    CmpOp::Le => (CmpOp::Ge, *n),
-                    CmpOp::Gt => (CmpOp::Lt, *n),
-                    CmpOp::Ge => (CmpOp::Le, *n),
-                    other => (*other, *n),
-                },
+                (Expr::Literal(Value::Integer(n)), r) if is_rowid(r) => (op.mirrored(), *n),
                 _ => continue,
             };
             let (l, h) = match op {
