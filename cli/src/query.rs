@@ -15,7 +15,7 @@ use engine::query::{
 
 use crate::query_output::{result_stdout, Format, FormatRender, OutputArgs, RowWriter};
 use crate::report;
-use crate::scan_setup::{scan_setup, ScanArgs};
+use crate::scan_setup::{scan_setup, scan_setup_for_leaves, ScanArgs};
 
 /// Arguments of `corescan query`.
 #[derive(Debug, Args)]
@@ -53,7 +53,11 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     }
     let db = files.into_iter().next().context("no database file")?;
     let planned = corescan_sql::plan_query(&db, sql)?;
-    let (executors, settings) = scan_setup(&args.scan, planned.table.header.page_size)?;
+    let (executors, settings) = scan_setup_for_leaves(
+        &args.scan,
+        planned.table.header.page_size,
+        planned.table.listed_leaves(),
+    )?;
     // The first plan is the first attempt; a database read without SQLite's locks that changed
     // meanwhile is planned and scanned again (engine::consistent), as for q6. An error
     // finishing the result (`integer overflow`) is the answer, not a change: it ends the loop.

@@ -70,15 +70,29 @@ pub fn scan_setup(
     o: &ScanArgs,
     page_size: u32,
 ) -> anyhow::Result<(Vec<ExecutorSpec>, ScanSettings)> {
+    scan_setup_placed(o, o.placement(), page_size)
+}
+
+/// [`scan_setup`] for a scan that reads `leaves` leaf pages (`None`: many): a small one runs
+/// on one executor unless the placement was given ([`Placement::for_leaves`]).
+pub fn scan_setup_for_leaves(
+    o: &ScanArgs,
+    page_size: u32,
+    leaves: Option<usize>,
+) -> anyhow::Result<(Vec<ExecutorSpec>, ScanSettings)> {
+    scan_setup_placed(o, o.placement().for_leaves(leaves), page_size)
+}
+
+fn scan_setup_placed(
+    o: &ScanArgs,
+    placement: Placement,
+    page_size: u32,
+) -> anyhow::Result<(Vec<ExecutorSpec>, ScanSettings)> {
     let options = ScanOptions {
         faults: Some(injected_faults()?),
         ..o.options()
     };
-    Ok(engine::placement::resolve(
-        &o.placement(),
-        &options,
-        page_size,
-    )?)
+    Ok(engine::placement::resolve(&placement, &options, page_size)?)
 }
 
 /// The environment variable that lists the failures to pretend (see `engine::faults`): how the

@@ -43,6 +43,43 @@ pub enum Placement {
     Executors(Vec<ExecutorSpec>),
 }
 
+/// A scan of at most this many leaf pages is small: under the default placement it runs on
+/// one executor ([`Placement::for_leaves`]).
+pub const SMALL_SCAN_LEAVES: usize = 4;
+
+impl Placement {
+    /// The placement of a scan that reads `leaves` leaf pages (`None`: not known, many). Under
+    /// the default
+    /// ([`Placement::AllCpus`]) a small scan ([`SMALL_SCAN_LEAVES`]: a rowid or short index
+    /// seek, a tiny table) runs on one executor, on the CPU the caller runs on: more executors
+    /// would find no pages to read, and placing them needs the machine's topology, whose
+    /// discovery (hwloc reading sysfs, milliseconds) takes longer than such a scan. Any other
+    /// placement, and any larger scan, is kept as asked.
+    pub fn for_leaves(self, leaves: Option<usize>) -> Placement {
+        match self {
+            Placement::AllCpus if leaves.is_some_and(|n| n <= SMALL_SCAN_LEAVES) => {
+                Placement::Executors(vec![ExecutorSpec {
+                    cpu: current_cpu(),
+                    weight: 1,
+                    sqpoll_cpu: None,
+                }])
+            }
+            other => other,
+        }
+    }
+}
+
+/// The CPU the calling thread runs on (one this process may use), or the first available CPU
+/// when the kernel does not say.
+fn current_cpu() -> usize {
+    // SAFETY: sched_getcpu takes no arguments and only returns a number or -1.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu)
+        .ok()
+        .or_else(|| available_cpus().first().copied())
+        .unwrap_or(0)
+}
+
 /// Scan settings a caller sets; each `None` takes the topology file's value (with
 /// [`Placement::Topology`]) or the engine's default for the file's page size
 /// ([`ScanSettings::defaults`]).
@@ -151,6 +188,28 @@ fn planned(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_scans_take_one_executor_on_an_allowed_cpu_unless_placed() {
+        let Placement::Executors(one) = Placement::AllCpus.for_leaves(Some(SMALL_SCAN_LEAVES))
+        else {
+            panic!("a small scan keeps the default placement");
+        };
+        assert_eq!(one.len(), 1);
+        let available = available_cpus();
+        assert!(
+            available.is_empty() || available.contains(&one[0].cpu),
+            "{one:?} not in {available:?}"
+        );
+        assert_eq!(
+            Placement::AllCpus.for_leaves(Some(SMALL_SCAN_LEAVES + 1)),
+            Placement::AllCpus
+        );
+        assert_eq!(Placement::AllCpus.for_leaves(None), Placement::AllCpus);
+        for given in [Placement::Cores(2), Placement::Cpus(vec![0])] {
+            assert_eq!(given.clone().for_leaves(Some(0)), given);
+        }
+    }
 
     #[test]
     fn explicit_options_override_the_defaults_and_explicit_executors_are_kept() {

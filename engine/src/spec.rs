@@ -117,8 +117,8 @@ impl ScanSpec {
         } else {
             restrict(table, &query)?
         };
-        let (executors, settings) =
-            resolve(&self.placement, &self.options, table.header.page_size)?;
+        let placement = self.placement.for_leaves(table.listed_leaves());
+        let (executors, settings) = resolve(&placement, &self.options, table.header.page_size)?;
         Ok(OpenScan {
             path: self.path,
             table_name: table.table.name.clone(),

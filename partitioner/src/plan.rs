@@ -211,6 +211,13 @@ impl TablePlan {
         self.depth = tree.depth;
     }
 
+    /// How many leaf pages the plan lists, when it lists them all; `None` when it left the
+    /// leaf-parent level to the scan ([`TablePlan::leaf_parents`]: a table of three or more
+    /// levels, so many leaves).
+    pub fn listed_leaves(&self) -> Option<usize> {
+        self.leaf_parents.is_none().then_some(self.leaves.len())
+    }
+
     /// This plan restricted to the leaves that can hold a rowid in `lo..=hi`, found by walking
     /// only the subtrees whose keys admit the range (see [`crate::btree::walk_rowids`]), in
     /// the plan's snapshot: what SQLite's planner reads for `WHERE rowid BETWEEN lo AND hi`

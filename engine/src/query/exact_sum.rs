@@ -13,6 +13,10 @@
 //! limbs). When that addition would overflow, the window is added to the limbs and starts
 //! again from the term; any other term goes to the limbs directly. Both parts are exact, so
 //! the sum is too, and it does not depend on which terms took which path.
+//!
+//! The limbs are allocated only when a term needs them: a sum whose terms all fit the window
+//! (prices, quantities, most measurements) is 32 bytes with no heap allocation, which matters
+//! when a grouped query keeps millions of them.
 
 /// Number of 32-bit limbs (2,240 bits).
 const LIMBS: usize = 70;
@@ -30,11 +34,12 @@ const FIXED_LOWEST_EXP: u64 = (1075 - FIXED_BITS) as u64;
 const FIXED_MAX_SHIFT: u64 = 126 - 53;
 
 /// An exact sum of doubles and integers.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct ExactSum {
     /// The fixed-point window: part of the sum, in units of 2^-FIXED_BITS.
     fixed: i128,
-    limbs: Box<[i64; LIMBS]>,
+    /// The wide accumulator, allocated by the first term that does not fit the window.
+    limbs: Option<Box<[i64; LIMBS]>>,
     pending: u32,
     pos_inf: bool,
     neg_inf: bool,
@@ -46,11 +51,21 @@ impl std::fmt::Debug for ExactSum {
     }
 }
 
+/// Two sums are equal when their exact values (and infinities) are, however the value is held.
+impl PartialEq for ExactSum {
+    fn eq(&self, other: &Self) -> bool {
+        (self.pos_inf, self.neg_inf) == (other.pos_inf, other.neg_inf)
+            && self.canonical() == other.canonical()
+    }
+}
+
+impl Eq for ExactSum {}
+
 impl Default for ExactSum {
     fn default() -> Self {
         ExactSum {
             fixed: 0,
-            limbs: Box::new([0; LIMBS]),
+            limbs: None,
             pending: 0,
             pos_inf: false,
             neg_inf: false,
@@ -70,10 +85,16 @@ impl ExactSum {
         let (k, r) = (bit / 32, bit % 32);
         let shifted = u128::from(magnitude) << r;
         let sign = if negative { -1 } else { 1 };
-        let limbs: &mut [i64; 3] = (&mut self.limbs[k..k + 3]).try_into().expect("3 limbs");
+        let limbs = self.limbs_mut();
+        let limbs: &mut [i64; 3] = (&mut limbs[k..k + 3]).try_into().expect("3 limbs");
         limbs[0] += sign * (shifted as u32 as i64);
         limbs[1] += sign * ((shifted >> 32) as u32 as i64);
         limbs[2] += sign * ((shifted >> 64) as u32 as i64);
+    }
+
+    /// The limbs, allocated (zero) on first use.
+    fn limbs_mut(&mut self) -> &mut [i64; LIMBS] {
+        self.limbs.get_or_insert_with(|| Box::new([0; LIMBS]))
     }
 
     /// Adds a double (an infinity is remembered; NaN never reaches here: SQLite has none).
@@ -161,30 +182,54 @@ impl ExactSum {
 
     /// Adds another sum.
     pub fn merge(&mut self, other: &ExactSum) {
+        self.pos_inf |= other.pos_inf;
+        self.neg_inf |= other.neg_inf;
+        if other.limbs.is_none() {
+            // Window to window, as one more window term.
+            match self.fixed.checked_add(other.fixed) {
+                Some(sum) => self.fixed = sum,
+                None => {
+                    self.flush_fixed();
+                    self.fixed = other.fixed;
+                }
+            }
+            return;
+        }
         self.flush_fixed();
         self.normalize();
         let mut o = other.clone();
         o.flush_fixed();
         o.normalize();
-        for (a, b) in self.limbs.iter_mut().zip(o.limbs.iter()) {
-            *a += *b;
+        if let Some(theirs) = &o.limbs {
+            for (a, b) in self.limbs_mut().iter_mut().zip(theirs.iter()) {
+                *a += *b;
+            }
         }
         self.pending = 2;
         self.normalize();
-        self.pos_inf |= other.pos_inf;
-        self.neg_inf |= other.neg_inf;
+    }
+
+    /// The exact value in limbs, carries propagated (one representation per value).
+    fn canonical(&self) -> [i64; LIMBS] {
+        let mut n = self.clone();
+        n.flush_fixed();
+        n.normalize();
+        n.limbs.map_or([0; LIMBS], |l| *l)
     }
 
     /// Propagates carries: every limb but the top one ends in `0..2^32`.
     fn normalize(&mut self) {
+        self.pending = 0;
+        let Some(limbs) = self.limbs.as_mut() else {
+            return;
+        };
         let mut carry = 0i64;
-        for l in self.limbs.iter_mut() {
+        for l in limbs.iter_mut() {
             let v = *l + carry;
             carry = v >> 32;
             *l = v & 0xffff_ffff;
         }
-        self.limbs[LIMBS - 1] += carry << 32;
-        self.pending = 0;
+        limbs[LIMBS - 1] += carry << 32;
     }
 
     /// The sum rounded once to the nearest double (ties to even); +-infinity when it overflows
@@ -196,22 +241,30 @@ impl ExactSum {
             (false, true) => return f64::NEG_INFINITY,
             _ => {}
         }
+        if self.limbs.is_none() {
+            // The window alone: `as` rounds an i128 to the nearest double (ties to even), and
+            // scaling by 2^-FIXED_BITS is exact (the result stays a normal double).
+            return self.fixed as f64 * f64::from_bits(((1023 - FIXED_BITS) as u64) << 52);
+        }
         let mut n = self.clone();
         n.flush_fixed();
         n.normalize();
-        let negative = n.limbs[LIMBS - 1] < 0;
+        let mut limbs = *n.limbs.expect("allocated above");
+        let negative = limbs[LIMBS - 1] < 0;
         if negative {
-            for l in n.limbs.iter_mut() {
+            for l in limbs.iter_mut() {
                 *l = -*l;
             }
+            n.limbs = Some(Box::new(limbs));
             n.normalize();
+            limbs = *n.limbs.expect("still allocated");
         }
-        let Some(top) = n.limbs.iter().rposition(|&l| l != 0) else {
+        let Some(top) = limbs.iter().rposition(|&l| l != 0) else {
             return 0.0;
         };
         // Highest set bit, over the whole number.
-        let hb = top * 32 + 63 - (n.limbs[top] as u64).leading_zeros() as usize;
-        let bit = |i: usize| -> u64 { ((n.limbs[i / 32] as u64) >> (i % 32)) & 1 };
+        let hb = top * 32 + 63 - (limbs[top] as u64).leading_zeros() as usize;
+        let bit = |i: usize| -> u64 { ((limbs[i / 32] as u64) >> (i % 32)) & 1 };
         let magnitude = if hb <= 66 {
             // Below 2^-1022 (or barely above): every term was a multiple of 2^-1074, so the
             // sum is an exact multiple too and fits in a double's 53 bits.
@@ -390,6 +443,60 @@ mod tests {
         assert_eq!(sum(&[0.1, f64::INFINITY, 0.2]), f64::INFINITY);
         assert!(sum(&[0.1, f64::INFINITY, f64::NEG_INFINITY]).is_nan());
         assert_eq!(sum(&[f64::MAX, 1.0, -f64::MAX]), 1.0);
+    }
+
+    /// Sums whose terms all fit the window never allocate the limbs, and round as the limbs
+    /// do: the same terms with a term that forces the limbs (then cancelled) give the same
+    /// double, also when two window-only sums are merged and when their windows overflow.
+    #[test]
+    fn window_only_sums_allocate_nothing_and_round_alike() {
+        let mut rng = testkit::Rng::xorshift64(0x5851_f42d_4c95_7f2d);
+        for round in 0..200 {
+            let len = 1 + (rng.next_u64() % 300) as usize;
+            // Terms up to 2^32 in magnitude, whose sums stay inside the window (2^43).
+            let scale = 2f64.powi((rng.next_u64() % 20) as i32 - 40);
+            let terms: Vec<f64> = (0..len)
+                .map(|_| ((rng.next_u64() >> 11) as f64 - 2f64.powi(52)) * scale / 3.0)
+                .collect();
+            let (mut window, mut wide) = (ExactSum::default(), ExactSum::default());
+            wide.add_f64(1e300);
+            for &x in &terms {
+                window.add_f64(x);
+                wide.add_f64(x);
+            }
+            wide.add_f64(-1e300);
+            assert!(
+                window.limbs.is_none(),
+                "round {round}: the window held every term"
+            );
+            assert!(wide.limbs.is_some());
+            assert_eq!(
+                window.to_f64().to_bits(),
+                wide.to_f64().to_bits(),
+                "round {round}"
+            );
+            assert_eq!(window, wide);
+            let cut = (rng.next_u64() as usize) % (len + 1);
+            let (mut l, mut r) = (ExactSum::default(), ExactSum::default());
+            terms[..cut].iter().for_each(|&x| l.add_f64(x));
+            terms[cut..].iter().for_each(|&x| r.add_f64(x));
+            l.merge(&r);
+            assert_eq!(
+                l.to_f64().to_bits(),
+                wide.to_f64().to_bits(),
+                "round {round}"
+            );
+        }
+        // Two windows near the top of their range: merging them overflows the window.
+        let top = ((1u64 << 53) - 1) as f64 * 2f64.powi(-11);
+        let (mut l, mut r) = (ExactSum::default(), ExactSum::default());
+        for _ in 0..1000 {
+            l.add_f64(top);
+            r.add_f64(top);
+        }
+        l.merge(&r);
+        assert_eq!(l.to_f64(), 2000.0 * top);
+        assert_eq!(ExactSum::default().to_f64().to_bits(), 0.0f64.to_bits());
     }
 
     #[test]

@@ -7,11 +7,12 @@
 //! from the borrowed parts normalized on the fly, and the equality test compares them with the
 //! stored normalized key ([`KeyPart`]). An owned key is built only when a new group is created.
 
+use std::cmp::Ordering;
 use std::hash::{BuildHasher, Hasher};
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-use crate::datatype3::Collation;
+use crate::datatype3::{compare_values, Collation};
 use crate::value::{Value, ValueRef};
 
 use super::aggregate::{rtrim, AggState, KeyPart};
@@ -42,6 +43,9 @@ pub struct GroupTable {
     hasher: DefaultHashBuilder,
     /// The normalized key of each group (parallel to `groups`).
     parts: Vec<Vec<KeyPart>>,
+    /// The hash of each group's key (parallel to `groups`), so that growing the index does
+    /// not hash every key again.
+    hashes: Vec<u64>,
     /// The groups in order of first appearance.
     pub groups: Vec<Group>,
     /// The group the last row went to.
@@ -227,6 +231,14 @@ impl GroupTable {
         }
     }
 
+    /// The groups sorted by key (SQLite's group order, [`compare_group_keys`]); the lookup
+    /// is given up. No two groups of a table have equal keys, so the order is total.
+    pub fn into_key_order(self, collations: &[Collation]) -> Vec<Group> {
+        let mut groups = self.groups;
+        groups.sort_unstable_by(|a, b| compare_group_keys(a, b, collations));
+        groups
+    }
+
     /// Adds `group`, whose key no group has yet; returns its index.
     pub fn push(&mut self, group: Group, collations: &[Collation]) -> usize {
         let parts: Vec<KeyPart> = group
@@ -236,26 +248,34 @@ impl GroupTable {
             .map(|(v, c)| KeyPart::of(v.as_ref(), *c))
             .collect();
         let g = self.groups.len();
+        let mut hash = 0;
         if !parts.is_empty() {
             let mut h = self.hasher.build_hasher();
             for (p, c) in parts.iter().zip(collations) {
                 hash_part(p, *c, &mut h);
             }
-            let hash = h.finish();
-            let (hasher, all) = (&self.hasher, &self.parts);
-            self.index.insert_unique(hash, g, |&i| {
-                let mut h = hasher.build_hasher();
-                for (p, c) in all[i].iter().zip(collations) {
-                    hash_part(p, *c, &mut h);
-                }
-                h.finish()
-            });
+            hash = h.finish();
+            let hashes = &self.hashes;
+            self.index.insert_unique(hash, g, |&i| hashes[i]);
         }
+        self.hashes.push(hash);
         self.parts.push(parts);
         self.groups.push(group);
         self.last = Some(g);
         g
     }
+}
+
+/// Orders two groups by their keys as SQLite's grouping sorter does (each key under its
+/// collation); `Equal` exactly when they are the same group.
+pub fn compare_group_keys(a: &Group, b: &Group, collations: &[Collation]) -> Ordering {
+    for ((x, y), c) in a.keys.iter().zip(&b.keys).zip(collations) {
+        let o = compare_values(x.as_ref(), y.as_ref(), *c);
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
 }
 
 /// One key part as a number for [`packed_key`]: NULL is 0, a text of at most seven bytes under

@@ -360,6 +360,14 @@ impl ScanKernel for QueryKernel {
                 }
             }
         }
+        if let (Shape::Groups { keys, .. }, Partial::Groups(table)) =
+            (&self.plan.shape, &mut self.partial)
+        {
+            // Sorted here, on the executor, so the coordinator only merges sorted runs.
+            let collations: Vec<_> = keys.iter().map(|k| k.1).collect();
+            let groups = std::mem::take(table).into_key_order(&collations);
+            self.partial = Partial::KeyOrder(groups);
+        }
         if let Partial::Rows(rows) = &mut self.partial {
             if self.end_at.is_some() {
                 let (end, backward) = (self.end_at, self.plan.backward);
@@ -501,7 +509,7 @@ impl QueryKernel {
                         }
                     }
                 }
-                (Ok(Kept::Row), Partial::Groups(_)) => {}
+                (Ok(Kept::Row), Partial::Groups(_) | Partial::KeyOrder(_)) => {}
                 (Ok(Kept::Marked), Partial::Rows(_)) if sorts_with_limit(plan) => {
                     self.unresolved = true;
                 }
@@ -551,7 +559,7 @@ impl QueryKernel {
                     }
                     break;
                 }
-                (Ok(Kept::Marked), Partial::Groups(_)) => {
+                (Ok(Kept::Marked), Partial::Groups(_) | Partial::KeyOrder(_)) => {
                     unreachable!("only plain queries keep marked rows")
                 }
             }

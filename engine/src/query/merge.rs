@@ -4,15 +4,14 @@
 //! fails the query), groups merged, finished, filtered by `HAVING` and ordered.
 
 use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 
-use smallvec::SmallVec;
-
-use crate::datatype3::{compare_values, Collation};
+use crate::datatype3::Collation;
 use crate::value::{Value, ValueRef};
 
 use super::aggregate::AggState;
 use super::eval::{eval, holds};
-use super::groups::{Group, GroupTable};
+use super::groups::{compare_group_keys, Group, GroupTable};
 use super::ir::{QueryPlan, Shape};
 use super::key_row::{self, KeyRow};
 use super::marks::{compare_keys, compare_rows, sorts_with_limit};
@@ -23,8 +22,13 @@ use super::row_stream::{OutRow, RowFailure};
 pub enum Partial {
     /// A plain query's rows (its best `LIMIT + OFFSET` when there is a limit).
     Rows(Vec<OutRow>),
-    /// A grouped query's partial groups.
+    /// A grouped query's partial groups, as an executor builds them (in order of first
+    /// appearance).
     Groups(GroupTable),
+    /// A grouped query's partial groups sorted by key (SQLite's group order), as an executor
+    /// hands them over: sorted on the executors, in parallel, so the coordinator only merges
+    /// sorted runs.
+    KeyOrder(Vec<Group>),
 }
 
 impl Partial {
@@ -52,8 +56,8 @@ impl Partial {
         let mut copy = |t: &i64| f(*t);
         match self {
             Partial::Rows(rows) => rows.iter().for_each(|r| copy(&r.rowid)),
-            Partial::Groups(table) => {
-                for g in &table.groups {
+            Partial::Groups(GroupTable { groups, .. }) | Partial::KeyOrder(groups) => {
+                for g in groups {
                     copy(&g.keys_rowid);
                     for s in &g.states {
                         match s {
@@ -70,8 +74,8 @@ impl Partial {
     fn for_each_tag_mut(&mut self, mut f: impl FnMut(&mut i64)) {
         match self {
             Partial::Rows(rows) => rows.iter_mut().for_each(|r| f(&mut r.rowid)),
-            Partial::Groups(table) => {
-                for g in &mut table.groups {
+            Partial::Groups(GroupTable { groups, .. }) | Partial::KeyOrder(groups) => {
+                for g in groups {
                     f(&mut g.keys_rowid);
                     for s in &mut g.states {
                         match s {
@@ -196,60 +200,34 @@ pub fn merge_files(
             having,
             outputs,
         } => {
-            let mut table = GroupTable::default();
             let collations: Vec<Collation> = keys.iter().map(|k| k.1).collect();
             let key_row = KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr));
-            for p in partials {
-                let Partial::Groups(t) = p else { continue };
-                for g in t.groups {
-                    let found = {
-                        let refs: SmallVec<[ValueRef<'_>; 4]> =
-                            g.keys.iter().map(Value::as_ref).collect();
-                        table.find(&refs, &collations)
-                    };
-                    match found {
-                        Some(i) => {
-                            key_row::merge(key_row, &mut table.groups[i], g, |into, later| {
-                                for ((spec, s), later) in
-                                    aggregates.iter().zip(&mut into.states).zip(later)
-                                {
-                                    s.merge(spec, later);
-                                }
-                            });
-                        }
-                        None => {
-                            table.push(g, &collations);
-                        }
-                    }
-                }
-            }
-            let mut groups = table.groups;
-            if keys.is_empty() && groups.is_empty() {
-                groups.push(Group {
-                    keys: Vec::new(),
-                    keys_rowid: i64::MIN,
-                    states: aggregates.iter().map(AggState::new).collect(),
-                });
-            }
-            groups.sort_by(|a, b| {
-                for ((x, y), (_, c)) in a.keys.iter().zip(&b.keys).zip(keys) {
-                    let o = compare_values(x.as_ref(), y.as_ref(), *c);
-                    if o != Ordering::Equal {
-                        return o;
-                    }
-                }
-                Ordering::Equal
-            });
-            let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+            let runs: Vec<Vec<Group>> = partials
+                .into_iter()
+                .filter_map(|p| match p {
+                    Partial::KeyOrder(groups) => Some(groups),
+                    Partial::Groups(table) => Some(table.into_key_order(&collations)),
+                    Partial::Rows(_) => None,
+                })
+                .collect();
             // Without ORDER BY, SQLite finishes groups in key order only until the LIMIT is
             // reached: an error in a later group (integer overflow) never happens; and the
             // OFFSET skips a group after its HAVING, before its output columns are computed
             // (selectInnerLoop codes the OFFSET first when there is no sorter).
             let in_order = plan.order_by.is_empty();
+            // With ORDER BY and LIMIT only the best `OFFSET + LIMIT` rows are kept: the buffer
+            // is cut back to them whenever it holds twice as many.
+            let keep = (!in_order && limit != usize::MAX).then(|| offset.saturating_add(limit));
+            // Sort keys, the group's place in key order (ties keep it), output values.
+            let mut out: Vec<(Vec<Value>, usize, Vec<Value>)> = Vec::new();
+            let order = |a: &(Vec<Value>, usize, Vec<Value>),
+                         b: &(Vec<Value>, usize, Vec<Value>)| {
+                compare_keys(&plan.order_by, &a.0, &b.0).then(a.1.cmp(&b.1))
+            };
             let mut skipped = 0usize;
-            for g in groups {
+            let mut finish_group = |seq: usize, g: Group| -> Result<bool, MergeError> {
                 if in_order && out.len() >= limit {
-                    break;
+                    return Ok(false);
                 }
                 let mut slots = g.keys;
                 for (spec, s) in aggregates.iter().zip(g.states) {
@@ -258,12 +236,12 @@ pub fn merge_files(
                 let refs: Vec<ValueRef<'_>> = slots.iter().map(Value::as_ref).collect();
                 if let Some(h) = having {
                     if !holds(h, &refs).map_err(MergeError::Eval)? {
-                        continue;
+                        return Ok(true);
                     }
                 }
                 if in_order && skipped < offset {
                     skipped += 1;
-                    continue;
+                    return Ok(true);
                 }
                 let sort = plan
                     .order_by
@@ -276,17 +254,129 @@ pub fn merge_files(
                     .map(|e| eval(e, &refs))
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(MergeError::Eval)?;
-                out.push((sort, values));
+                out.push((sort, seq, values));
+                if let Some(k) = keep.filter(|&k| k > 0 && out.len() >= k.saturating_mul(2)) {
+                    out.select_nth_unstable_by(k - 1, order);
+                    out.truncate(k);
+                }
+                Ok(true)
+            };
+            let merged = merge_key_order(
+                runs,
+                &collations,
+                |into, later| {
+                    key_row::merge(key_row, into, later, |into, later| {
+                        for ((spec, s), later) in aggregates.iter().zip(&mut into.states).zip(later)
+                        {
+                            s.merge(spec, later);
+                        }
+                    })
+                },
+                &mut finish_group,
+            )?;
+            if keys.is_empty() && merged == 0 {
+                // An aggregate over no rows is one group.
+                let states = aggregates.iter().map(AggState::new).collect();
+                finish_group(
+                    0,
+                    Group {
+                        keys: Vec::new(),
+                        keys_rowid: i64::MIN,
+                        states,
+                    },
+                )?;
             }
-            // Stable: ties keep group-key order.
-            out.sort_by(|a, b| compare_keys(&plan.order_by, &a.0, &b.0));
+            out.sort_unstable_by(order);
             let skip = if in_order { 0 } else { offset };
             Ok(out
                 .into_iter()
                 .skip(skip)
                 .take(limit)
-                .map(|r| r.1)
+                .map(|r| r.2)
                 .collect())
         }
     }
+}
+
+/// Merges runs of groups, each sorted by key with no key twice (what executors hand over,
+/// [`Partial::KeyOrder`]), into one run in key order: groups of equal keys are combined by
+/// `combine(earlier, later)` in run order (runs are in range order, which the aggregate states
+/// and the shown keys depend on), and each merged group goes to `each` with its place in key
+/// order, until `each` says stop. Returns how many groups went to `each`.
+///
+/// A k-way merge: O(groups x log runs), with no hash table and no sort on the coordinator.
+fn merge_key_order(
+    runs: Vec<Vec<Group>>,
+    collations: &[Collation],
+    mut combine: impl FnMut(&mut Group, Group),
+    mut each: impl FnMut(usize, Group) -> Result<bool, MergeError>,
+) -> Result<usize, MergeError> {
+    struct Head<'c> {
+        group: Group,
+        run: usize,
+        collations: &'c [Collation],
+    }
+    impl Head<'_> {
+        fn rank(&self, other: &Self) -> Ordering {
+            compare_group_keys(&self.group, &other.group, self.collations)
+                .then(self.run.cmp(&other.run))
+        }
+    }
+    impl PartialEq for Head<'_> {
+        fn eq(&self, other: &Self) -> bool {
+            self.rank(other) == Ordering::Equal
+        }
+    }
+    impl Eq for Head<'_> {}
+    impl PartialOrd for Head<'_> {
+        fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Head<'_> {
+        // Reversed: the heap's top is the lowest key, of the earliest run.
+        fn cmp(&self, other: &Self) -> Ordering {
+            other.rank(self)
+        }
+    }
+    let mut runs: Vec<std::vec::IntoIter<Group>> = runs.into_iter().map(Vec::into_iter).collect();
+    let mut heap = BinaryHeap::with_capacity(runs.len());
+    for (run, groups) in runs.iter_mut().enumerate() {
+        if let Some(group) = groups.next() {
+            heap.push(Head {
+                group,
+                run,
+                collations,
+            });
+        }
+    }
+    let mut current: Option<Group> = None;
+    let mut emitted = 0usize;
+    while let Some(Head { group, run, .. }) = heap.pop() {
+        if let Some(next) = runs[run].next() {
+            heap.push(Head {
+                group: next,
+                run,
+                collations,
+            });
+        }
+        match &mut current {
+            Some(c) if compare_group_keys(c, &group, collations) == Ordering::Equal => {
+                combine(c, group);
+            }
+            _ => {
+                if let Some(done) = current.replace(group) {
+                    emitted += 1;
+                    if !each(emitted - 1, done)? {
+                        return Ok(emitted);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(done) = current {
+        emitted += 1;
+        each(emitted - 1, done)?;
+    }
+    Ok(emitted)
 }

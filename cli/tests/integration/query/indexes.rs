@@ -561,3 +561,30 @@ fn loops_corescan_cannot_follow_are_refused_where_order_matters() {
     assert_ne!(run.status, 0);
     run.assert_error_line(&["within its groups", "sqlite_autoindex_t_1", "1 and 1.0"]);
 }
+
+/// A seek that reads a few leaves runs on one executor, on the CPU the command runs on,
+/// without placing the others (and without waiting for the machine's topology); a full scan
+/// gets one per CPU; `--cores` is obeyed as given. The answers are SQLite's either way.
+#[test]
+fn small_seeks_run_on_one_executor() {
+    let [plain, _] = files();
+    let db = plain.to_str().unwrap();
+    let executors = |sql: &str, extra: &[&str]| -> usize {
+        let mut args = vec!["query", db, sql, "--report", "--format", "json"];
+        args.extend_from_slice(extra);
+        let run = corescan(args);
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        let report: serde_json::Value =
+            serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
+        report["executors"].as_array().unwrap().len()
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let seek = "SELECT * FROM o WHERE id IN (3, 4)";
+    assert_eq!(executors(seek, &[]), 1);
+    assert_eq!(executors(seek, &["--cores", "2"]), 2);
+    let full = "SELECT count(*), sum(total) FROM o";
+    assert_eq!(executors(full, &[]), cpus);
+    for sql in [seek, full] {
+        super::check(plain, sql);
+    }
+}
