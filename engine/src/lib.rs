@@ -131,7 +131,7 @@ pub use retry::{consistent, Consistent, MAX_ATTEMPTS};
 pub use scan::{ExecutorReport, FilesScanned, RecordOutcome, RowError, ScanKernel, Spill};
 pub use settings::{
     list_cpus, spread, ExecutorSpec, IoBackend, IoChoice, ScanSettings, SqpollMode,
-    AUTO_CACHED_FRACTION, DEFAULT_COALESCE_KIB, DEFAULT_IO, DEFAULT_READAHEAD_BYTES,
-    MAX_COALESCE_KIB, MAX_READAHEAD,
+    AUTO_BUFFERED_BYTES, AUTO_CACHED_FRACTION, DEFAULT_COALESCE_KIB, DEFAULT_IO,
+    DEFAULT_READAHEAD_BYTES, MAX_COALESCE_KIB, MAX_READAHEAD,
 };
 pub use spec::{replan, restrict, Compute, OpenScan, ScanSpec};

@@ -117,8 +117,11 @@ impl ScanSpec {
         } else {
             restrict(table, &query)?
         };
-        let placement = self.placement.for_leaves(table.listed_leaves());
-        let (executors, settings) = resolve(&placement, &self.options, table.header.page_size)?;
+        // Placed as asked: callers that plan partitions per executor (the DataFusion provider)
+        // count on it. A caller that wants small scans on one executor asks for it
+        // (`Placement::for_leaves`, as `corescan query` does).
+        let (executors, settings) =
+            resolve(&self.placement, &self.options, table.header.page_size)?;
         Ok(OpenScan {
             path: self.path,
             table_name: table.table.name.clone(),

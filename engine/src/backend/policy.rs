@@ -16,7 +16,9 @@ use crate::backend::{IoBackend, SqpollMode};
 use crate::error::{Error, Result};
 use crate::faults::Faults;
 use crate::hugepages::HUGE_PAGE;
-use crate::settings::{ExecutorSpec, IoChoice, ScanSettings, AUTO_CACHED_FRACTION};
+use crate::settings::{
+    ExecutorSpec, IoChoice, ScanSettings, AUTO_BUFFERED_BYTES, AUTO_CACHED_FRACTION,
+};
 
 /// Where executors run: glommio executors, or plain pinned threads when io_uring is missing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,15 +221,23 @@ fn choose_backend(
                     // (`scripts/bench-warm`, SF 1, 2 executors: 0.12-0.15 s for Q6 each, the
                     // one ahead changing from run to run, once the decoder prefetches each
                     // page's cells); `mmap` copies nothing and leaves the CPU to the decoder.
-                    let backend = if cached {
-                        IoBackend::Mmap
-                    } else {
-                        IoBackend::Dma
+                    let small = plan.listed_leaves().filter(|&n| {
+                        n as u64 * u64::from(plan.header.page_size) <= AUTO_BUFFERED_BYTES
+                    });
+                    let (backend, why) = match small {
+                        _ if cached => (IoBackend::Mmap, String::new()),
+                        Some(n) => (
+                            IoBackend::Pread,
+                            format!(
+                                " and the scan reads {n} leaf pages (buffered, they stay cached)"
+                            ),
+                        ),
+                        None => (IoBackend::Dma, String::new()),
                     };
                     Ok((
                         backend,
                         Some(format!(
-                            "auto: {:.0}% of {} sampled table pages are in the page cache, so {backend}",
+                            "auto: {:.0}% of {} sampled table pages are in the page cache{why}, so {backend}",
                             100.0 * r.fraction(),
                             r.sampled
                         )),

@@ -116,7 +116,7 @@ fn evict(path: &std::path::Path) {
 }
 
 #[test]
-fn auto_reads_cached_tables_through_the_cache_and_cold_ones_directly() {
+fn auto_reads_cached_and_small_tables_through_the_cache_and_large_cold_ones_directly() {
     let dir = test_dir("auto");
     let path = dir.join("li.db");
     make_lineitem(&path, 20_000, 4096);
@@ -128,11 +128,22 @@ fn auto_reads_cached_tables_through_the_cache_and_cold_ones_directly() {
     let warm = run_q6(&plan, &spread(2), &Q6Params::default(), &auto).unwrap();
     assert_eq!(warm.io.backend, "mmap", "{:?}", warm.io.notice);
     assert!(warm.io.notice.as_deref().unwrap().starts_with("auto: "));
-    // Cold: evicted, so the DMA path runs.
+    // Cold: evicted. Its leaves fit one readahead window, so buffered reads (which leave
+    // the pages cached for the next query).
+    let bytes = plan.leaves.len() as u64 * 4096;
+    assert!(bytes <= engine::AUTO_BUFFERED_BYTES, "{bytes}");
     evict(&path);
     let cold = run_q6(&plan, &spread(2), &Q6Params::default(), &auto).unwrap();
-    assert_eq!(cold.io.backend, "dma", "{:?}", cold.io.notice);
+    assert_eq!(cold.io.backend, "pread", "{:?}", cold.io.notice);
     assert_eq!(cold.revenue, warm.revenue);
+    // A larger cold table: the DMA path runs.
+    let big = dir.join("big.db");
+    make_lineitem(&big, 60_000, 4096);
+    let plan = TablePlan::open(&big, "lineitem").unwrap();
+    assert!(plan.leaves.len() as u64 * 4096 > engine::AUTO_BUFFERED_BYTES);
+    evict(&big);
+    let cold = run_q6(&plan, &spread(2), &Q6Params::default(), &auto).unwrap();
+    assert_eq!(cold.io.backend, "dma", "{:?}", cold.io.notice);
 }
 
 #[test]

@@ -23,7 +23,8 @@ pub enum Io {
     Pread,
     /// A memory map.
     Mmap,
-    /// `auto`: `dma` or `mmap`, as much of the table as is in the page cache decides.
+    /// `auto`: `dma` or `mmap`, as much of the table as is in the page cache decides, or
+    /// `pread` for a cold scan whose leaves fit one readahead window.
     Auto,
 }
 
@@ -44,7 +45,7 @@ impl Io {
     /// The backends the report may name for a run that went as asked.
     pub(super) fn ran_as_asked(self, backend: &str) -> bool {
         match self {
-            Io::Auto => backend == "dma" || backend == "mmap",
+            Io::Auto => ["dma", "mmap", "pread"].contains(&backend),
             Io::Dma => backend == "dma",
             Io::Uring => backend == "uring",
             Io::Pread => backend == "pread",

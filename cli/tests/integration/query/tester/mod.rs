@@ -5,7 +5,7 @@
 //! A configuration ([`Config`]) takes one value of each axis:
 //!
 //! - [`Io`], the backend: `dma`, `uring`, `pread`, `mmap`, or `auto` (the engine picks `dma` or
-//!   `mmap` from the page cache);
+//!   `mmap` from the page cache, `pread` for a small cold scan);
 //! - [`Cores`]: one executor, two, or three on two CPUs (oversubscribed: two executors share a
 //!   CPU, on any machine);
 //! - [`Window`], readahead and coalescing: off (one read of one page at a time), small (4 pages
