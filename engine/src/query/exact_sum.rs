@@ -34,7 +34,7 @@ const FIXED_LOWEST_EXP: u64 = (1075 - FIXED_BITS) as u64;
 const FIXED_MAX_SHIFT: u64 = 126 - 53;
 
 /// An exact sum of doubles and integers.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct ExactSum {
     /// The fixed-point window: part of the sum, in units of 2^-FIXED_BITS.
     fixed: i128,
@@ -60,18 +60,6 @@ impl PartialEq for ExactSum {
 }
 
 impl Eq for ExactSum {}
-
-impl Default for ExactSum {
-    fn default() -> Self {
-        ExactSum {
-            fixed: 0,
-            limbs: None,
-            pending: 0,
-            pos_inf: false,
-            neg_inf: false,
-        }
-    }
-}
 
 impl ExactSum {
     /// Adds `magnitude * 2^(bit - OFFSET)` with the given sign: three limb additions, no
