@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 mod aggregate;
+mod dialect;
 mod error;
 mod expr;
 mod index_order;

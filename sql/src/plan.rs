@@ -8,8 +8,6 @@ use engine::query::ir::{Expr, Function, QueryPlan, Shape, SortKey};
 use engine::value::Value;
 use partitioner::TablePlan;
 use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
-use sqlparser::dialect::SQLiteDialect;
-use sqlparser::parser::Parser;
 
 use super::aggregate::has_aggregate;
 use super::error::{invalid, unsupported, SqlError};
@@ -214,7 +212,7 @@ fn plan_query_in(
     open_table: impl FnOnce(&str) -> partitioner::Result<TablePlan>,
     order: Order,
 ) -> Result<PlannedQuery, SqlError> {
-    let statements = Parser::parse_sql(&SQLiteDialect {}, sql).map_err(|e| {
+    let statements = crate::dialect::parse(sql).map_err(|e| {
         // Statements the parser does not know still get a refusal that names them.
         let first = sql
             .trim_start()

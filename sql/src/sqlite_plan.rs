@@ -382,8 +382,7 @@ fn index_expressions(
         .and_then(|i| i.sql.as_deref())
         .ok_or_else(|| ChoiceError(format!("index {name:?} has no CREATE INDEX")))?;
     let statements =
-        sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::SQLiteDialect {}, sql)
-            .map_err(|e| ChoiceError(format!("index {name:?}: {e}")))?;
+        crate::dialect::parse(sql).map_err(|e| ChoiceError(format!("index {name:?}: {e}")))?;
     let Some(Statement::CreateIndex(create)) = statements.first() else {
         return Err(ChoiceError(format!("index {name:?}: no CREATE INDEX")));
     };

@@ -5,8 +5,8 @@ use std::cmp::Ordering;
 use crate::datatype3::compare_values;
 use crate::value::{Value, ValueRef};
 
-use super::dates;
 use super::ir::Function;
+use super::{dates, math, strings};
 
 /// The index after the character starting at `i`, as `SQLITE_SKIP_UTF8` steps: a byte below
 /// 0xc0 is one character, a lead byte swallows the continuation bytes after it.
@@ -141,6 +141,15 @@ pub fn apply(f: Function, a: &[ValueRef<'_>]) -> Result<Value, String> {
         }
         Function::Instr => instr(arg(0), arg(1)),
         Function::Char => Value::Text(char_text(a)),
+        Function::Quote => strings::quote(arg(0)),
+        Function::Unicode => strings::unicode(arg(0)),
+        Function::Concat => strings::concat(a, false)?,
+        Function::ConcatWs => strings::concat(a, true)?,
+        Function::OctetLength => strings::octet_length(arg(0)),
+        Function::Unhex => strings::unhex(arg(0), a.get(1).copied()),
+        Function::ZeroBlob => strings::zeroblob(arg(0))?,
+        Function::Unistr => strings::unistr(arg(0))?,
+        Function::Math(m) => math::apply(m, a),
         Function::Replace => {
             // SQLite's replaceFunc checks in this order: an empty pattern (or one starting
             // with NUL) returns X even when Z is NULL.

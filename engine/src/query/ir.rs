@@ -207,6 +207,24 @@ pub enum Function {
     TimeDiff,
     /// `char(x, ...)`: the text of the code points `x, ...`.
     Char,
+    /// `quote(x)`: the SQL literal of `x`.
+    Quote,
+    /// `unicode(x)`: the code point of the first character.
+    Unicode,
+    /// `concat(x, ...)`.
+    Concat,
+    /// `concat_ws(separator, x, ...)`.
+    ConcatWs,
+    /// `octet_length(x)`.
+    OctetLength,
+    /// `unhex(x[, pass])`.
+    Unhex,
+    /// `zeroblob(n)`.
+    ZeroBlob,
+    /// `unistr(x)`.
+    Unistr,
+    /// A math function, or `sign`.
+    Math(super::math::MathFunction),
 }
 
 /// Aggregate functions.

@@ -8,8 +8,9 @@
 //!   collation fixed, aggregates, `ORDER BY`, `LIMIT`;
 //! - the needed columns of each record are decoded by the shared page-batch decoder
 //!   ([`crate::decode`]);
-//! - [`eval`], [`functions`], [`like`], [`dates`]: expressions, scalar functions, `LIKE`/`GLOB`
-//!   and the date functions, every comparison and conversion through [`crate::datatype3`] and
+//! - [`eval`], [`functions`], [`strings`], [`math`], [`like`], [`dates`]: expressions, scalar
+//!   functions (the newer text and blob ones, the math ones), `LIKE`/`GLOB` and the date
+//!   functions, every comparison and conversion through [`crate::datatype3`] and
 //!   [`crate::value`];
 //! - [`fold`]: constant folding at planning time (constant subexpressions evaluated once,
 //!   comparison literals converted by their affinity where that is exact);
@@ -53,6 +54,7 @@ pub mod kernel;
 pub mod key_row;
 pub mod like;
 pub mod marks;
+pub mod math;
 pub mod merge;
 pub mod numeric;
 pub mod page_groups;
@@ -61,6 +63,7 @@ pub mod row_stream;
 pub mod run;
 pub mod sink;
 pub mod stream;
+pub mod strings;
 pub mod window;
 
 pub use error::{QueryError, QueryOutput};

@@ -229,7 +229,7 @@ impl Resolver<'_> {
                 col.name
             ));
         };
-        let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::SQLiteDialect {})
+        let parsed = sqlparser::parser::Parser::new(&crate::dialect::Sqlite)
             .try_with_sql(&text)
             .and_then(|mut p| p.parse_expr())
             .map_err(|e| {

@@ -5,6 +5,7 @@
 
 use engine::datatype3::Collation;
 use engine::query::ir::{AggFunc, AggSpec, Expr, Function};
+use engine::query::math::MathFunction;
 use sqlparser::ast;
 
 use super::typed::{ident_name, Typed};
@@ -48,6 +49,33 @@ impl Resolver<'_> {
             typed.push(self.resolve(n, stage, d)?);
         }
         Ok(special_function(Function::Substr, typed))
+    }
+
+    /// `CEIL(x)` / `FLOOR(x)` in the parser's own syntax (a second argument is one too many
+    /// for SQLite).
+    pub(super) fn ceil_floor(
+        &mut self,
+        name: &str,
+        expr: &ast::Expr,
+        field: &ast::CeilFloorKind,
+        stage: &mut Stage<'_>,
+        d: usize,
+    ) -> Result<Typed, SqlError> {
+        if !matches!(
+            field,
+            ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime)
+        ) {
+            return invalid(format!("wrong number of arguments to function {name}()"));
+        }
+        let m = if name == "ceil" {
+            MathFunction::Ceil
+        } else {
+            MathFunction::Floor
+        };
+        Ok(special_function(
+            Function::Math(m),
+            vec![self.resolve(expr, stage, d)?],
+        ))
     }
 
     /// A call `name(args)`: an aggregate (a slot of the group stage) or a scalar function.
@@ -147,6 +175,7 @@ impl Resolver<'_> {
             typed.push(self.resolve(a, stage, d)?);
         }
         let n = typed.len();
+        let carried_collation = typed.iter().find_map(|t| t.collation.filter(|c| c.1));
         let first_collation = typed
             .iter()
             .find_map(|t| t.collation)
@@ -256,6 +285,61 @@ impl Resolver<'_> {
                 Function::Strftime
             }
             "char" => Function::Char,
+            "quote" => {
+                arity(n == 1)?;
+                Function::Quote
+            }
+            "unicode" => {
+                arity(n == 1)?;
+                Function::Unicode
+            }
+            "concat" => {
+                arity(n >= 1)?;
+                Function::Concat
+            }
+            "concat_ws" => {
+                arity(n >= 2)?;
+                Function::ConcatWs
+            }
+            "octet_length" => {
+                arity(n == 1)?;
+                Function::OctetLength
+            }
+            "unhex" => {
+                arity(n == 1 || n == 2)?;
+                Function::Unhex
+            }
+            "zeroblob" => {
+                arity(n == 1)?;
+                Function::ZeroBlob
+            }
+            "unistr" => {
+                arity(n == 1)?;
+                Function::Unistr
+            }
+            // `iif(c1, r1, c2, r2, ..., [else])` and `if(...)`: SQLite codes them as the CASE
+            // of their arguments (`INLINEFUNC_iif`), a function node to affinity and collation.
+            "iif" | "if" => {
+                arity(n >= 2)?;
+                let mut parts = typed.into_iter().map(|t| t.expr);
+                let mut whens = Vec::with_capacity(n / 2);
+                let mut otherwise = None;
+                while let Some(w) = parts.next() {
+                    match parts.next() {
+                        Some(t) => whens.push((w, t, None, Collation::Binary)),
+                        None => otherwise = Some(Box::new(w)),
+                    }
+                }
+                return Ok(Typed {
+                    expr: Expr::Case {
+                        operand: None,
+                        whens,
+                        otherwise,
+                    },
+                    affinity: None,
+                    collation: carried_collation,
+                });
+            }
             // Planner hints that return their first argument: to the evaluator a one-argument
             // coalesce (a function call all the same: no affinity, no column collation).
             "likely" | "unlikely" => {
@@ -274,11 +358,20 @@ impl Resolver<'_> {
                 typed.truncate(1);
                 Function::Coalesce
             }
-            _ => return invalid(format!("no such function: {name}")),
+            _ => match MathFunction::from_name(&name, n) {
+                Some(m) => Function::Math(m),
+                None if MathFunction::is_name(&name) => {
+                    return invalid(format!("wrong number of arguments to function {name}()"))
+                }
+                None if SQLITE_FUNCTIONS.contains(&name.as_str()) => {
+                    return unsupported(format!("{name}()"))
+                }
+                None => return invalid(format!("no such function: {name}")),
+            },
         };
         // A function's result has no affinity; `coalesce` and friends keep an explicit
         // collation of their arguments.
-        let collation = typed.iter().find_map(|t| t.collation.filter(|c| c.1));
+        let collation = carried_collation;
         Ok(Typed {
             expr: Expr::Function(func, typed.into_iter().map(|t| t.expr).collect()),
             affinity: None,
@@ -315,3 +408,69 @@ fn is_probability(e: &ast::Expr) -> bool {
         _ => false,
     }
 }
+
+/// SQLite 3.54's built-in functions (scalar, aggregate and window, JSON and dates included)
+/// that corescan does not compute: a call of one is refused naming corescan, not with
+/// SQLite's "no such function", which means a typo.
+const SQLITE_FUNCTIONS: &[&str] = &[
+    "changes",
+    "cume_dist",
+    "dense_rank",
+    "first_value",
+    "format",
+    "fts3_tokenizer",
+    "glob",
+    "group_concat",
+    "highlight",
+    "json",
+    "json_array",
+    "json_array_length",
+    "json_error_position",
+    "json_extract",
+    "json_group_array",
+    "json_group_object",
+    "json_insert",
+    "json_object",
+    "json_patch",
+    "json_pretty",
+    "json_quote",
+    "json_remove",
+    "json_replace",
+    "json_set",
+    "json_type",
+    "json_valid",
+    "jsonb",
+    "jsonb_array",
+    "jsonb_extract",
+    "jsonb_group_array",
+    "jsonb_group_object",
+    "jsonb_insert",
+    "jsonb_object",
+    "jsonb_patch",
+    "jsonb_remove",
+    "jsonb_replace",
+    "jsonb_set",
+    "lag",
+    "last_insert_rowid",
+    "last_value",
+    "lead",
+    "like",
+    "load_extension",
+    "nth_value",
+    "ntile",
+    "percent_rank",
+    "printf",
+    "random",
+    "randomblob",
+    "rank",
+    "row_number",
+    "sqlite_compileoption_get",
+    "sqlite_compileoption_used",
+    "sqlite_offset",
+    "sqlite_source_id",
+    "sqlite_version",
+    "string_agg",
+    "subtype",
+    "total_changes",
+    "unistr_quote",
+];

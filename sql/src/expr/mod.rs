@@ -154,10 +154,10 @@ impl<'t> Resolver<'t> {
             ast::Expr::IsNotNull(x) => self.is_null(x, true, stage, d),
             ast::Expr::IsDistinctFrom(a, b) => self.is_distinct(a, b, true, stage, d),
             ast::Expr::IsNotDistinctFrom(a, b) => self.is_distinct(a, b, false, stage, d),
-            ast::Expr::IsTrue(_)
-            | ast::Expr::IsFalse(_)
-            | ast::Expr::IsNotTrue(_)
-            | ast::Expr::IsNotFalse(_) => unsupported("IS TRUE / IS FALSE"),
+            ast::Expr::IsTrue(x) => self.truth(x, true, false, stage, d),
+            ast::Expr::IsNotTrue(x) => self.truth(x, true, true, stage, d),
+            ast::Expr::IsFalse(x) => self.truth(x, false, false, stage, d),
+            ast::Expr::IsNotFalse(x) => self.truth(x, false, true, stage, d),
             ast::Expr::Between {
                 expr,
                 negated,
@@ -237,6 +237,14 @@ impl<'t> Resolver<'t> {
                 stage,
                 d,
             ),
+            ast::Expr::Ceil { expr, field } | ast::Expr::Floor { expr, field } => {
+                let name = if matches!(e, ast::Expr::Ceil { .. }) {
+                    "ceil"
+                } else {
+                    "floor"
+                };
+                self.ceil_floor(name, expr, field, stage, d)
+            }
             ast::Expr::Subquery(_) | ast::Expr::Exists { .. } => unsupported("subqueries"),
             other => unsupported(format!("the expression {other}")),
         }

@@ -1,7 +1,7 @@
 //! Prefix and postfix operators: the signs, `NOT`, `~`, `IS [NOT] NULL` and `COLLATE`,
 //! including where sqlparser's precedence differs from SQLite's and the tree is rotated first.
 
-use engine::query::ir::Expr;
+use engine::query::ir::{Expr, Function};
 use engine::value::Value;
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator};
 
@@ -115,6 +115,36 @@ impl Resolver<'_> {
         Ok(Typed {
             collation: first_explicit([&x]),
             ..Typed::plain(Expr::IsNull(Box::new(x.expr), not_null))
+        })
+    }
+
+    /// `x IS [NOT] TRUE` / `x IS [NOT] FALSE` as SQLite codes its `TK_TRUTH` (`OP_IsTrue`):
+    /// the truth value of `x` (a number other than 0; text by its numeric prefix), with NULL
+    /// taken as false for `IS TRUE` and as true for `IS FALSE`, inverted by `NOT`. Written as
+    /// `coalesce(NOT NOT x, 0)` and its variants: `NOT` computes SQLite's truth value.
+    pub(super) fn truth(
+        &mut self,
+        x: &ast::Expr,
+        is_true: bool,
+        negated: bool,
+        stage: &mut Stage<'_>,
+        d: usize,
+    ) -> Result<Typed, SqlError> {
+        let x = self.resolve(x, stage, d)?;
+        let collation = first_explicit([&x]);
+        // IS TRUE and IS NOT FALSE test the value itself, the other two its negation.
+        let tests_true = is_true != negated;
+        let once = Expr::Not(Box::new(x.expr));
+        let value = if tests_true {
+            Expr::Not(Box::new(once))
+        } else {
+            once
+        };
+        // NULL: IS TRUE and IS FALSE are false, their negations true.
+        let if_null = Expr::Literal(Value::Integer(i64::from(negated)));
+        Ok(Typed {
+            collation,
+            ..Typed::plain(Expr::Function(Function::Coalesce, vec![value, if_null]))
         })
     }
 

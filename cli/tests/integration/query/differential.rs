@@ -228,7 +228,8 @@ impl Gen<'_> {
                 } else {
                     (*self.rng.pick(GLOBS)).to_string()
                 };
-                format!("({} GLOB {pattern})", self.expr(d))
+                let not = *self.rng.pick(&["", "", "NOT "]);
+                format!("({} {not}GLOB {pattern})", self.expr(d))
             }
             11 => {
                 if self.rng.percent(50) {
@@ -341,8 +342,29 @@ impl Gen<'_> {
             "abs", "length", "lower", "upper", "typeof", "hex", "trim", "round", "likely",
             "unlikely", "char",
         ];
-        match self.rng.below(10) {
+        match self.rng.below(13) {
             0 => format!("{}({})", self.rng.pick(&one), self.expr(d)),
+            10 => self.math_function(d),
+            11 => self.text_function(d),
+            12 => {
+                let x = self.expr(d);
+                match self.rng.below(4) {
+                    0 => format!(
+                        "({x} IS {}{})",
+                        self.rng.pick(&["", "NOT "]),
+                        self.rng.pick(&["TRUE", "FALSE"])
+                    ),
+                    1 => format!("iif({x}, {}, {})", self.expr(d), self.expr(d)),
+                    2 => format!("iif({x}, {})", self.expr(d)),
+                    _ => format!(
+                        "if({x}, {}, {}, {}, {})",
+                        self.expr(d),
+                        self.expr(d),
+                        self.expr(d),
+                        self.expr(d)
+                    ),
+                }
+            }
             7 => format!("timediff({}, {})", self.expr(d), self.expr(d)),
             1 => format!(
                 "{}({}, {})",
@@ -383,6 +405,58 @@ impl Gen<'_> {
                 ),
             },
             _ => self.time_function(d),
+        }
+    }
+
+    /// SQLite's math functions (its default build's) and `sign`.
+    fn math_function(&mut self, d: u32) -> String {
+        const ONE: &[&str] = &[
+            "ceil", "ceiling", "floor", "trunc", "ln", "log", "log2", "log10", "exp", "sqrt",
+            "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+            "atanh", "radians", "degrees", "sign",
+        ];
+        match self.rng.below(8) {
+            0 => format!(
+                "{}({}, {})",
+                self.rng.pick(&["pow", "power", "mod", "atan2", "log"]),
+                self.expr(d),
+                self.expr(d)
+            ),
+            1 => "pi()".into(),
+            _ => format!("{}({})", self.rng.pick(ONE), self.expr(d)),
+        }
+    }
+
+    /// `quote`, `unicode`, `octet_length`, `concat`, `concat_ws`, `unhex`, `zeroblob`,
+    /// `unistr`.
+    fn text_function(&mut self, d: u32) -> String {
+        match self.rng.below(7) {
+            0 => format!(
+                "{}({})",
+                self.rng
+                    .pick(&["quote", "unicode", "octet_length", "unhex", "unistr"]),
+                self.expr(d)
+            ),
+            1 => format!(
+                "concat({}, {}, {})",
+                self.expr(d),
+                self.expr(d),
+                self.expr(d)
+            ),
+            2 => format!("concat({})", self.expr(d)),
+            3 => format!(
+                "concat_ws({}, {}, {})",
+                self.rng.pick(&["','", "NULL", "' - '", "x'00'"]),
+                self.expr(d),
+                self.expr(d)
+            ),
+            4 => format!(
+                "unhex({}, {})",
+                self.expr(d),
+                self.rng.pick(&["' '", "'-x'", "NULL"])
+            ),
+            5 => format!("unhex(hex({}))", self.expr(d)),
+            _ => format!("zeroblob(min({}, 12))", self.expr(d)),
         }
     }
 

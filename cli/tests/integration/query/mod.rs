@@ -1,5 +1,5 @@
 //! `corescan query` against SQLite on the same file: hand-written cases for every supported
-//! construct ([`cases`]), the same queries under every scan setting ([`settings`]), the
+//! construct ([`cases`]), the functions and clauses beyond the core grammar ([`functions`]), the same queries under every scan setting ([`settings`]), the
 //! command line ([`cli`]), streamed projections in rowid order on fragmented tables
 //! ([`stream`]), one table over several files ([`files`]), tables read through their indexes
 //! in SQLite's order ([`indexes`]), grouped pages on the typed and the general path ([`typed_runs`]), and a
@@ -21,6 +21,7 @@ mod dates;
 mod differential;
 mod exact;
 mod files;
+mod functions;
 mod group_keys;
 mod indexes;
 mod settings;
