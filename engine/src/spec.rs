@@ -241,6 +241,7 @@ fn projection(table: &TablePlan, names: &[String]) -> Result<QueryPlan> {
         limit: None,
         offset: 0,
         names: shown,
+        distinct: false,
     })
 }
 

@@ -59,7 +59,43 @@ pub(crate) fn follow(
     written: Vec<SortKey>,
     order_by: Vec<SortKey>,
     backward: bool,
+    distinct: bool,
 ) -> Result<(Vec<SortKey>, bool), SqlError> {
+    if distinct {
+        // SELECT DISTINCT shows each row where the loop first meets it: in rowid order for a
+        // forward scan of the table, in the index's key order where the index delivers the
+        // distinct rows itself; first meetings in an index's order of other keys (`USE TEMP
+        // B-TREE FOR DISTINCT` over an index) cannot be followed.
+        let follows = match &choice.access {
+            Access::Rowid { backward } => !backward,
+            Access::Index { .. } => !choice
+                .lines
+                .iter()
+                .any(|l| l.contains("USE TEMP B-TREE FOR DISTINCT")),
+            Access::Other(_) => false,
+        };
+        // Where ORDER BY orders every column as DISTINCT compares it, and no column can hold
+        // equal values that differ, the order of first meetings shows nowhere.
+        let settled = match shape {
+            Shape::Groups {
+                keys, aggregates, ..
+            } => {
+                // A rowid among the columns makes every distinct row one row of the table.
+                let rowid = r.rowid().ok().map(|t| t.expr);
+                let one_row_each = keys.iter().any(|(e, _)| Some(e) == rowid.as_ref());
+                (one_row_each || !order_sensitive(r, keys, aggregates))
+                    && keys.iter().enumerate().all(|(i, (_, c))| {
+                        order_by
+                            .iter()
+                            .any(|k| k.expr == Expr::Column(i) && k.collation == *c)
+                    })
+            }
+            Shape::Rows { .. } => false,
+        };
+        if !follows && !settled {
+            return refuse(choice, "order of rows");
+        }
+    }
     match shape {
         Shape::Rows { .. } => match &choice.access {
             Access::Rowid { backward: b } => {
@@ -136,7 +172,15 @@ pub(crate) fn follow(
                 )));
             }
             let mut order_by = order_by;
-            if !choice.sorts_groups && !keys.is_empty() {
+            // DISTINCT through a temporary b-tree: the loop does not deliver the rows
+            // distinct (their order is settled by ORDER BY, see above).
+            let sorted = choice.sorts_groups
+                || (distinct
+                    && choice
+                        .lines
+                        .iter()
+                        .any(|l| l.contains("USE TEMP B-TREE FOR DISTINCT")));
+            if !sorted && !keys.is_empty() {
                 // The groups come in the loop's order of their keys.
                 let mut placed = vec![false; keys.len()];
                 for k in &key {

@@ -227,6 +227,21 @@ pub enum Function {
     Math(super::math::MathFunction),
 }
 
+impl Function {
+    /// Whether a call can fail (an error, not NULL): `abs` overflows, results longer than
+    /// SQLite's limit, `unistr`'s bad escapes.
+    pub fn may_fail(self) -> bool {
+        matches!(
+            self,
+            Function::Abs
+                | Function::Concat
+                | Function::ConcatWs
+                | Function::ZeroBlob
+                | Function::Unistr
+        )
+    }
+}
+
 /// Aggregate functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AggFunc {
@@ -353,6 +368,10 @@ pub struct QueryPlan {
     pub offset: u64,
     /// The output column names.
     pub names: Vec<String>,
+    /// `SELECT DISTINCT`: a grouped query whose keys are its output columns, its groups in
+    /// the order of their first rows (ties of `ORDER BY` too), not in key order; the keys
+    /// shown are the first row's.
+    pub distinct: bool,
 }
 
 impl Expr {
@@ -411,6 +430,85 @@ impl Expr {
             Expr::Function(_, args) => {
                 for x in args {
                     x.visit_slots(f);
+                }
+            }
+        }
+    }
+
+    /// Whether computing the expression can fail on some row (a function's error: `abs` of
+    /// the smallest integer, a result over SQLite's length limit, a bad escape; a `LIKE` with
+    /// an `ESCAPE` or a pattern not written as a literal). Columns, literals, operators,
+    /// comparisons, `CASE` and `CAST` never fail of themselves.
+    pub fn may_fail(&self) -> bool {
+        let mut fails = false;
+        self.visit(&mut |e| {
+            fails |= match e {
+                Expr::Function(f, _) => f.may_fail(),
+                Expr::Like {
+                    pattern, escape, ..
+                } => escape.is_some() || !matches!(**pattern, Expr::Literal(_)),
+                _ => false,
+            }
+        });
+        fails
+    }
+
+    /// Calls `f` with the expression and every expression below it, in pre-order.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Column(_) | Expr::Literal(_) => {}
+            Expr::Negate(x)
+            | Expr::Not(x)
+            | Expr::BitNot(x)
+            | Expr::IsNull(x, _)
+            | Expr::Cast(x, _)
+            | Expr::InIntegers { expr: x, .. } => x.visit(f),
+            Expr::Arith(_, a, b) | Expr::Concat(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Expr::Compare { left, right, .. } => {
+                left.visit(f);
+                right.visit(f);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.visit(f);
+                for (x, _) in list {
+                    x.visit(f);
+                }
+            }
+            Expr::Like {
+                expr,
+                pattern,
+                escape,
+                ..
+            } => {
+                expr.visit(f);
+                pattern.visit(f);
+                if let Some(x) = escape {
+                    x.visit(f);
+                }
+            }
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                if let Some(x) = operand {
+                    x.visit(f);
+                }
+                for (w, t, _, _) in whens {
+                    w.visit(f);
+                    t.visit(f);
+                }
+                if let Some(x) = otherwise {
+                    x.visit(f);
+                }
+            }
+            Expr::Function(_, args) => {
+                for x in args {
+                    x.visit(f);
                 }
             }
         }
@@ -628,6 +726,7 @@ mod tests {
             limit: None,
             offset: 0,
             names: vec!["rowid".into()],
+            distinct: false,
         }
     }
 

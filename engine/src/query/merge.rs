@@ -214,14 +214,16 @@ pub fn merge_files(
             // reached: an error in a later group (integer overflow) never happens; and the
             // OFFSET skips a group after its HAVING, before its output columns are computed
             // (selectInnerLoop codes the OFFSET first when there is no sorter).
-            let in_order = plan.order_by.is_empty();
+            // DISTINCT's groups come in the order of their first rows: all of them are
+            // finished, then ordered.
+            let in_order = plan.order_by.is_empty() && !plan.distinct;
             // With ORDER BY and LIMIT only the best `OFFSET + LIMIT` rows are kept: the buffer
             // is cut back to them whenever it holds twice as many.
             let keep = (!in_order && limit != usize::MAX).then(|| offset.saturating_add(limit));
-            // Sort keys, the group's place in key order (ties keep it), output values.
-            let mut out: Vec<(Vec<Value>, usize, Vec<Value>)> = Vec::new();
-            let order = |a: &(Vec<Value>, usize, Vec<Value>),
-                         b: &(Vec<Value>, usize, Vec<Value>)| {
+            // Sort keys, the group's place in key order (ties keep it; for DISTINCT, its
+            // first row's rowid), output values.
+            let mut out: Vec<(Vec<Value>, i64, Vec<Value>)> = Vec::new();
+            let order = |a: &(Vec<Value>, i64, Vec<Value>), b: &(Vec<Value>, i64, Vec<Value>)| {
                 compare_keys(&plan.order_by, &a.0, &b.0).then(a.1.cmp(&b.1))
             };
             let mut skipped = 0usize;
@@ -229,6 +231,11 @@ pub fn merge_files(
                 if in_order && out.len() >= limit {
                     return Ok(false);
                 }
+                let seq = if plan.distinct {
+                    g.keys_rowid
+                } else {
+                    seq as i64
+                };
                 let mut slots = g.keys;
                 for (spec, s) in aggregates.iter().zip(g.states) {
                     slots.push(s.finish(spec).map_err(MergeError::Eval)?);

@@ -90,6 +90,7 @@ fn plan(shape: Shape, names: &[&str]) -> QueryPlan {
         limit: None,
         offset: 0,
         names: names.iter().map(|n| n.to_string()).collect(),
+        distinct: false,
     }
 }
 

@@ -515,6 +515,28 @@ impl Gen<'_> {
                         }
                     })
                     .collect();
+                if self.rng.percent(20) {
+                    // SELECT DISTINCT: ordered by its own columns (ties by first rows), or not
+                    // at all and then without LIMIT (SQLite stops at it; corescan refuses
+                    // keys that can fail there).
+                    let order = if self.rng.percent(50) {
+                        let count = 1 + self.rng.below(n);
+                        let terms: Vec<String> = (1..=count)
+                            .map(|k| {
+                                format!("{k} {}", self.rng.pick(&["", "DESC", "ASC NULLS LAST"]))
+                            })
+                            .collect();
+                        format!(" ORDER BY {}{}", terms.join(", "), self.limit())
+                    } else {
+                        String::new()
+                    };
+                    return format!(
+                        "SELECT DISTINCT {} FROM t{}{}",
+                        items.join(", "),
+                        self.filter(),
+                        order
+                    );
+                }
                 let order = if self.rng.percent(50) {
                     let term = if self.rng.percent(25) {
                         self.position(n, true)

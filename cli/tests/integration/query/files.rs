@@ -345,6 +345,9 @@ fn ties_between_files_go_to_the_earlier_file_as_in_sqlites_union() {
         "SELECT typeof(sum(DISTINCT a)), total(DISTINCT a) FROM k",
         "SELECT a, b FROM k ORDER BY a LIMIT 4",
         "SELECT a, b FROM k ORDER BY b COLLATE NOCASE, a LIMIT 5 OFFSET 1",
+        "SELECT DISTINCT a FROM k",
+        "SELECT DISTINCT b COLLATE NOCASE FROM k",
+        "SELECT DISTINCT b COLLATE NOCASE, a FROM k LIMIT 3 OFFSET 1",
     ] {
         let want = answer_on(&conn, sql);
         for cores in [1, 2] {

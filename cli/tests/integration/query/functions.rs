@@ -1,9 +1,9 @@
 //! The SQLite a user writes beyond the core grammar (issue 26): the math functions, the newer
-//! text and blob functions, `iif`, `IS [NOT] TRUE/FALSE`, `NOT GLOB`, each compared with
-//! SQLite 3.54 on the shared fixture (every storage class in every column); and the wording of
-//! what corescan refuses.
+//! text and blob functions, `iif`, `IS [NOT] TRUE/FALSE`, `NOT GLOB`, `SELECT DISTINCT`, each
+//! compared with SQLite 3.54 on the shared fixture (every storage class in every column); and
+//! the wording of what corescan refuses.
 
-use super::{check, check_error, fixture};
+use super::{check, check_error, fixture, Axis, QueryTester};
 
 fn all(queries: &[&str]) {
     let db = fixture();
@@ -95,6 +95,47 @@ fn refusals_of_sqlite_functions_name_corescan() {
             "not supported by corescan query: sqlite_version()",
         ),
         ("SELECT pritnf('%d', i) FROM t", "no such function: pritnf"),
+    ] {
+        check_error(db, sql, needle);
+    }
+}
+
+/// `SELECT DISTINCT`: each distinct row once, shown as its first row has it (`'a'`/`'A'`
+/// under NOCASE, `1`/`1.0` without a type, trailing spaces under RTRIM), in the order of the
+/// first rows, or by `ORDER BY` with ties in that order; under every core count and backend.
+#[test]
+fn select_distinct() {
+    let db = fixture();
+    for sql in [
+        "SELECT DISTINCT s FROM t",
+        "SELECT DISTINCT c FROM t",
+        "SELECT DISTINCT x FROM t",
+        "SELECT DISTINCT rt, i % 3 FROM t WHERE i IS NOT NULL",
+        "SELECT DISTINCT * FROM t",
+        "SELECT DISTINCT typeof(x), x > 0 AS p FROM t ORDER BY p DESC",
+        "SELECT DISTINCT c COLLATE BINARY, lower(s) FROM t ORDER BY 2 LIMIT 7 OFFSET 2",
+        "SELECT DISTINCT i % 5 FROM t LIMIT 3",
+        "SELECT DISTINCT upper(c) FROM t LIMIT 4 OFFSET 1",
+        "SELECT ALL s FROM t LIMIT 5",
+    ] {
+        QueryTester::new(db, sql)
+            .span(&[Axis::Cores, Axis::Io])
+            .check();
+    }
+    for (sql, needle) in [
+        (
+            "SELECT DISTINCT count(*) FROM t",
+            "SELECT DISTINCT with GROUP BY or aggregates",
+        ),
+        (
+            "SELECT DISTINCT s FROM t ORDER BY r",
+            "not among its columns",
+        ),
+        (
+            "SELECT DISTINCT abs(i) FROM t LIMIT 2",
+            "stops at the LIMIT",
+        ),
+        ("SELECT DISTINCT ON (s) s FROM t", "DISTINCT ON"),
     ] {
         check_error(db, sql, needle);
     }
