@@ -50,15 +50,14 @@ struct Key {
 /// The `ORDER BY` and direction that give a query SQLite's rows in SQLite's order under
 /// `choice`: `order_by` and `backward` as planned for a scan in rowid order, `written` the
 /// `ORDER BY` as written (before a scan in rowid order was found to deliver it), `filter`
-/// the `WHERE` as written.
+/// the `WHERE` as written, `distinct` for `SELECT DISTINCT`.
 pub(crate) fn follow(
     r: &mut Resolver<'_>,
     choice: &SqliteChoice,
     shape: &Shape,
     filter: Option<&ast::Expr>,
     written: Vec<SortKey>,
-    order_by: Vec<SortKey>,
-    backward: bool,
+    (order_by, backward): (Vec<SortKey>, bool),
     distinct: bool,
 ) -> Result<(Vec<SortKey>, bool), SqlError> {
     if distinct {

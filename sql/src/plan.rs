@@ -664,8 +664,7 @@ fn plan_select(
                     &shape,
                     select.selection.as_ref(),
                     written,
-                    order_by,
-                    backward,
+                    (order_by, backward),
                     distinct,
                 )?;
                 // NULLs placed against the index's order (`DESC NULLS FIRST`, `ASC NULLS
