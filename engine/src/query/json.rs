@@ -2338,7 +2338,8 @@ fn validity_check(p: &Parse<'_>, i: usize, end: usize, depth: u32) -> usize {
                         }
                     } else if c != b'\\' || j + 1 >= k {
                         return j + 1;
-                    } else if b"\"\\/bfnrt".contains(&zb(j + 1)) && zb(j + 1) != 0 {
+                    } else if b"\"\\/bfnrt\0".contains(&zb(j + 1)) {
+                        // strchr() also finds the terminating NUL.
                         j += 1;
                     } else if zb(j + 1) == b'u' {
                         if j + 5 >= k {
@@ -2529,9 +2530,110 @@ fn return_parse(p: &mut Parse<'_>, blob: bool) -> Result<(Value, bool), String> 
     }
 }
 
+/// Nesting below which every recursion of the port runs on the caller's stack.
+const INLINE_DEPTH: usize = 48;
+
+/// An upper bound on the nesting the port's recursive descents can reach for `z` read as JSON
+/// text: the deepest run of `[`/`{` outside strings, the way the parser delimits them.
+fn text_depth_bound(z: &[u8]) -> usize {
+    let (mut d, mut max, mut quote, mut esc) = (0usize, 0usize, 0u8, false);
+    for &b in z {
+        if quote != 0 {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == quote {
+                quote = 0;
+            }
+            continue;
+        }
+        match b {
+            b'"' | b'\'' => quote = b,
+            b'[' | b'{' => {
+                d += 1;
+                max = max.max(d);
+            }
+            b']' | b'}' => d = d.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// An upper bound on the nesting of `b` read as JSONB (walked without recursion; a header
+/// that does not fit ends the walk there, as it ends every descent of the port).
+fn blob_depth_bound(b: &[u8]) -> usize {
+    let p = Parse::from_blob(b.to_vec());
+    let mut ends: Vec<usize> = Vec::new();
+    let mut max = 0;
+    let mut i = 0;
+    while i < b.len() {
+        while ends.last().is_some_and(|&e| i >= e) {
+            ends.pop();
+        }
+        let (n, sz) = p.payload_size(i);
+        if n == 0 {
+            break;
+        }
+        if matches!(b[i] & 0x0f, JSONB_ARRAY | JSONB_OBJECT) {
+            ends.push(i + n + sz);
+            max = max.max(ends.len());
+            i += n;
+        } else {
+            i += n + sz;
+        }
+    }
+    max
+}
+
+/// How deep the port may recurse on these arguments (their bounds summed: an edit nests one
+/// argument inside another, a path adds a level per step).
+fn depth_bound(args: &[JsonArg<'_>]) -> usize {
+    args.iter()
+        .map(|a| match a.value {
+            ValueRef::Text(z) => {
+                text_depth_bound(z) + z.iter().filter(|&&c| c == b'.' || c == b'[').count()
+            }
+            ValueRef::Blob(z) => {
+                text_depth_bound(z)
+                    + blob_depth_bound(z)
+                    + z.iter().filter(|&&c| c == b'.' || c == b'[').count()
+            }
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Runs `f`, on a thread with a large stack when the input may nest deeply (SQLite's limit
+/// of 1000 levels times the port's stack frames can exceed a small caller stack). A panic, which
+/// would be a bug of the port, becomes a refusal rather than a guess.
+fn guarded<T: Send>(deep: bool, f: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+    const REFUSED: &str = "corescan: internal error in a JSON function (refused)";
+    if !deep {
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or_else(|_| Err(REFUSED.to_string()));
+    }
+    std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .name("corescan-json".into())
+            .stack_size(256 << 20)
+            .spawn_scoped(s, f)
+        {
+            Ok(h) => h.join().unwrap_or_else(|_| Err(REFUSED.to_string())),
+            Err(e) => Err(format!("corescan: cannot evaluate deeply nested JSON: {e}")),
+        }
+    })
+}
+
 /// Calls `f` on `args`: the result and whether SQLite attaches the JSON subtype to it, or
 /// SQLite's error message.
 pub fn call(f: JsonFunc, args: &[JsonArg<'_>]) -> Result<(Value, bool), String> {
+    let deep = depth_bound(args) > INLINE_DEPTH;
+    guarded(deep, || call_inner(f, args))
+}
+
+fn call_inner(f: JsonFunc, args: &[JsonArg<'_>]) -> Result<(Value, bool), String> {
     use JsonFunc::*;
     if let Some(ok) = arities(f) {
         if !ok.contains(&args.len()) {
@@ -3138,6 +3240,11 @@ impl JsonGroup {
 
     /// Adds one row's arguments (one for the arrays, label and value for the objects).
     pub fn update(&mut self, args: &[JsonArg<'_>]) -> Result<(), String> {
+        let deep = depth_bound(args) > INLINE_DEPTH;
+        guarded(deep, || self.update_inner(args))
+    }
+
+    fn update_inner(&mut self, args: &[JsonArg<'_>]) -> Result<(), String> {
         let need = if self.kind.object() { 2 } else { 1 };
         if args.len() != need {
             return Err("wrong number of arguments to JSON aggregate".to_string());
@@ -3204,6 +3311,15 @@ impl JsonGroup {
 
     /// The aggregate's value and whether it carries the JSON subtype.
     pub fn finish(self) -> Result<(Value, bool), String> {
+        let deep = self.kind.blob()
+            && self
+                .s
+                .as_ref()
+                .is_some_and(|s| text_depth_bound(&s.buf) + 1 > INLINE_DEPTH);
+        guarded(deep, || self.finish_inner())
+    }
+
+    fn finish_inner(self) -> Result<(Value, bool), String> {
         let blob = self.kind.blob();
         let Some(mut s) = self.s else {
             return Ok(match (self.kind.object(), blob) {

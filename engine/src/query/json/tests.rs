@@ -326,6 +326,9 @@ fn hand_cases() -> Vec<E> {
     v.push(c("json", vec![blob(b"\xcb\x01\x13")]));
     v.push(c("json", vec![blob(b"\x8c\x17a\x13\x31\x17b\x13\x32\x00")]));
     v.push(c("json_extract", vec![tb(b"{\"a\":1}"), tb(b"$.a\x00b")]));
+    // Regressions found by the randomized tests.
+    v.push(c("json_valid", vec![blob(b"\xa9\t\t\\u0000\\\x00"), int(10)]));
+    v.push(c("json_valid", vec![blob(b"x\\\x0000e9b"), int(8)]));
     v
 }
 
@@ -593,4 +596,169 @@ fn gen_blob(r: &mut testkit::Rng) -> E {
 #[test]
 fn random_jsonb_blobs_against_sqlite() {
     random_run(0x3c6e_f372_fe94_f82b, 4000, gen_blob);
+}
+
+/// Many-row aggregates: SQLite over a table in rowid order against the port, sequential and
+/// split into two partial states merged in scan order.
+fn group_case(r: &mut testkit::Rng, conn: &Connection) -> Option<String> {
+    let kind = *r.pick(&[
+        JsonGroupKind::Array,
+        JsonGroupKind::JsonbArray,
+        JsonGroupKind::Object,
+        JsonGroupKind::JsonbObject,
+    ]);
+    let wrap = r.percent(30);
+    let n = r.below(6) as usize;
+    let mut rows: Vec<(Value, Value)> = Vec::new();
+    for _ in 0..n {
+        let doc = gen_doc(r);
+        let v = if wrap {
+            // json(v) must parse, or SQLite fails before the aggregate sees it.
+            let d = if eval(&c("json", vec![t(&doc)])).is_ok() { doc } else { "[1]".to_string() };
+            Value::Text(d.into_bytes())
+        } else {
+            match r.below(7) {
+                0 => Value::Null,
+                1 => Value::Integer(r.below(100) as i64 - 50),
+                2 => Value::Real(*r.pick(&[0.5, 1e20, -0.0, f64::INFINITY])),
+                3 => Value::Blob(r.pick(&[&b"\x13\x31"[..], b"zz", b"\x0b"]).to_vec()),
+                _ => Value::Text(doc.into_bytes()),
+            }
+        };
+        let k = match r.below(6) {
+            0 => Value::Null,
+            1 => Value::Integer(7),
+            _ => Value::Text(r.pick(&["a", "b", "a\"b", "@", "x,y"]).as_bytes().to_vec()),
+        };
+        rows.push((k, v));
+    }
+    conn.execute_batch("DROP TABLE IF EXISTS g; CREATE TABLE g(k, v);").unwrap();
+    for (k, v) in &rows {
+        conn.execute("INSERT INTO g VALUES (?1, ?2)", [to_sql(k), to_sql(v)]).unwrap();
+    }
+    let name = match kind {
+        JsonGroupKind::Array => "json_group_array",
+        JsonGroupKind::JsonbArray => "jsonb_group_array",
+        JsonGroupKind::Object => "json_group_object",
+        JsonGroupKind::JsonbObject => "jsonb_group_object",
+    };
+    let v = if wrap { "json(v)" } else { "v" };
+    let args = if kind.object() { format!("k, {v}") } else { v.to_string() };
+    let sql = format!("SELECT {name}({args}) FROM g");
+    let want = query(conn, &sql, &[]).map(|x| {
+        let sub = matches!(x, Value::Text(_));
+        (x, sub)
+    });
+    let run = |split: usize| -> Result<(Value, bool), String> {
+        let mut parts = vec![JsonGroup::new(kind), JsonGroup::new(kind)];
+        for (i, (k, v)) in rows.iter().enumerate() {
+            let (v, j) = if wrap { eval(&c("json", vec![E::Lit(v.clone())]))? } else { (v.clone(), false) };
+            let va = JsonArg { value: v.as_ref(), json: j };
+            let ka = JsonArg::sql(k.as_ref());
+            let args = if kind.object() { vec![ka, va] } else { vec![va] };
+            parts[usize::from(i >= split)].update(&args)?;
+        }
+        let later = parts.pop().unwrap();
+        let mut first = parts.pop().unwrap();
+        first.merge(later);
+        first.finish()
+    };
+    let split = r.below(n as u64 + 1) as usize;
+    for got in [run(n), run(split)] {
+        if !same(&want, &got) {
+            return Some(format!(
+                "{sql}\n  rows: {rows:?}\n  split: {split}\n  sqlite: {}\n  port:   {}",
+                show(&want),
+                show(&got)
+            ));
+        }
+    }
+    None
+}
+
+#[test]
+fn random_groups_against_sqlite() {
+    let s = seed(0xa54f_f53a_5f1d_36f1);
+    let mut r = testkit::Rng::xorshift64(s);
+    let conn = conn();
+    let mut bad = Vec::new();
+    for _ in 0..1500 {
+        if let Some(m) = group_case(&mut r, &conn) {
+            bad.push(m);
+            if bad.len() >= 10 {
+                break;
+            }
+        }
+    }
+    assert!(bad.is_empty(), "seed {s}: {} mismatches:\n{}", bad.len(), bad.join("\n"));
+}
+
+fn gen_blob_edit(r: &mut testkit::Rng) -> E {
+    // Mutated JSONB through the functions that walk and edit it.
+    let doc = gen_doc(r);
+    let mut b = match eval(&c("jsonb", vec![t(&doc)])) {
+        Ok((Value::Blob(b), _)) => b,
+        _ => vec![0x0b],
+    };
+    for _ in 0..r.below(3) {
+        if !b.is_empty() {
+            let i = r.index(b.len());
+            b[i] = r.below(256) as u8;
+        }
+    }
+    let d = blob(&b);
+    match r.below(8) {
+        0 => c("json_set", vec![d, gen_path(r), gen_sql_value(r, &doc)]),
+        1 => c("jsonb_insert", vec![d, gen_path(r), int(1)]),
+        2 => c("json_remove", vec![d, gen_path(r)]),
+        3 => c("jsonb_patch", vec![t(&doc), d]),
+        4 => c("json_patch", vec![d, t(&doc)]),
+        5 => c("json_extract", vec![d, gen_path(r), gen_path(r)]),
+        6 => c("->>", vec![d, gen_path(r)]),
+        _ => c("jsonb_array_insert", vec![d, gen_path(r), int(1)]),
+    }
+}
+
+#[test]
+fn random_jsonb_edits_against_sqlite() {
+    random_run(0x510e_527f_ade6_82d1, 4000, gen_blob_edit);
+}
+
+#[test]
+fn deep_nesting() {
+    // Text: 1000 levels parse, 1001 do not; JSONB deeper than 1000 renders as an error.
+    let mut cases = Vec::new();
+    for d in [999usize, 1000, 1001] {
+        let a = "[".repeat(d) + &"]".repeat(d);
+        let o = "{\"a\":".repeat(d) + "1" + &"}".repeat(d);
+        for doc in [a, o] {
+            cases.push(c("json", vec![t(&doc)]));
+            cases.push(c("json_valid", vec![t(&doc)]));
+            cases.push(c("json_error_position", vec![t(&doc)]));
+            cases.push(c("json_pretty", vec![t(&doc)]));
+            cases.push(c("json_set", vec![t(&doc), t("$[0]"), int(1)]));
+            cases.push(c("json_patch", vec![t(&doc), t(&doc)]));
+        }
+    }
+    for d in [999usize, 1000, 1001, 1500] {
+        // JSONB arrays nested d deep, built by hand (one-byte headers fail past 11 bytes).
+        let mut b = vec![0x0b];
+        for _ in 1..d {
+            let mut outer = Parse::new(&[]);
+            outer.append_node(JSONB_ARRAY, b.len(), Some(&b));
+            b = outer.blob;
+        }
+        cases.push(c("json", vec![blob(&b)]));
+        cases.push(c("json_valid", vec![blob(&b), int(8)]));
+        cases.push(c("json_error_position", vec![blob(&b)]));
+        cases.push(c("json_pretty", vec![blob(&b)]));
+        cases.push(c("json_array", vec![blob(&b)]));
+        cases.push(c("json_extract", vec![blob(&b), t("$[0][0]")]));
+    }
+    let path = "$".to_string() + &"[0]".repeat(1200);
+    cases.push(c("json_extract", vec![t("[[[1]]]"), t(&path)]));
+    cases.push(c("json_set", vec![t("[]"), t(&path), int(1)]));
+    let path = "$".to_string() + &".a".repeat(1200);
+    cases.push(c("json_set", vec![t("{}"), t(&path), int(1)]));
+    run_all(&cases);
 }
