@@ -762,3 +762,62 @@ fn deep_nesting() {
     cases.push(c("json_set", vec![t("{}"), t(&path), int(1)]));
     run_all(&cases);
 }
+
+/// Random text over JSON's alphabet: parser error positions, JSON5 corners.
+fn gen_chars(r: &mut testkit::Rng) -> E {
+    let alphabet: [&str; 40] = [
+        "[", "]", "{", "}", ",", ":", "\"", "'", "\\", "u", "0", "1", "9", "-", "+", ".", "e", "x",
+        "a", "f", "n", "t", "true", "null", "Infinity", "NaN", " ", "\n", "\t", "/", "*", "é",
+        "\u{a0}", "\u{2028}", "\u{feff}", "0x", "\\u00", "\"a\":", "//", "\r",
+    ];
+    let mut s = String::new();
+    for _ in 0..r.below(12) {
+        s.push_str(*r.pick(&alphabet));
+    }
+    let f = *r.pick(&["json", "json_valid", "json_error_position", "jsonb", "json_type"]);
+    match f {
+        "json_valid" => c(f, vec![t(&s), int(*r.pick(&[1, 2]))]),
+        _ => c(f, vec![t(&s)]),
+    }
+}
+
+#[test]
+fn random_text_against_sqlite() {
+    random_run(0x9b05_688c_2b3e_6c1f, 8000, gen_chars);
+}
+
+/// Documents whose nodes straddle JSONB's header widths (11/12, 255/256, 65535/65536 bytes),
+/// edited so that sizes cross them.
+fn gen_sizes(r: &mut testkit::Rng) -> E {
+    let len = *r.pick(&[10usize, 11, 12, 13, 250, 254, 255, 256, 257, 65530, 65534, 65535, 65536, 65540]);
+    let fill = *r.pick(&["a", "\\n", "é"]);
+    let count = len / fill.len();
+    let s: String = fill.repeat(count);
+    let half = fill.repeat(count / 2);
+    let n = r.below(4) as usize;
+    let items: Vec<String> = (0..n)
+        .map(|i| format!("\"{}\"", fill.repeat(count.saturating_sub(i))))
+        .collect();
+    let doc = match r.below(3) {
+        0 => format!("[{}]", items.join(",")),
+        1 => format!("{{\"k\":[{}],\"z\":1}}", items.join(",")),
+        _ => format!("\"{s}\""),
+    };
+    let d = if r.percent(50) { c("jsonb", vec![t(&doc)]) } else { t(&doc) };
+    let small = *r.pick(&["", "x", "xxxxxxxxxxxx", "[1,2,3]"]);
+    match r.below(8) {
+        0 => c("jsonb_set", vec![d, t("$.k[0]"), t(small)]),
+        1 => c("jsonb_replace", vec![d, t("$[0]"), t(small)]),
+        2 => c("jsonb_remove", vec![d, t("$[1]")]),
+        3 => c("jsonb_insert", vec![d, t("$.k[#]"), t(&half)]),
+        4 => c("json_set", vec![d, t("$.new"), t(&s)]),
+        5 => c("jsonb_patch", vec![d, t("{\"k\":null,\"q\":{\"r\":1}}")]),
+        6 => c("jsonb_array_insert", vec![d, t("$[0]"), t(small)]),
+        _ => c("jsonb_set", vec![d, t("$"), c("json", vec![t(small)])]),
+    }
+}
+
+#[test]
+fn random_header_sizes_against_sqlite() {
+    random_run(0x1f83_d9ab_fb41_bd6b, 300, gen_sizes);
+}
