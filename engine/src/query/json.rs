@@ -194,9 +194,9 @@ impl JsonFunc {
             _ => return None,
         };
         Some(match arities(f) {
-            Some(ok) if !ok.contains(&args) => Err(format!(
-                "wrong number of arguments to function {name}()"
-            )),
+            Some(ok) if !ok.contains(&args) => {
+                Err(format!("wrong number of arguments to function {name}()"))
+            }
             _ => Ok(f),
         })
     }
@@ -294,6 +294,7 @@ fn strnicmp(z: &[u8], i: usize, pat: &[u8]) -> bool {
 }
 
 /// `json5Whitespace`: bytes of JSON5 whitespace (and comments) at `z[i..]`.
+#[allow(clippy::collapsible_match)] // kept in the shape of SQLite's switch
 fn json5_whitespace(z: &[u8], i: usize) -> usize {
     let mut n = i;
     loop {
@@ -427,7 +428,10 @@ fn bytes_to_bypass(z: &[u8], n: usize) -> usize {
             }
             continue;
         }
-        if z[i + 1] == 0xe2 && i + 3 < n && z[i + 2] == 0x80 && (z[i + 3] == 0xa8 || z[i + 3] == 0xa9)
+        if z[i + 1] == 0xe2
+            && i + 3 < n
+            && z[i + 2] == 0x80
+            && (z[i + 3] == 0xa8 || z[i + 3] == 0xa9)
         {
             i += 4;
             continue;
@@ -630,7 +634,14 @@ impl JStr {
         if SPECIAL[c as usize] != 0 {
             self.raw(&[b'\\', SPECIAL[c as usize]]);
         } else {
-            self.raw(&[b'\\', b'u', b'0', b'0', HEX[(c >> 4) as usize], HEX[(c & 0xf) as usize]]);
+            self.raw(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(c >> 4) as usize],
+                HEX[(c & 0xf) as usize],
+            ]);
         }
     }
     /// `jsonAppendString`.
@@ -756,7 +767,8 @@ impl<'t> Parse<'t> {
         } else if sz64 <= 0xff {
             self.blob.extend_from_slice(&[t | 0xc0, sz as u8]);
         } else if sz64 <= 0xffff {
-            self.blob.extend_from_slice(&[t | 0xd0, (sz >> 8) as u8, sz as u8]);
+            self.blob
+                .extend_from_slice(&[t | 0xd0, (sz >> 8) as u8, sz as u8]);
         } else {
             self.blob.extend_from_slice(&[
                 t | 0xe0,
@@ -933,7 +945,9 @@ impl<'t> Parse<'t> {
                     return -1;
                 }
                 _ => {
-                    if c == b'n' && strnicmp_exact(self.json, i, b"null") && !is_alnum(self.z(i + 4))
+                    if c == b'n'
+                        && strnicmp_exact(self.json, i, b"null")
+                        && !is_alnum(self.z(i + 4))
                     {
                         self.blob.push(JSONB_NULL);
                         return (i + 4) as i64;
@@ -1273,7 +1287,8 @@ impl<'t> Parse<'t> {
                     }
                 } else {
                     if !is_digit(at(z, i + 1)) {
-                        if (at(z, i + 1) == b'I' || at(z, i + 1) == b'i') && strnicmp(z, i + 1, b"inf")
+                        if (at(z, i + 1) == b'I' || at(z, i + 1) == b'i')
+                            && strnicmp(z, i + 1, b"inf")
                         {
                             self.has_nonstd = true;
                             if at(z, i) == b'-' {
@@ -1605,7 +1620,13 @@ impl<'t> Parse<'t> {
     }
 
     /// `jsonTranslateBlobToPrettyText`.
-    fn blob_to_pretty(&mut self, i: usize, out: &mut JStr, indent: &[u8], n_indent: &mut u32) -> usize {
+    fn blob_to_pretty(
+        &mut self,
+        i: usize,
+        out: &mut JStr,
+        indent: &[u8],
+        n_indent: &mut u32,
+    ) -> usize {
         let (n, sz) = self.payload_size(i);
         if n == 0 {
             out.err |= JSTRING_MALFORMED;
@@ -1706,7 +1727,7 @@ impl<'t> Parse<'t> {
     /// `jsonBlobEdit`.
     fn blob_edit(&mut self, i_del: usize, n_del: usize, ins: Option<&[u8]>, n_ins: usize) {
         let d = n_ins as i64 - n_del as i64;
-        if d < 0 && d >= -8 {
+        if (-8..0).contains(&d) {
             if let Some(ins) = ins {
                 if let Some(over) = blob_overwrite(ins, (-d) as usize) {
                     self.blob[i_del..i_del + over.len()].copy_from_slice(&over);
@@ -1961,7 +1982,11 @@ impl<'t> Parse<'t> {
             return (Lookup::Found(0), self.ins.clone());
         }
         let mut pins = Parse::new(&[]);
-        pins.blob = vec![if at(path, off) == b'.' { JSONB_OBJECT } else { JSONB_ARRAY }];
+        pins.blob = vec![if at(path, off) == b'.' {
+            JSONB_OBJECT
+        } else {
+            JSONB_ARRAY
+        }];
         pins.e_edit = self.e_edit;
         pins.ins = self.ins.clone();
         pins.depth = self.depth.wrapping_add(1);
@@ -2328,11 +2353,8 @@ fn validity_check(p: &Parse<'_>, i: usize, end: usize, depth: u32) -> usize {
             while j < k {
                 let c = zb(j);
                 if !is_ok(c) && c != b'\'' {
-                    if c == b'"' {
-                        if x == JSONB_TEXTJ {
-                            return j + 1;
-                        }
-                    } else if c <= 0x1f {
+                    if c == b'"' || c <= 0x1f {
+                        // Quotes and control characters are JSON5-only.
                         if x == JSONB_TEXTJ {
                             return j + 1;
                         }

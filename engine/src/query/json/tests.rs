@@ -1,5 +1,8 @@
 //! Hand-picked and randomized differential tests against SQLite 3.54.1 (rusqlite, bundled).
 
+// `*r.pick(..)` picks the `&str` (without it inference looks for `str`).
+#![allow(clippy::explicit_auto_deref)]
+
 use super::*;
 use rusqlite::Connection;
 
@@ -108,8 +111,10 @@ fn err_text(e: rusqlite::Error) -> String {
 fn query(conn: &Connection, sql: &str, params: &[Value]) -> Result<Value, String> {
     let p: Vec<rusqlite::types::Value> = params.iter().map(to_sql).collect();
     let mut st = conn.prepare(sql).map_err(err_text)?;
-    st.query_row(rusqlite::params_from_iter(p), |r| Ok(from_ref(r.get_ref(0)?)))
-        .map_err(err_text)
+    st.query_row(rusqlite::params_from_iter(p), |r| {
+        Ok(from_ref(r.get_ref(0)?))
+    })
+    .map_err(err_text)
 }
 
 /// SQLite's answer: the value (and whether it carries the subtype, seen through
@@ -175,14 +180,25 @@ fn run_all(cases: &[E]) {
             bad.push(m);
         }
     }
-    assert!(bad.is_empty(), "{} mismatches:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} mismatches:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 #[test]
 fn json_exact_values() {
     let j = |s: &str| eval(&c("json", vec![t(s)]));
-    assert_eq!(j(" [1, 2.50, \"a\"] "), Ok((Value::text("[1,2.50,\"a\"]"), true)));
-    assert_eq!(j("{a:0x1F, b:.5, c:+Infinity}"), Ok((Value::text("{\"a\":31,\"b\":0.5,\"c\":9e999}"), true)));
+    assert_eq!(
+        j(" [1, 2.50, \"a\"] "),
+        Ok((Value::text("[1,2.50,\"a\"]"), true))
+    );
+    assert_eq!(
+        j("{a:0x1F, b:.5, c:+Infinity}"),
+        Ok((Value::text("{\"a\":31,\"b\":0.5,\"c\":9e999}"), true))
+    );
     assert_eq!(j("[1,]"), Ok((Value::text("[1]"), true)));
     assert_eq!(j("[1"), Err("malformed JSON".to_string()));
     assert_eq!(j(""), Err("malformed JSON".to_string()));
@@ -191,7 +207,10 @@ fn json_exact_values() {
     let ok = "[".repeat(1000) + &"]".repeat(1000);
     assert_eq!(j(&ok), Ok((Value::text(ok.clone()), true)));
     assert_eq!(
-        eval(&c("->>", vec![t("{\"a\":[1,true,null,\"x\"]}"), t("$.a[1]")])),
+        eval(&c(
+            "->>",
+            vec![t("{\"a\":[1,true,null,\"x\"]}"), t("$.a[1]")]
+        )),
         Ok((Value::Integer(1), false))
     );
     assert_eq!(
@@ -206,25 +225,106 @@ fn json_exact_values() {
 
 fn hand_cases() -> Vec<E> {
     let docs = [
-        "null", "true", "false", "0", "-0", "1", "-1", "12345678901234567890", "-9223372036854775808",
-        "9223372036854775807", "9223372036854775808", "1.5", "-1.5e10", "1E+2", "0.0", "1e999",
-        "-1e999", "0x1F", "-0x1f", "0xffffffffffffffff", "0x8000000000000000",
-        "0x123456789abcdef01", "+5", ".5", "5.", "-.5", "+.5e3", "Infinity", "-Infinity", "+inf",
-        "NaN", "-NaN", "QNaN", "snan", "inf", "infinity", "\"abc\"", "'abc'", "\"a\\\"b\"",
-        "\"\\u0041\\u00e9\\ud83d\\ude00\"", "\"\\ud83d\"", "'\\x41\\v\\0\\'\"'", "\"a\\\nb\"",
-        "\"tab\there\"", "\"é✓😀\"", "[]", "{}", "[1,2,3]", "[1,[2,[3,[4]]]]",
-        "{\"a\":1,\"b\":[1,2,{\"c\":null}],\"d\":{\"e\":\"f\"}}", "{a:1,$b:2,_c:3,\\u0041x:4}",
-        "{\"a\":1,\"a\":2}", "[1,2,]", "{\"a\":1,}", " /* c */ [1 // x\n ,2]", "\u{feff}[1]",
-        "[1]\u{a0}", "[1] x", "[1,,2]", "[01]", "[1.]", "[.]", "[-]", "[1e]", "[1e+]", "{\"a\"}",
-        "{\"a\" 1}", "{1:2}", "[\"\\q\"]", "[\"\\u12\"]", "\"abc", "tru", "nul", "[true1]",
-        "{\"a\" : 1 , \"b\" : 2 }", "[ 1 , 2 ]", "\"\\/\"", "[\"\\u0000\"]", "'\\\r\nx'",
-        "\"\\0\"", "\"\\01\"", "[0x]", "-0x10", "[-0x10]", "1 ", "\t\n\r 1 \t", "\u{0b}1",
+        "null",
+        "true",
+        "false",
+        "0",
+        "-0",
+        "1",
+        "-1",
+        "12345678901234567890",
+        "-9223372036854775808",
+        "9223372036854775807",
+        "9223372036854775808",
+        "1.5",
+        "-1.5e10",
+        "1E+2",
+        "0.0",
+        "1e999",
+        "-1e999",
+        "0x1F",
+        "-0x1f",
+        "0xffffffffffffffff",
+        "0x8000000000000000",
+        "0x123456789abcdef01",
+        "+5",
+        ".5",
+        "5.",
+        "-.5",
+        "+.5e3",
+        "Infinity",
+        "-Infinity",
+        "+inf",
+        "NaN",
+        "-NaN",
+        "QNaN",
+        "snan",
+        "inf",
+        "infinity",
+        "\"abc\"",
+        "'abc'",
+        "\"a\\\"b\"",
+        "\"\\u0041\\u00e9\\ud83d\\ude00\"",
+        "\"\\ud83d\"",
+        "'\\x41\\v\\0\\'\"'",
+        "\"a\\\nb\"",
+        "\"tab\there\"",
+        "\"é✓😀\"",
+        "[]",
+        "{}",
+        "[1,2,3]",
+        "[1,[2,[3,[4]]]]",
+        "{\"a\":1,\"b\":[1,2,{\"c\":null}],\"d\":{\"e\":\"f\"}}",
+        "{a:1,$b:2,_c:3,\\u0041x:4}",
+        "{\"a\":1,\"a\":2}",
+        "[1,2,]",
+        "{\"a\":1,}",
+        " /* c */ [1 // x\n ,2]",
+        "\u{feff}[1]",
+        "[1]\u{a0}",
+        "[1] x",
+        "[1,,2]",
+        "[01]",
+        "[1.]",
+        "[.]",
+        "[-]",
+        "[1e]",
+        "[1e+]",
+        "{\"a\"}",
+        "{\"a\" 1}",
+        "{1:2}",
+        "[\"\\q\"]",
+        "[\"\\u12\"]",
+        "\"abc",
+        "tru",
+        "nul",
+        "[true1]",
+        "{\"a\" : 1 , \"b\" : 2 }",
+        "[ 1 , 2 ]",
+        "\"\\/\"",
+        "[\"\\u0000\"]",
+        "'\\\r\nx'",
+        "\"\\0\"",
+        "\"\\01\"",
+        "[0x]",
+        "-0x10",
+        "[-0x10]",
+        "1 ",
+        "\t\n\r 1 \t",
+        "\u{0b}1",
     ];
     let mut v = Vec::new();
     for d in docs {
-        for f in ["json", "jsonb", "json_type", "json_valid", "json_array_length", "json_quote",
-            "json_error_position", "json_pretty"]
-        {
+        for f in [
+            "json",
+            "jsonb",
+            "json_type",
+            "json_valid",
+            "json_array_length",
+            "json_quote",
+            "json_error_position",
+            "json_pretty",
+        ] {
             v.push(c(f, vec![t(d)]));
         }
         for flags in [1, 2, 3, 4, 5, 6, 8, 9, 10, 15] {
@@ -234,9 +334,27 @@ fn hand_cases() -> Vec<E> {
         v.push(c("json_valid", vec![c("jsonb", vec![t(d)]), int(8)]));
         v.push(c("json_error_position", vec![c("jsonb", vec![t(d)])]));
         v.push(c("json_pretty", vec![t(d), t("\t")]));
-        for p in ["$", "$[0]", "$[1]", "$[#-1]", "$.a", "$.b[1]", "$.b[2].c", "$.d.e", "$.\"a\"",
-            "$.\"\\u0061\"", "$.A", "$[#]", "$[#-9]", "$.", "$[", "$[x]", "$a", "x", "$.a.b"]
-        {
+        for p in [
+            "$",
+            "$[0]",
+            "$[1]",
+            "$[#-1]",
+            "$.a",
+            "$.b[1]",
+            "$.b[2].c",
+            "$.d.e",
+            "$.\"a\"",
+            "$.\"\\u0061\"",
+            "$.A",
+            "$[#]",
+            "$[#-9]",
+            "$.",
+            "$[",
+            "$[x]",
+            "$a",
+            "x",
+            "$.a.b",
+        ] {
             v.push(c("json_extract", vec![t(d), t(p)]));
             v.push(c("jsonb_extract", vec![t(d), t(p)]));
             v.push(c("->", vec![t(d), t(p)]));
@@ -250,8 +368,14 @@ fn hand_cases() -> Vec<E> {
             v.push(c("json_array_insert", vec![t(d), t(p), null()]));
             v.push(c("jsonb_set", vec![t(d), t(p), c("json", vec![t("[1]")])]));
         }
-        v.push(c("json_extract", vec![t(d), t("$[0]"), t("$.a"), t("$.zz")]));
-        v.push(c("json_patch", vec![t(d), t("{\"a\":null,\"b\":{\"x\":1},\"n\":[1]}")]));
+        v.push(c(
+            "json_extract",
+            vec![t(d), t("$[0]"), t("$.a"), t("$.zz")],
+        ));
+        v.push(c(
+            "json_patch",
+            vec![t(d), t("{\"a\":null,\"b\":{\"x\":1},\"n\":[1]}")],
+        ));
         v.push(c("json_patch", vec![t("{\"a\":1,\"b\":{\"y\":2}}"), t(d)]));
         v.push(c("jsonb_patch", vec![t("{\"a\":1,\"b\":{\"y\":2}}"), t(d)]));
         v.push(c("json_array", vec![t(d), c("json", vec![t(d)])]));
@@ -259,17 +383,41 @@ fn hand_cases() -> Vec<E> {
         v.push(c("json_group_array", vec![c("json", vec![t(d)])]));
         v.push(c("jsonb_group_object", vec![t(d), c("json", vec![t(d)])]));
     }
-    for (a, p) in [(int(1), "int"), (int(-1), "neg"), (t("a"), "label"), (t("[0]"), "brackets"),
-        (t("a b"), "quoted"), (real(1.5), "real"), (int(0), "zero")]
-    {
+    for (a, p) in [
+        (int(1), "int"),
+        (int(-1), "neg"),
+        (t("a"), "label"),
+        (t("[0]"), "brackets"),
+        (t("a b"), "quoted"),
+        (real(1.5), "real"),
+        (int(0), "zero"),
+    ] {
         let _ = p;
-        v.push(c("->", vec![t("{\"a\":[5,6],\"a b\":7,\"1.5\":8}"), a.clone()]));
+        v.push(c(
+            "->",
+            vec![t("{\"a\":[5,6],\"a b\":7,\"1.5\":8}"), a.clone()],
+        ));
         v.push(c("->>", vec![t("[5,6,{\"a\":1}]"), a.clone()]));
     }
-    let vals = [null(), int(7), int(i64::MIN), real(0.1), real(1e20), real(-0.0), real(f64::INFINITY),
-        real(f64::NEG_INFINITY), real(1.0), t("x\"y\\z\n\u{1}'"), t(""), blob(b"\x13\x31"),
-        blob(b"abc"), blob(b""), c("json", vec![t("[1,{}]")]), c("json_quote", vec![t("q")]),
-        c("jsonb", vec![t("{\"a\":[1,2]}")])];
+    let vals = [
+        null(),
+        int(7),
+        int(i64::MIN),
+        real(0.1),
+        real(1e20),
+        real(-0.0),
+        real(f64::INFINITY),
+        real(f64::NEG_INFINITY),
+        real(1.0),
+        t("x\"y\\z\n\u{1}'"),
+        t(""),
+        blob(b"\x13\x31"),
+        blob(b"abc"),
+        blob(b""),
+        c("json", vec![t("[1,{}]")]),
+        c("json_quote", vec![t("q")]),
+        c("jsonb", vec![t("{\"a\":[1,2]}")]),
+    ];
     for a in &vals {
         v.push(c("json_quote", vec![a.clone()]));
         v.push(c("json_array", vec![a.clone(), a.clone()]));
@@ -277,8 +425,14 @@ fn hand_cases() -> Vec<E> {
         v.push(c("json_object", vec![t("k"), a.clone()]));
         v.push(c("jsonb_object", vec![t("k"), a.clone(), t("k"), int(1)]));
         v.push(c("json_object", vec![a.clone(), int(1)]));
-        v.push(c("json_set", vec![t("{\"a\":[1,2]}"), t("$.a[#]"), a.clone()]));
-        v.push(c("jsonb_set", vec![t("{\"a\":[1,2]}"), t("$.b.c[0]"), a.clone()]));
+        v.push(c(
+            "json_set",
+            vec![t("{\"a\":[1,2]}"), t("$.a[#]"), a.clone()],
+        ));
+        v.push(c(
+            "jsonb_set",
+            vec![t("{\"a\":[1,2]}"), t("$.b.c[0]"), a.clone()],
+        ));
         v.push(c("json_group_array", vec![a.clone()]));
         v.push(c("json_group_object", vec![t("k"), a.clone()]));
         v.push(c("json_group_object", vec![a.clone(), a.clone()]));
@@ -297,27 +451,65 @@ fn hand_cases() -> Vec<E> {
     v.push(c("json_insert", vec![t("[1]")]));
     v.push(c("json_remove", vec![t("[1,2,3]"), t("$[0]"), t("$[0]")]));
     v.push(c("json_remove", vec![t("[1,2,3]"), null()]));
-    v.push(c("json_set", vec![t("{}"), t("$.a.b.c"), int(1), t("$.x[0][0]"), int(2), t("$.y[1]"), int(3)]));
+    v.push(c(
+        "json_set",
+        vec![
+            t("{}"),
+            t("$.a.b.c"),
+            int(1),
+            t("$.x[0][0]"),
+            int(2),
+            t("$.y[1]"),
+            int(3),
+        ],
+    ));
     v.push(c("json_set", vec![t("{\"a\":1}"), t("$"), int(5)]));
     v.push(c("jsonb_set", vec![t("[1,2]"), t("$"), int(5)]));
     v.push(c("jsonb_set", vec![t("[1]"), t("$[0]"), int(22)]));
-    v.push(c("jsonb_replace", vec![t("[\"abcdefghijklm\"]"), t("$[0]"), t("abcdefghijk")]));
-    v.push(c("json_array_insert", vec![t("[1,2,3]"), t("$[1]"), t("x"), t("$[#]"), int(4)]));
-    v.push(c("json_array_insert", vec![t("{\"a\":[1]}"), t("$.a"), int(1)]));
-    v.push(c("json_array_insert", vec![t("{\"a\":[1]}"), t("$.b"), int(1)]));
+    v.push(c(
+        "jsonb_replace",
+        vec![t("[\"abcdefghijklm\"]"), t("$[0]"), t("abcdefghijk")],
+    ));
+    v.push(c(
+        "json_array_insert",
+        vec![t("[1,2,3]"), t("$[1]"), t("x"), t("$[#]"), int(4)],
+    ));
+    v.push(c(
+        "json_array_insert",
+        vec![t("{\"a\":[1]}"), t("$.a"), int(1)],
+    ));
+    v.push(c(
+        "json_array_insert",
+        vec![t("{\"a\":[1]}"), t("$.b"), int(1)],
+    ));
     v.push(c("json_set", vec![t("[1]"), t("$[0]"), blob(b"zz")]));
     v.push(c("json_set", vec![t("[1]"), int(5), int(1)]));
-    v.push(c("json_set", vec![t("[1]"), t("$[0]"), int(1), t("x"), int(1)]));
-    v.push(c("json_set", vec![t("[1]"), t("$[9]"), int(1), t("x"), int(1)]));
+    v.push(c(
+        "json_set",
+        vec![t("[1]"), t("$[0]"), int(1), t("x"), int(1)],
+    ));
+    v.push(c(
+        "json_set",
+        vec![t("[1]"), t("$[9]"), int(1), t("x"), int(1)],
+    ));
     v.push(c("json_type", vec![t("[1]"), t("x'y")]));
     v.push(c("json_extract", vec![t("{\"a\":1}"), t("$.a"), null()]));
     v.push(c("json_patch", vec![t("[1]"), t("{\"a\":1}")]));
-    v.push(c("json_patch", vec![t("{\"a\":{\"b\":1}}"), t("{\"a\":{\"b\":null,\"c\":{\"d\":1}},\"e\":null}")]));
+    v.push(c(
+        "json_patch",
+        vec![
+            t("{\"a\":{\"b\":1}}"),
+            t("{\"a\":{\"b\":null,\"c\":{\"d\":1}},\"e\":null}"),
+        ],
+    ));
     v.push(c("json_patch", vec![null(), t("{}")]));
     v.push(c("json_patch", vec![t("{}"), null()]));
     v.push(c("json_patch", vec![t("{"), t("x")]));
     v.push(c("json_object", vec![t("a"), int(1), int(2), int(3)]));
-    v.push(c("json_object", vec![t("a"), blob(b"\xff"), int(2), int(3)]));
+    v.push(c(
+        "json_object",
+        vec![t("a"), blob(b"\xff"), int(2), int(3)],
+    ));
     v.push(c("json_array", vec![blob(b"\xff"), blob(b"\x0b")]));
     v.push(c("json", vec![tb(b"[1]\x00junk")]));
     v.push(c("json", vec![blob(b"[1]")]));
@@ -327,7 +519,10 @@ fn hand_cases() -> Vec<E> {
     v.push(c("json", vec![blob(b"\x8c\x17a\x13\x31\x17b\x13\x32\x00")]));
     v.push(c("json_extract", vec![tb(b"{\"a\":1}"), tb(b"$.a\x00b")]));
     // Regressions found by the randomized tests.
-    v.push(c("json_valid", vec![blob(b"\xa9\t\t\\u0000\\\x00"), int(10)]));
+    v.push(c(
+        "json_valid",
+        vec![blob(b"\xa9\t\t\\u0000\\\x00"), int(10)],
+    ));
     v.push(c("json_valid", vec![blob(b"x\\\x0000e9b"), int(8)]));
     v
 }
@@ -340,16 +535,27 @@ fn hand_picked_against_sqlite() {
 #[test]
 fn from_name_arity() {
     let conn = conn();
-    for (name, n) in [("json", 2), ("json_type", 3), ("json_valid", 0), ("json_patch", 1), ("json_quote", 2),
-        ("json_pretty", 3), ("json_error_position", 2), ("json_array_length", 0), ("jsonb", 0)]
-    {
+    for (name, n) in [
+        ("json", 2),
+        ("json_type", 3),
+        ("json_valid", 0),
+        ("json_patch", 1),
+        ("json_quote", 2),
+        ("json_pretty", 3),
+        ("json_error_position", 2),
+        ("json_array_length", 0),
+        ("jsonb", 0),
+    ] {
         let args = vec!["1"; n].join(",");
         // SQLite's prepare adds where the call is: " in SELECT ... at offset 7".
         let want = query(&conn, &format!("SELECT {name}({args})"), &[]).unwrap_err();
         let Some(Err(got)) = JsonFunc::from_name(name, n) else {
             panic!("{name} with {n} arguments accepted");
         };
-        assert!(want.starts_with(&format!("{got} in SELECT")), "{want} vs {got}");
+        assert!(
+            want.starts_with(&format!("{got} in SELECT")),
+            "{want} vs {got}"
+        );
     }
     assert_eq!(JsonFunc::from_name("json_set", 0), Some(Ok(JsonFunc::Set)));
     assert_eq!(JsonFunc::from_name("upper", 1), None);
@@ -369,7 +575,10 @@ fn ws(r: &mut testkit::Rng, out: &mut String) {
     if r.percent(70) {
         return;
     }
-    let w = ["", " ", "\n", "\t", "\r\n", "  ", " /*c*/ ", "//x\n", "\u{a0}", "\u{2028}", "\u{0b}", "\u{feff}"];
+    let w = [
+        "", " ", "\n", "\t", "\r\n", "  ", " /*c*/ ", "//x\n", "\u{a0}", "\u{2028}", "\u{0b}",
+        "\u{feff}",
+    ];
     out.push_str(*r.pick(&w));
 }
 
@@ -377,18 +586,72 @@ fn gen_string(r: &mut testkit::Rng, out: &mut String) {
     let q = if r.percent(90) { '"' } else { '\'' };
     out.push(q);
     for _ in 0..r.below(6) {
-        let parts = ["a", "b", "é", "😀", "\\n", "\\\"", "\\\\", "\\u0041", "\\u00e9", "\\ud83d\\ude00",
-            "\\/", "\\t", "'", "\\'", "\\x41", "\\v", "\\0", "\t", " ", "\\\n", "@", ",", ":", "✓", "\\u0000"];
+        let parts = [
+            "a",
+            "b",
+            "é",
+            "😀",
+            "\\n",
+            "\\\"",
+            "\\\\",
+            "\\u0041",
+            "\\u00e9",
+            "\\ud83d\\ude00",
+            "\\/",
+            "\\t",
+            "'",
+            "\\'",
+            "\\x41",
+            "\\v",
+            "\\0",
+            "\t",
+            " ",
+            "\\\n",
+            "@",
+            ",",
+            ":",
+            "✓",
+            "\\u0000",
+        ];
         out.push_str(*r.pick(&parts));
     }
     out.push(q);
 }
 
 fn gen_number(r: &mut testkit::Rng, out: &mut String) {
-    let n = ["0", "1", "-1", "42", "-0", "3.25", "1e5", "1E-3", "-2.5e+10", "12345678901234567890",
-        "9223372036854775807", "-9223372036854775808", "9223372036854775808", "0x1f", "0XAB",
-        "-0x10", "0xffffffffffffffff", "0x1234567890abcdef12", "+7", ".5", "5.", "-.25", "1.e3",
-        "Infinity", "-Infinity", "NaN", "1e999", "0.1", "100", "1.0", "2.50"];
+    let n = [
+        "0",
+        "1",
+        "-1",
+        "42",
+        "-0",
+        "3.25",
+        "1e5",
+        "1E-3",
+        "-2.5e+10",
+        "12345678901234567890",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "9223372036854775808",
+        "0x1f",
+        "0XAB",
+        "-0x10",
+        "0xffffffffffffffff",
+        "0x1234567890abcdef12",
+        "+7",
+        ".5",
+        "5.",
+        "-.25",
+        "1.e3",
+        "Infinity",
+        "-Infinity",
+        "NaN",
+        "1e999",
+        "0.1",
+        "100",
+        "1.0",
+        "2.50",
+    ];
     out.push_str(*r.pick(&n));
 }
 
@@ -423,7 +686,18 @@ fn gen_value(r: &mut testkit::Rng, depth: u32, out: &mut String) {
                 }
                 ws(r, out);
                 if r.percent(85) {
-                    let keys = ["\"a\"", "\"b\"", "\"c\"", "\"a b\"", "\"\\u0061\"", "a", "b", "$x", "'c'", "\"é\""];
+                    let keys = [
+                        "\"a\"",
+                        "\"b\"",
+                        "\"c\"",
+                        "\"a b\"",
+                        "\"\\u0061\"",
+                        "a",
+                        "b",
+                        "$x",
+                        "'c'",
+                        "\"é\"",
+                    ];
                     out.push_str(*r.pick(&keys));
                 } else {
                     gen_string(r, out);
@@ -455,7 +729,10 @@ fn gen_doc(r: &mut testkit::Rng) -> String {
                     let ch = b[i];
                     b.insert(i, ch);
                 }
-                _ => b.insert(i, *r.pick(&['[', ']', '{', '}', ',', ':', '"', 'x', '1', '.', '\\'])),
+                _ => b.insert(
+                    i,
+                    *r.pick(&['[', ']', '{', '}', ',', ':', '"', 'x', '1', '.', '\\']),
+                ),
             }
         }
         s = b.into_iter().collect();
@@ -465,9 +742,24 @@ fn gen_doc(r: &mut testkit::Rng) -> String {
 
 fn gen_path(r: &mut testkit::Rng) -> E {
     if r.percent(5) {
-        return r.pick(&[null(), int(0), int(1), int(-1), real(0.5), t("a"), t("a b"), t("[1]")]).clone();
+        return r
+            .pick(&[
+                null(),
+                int(0),
+                int(1),
+                int(-1),
+                real(0.5),
+                t("a"),
+                t("a b"),
+                t("[1]"),
+            ])
+            .clone();
     }
-    let mut p = String::from(if r.percent(95) { "$" } else { *r.pick(&["", "x", "@"]) });
+    let mut p = String::from(if r.percent(95) {
+        "$"
+    } else {
+        *r.pick(&["", "x", "@"])
+    });
     for _ in 0..r.below(4) {
         match r.below(9) {
             0..=2 => {
@@ -478,7 +770,9 @@ fn gen_path(r: &mut testkit::Rng) -> E {
             4..=6 => {
                 p.push_str(&format!("[{}]", r.below(4)));
             }
-            7 => p.push_str(*r.pick(&["[#]", "[#-1]", "[#-2]", "[#-9]", "[#+1]", "[-1]", "[x]", "["])),
+            7 => p.push_str(*r.pick(&[
+                "[#]", "[#-1]", "[#-2]", "[#-9]", "[#+1]", "[-1]", "[x]", "[",
+            ])),
             _ => p.push_str(*r.pick(&[".a[0]", "[0].a", "[1][0]"])),
         }
     }
@@ -502,7 +796,11 @@ fn gen_sql_value(r: &mut testkit::Rng, doc: &str) -> E {
 
 fn gen_expr(r: &mut testkit::Rng) -> E {
     let doc = gen_doc(r);
-    let d = if r.percent(15) { c("jsonb", vec![t(&doc)]) } else { t(&doc) };
+    let d = if r.percent(15) {
+        c("jsonb", vec![t(&doc)])
+    } else {
+        t(&doc)
+    };
     match r.below(22) {
         0 => c("json", vec![d]),
         1 => c("jsonb", vec![d]),
@@ -517,7 +815,16 @@ fn gen_expr(r: &mut testkit::Rng) -> E {
         10 => c("->>", vec![d, gen_path(r)]),
         11 => c("jsonb_extract", vec![d, gen_path(r)]),
         12 => c("json_set", vec![d, gen_path(r), gen_sql_value(r, &doc)]),
-        13 => c("json_insert", vec![d, gen_path(r), gen_sql_value(r, &doc), gen_path(r), gen_sql_value(r, &doc)]),
+        13 => c(
+            "json_insert",
+            vec![
+                d,
+                gen_path(r),
+                gen_sql_value(r, &doc),
+                gen_path(r),
+                gen_sql_value(r, &doc),
+            ],
+        ),
         14 => c("json_replace", vec![d, gen_path(r), gen_sql_value(r, &doc)]),
         15 => c("jsonb_set", vec![d, gen_path(r), gen_sql_value(r, &doc)]),
         16 => c("json_remove", vec![d, gen_path(r), gen_path(r)]),
@@ -525,9 +832,23 @@ fn gen_expr(r: &mut testkit::Rng) -> E {
             let other = gen_doc(r);
             c(*r.pick(&["json_patch", "jsonb_patch"]), vec![d, t(&other)])
         }
-        18 => c("json_array", vec![gen_sql_value(r, &doc), gen_sql_value(r, &doc)]),
-        19 => c("json_object", vec![t("k"), gen_sql_value(r, &doc), gen_sql_value(r, &doc), int(1)]),
-        20 => c("json_array_insert", vec![d, gen_path(r), gen_sql_value(r, &doc)]),
+        18 => c(
+            "json_array",
+            vec![gen_sql_value(r, &doc), gen_sql_value(r, &doc)],
+        ),
+        19 => c(
+            "json_object",
+            vec![
+                t("k"),
+                gen_sql_value(r, &doc),
+                gen_sql_value(r, &doc),
+                int(1),
+            ],
+        ),
+        20 => c(
+            "json_array_insert",
+            vec![d, gen_path(r), gen_sql_value(r, &doc)],
+        ),
         _ => c("jsonb_array", vec![gen_sql_value(r, &doc)]),
     }
 }
@@ -551,7 +872,12 @@ fn random_run(default_seed: u64, n: usize, gen: fn(&mut testkit::Rng) -> E) {
         }
     }
     eprintln!("seed {s}: {n} cases, {errors} errors");
-    assert!(bad.is_empty(), "seed {s}: {} mismatches:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "seed {s}: {} mismatches:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 #[test]
@@ -586,7 +912,14 @@ fn gen_blob(r: &mut testkit::Rng) -> E {
         let i = r.index(b.len());
         b[i] = r.below(256) as u8;
     }
-    let f = *r.pick(&["json", "jsonb", "json_valid", "json_error_position", "json_type", "json_pretty"]);
+    let f = *r.pick(&[
+        "json",
+        "jsonb",
+        "json_valid",
+        "json_error_position",
+        "json_type",
+        "json_pretty",
+    ]);
     match f {
         "json_valid" => c(f, vec![blob(&b), int(*r.pick(&[4, 8, 10]))]),
         _ => c(f, vec![blob(&b)]),
@@ -614,7 +947,11 @@ fn group_case(r: &mut testkit::Rng, conn: &Connection) -> Option<String> {
         let doc = gen_doc(r);
         let v = if wrap {
             // json(v) must parse, or SQLite fails before the aggregate sees it.
-            let d = if eval(&c("json", vec![t(&doc)])).is_ok() { doc } else { "[1]".to_string() };
+            let d = if eval(&c("json", vec![t(&doc)])).is_ok() {
+                doc
+            } else {
+                "[1]".to_string()
+            };
             Value::Text(d.into_bytes())
         } else {
             match r.below(7) {
@@ -632,9 +969,11 @@ fn group_case(r: &mut testkit::Rng, conn: &Connection) -> Option<String> {
         };
         rows.push((k, v));
     }
-    conn.execute_batch("DROP TABLE IF EXISTS g; CREATE TABLE g(k, v);").unwrap();
+    conn.execute_batch("DROP TABLE IF EXISTS g; CREATE TABLE g(k, v);")
+        .unwrap();
     for (k, v) in &rows {
-        conn.execute("INSERT INTO g VALUES (?1, ?2)", [to_sql(k), to_sql(v)]).unwrap();
+        conn.execute("INSERT INTO g VALUES (?1, ?2)", [to_sql(k), to_sql(v)])
+            .unwrap();
     }
     let name = match kind {
         JsonGroupKind::Array => "json_group_array",
@@ -643,7 +982,11 @@ fn group_case(r: &mut testkit::Rng, conn: &Connection) -> Option<String> {
         JsonGroupKind::JsonbObject => "jsonb_group_object",
     };
     let v = if wrap { "json(v)" } else { "v" };
-    let args = if kind.object() { format!("k, {v}") } else { v.to_string() };
+    let args = if kind.object() {
+        format!("k, {v}")
+    } else {
+        v.to_string()
+    };
     let sql = format!("SELECT {name}({args}) FROM g");
     let want = query(conn, &sql, &[]).map(|x| {
         let sub = matches!(x, Value::Text(_));
@@ -652,10 +995,21 @@ fn group_case(r: &mut testkit::Rng, conn: &Connection) -> Option<String> {
     let run = |split: usize| -> Result<(Value, bool), String> {
         let mut parts = vec![JsonGroup::new(kind), JsonGroup::new(kind)];
         for (i, (k, v)) in rows.iter().enumerate() {
-            let (v, j) = if wrap { eval(&c("json", vec![E::Lit(v.clone())]))? } else { (v.clone(), false) };
-            let va = JsonArg { value: v.as_ref(), json: j };
+            let (v, j) = if wrap {
+                eval(&c("json", vec![E::Lit(v.clone())]))?
+            } else {
+                (v.clone(), false)
+            };
+            let va = JsonArg {
+                value: v.as_ref(),
+                json: j,
+            };
             let ka = JsonArg::sql(k.as_ref());
-            let args = if kind.object() { vec![ka, va] } else { vec![va] };
+            let args = if kind.object() {
+                vec![ka, va]
+            } else {
+                vec![va]
+            };
             parts[usize::from(i >= split)].update(&args)?;
         }
         let later = parts.pop().unwrap();
@@ -690,7 +1044,12 @@ fn random_groups_against_sqlite() {
             }
         }
     }
-    assert!(bad.is_empty(), "seed {s}: {} mismatches:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "seed {s}: {} mismatches:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 fn gen_blob_edit(r: &mut testkit::Rng) -> E {
@@ -774,7 +1133,13 @@ fn gen_chars(r: &mut testkit::Rng) -> E {
     for _ in 0..r.below(12) {
         s.push_str(*r.pick(&alphabet));
     }
-    let f = *r.pick(&["json", "json_valid", "json_error_position", "jsonb", "json_type"]);
+    let f = *r.pick(&[
+        "json",
+        "json_valid",
+        "json_error_position",
+        "jsonb",
+        "json_type",
+    ]);
     match f {
         "json_valid" => c(f, vec![t(&s), int(*r.pick(&[1, 2]))]),
         _ => c(f, vec![t(&s)]),
@@ -789,7 +1154,9 @@ fn random_text_against_sqlite() {
 /// Documents whose nodes straddle JSONB's header widths (11/12, 255/256, 65535/65536 bytes),
 /// edited so that sizes cross them.
 fn gen_sizes(r: &mut testkit::Rng) -> E {
-    let len = *r.pick(&[10usize, 11, 12, 13, 250, 254, 255, 256, 257, 65530, 65534, 65535, 65536, 65540]);
+    let len = *r.pick(&[
+        10usize, 11, 12, 13, 250, 254, 255, 256, 257, 65530, 65534, 65535, 65536, 65540,
+    ]);
     let fill = *r.pick(&["a", "\\n", "é"]);
     let count = len / fill.len();
     let s: String = fill.repeat(count);
@@ -803,7 +1170,11 @@ fn gen_sizes(r: &mut testkit::Rng) -> E {
         1 => format!("{{\"k\":[{}],\"z\":1}}", items.join(",")),
         _ => format!("\"{s}\""),
     };
-    let d = if r.percent(50) { c("jsonb", vec![t(&doc)]) } else { t(&doc) };
+    let d = if r.percent(50) {
+        c("jsonb", vec![t(&doc)])
+    } else {
+        t(&doc)
+    };
     let small = *r.pick(&["", "x", "xxxxxxxxxxxx", "[1,2,3]"]);
     match r.below(8) {
         0 => c("jsonb_set", vec![d, t("$.k[0]"), t(small)]),
