@@ -518,6 +518,47 @@ fn hand_cases() -> Vec<E> {
     v.push(c("json", vec![blob(b"\xcb\x01\x13")]));
     v.push(c("json", vec![blob(b"\x8c\x17a\x13\x31\x17b\x13\x32\x00")]));
     v.push(c("json_extract", vec![tb(b"{\"a\":1}"), tb(b"$.a\x00b")]));
+    // Quoted path keys with escapes: lookups compare unescaped, inserted labels keep escapes.
+    for p in [
+        "$.\"a\\\"b\"",
+        "$.\"\\u0061\"",
+        "$.\"a.b\"",
+        "$.\"a[0]\"",
+        "$.\"\"",
+        "$.\"é\"",
+    ] {
+        let doc = "{\"a\\\"b\":1,\"a\":2,\"a.b\":3,\"a[0]\":4,\"\":5,\"\\u00e9\":6}";
+        v.push(c("json_extract", vec![t(doc), t(p)]));
+        v.push(c("json_set", vec![t("{}"), t(p), int(1)]));
+        v.push(c("jsonb_set", vec![t("{}"), t(p), int(1)]));
+        v.push(c("json_remove", vec![t(doc), t(p)]));
+        v.push(c(
+            "json_patch",
+            vec![t(doc), c("json_set", vec![t("{}"), t(p), null()])],
+        ));
+    }
+    for flags in [
+        t("3"),
+        t("3abc"),
+        real(2.9),
+        t(""),
+        blob(b"8"),
+        null(),
+        int(16),
+        int(-1),
+    ] {
+        v.push(c("json_valid", vec![t("{a:1}"), flags.clone()]));
+        v.push(c("json_valid", vec![c("jsonb", vec![t("{a:1}")]), flags]));
+    }
+    for indent in [int(2), t(""), t("--"), tb(b"ab\x00cd"), real(0.5)] {
+        v.push(c(
+            "json_pretty",
+            vec![t("{\"a\":[1,{\"b\":[]},{}],\"c\":{}}"), indent],
+        ));
+    }
+    for d in ["[\"é\", x]", "{\"é😀\":1,}x", "é", "[1,2,é]", "\"\\u00é\""] {
+        v.push(c("json_error_position", vec![t(d)]));
+    }
     // Regressions found by the randomized tests.
     v.push(c(
         "json_valid",
@@ -529,7 +570,9 @@ fn hand_cases() -> Vec<E> {
 
 #[test]
 fn hand_picked_against_sqlite() {
-    run_all(&hand_cases());
+    let cases = hand_cases();
+    eprintln!("{} hand-picked cases", cases.len());
+    run_all(&cases);
 }
 
 #[test]
