@@ -21,9 +21,15 @@
 //! `sqlite3_snprintf` from the bundled library (as [`crate::value::real_to_text`] does), so
 //! `%!0.17g` and its JSON `9.0e999` for infinities are SQLite's digits exactly.
 //!
-//! Not modelled: SQLite's per-statement parse cache (a call site that meets, in a later row,
-//! text equal to one of its own earlier outputs reuses that output's JSONB; the answers can
-//! differ only for JSON5 hexadecimal integers too large for 64 bits), `json_each`/`json_tree`.
+//! SQLite's per-statement parse cache is not modelled. It makes a difference in one case: a
+//! JSON function reading text that an edit function (`json_set`, `json_remove`, `json_patch`...)
+//! of the same statement returned (over 100 bytes) reads the cached JSONB that text was
+//! rendered from, and a JSON5 hexadecimal integer beyond 64 bits in it is still an integer
+//! there while the text says `9.0e999` (`json_type` says `integer`, not `real`). A subtype
+//! carrying text argument of 64 bytes or more containing `9.0e999` is therefore refused
+//! (`Err`) when read as a document; the same text reaching a later call without its subtype
+//! (through a `CAST`, or a later row's equal column value) is not detected.
+//! `json_each`/`json_tree` are not here.
 
 use crate::value::{real_to_text, Value, ValueRef};
 use partitioner::numeric_text::{atof, atoi64, dec_or_hex_to_i64};
@@ -75,13 +81,43 @@ pub struct JsonArg<'a> {
     pub value: ValueRef<'a>,
     /// Whether the value carries the JSON subtype.
     pub json: bool,
+    /// For text an edit function returned ([`JsonResult::jsonb`]): the JSONB it was rendered
+    /// from, which SQLite's parse cache may hand to a JSON function reading that text.
+    pub jsonb: Option<&'a [u8]>,
 }
 
 impl<'a> JsonArg<'a> {
     /// A plain SQL value (no subtype).
     pub fn sql(value: ValueRef<'a>) -> JsonArg<'a> {
-        JsonArg { value, json: false }
+        JsonArg {
+            value,
+            json: false,
+            jsonb: None,
+        }
     }
+
+    /// The result of a JSON call as the argument of another.
+    pub fn result(r: &'a JsonResult) -> JsonArg<'a> {
+        JsonArg {
+            value: r.value.as_ref(),
+            json: r.json,
+            jsonb: r.jsonb.as_deref(),
+        }
+    }
+}
+
+/// A JSON call's result: the value, whether it carries the JSON subtype, and for the text of an
+/// edit function (`json_set`, `json_insert`, `json_replace`, `json_array_insert`, `json_remove`
+/// with paths, `json_patch`) the JSONB it was rendered from (SQLite caches it for the rest of
+/// the statement: pass it on with [`JsonArg::result`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct JsonResult {
+    /// The value.
+    pub value: Value,
+    /// Whether it carries the JSON subtype.
+    pub json: bool,
+    /// The JSONB an edit function's text was rendered from.
+    pub jsonb: Option<Vec<u8>>,
 }
 
 /// The scalar JSON functions (the `Jsonb` variants return JSONB blobs instead of text).
@@ -2464,8 +2500,55 @@ fn arg_jsonb(b: &[u8]) -> Option<Parse<'static>> {
     }
 }
 
-/// `jsonParseFuncArg` (without the cache): `Ok(None)` for NULL.
-fn parse_func_arg(v: ValueRef<'_>) -> Result<Option<Parse<'static>>, String> {
+/// Whether JSONB holds a JSON5 hexadecimal integer (whose rendering always moves SQLite's
+/// output buffer to the heap, so the output is cached).
+fn has_int5(b: &[u8]) -> bool {
+    let p = Parse::from_blob(b.to_vec());
+    let mut i = 0;
+    while i < b.len() {
+        let (n, sz) = p.payload_size(i);
+        if n == 0 {
+            return false;
+        }
+        match b[i] & 0x0f {
+            JSONB_INT5 => return true,
+            JSONB_ARRAY | JSONB_OBJECT => i += n,
+            _ => i += n + sz,
+        }
+    }
+    false
+}
+
+/// Refusal when it cannot be told whether SQLite read an argument through its parse cache.
+const CACHE_UNSURE: &str =
+    "corescan: cannot tell whether SQLite reads this JSON argument through its parse cache (refused)";
+
+/// `jsonParseFuncArg`, with SQLite's parse cache as far as one nested call shows it: text an
+/// edit function returned ([`JsonArg::jsonb`]) is read as the JSONB it was rendered from when
+/// SQLite cached it (its output buffer left the 100-byte static space: 100 bytes or more, or a
+/// hexadecimal integer rendered), parsed afresh when it cannot have been cached (under 93
+/// bytes without one), refused in between unless both readings are the same. `Ok(None)` for
+/// NULL.
+fn parse_func_arg(a: JsonArg<'_>) -> Result<Option<Parse<'static>>, String> {
+    if let (ValueRef::Text(text), Some(b)) = (a.value, a.jsonb) {
+        if !text.is_empty() {
+            let cached = if text.len() >= 100 || has_int5(b) {
+                true
+            } else if text.len() < 93 {
+                false
+            } else {
+                let mut fresh = Parse::new(text);
+                if !fresh.convert_text() || fresh.blob != b {
+                    return Err(CACHE_UNSURE.to_string());
+                }
+                true
+            };
+            if cached {
+                return Ok(Some(Parse::from_blob(b.to_vec())));
+            }
+        }
+    }
+    let v = a.value;
     if let ValueRef::Blob(b) = v {
         if let Some(p) = arg_jsonb(b) {
             return Ok(Some(p));
@@ -2540,15 +2623,23 @@ fn bad_path_error(path: &[u8], rc: Lookup) -> String {
     }
 }
 
-/// `jsonReturnParse`.
-fn return_parse(p: &mut Parse<'_>, blob: bool) -> Result<(Value, bool), String> {
+/// `jsonReturnParse`; `edited`: the parse was made editable (SQLite may cache the text).
+fn return_parse(p: &mut Parse<'_>, blob: bool, edited: bool) -> Result<JsonResult, String> {
     if blob {
-        Ok((Value::Blob(std::mem::take(&mut p.blob)), false))
+        Ok(JsonResult {
+            value: Value::Blob(std::mem::take(&mut p.blob)),
+            json: false,
+            jsonb: None,
+        })
     } else {
         let mut s = JStr::default();
         p.delta = 0;
         p.blob_to_text(0, &mut s);
-        Ok((s.result(false)?, true))
+        Ok(JsonResult {
+            value: s.result(false)?,
+            json: true,
+            jsonb: edited.then(|| p.blob.clone()),
+        })
     }
 }
 
@@ -2651,8 +2742,46 @@ fn guarded<T: Send>(deep: bool, f: impl FnOnce() -> Result<T, String> + Send) ->
 /// Calls `f` on `args`: the result and whether SQLite attaches the JSON subtype to it, or
 /// SQLite's error message.
 pub fn call(f: JsonFunc, args: &[JsonArg<'_>]) -> Result<(Value, bool), String> {
+    call_full(f, args).map(|r| (r.value, r.json))
+}
+
+/// Calls `f` on `args`: the result with, for an edit function's text, the JSONB SQLite
+/// caches for it; or SQLite's error message.
+pub fn call_full(f: JsonFunc, args: &[JsonArg<'_>]) -> Result<JsonResult, String> {
+    if let Some(ok) = arities(f) {
+        if !ok.contains(&args.len()) {
+            return Err(format!(
+                "wrong number of arguments to function {}()",
+                name_of(f)
+            ));
+        }
+    }
     let deep = depth_bound(args) > INLINE_DEPTH;
-    guarded(deep, || call_inner(f, args))
+    guarded(deep, || {
+        let with = |r: Result<(Value, bool, Option<Vec<u8>>), String>| {
+            r.map(|(value, json, jsonb)| JsonResult { value, json, jsonb })
+        };
+        let plain = |r: Result<(Value, bool), String>| {
+            r.map(|(value, json)| JsonResult {
+                value,
+                json,
+                jsonb: None,
+            })
+        };
+        use JsonFunc::*;
+        let blob = f.returns_jsonb();
+        match f {
+            Json | Jsonb | Remove | JsonbRemove => with(remove(args, blob)),
+            Insert | JsonbInsert => with(set_func(args, JEDIT_INS, "insert", blob)),
+            Set | JsonbSet => with(set_func(args, JEDIT_SET, "set", blob)),
+            ArrayInsert | JsonbArrayInsert => {
+                with(set_func(args, JEDIT_AINS, "array_insert", blob))
+            }
+            Replace | JsonbReplace => with(set_func(args, JEDIT_REPL, "replace", blob)),
+            Patch | JsonbPatch => with(patch(args, blob)),
+            _ => plain(call_inner(f, args)),
+        }
+    })
 }
 
 fn call_inner(f: JsonFunc, args: &[JsonArg<'_>]) -> Result<(Value, bool), String> {
@@ -2667,7 +2796,7 @@ fn call_inner(f: JsonFunc, args: &[JsonArg<'_>]) -> Result<(Value, bool), String
     }
     let blob = f.returns_jsonb();
     match f {
-        Json | Jsonb | Remove | JsonbRemove => remove(args, blob),
+        Json | Jsonb | Remove | JsonbRemove => remove(args, blob).map(|r| (r.0, r.1)),
         Array | JsonbArray => {
             let mut s = JStr::default();
             s.push(b'[');
@@ -2709,11 +2838,13 @@ fn call_inner(f: JsonFunc, args: &[JsonArg<'_>]) -> Result<(Value, bool), String
         ArrowText => extract(args, 0x02 | 0x100),
         Type => json_type(args),
         Valid => valid(args),
-        Insert | JsonbInsert => set_func(args, JEDIT_INS, "insert", blob),
-        Set | JsonbSet => set_func(args, JEDIT_SET, "set", blob),
-        ArrayInsert | JsonbArrayInsert => set_func(args, JEDIT_AINS, "array_insert", blob),
-        Replace | JsonbReplace => set_func(args, JEDIT_REPL, "replace", blob),
-        Patch | JsonbPatch => patch(args, blob),
+        Insert | JsonbInsert => set_func(args, JEDIT_INS, "insert", blob).map(|r| (r.0, r.1)),
+        Set | JsonbSet => set_func(args, JEDIT_SET, "set", blob).map(|r| (r.0, r.1)),
+        ArrayInsert | JsonbArrayInsert => {
+            set_func(args, JEDIT_AINS, "array_insert", blob).map(|r| (r.0, r.1))
+        }
+        Replace | JsonbReplace => set_func(args, JEDIT_REPL, "replace", blob).map(|r| (r.0, r.1)),
+        Patch | JsonbPatch => patch(args, blob).map(|r| (r.0, r.1)),
         ErrorPosition => error_position(args),
         Pretty => pretty(args),
     }
@@ -2739,22 +2870,22 @@ fn name_of(f: JsonFunc) -> &'static str {
 }
 
 /// `jsonRemoveFunc` (also `json()` and `jsonb()`, its one-argument form).
-fn remove(args: &[JsonArg<'_>], blob: bool) -> Result<(Value, bool), String> {
+fn remove(args: &[JsonArg<'_>], blob: bool) -> Result<(Value, bool, Option<Vec<u8>>), String> {
     let Some(first) = args.first() else {
-        return Ok((Value::Null, false));
+        return Ok((Value::Null, false, None));
     };
-    let Some(mut p) = parse_func_arg(first.value)? else {
-        return Ok((Value::Null, false));
+    let Some(mut p) = parse_func_arg(*first)? else {
+        return Ok((Value::Null, false, None));
     };
     for a in &args[1..] {
         let Some(path) = value_cstr(a.value) else {
-            return Ok((Value::Null, false));
+            return Ok((Value::Null, false, None));
         };
         if at(&path, 0) != b'$' {
             return Err(bad_path_error(&path, Lookup::PathError));
         }
         if path.len() == 1 {
-            return Ok((Value::Null, false));
+            return Ok((Value::Null, false, None));
         }
         p.e_edit = JEDIT_DEL;
         p.delta = 0;
@@ -2764,12 +2895,13 @@ fn remove(args: &[JsonArg<'_>], blob: bool) -> Result<(Value, bool), String> {
             _ => return Err(bad_path_error(&path, rc)),
         }
     }
-    return_parse(&mut p, blob)
+    let edited = args.len() > 1;
+    return_parse(&mut p, blob, edited).map(|r| (r.value, r.json, r.jsonb))
 }
 
 /// `jsonArrayLengthFunc`.
 fn array_length(args: &[JsonArg<'_>]) -> Result<(Value, bool), String> {
-    let Some(mut p) = parse_func_arg(args[0].value)? else {
+    let Some(mut p) = parse_func_arg(args[0])? else {
         return Ok((Value::Null, false));
     };
     let mut i = 0;
@@ -2805,7 +2937,7 @@ fn extract(args: &[JsonArg<'_>], flags: u32) -> Result<(Value, bool), String> {
     if args.len() < 2 {
         return Ok((Value::Null, false));
     }
-    let Some(mut p) = parse_func_arg(args[0].value)? else {
+    let Some(mut p) = parse_func_arg(args[0])? else {
         return Ok((Value::Null, false));
     };
     let multi = args.len() > 2;
@@ -2877,7 +3009,7 @@ fn extract(args: &[JsonArg<'_>], flags: u32) -> Result<(Value, bool), String> {
 
 /// `jsonTypeFunc`.
 fn json_type(args: &[JsonArg<'_>]) -> Result<(Value, bool), String> {
-    let Some(mut p) = parse_func_arg(args[0].value)? else {
+    let Some(mut p) = parse_func_arg(args[0])? else {
         return Ok((Value::Null, false));
     };
     let mut i = 0;
@@ -2943,15 +3075,15 @@ fn set_func(
     e_edit: u8,
     name: &str,
     blob: bool,
-) -> Result<(Value, bool), String> {
+) -> Result<(Value, bool, Option<Vec<u8>>), String> {
     if args.is_empty() {
-        return Ok((Value::Null, false));
+        return Ok((Value::Null, false, None));
     }
     if args.len() & 1 == 0 {
         return Err(format!("json_{name}() needs an odd number of arguments"));
     }
-    let Some(mut p) = parse_func_arg(args[0].value)? else {
-        return Ok((Value::Null, false));
+    let Some(mut p) = parse_func_arg(args[0])? else {
+        return Ok((Value::Null, false, None));
     };
     let mut rc = Lookup::Found(0);
     let mut i = 1;
@@ -2984,7 +3116,8 @@ fn set_func(
         }
     }
     p.e_edit = 0;
-    return_parse(&mut p, blob)
+    let edited = args.len() > 1;
+    return_parse(&mut p, blob, edited).map(|r| (r.value, r.json, r.jsonb))
 }
 
 /// `jsonMergePatch` result codes.
@@ -3137,17 +3270,17 @@ fn merge_patch(t: &mut Parse<'_>, it: usize, pt: &Parse<'_>, ip: usize, depth: u
 }
 
 /// `jsonPatchFunc`.
-fn patch(args: &[JsonArg<'_>], blob: bool) -> Result<(Value, bool), String> {
-    let Some(mut t) = parse_func_arg(args[0].value)? else {
-        return Ok((Value::Null, false));
+fn patch(args: &[JsonArg<'_>], blob: bool) -> Result<(Value, bool, Option<Vec<u8>>), String> {
+    let Some(mut t) = parse_func_arg(args[0])? else {
+        return Ok((Value::Null, false, None));
     };
-    let Some(pt) = parse_func_arg(args[1].value)? else {
-        return Ok((Value::Null, false));
+    let Some(pt) = parse_func_arg(args[1])? else {
+        return Ok((Value::Null, false, None));
     };
     match merge_patch(&mut t, 0, &pt, 0, 0) {
         Merge::Ok => {
             t.delta = 0;
-            return_parse(&mut t, blob)
+            return_parse(&mut t, blob, true).map(|r| (r.value, r.json, r.jsonb))
         }
         Merge::TooDeep => Err(TOO_DEEP.to_string()),
         _ => Err(MALFORMED.to_string()),
@@ -3183,7 +3316,7 @@ fn error_position(args: &[JsonArg<'_>]) -> Result<(Value, bool), String> {
 
 /// `jsonPrettyFunc`.
 fn pretty(args: &[JsonArg<'_>]) -> Result<(Value, bool), String> {
-    let Some(mut p) = parse_func_arg(args[0].value)? else {
+    let Some(mut p) = parse_func_arg(args[0])? else {
         return Ok((Value::Null, false));
     };
     let indent = match args.get(1).and_then(|a| value_cstr(a.value)) {
