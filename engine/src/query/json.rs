@@ -21,15 +21,23 @@
 //! `sqlite3_snprintf` from the bundled library (as [`crate::value::real_to_text`] does), so
 //! `%!0.17g` and its JSON `9.0e999` for infinities are SQLite's digits exactly.
 //!
-//! SQLite's per-statement parse cache is not modelled. It makes a difference in one case: a
-//! JSON function reading text that an edit function (`json_set`, `json_remove`, `json_patch`...)
-//! of the same statement returned (over 100 bytes) reads the cached JSONB that text was
-//! rendered from, and a JSON5 hexadecimal integer beyond 64 bits in it is still an integer
-//! there while the text says `9.0e999` (`json_type` says `integer`, not `real`). A subtype
-//! carrying text argument of 64 bytes or more containing `9.0e999` is therefore refused
-//! (`Err`) when read as a document; the same text reaching a later call without its subtype
-//! (through a `CAST`, or a later row's equal column value) is not detected.
-//! `json_each`/`json_tree` are not here.
+//! SQLite's per-statement parse cache changes answers: the text an edit function (`json_set`,
+//! `json_insert`, `json_replace`, `json_array_insert`, `json_remove` with paths, `json_patch`)
+//! returns is cached with the JSONB it was rendered from when it outgrew a 100-byte buffer
+//! (or rendered a JSON5 hexadecimal integer), and a later JSON function reading equal text
+//! gets that JSONB: raw SQL text, JSON5 forms and denormalized headers survive into `jsonb_`
+//! results, and a hexadecimal integer beyond 64 bits stays an integer (`json_type` says
+//! `integer` of text that reads `9.0e999`). [`call_full`] returns that JSONB with the text
+//! ([`JsonResult::jsonb`]); passing results on with [`JsonArg::result`] makes nested calls
+//! exact. Where the 100-byte rule cannot be decided from the text (93 to 99 bytes without a
+//! hexadecimal integer) and the two readings differ, the call is refused (`Err`). Equal text
+//! that reaches a reader another way (after `||` or `CAST`, through a subquery, a later row's
+//! value) is not seen: a front end should refuse a statement that has a call for which
+//! [`JsonFunc::caches_output`] holds and another JSON call reading a document that is not
+//! that call's own result passed on. `json_each`/`json_tree` are not here.
+//!
+//! Inputs that may nest deeper than a few dozen levels (SQLite allows 1000) are evaluated on a
+//! thread with a large stack; a panic (a bug of the port) is refused, never guessed around.
 
 use crate::value::{real_to_text, Value, ValueRef};
 use partitioner::numeric_text::{atof, atoi64, dec_or_hex_to_i64};
@@ -235,6 +243,18 @@ impl JsonFunc {
             }
             _ => Ok(f),
         })
+    }
+
+    /// Whether a call with `args` arguments is an edit whose text SQLite may put in its
+    /// statement-wide parse cache (see the module documentation).
+    pub fn caches_output(self, args: usize) -> bool {
+        use JsonFunc::*;
+        match self {
+            Insert | Replace | Set | ArrayInsert => args >= 3,
+            Remove => args >= 2,
+            Patch => args == 2,
+            _ => false,
+        }
     }
 
     /// Whether the function returns JSONB (the `jsonb_` variants).
