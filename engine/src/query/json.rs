@@ -32,9 +32,12 @@
 //! exact. Where the 100-byte rule cannot be decided from the text (93 to 99 bytes without a
 //! hexadecimal integer) and the two readings differ, the call is refused (`Err`). Equal text
 //! that reaches a reader another way (after `||` or `CAST`, through a subquery, a later row's
-//! value) is not seen: a front end should refuse a statement that has a call for which
-//! [`JsonFunc::caches_output`] holds and another JSON call reading a document that is not
-//! that call's own result passed on. `json_each`/`json_tree` are not here.
+//! value, or an edit function's own input equal to an output of an earlier row) is not seen,
+//! nor the cache's eviction after four other parsed texts: exactness needs the front end to
+//! refuse a statement that has both a call for which [`JsonFunc::caches_output`] holds and
+//! one for which [`JsonFunc::cache_sensitive`] holds, unless it accepts that residue (a row's
+//! text equal to an earlier edit output of the same statement). `json_each`/`json_tree` are
+//! not here.
 //!
 //! Inputs that may nest deeper than a few dozen levels (SQLite allows 1000) are evaluated on a
 //! thread with a large stack; a panic (a bug of the port) is refused, never guessed around.
@@ -255,6 +258,28 @@ impl JsonFunc {
             Patch => args == 2,
             _ => false,
         }
+    }
+
+    /// Whether the function's answer can depend on reading a document through SQLite's parse
+    /// cache rather than parsing its text: the JSONB-returning readers (their bytes) and the
+    /// ones returning a node's SQL value or type (a hexadecimal integer beyond 64 bits).
+    /// Functions that only render, count or validate give the same answer either way.
+    pub fn cache_sensitive(self) -> bool {
+        use JsonFunc::*;
+        matches!(
+            self,
+            Jsonb
+                | JsonbExtract
+                | JsonbInsert
+                | JsonbReplace
+                | JsonbSet
+                | JsonbArrayInsert
+                | JsonbRemove
+                | JsonbPatch
+                | Type
+                | Extract
+                | ArrowText
+        )
     }
 
     /// Whether the function returns JSONB (the `jsonb_` variants).
