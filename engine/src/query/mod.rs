@@ -12,6 +12,8 @@
 //!   functions (the newer text and blob ones, the math ones), `LIKE`/`GLOB` and the date
 //!   functions, every comparison and conversion through [`crate::datatype3`] and
 //!   [`crate::value`];
+//! - [`json`]: SQLite's JSON functions (`json_extract`, `->`, `json_set`, the `jsonb_` forms,
+//!   `json_group_array`...) ported from its `json.c`, JSONB bytes and messages included;
 //! - [`fold`]: constant folding at planning time (constant subexpressions evaluated once,
 //!   comparison literals converted by their affinity where that is exact);
 //! - [`aggregate`] and [`exact_sum`]: aggregate states with `update`, `merge` and `finish`,
@@ -50,6 +52,7 @@ pub mod fold;
 pub mod functions;
 pub mod groups;
 pub mod ir;
+pub mod json;
 pub mod kernel;
 pub mod key_row;
 pub mod like;
