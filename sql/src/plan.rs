@@ -5,6 +5,7 @@ use std::path::Path;
 use engine::datatype3::Collation;
 use engine::query::eval::eval;
 use engine::query::ir::{Expr, Function, QueryPlan, Shape, SortKey};
+use engine::query::json::JsonFunc;
 use engine::value::Value;
 use partitioner::TablePlan;
 use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
@@ -745,6 +746,7 @@ fn plan_select(
     };
     // Constant subexpressions are evaluated once here, not once per row.
     engine::query::fold::fold_plan(&mut plan);
+    json_parse_cache(&plan)?;
     // A WHERE bounding the first key column of the index SQLite reads: only the rows of the
     // index's entries in that range are read (on the folded WHERE, whose constants are
     // literals by now).
@@ -862,6 +864,61 @@ fn ordinal(n: usize) -> String {
 
 /// The select list's items as written, from byte `start` (just after `SELECT`) to the
 /// top-level `FROM`: SQLite names an unaliased output column by its expression's text.
+/// Refuses a query whose JSON answers SQLite's per-statement JSON parse cache could change
+/// in ways corescan does not follow (`engine::query::json`): an edit whose text SQLite caches
+/// with its JSONB (`json_set`, `json_remove`, ...), and a reader whose answer can differ when
+/// it reads equal text through that cache, on a document that is not the edit's own result
+/// handed over directly (a row's value equal to an earlier row's edit, say).
+fn json_parse_cache(plan: &QueryPlan) -> Result<(), SqlError> {
+    let mut exprs: Vec<&Expr> = Vec::new();
+    for c in &plan.columns {
+        if let engine::query::ir::ColumnRead::Virtual { expr, .. } = c {
+            exprs.push(expr);
+        }
+    }
+    exprs.extend(plan.constant_terms.iter());
+    exprs.extend(plan.filter.iter());
+    exprs.extend(plan.order_by.iter().map(|k| &k.expr));
+    match &plan.shape {
+        Shape::Rows { outputs } => exprs.extend(outputs),
+        Shape::Groups {
+            keys,
+            aggregates,
+            having,
+            outputs,
+        } => {
+            exprs.extend(keys.iter().map(|(e, _)| e));
+            exprs.extend(aggregates.iter().filter_map(|a| a.arg.as_ref()));
+            exprs.extend(having.iter());
+            exprs.extend(outputs);
+        }
+    }
+    let (mut edits, mut readers) = (false, false);
+    for e in exprs {
+        e.visit(&mut |x| {
+            if let Expr::Function(Function::Json(f), args) = x {
+                edits |= f.caches_output(args.len());
+                let documents: &[Expr] = match f {
+                    JsonFunc::Patch | JsonFunc::JsonbPatch => args,
+                    _ => args.get(..1).unwrap_or(&[]),
+                };
+                readers |= f.cache_sensitive()
+                    && documents
+                        .iter()
+                        .any(|d| !matches!(d, Expr::Function(Function::Json(_), _)));
+            }
+        });
+    }
+    if edits && readers {
+        return unsupported(
+            "a JSON edit (json_set, json_remove, ...) beside a JSON function reading another \
+             document in the same query: SQLite's JSON parse cache can hand that reader the \
+             edit's cached form",
+        );
+    }
+    Ok(())
+}
+
 /// Where the select list starts after `SELECT` at `start`: past `DISTINCT` or `ALL`.
 fn after_distinct(sql: &str, start: usize, select: &ast::Select) -> usize {
     let word = match select.distinct {

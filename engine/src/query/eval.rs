@@ -11,9 +11,9 @@ use smallvec::SmallVec;
 use crate::datatype3::{self, Affinity};
 use crate::value::{Number, Value, ValueRef};
 
-use super::functions;
 use super::ir::{ArithOp, CmpOp, Expr, Function};
 use super::like;
+use super::{functions, json};
 
 /// The result of evaluating an expression to an owned value.
 pub type EvalResult = Result<Value, String>;
@@ -568,6 +568,9 @@ fn call_function<'a>(
     args: &'a [Expr],
     slots: &[ValueRef<'a>],
 ) -> Result<Operand<'a>, String> {
+    if let Function::Json(j) = f {
+        return json_call(j, args, slots).map(|r| Operand::Owned(r.value));
+    }
     if f == Function::Coalesce {
         for a in args {
             let v = eval_ref(a, slots)?;
@@ -583,6 +586,36 @@ fn call_function<'a>(
     }
     let refs: SmallVec<[ValueRef<'_>; 4]> = values.iter().map(Operand::as_ref).collect();
     functions::apply(f, &refs).map(Operand::from)
+}
+
+/// A JSON call: an argument that is itself a JSON call hands over its whole result (the JSON
+/// subtype, and the JSONB SQLite caches with an edit's text), any other its value.
+fn json_call(
+    f: json::JsonFunc,
+    args: &[Expr],
+    slots: &[ValueRef<'_>],
+) -> Result<json::JsonResult, String> {
+    enum Held<'a> {
+        Json(json::JsonResult),
+        Plain(Operand<'a>),
+    }
+    let mut held: SmallVec<[Held<'_>; 4]> = SmallVec::with_capacity(args.len());
+    for a in args {
+        held.push(match a {
+            Expr::Function(Function::Json(inner), inner_args) => {
+                Held::Json(json_call(*inner, inner_args, slots)?)
+            }
+            other => Held::Plain(eval_ref(other, slots)?),
+        });
+    }
+    let args: SmallVec<[json::JsonArg<'_>; 4]> = held
+        .iter()
+        .map(|h| match h {
+            Held::Json(r) => json::JsonArg::result(r),
+            Held::Plain(o) => json::JsonArg::sql(o.as_ref()),
+        })
+        .collect();
+    json::call_full(f, &args)
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use crate::datatype3::Affinity;
 use crate::value::{numeric_affinity_of_text, Value};
 
 use super::eval::eval;
-use super::ir::{AggSpec, ColumnRead, Expr, QueryPlan, Shape};
+use super::ir::{AggSpec, ColumnRead, Expr, Function, QueryPlan, Shape};
 
 /// Folds the constant subexpressions of every expression of `plan`.
 pub fn fold_plan(plan: &mut QueryPlan) {
@@ -178,6 +178,9 @@ pub fn fold(expr: Expr) -> Expr {
             }
         }
         Expr::Cast(x, a) => Expr::Cast(fold_box(x), a),
+        Expr::Function(f @ Function::Json(_), args) => {
+            Expr::Function(f, args.into_iter().map(fold_json_argument).collect())
+        }
         Expr::Function(f, args) => Expr::Function(f, args.into_iter().map(fold).collect()),
     };
     // A constant node whose children did not all fold (an error in a branch it may not take)
@@ -188,6 +191,17 @@ pub fn fold(expr: Expr) -> Expr {
         }
     }
     folded
+}
+
+/// A JSON call's argument, folded: one that is itself a JSON call stays a call (its own
+/// arguments folded), since as a literal it would lose the JSON subtype it passes on.
+fn fold_json_argument(a: Expr) -> Expr {
+    match a {
+        Expr::Function(g @ Function::Json(_), inner) => {
+            Expr::Function(g, inner.into_iter().map(fold_json_argument).collect())
+        }
+        other => fold(other),
+    }
 }
 
 /// Whether `e` reads any slot of its stage.

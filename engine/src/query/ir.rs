@@ -225,6 +225,9 @@ pub enum Function {
     Unistr,
     /// A math function, or `sign`.
     Math(super::math::MathFunction),
+    /// A JSON function (`json_extract`, `->>`, `json_object`, ...). An argument that is itself
+    /// a JSON call passes its JSON subtype (and SQLite's cached JSONB) on, as in SQLite.
+    Json(super::json::JsonFunc),
 }
 
 impl Function {
@@ -234,6 +237,7 @@ impl Function {
         matches!(
             self,
             Function::Abs
+                | Function::Json(_)
                 | Function::Concat
                 | Function::ConcatWs
                 | Function::ZeroBlob

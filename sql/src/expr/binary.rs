@@ -2,6 +2,7 @@
 //! `IS [NOT] DISTINCT FROM`), `AND`/`OR` reduced as SQLite's parser reduces them, and `GLOB`.
 
 use engine::query::ir::{ArithOp, CmpOp, Expr};
+use engine::query::json::JsonFunc;
 use sqlparser::ast::{self, BinaryOperator};
 
 use super::truth::{and_or, has_truth_value};
@@ -22,6 +23,16 @@ impl Resolver<'_> {
     ) -> Result<Typed, SqlError> {
         let l = self.resolve(left, stage, d)?;
         let r = self.resolve(right, stage, d)?;
+        // `->` and `->>`: the JSON functions of those names.
+        match op {
+            BinaryOperator::Arrow => {
+                return super::function::json_call(JsonFunc::Arrow, vec![l, r])
+            }
+            BinaryOperator::LongArrow => {
+                return super::function::json_call(JsonFunc::ArrowText, vec![l, r])
+            }
+            _ => {}
+        }
         // An operand with an aggregate stays, even where a literal decides: which
         // aggregates the expressions name decides the row that shows a group's keys
         // (engine::query::key_row), as SQLite's AggInfo lists them all.

@@ -5,6 +5,7 @@
 
 use engine::datatype3::Collation;
 use engine::query::ir::{AggFunc, AggSpec, Expr, Function};
+use engine::query::json::JsonFunc;
 use engine::query::math::MathFunction;
 use sqlparser::ast;
 
@@ -358,6 +359,12 @@ impl Resolver<'_> {
                 typed.truncate(1);
                 Function::Coalesce
             }
+            _ if JsonFunc::from_name(&name, n).is_some() => {
+                let f = JsonFunc::from_name(&name, n)
+                    .unwrap_or_else(|| Err(format!("no such function: {name}")))
+                    .map_err(SqlError::Invalid)?;
+                return json_call(f, typed);
+            }
             _ => match MathFunction::from_name(&name, n) {
                 Some(m) => Function::Math(m),
                 None if MathFunction::is_name(&name) => {
@@ -377,6 +384,53 @@ impl Resolver<'_> {
             affinity: None,
             collation,
         })
+    }
+}
+
+/// A JSON function's call (also `->` and `->>`). An argument that is itself a JSON call hands
+/// over its JSON subtype; one that could pass a JSON call's subtype through another node
+/// (`CASE`, `coalesce`, `min`, `nullif`, `CAST`), which SQLite does in ways corescan does not
+/// model, is refused.
+pub(super) fn json_call(f: JsonFunc, typed: Vec<Typed>) -> Result<Typed, SqlError> {
+    for t in &typed {
+        if !is_json_call(&t.expr) && passes_json_through(&t.expr) {
+            return unsupported(
+                "a JSON function's result passed through CASE, coalesce(), min(), max(), \
+                 nullif() or CAST into another JSON function",
+            );
+        }
+    }
+    Ok(special_function(Function::Json(f), typed))
+}
+
+fn is_json_call(e: &Expr) -> bool {
+    matches!(e, Expr::Function(Function::Json(_), _))
+}
+
+/// Whether `e` is a JSON call whose result can carry the JSON subtype (JSON text: not `->>`,
+/// the counts, types and validity tests, or the JSONB blobs of the `jsonb_` functions).
+fn carries_subtype(e: &Expr) -> bool {
+    use JsonFunc as J;
+    matches!(e, Expr::Function(Function::Json(f), _)
+        if !f.returns_jsonb()
+            && !matches!(f, J::ArrowText | J::Type | J::Valid | J::ArrayLength | J::ErrorPosition))
+}
+
+/// Whether `e` may hand over the value of a JSON call below it unchanged.
+fn passes_json_through(e: &Expr) -> bool {
+    let through = |x: &Expr| carries_subtype(x) || passes_json_through(x);
+    match e {
+        Expr::Case {
+            whens, otherwise, ..
+        } => {
+            whens.iter().any(|(_, t, _, _)| through(t)) || otherwise.as_deref().is_some_and(through)
+        }
+        Expr::Function(
+            Function::Coalesce | Function::Min(_) | Function::Max(_) | Function::NullIf(_),
+            args,
+        ) => args.iter().any(through),
+        Expr::Cast(x, _) => through(x),
+        _ => false,
     }
 }
 
@@ -422,34 +476,10 @@ const SQLITE_FUNCTIONS: &[&str] = &[
     "glob",
     "group_concat",
     "highlight",
-    "json",
-    "json_array",
-    "json_array_length",
-    "json_error_position",
-    "json_extract",
     "json_group_array",
     "json_group_object",
-    "json_insert",
-    "json_object",
-    "json_patch",
-    "json_pretty",
-    "json_quote",
-    "json_remove",
-    "json_replace",
-    "json_set",
-    "json_type",
-    "json_valid",
-    "jsonb",
-    "jsonb_array",
-    "jsonb_extract",
     "jsonb_group_array",
     "jsonb_group_object",
-    "jsonb_insert",
-    "jsonb_object",
-    "jsonb_patch",
-    "jsonb_remove",
-    "jsonb_replace",
-    "jsonb_set",
     "lag",
     "last_insert_rowid",
     "last_value",

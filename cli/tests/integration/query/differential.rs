@@ -342,8 +342,9 @@ impl Gen<'_> {
             "abs", "length", "lower", "upper", "typeof", "hex", "trim", "round", "likely",
             "unlikely", "char",
         ];
-        match self.rng.below(13) {
+        match self.rng.below(15) {
             0 => format!("{}({})", self.rng.pick(&one), self.expr(d)),
+            13 | 14 => self.json_function(d),
             10 => self.math_function(d),
             11 => self.text_function(d),
             12 => {
@@ -405,6 +406,63 @@ impl Gen<'_> {
                 ),
             },
             _ => self.time_function(d),
+        }
+    }
+
+    /// A JSON document: a literal (JSON5 forms among them) or one built from expressions.
+    fn json_document(&mut self, d: u32) -> String {
+        const DOCS: &[&str] = &[
+            r#"'{"a":1,"b":[1,2,{"c":"x"}],"d":null}'"#,
+            r#"'[1,"2",3.5,true,[],{}]'"#,
+            r#"'{"a":{"b":{"c":[0,1]}},"e":"é"}'"#,
+            r#"'"s"'"#,
+            "'12'",
+            "'{a:0x10,b:''x'',c:[1,],}'",
+            "' [ -0.0 , 1e400 ] '",
+        ];
+        match self.rng.below(6) {
+            0 => format!("json_object('a', {}, 'b', {})", self.expr(d), self.expr(d)),
+            1 => format!("json_array({}, {})", self.expr(d), self.expr(d)),
+            2 => format!("json_quote({})", self.expr(d)),
+            _ => (*self.rng.pick(DOCS)).to_string(),
+        }
+    }
+
+    /// SQLite's JSON functions over documents and paths (some paths missing or malformed).
+    fn json_function(&mut self, d: u32) -> String {
+        const PATHS: &[&str] = &[
+            "'$'",
+            "'$.a'",
+            "'$.b[1]'",
+            "'$.b[#-1]'",
+            "'$.a.b.c[0]'",
+            "'$[0]'",
+            "'$[#-1]'",
+            "'$.d'",
+            "'$.missing'",
+            "'$.\"a\"'",
+            "'a'",
+            "'$.b[2].c'",
+        ];
+        let doc = self.json_document(d);
+        let path = *self.rng.pick(PATHS);
+        match self.rng.below(9) {
+            0 => format!("json_extract({doc}, {path})"),
+            1 => format!("({doc} {} {path})", self.rng.pick(&["->", "->>"])),
+            2 => format!(
+                "({doc} ->> {})",
+                self.rng.pick(&["0", "1", "'a'", "'b'", "-1"])
+            ),
+            3 => format!("json_type({doc}, {path})"),
+            4 => format!("json_array_length({doc})"),
+            5 => format!("json_valid({})", self.expr(d)),
+            6 => format!("json({doc})"),
+            7 => format!(
+                "json_extract({}({doc}, {path}, {}), {path})",
+                self.rng.pick(&["json_set", "json_insert", "json_replace"]),
+                self.expr(d)
+            ),
+            _ => format!("json_array({}, {doc})", self.expr(d)),
         }
     }
 
@@ -806,6 +864,23 @@ fn compare(path: &Path, sql: &str, config: &Config) -> Outcome {
         {
             return Outcome::Refused(e.clone());
         }
+        if e.contains("not supported")
+            && (e.contains("JSON parse cache") || e.contains("passed through CASE"))
+        {
+            return Outcome::Refused(e.clone());
+        }
+        // A grouped query with LIMIT and no ORDER BY: SQLite computes the aggregate arguments
+        // of its groups in key order and stops at the LIMIT; corescan computes every row's
+        // as it scans, so an argument failing in a later group fails its query (a known
+        // difference: an error, never another answer).
+        let upper = sql.to_ascii_uppercase();
+        if !e.contains("not supported")
+            && upper.contains(" GROUP BY ")
+            && upper.contains(" LIMIT ")
+            && !upper.contains(" ORDER BY ")
+        {
+            return Outcome::EvaluatedMoreRows(e.clone());
+        }
         if !e.contains("not supported") && through_an_index() {
             return Outcome::EvaluatedMoreRows(e.clone());
         }
@@ -895,11 +970,11 @@ fn random_queries_agree_with_sqlite() {
                 }
                 Outcome::Refused(e) => {
                     refused += 1;
-                    println!("refused (SQLite's index loop): {sql}\n  {e}");
+                    println!("refused (SQLite's index loop or JSON parse cache): {sql}\n  {e}");
                 }
                 Outcome::EvaluatedMoreRows(e) => {
                     more_rows += 1;
-                    println!("failed on a row SQLite's index loop skips: {sql}\n  {e}");
+                    println!("failed on a row SQLite's loop skips: {sql}\n  {e}");
                 }
                 Outcome::Mismatch(d) => panic!(
                     "mismatch (run seed {seed}, table seed {table_seed}: {shape:?}; {config}; \

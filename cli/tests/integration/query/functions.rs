@@ -140,3 +140,103 @@ fn select_distinct() {
         check_error(db, sql, needle);
     }
 }
+
+/// A table of JSON documents as an application writes them: objects with nested arrays,
+/// JSON5 forms, huge numbers, strings with escapes and non-ASCII, malformed text, JSONB blobs
+/// (`jsonb(...)`), numbers and NULLs in the document column.
+fn json_table() -> &'static std::path::Path {
+    static DB: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DB.get_or_init(|| {
+        let path = crate::scratch_dir("query-json").join("json.db");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA page_size = 1024;
+             CREATE TABLE ev(id INTEGER PRIMARY KEY, doc, meta TEXT, n INTEGER);",
+        )
+        .unwrap();
+        let docs = [
+            r#"{"user":{"id":7,"name":"ann"},"tags":["a","b"],"amount":2.5,"ok":true}"#,
+            r#"{"user":{"id":12,"name":"Zoë"},"tags":[],"amount":"3","ok":false,"x":null}"#,
+            r#"{user:{id:0x1F,name:'bob'},tags:['c',],amount:+1.5e3,ok:true,}"#,
+            r#"{"user":{"id":99999999999999999999,"name":"big"},"amount":1e400}"#,
+            r#"[1, 2.0, "three", [4, {"five": 5}], null, true]"#,
+            r#"{"a\"b":{"c.d":[10,20,30]},"e":"line\nbreak \u00e9"}"#,
+            r#"{"dup":1,"dup":2}"#,
+            "{bad json",
+            "  [ ]  ",
+            "42",
+            "\"just a string\"",
+        ];
+        let tx = conn.unchecked_transaction().unwrap();
+        for i in 0..600i64 {
+            let doc = docs[(i as usize * 7) % docs.len()];
+            let meta = ["[1,2]", r#"{"k":"v"}"#, "not json", "null"][(i % 4) as usize];
+            let sql = match i % 9 {
+                // JSONB blobs of valid documents, numbers and NULLs among the text.
+                0 => "INSERT INTO ev(doc, meta, n) VALUES (CASE WHEN json_valid(?1) THEN jsonb(?1) ELSE ?1 END, ?2, ?3)",
+                1 => "INSERT INTO ev(doc, meta, n) VALUES (NULL, ?2, ?3)",
+                _ => "INSERT INTO ev(doc, meta, n) VALUES (?1, ?2, ?3)",
+            };
+            tx.execute(sql, rusqlite::params![doc, meta, i % 13]).unwrap();
+        }
+        tx.execute("INSERT INTO ev(doc, meta, n) VALUES (17, '3.5', 1), (2.5, 'x', 2)", [])
+            .unwrap();
+        tx.commit().unwrap();
+        path
+    })
+}
+
+/// SQLite's JSON functions on application documents, every core count and backend: paths,
+/// `->`/`->>`, types, validity, lengths, construction with nested JSON values (their subtype
+/// passed on), edits, and grouping by extracted values.
+#[test]
+fn json_functions() {
+    let db = json_table();
+    let valid = "json_valid(doc) OR typeof(doc) = 'blob'";
+    for sql in [
+        format!("SELECT id, json_extract(doc, '$.user.name'), doc ->> '$.amount', doc -> '$.tags', json_type(doc, '$.ok') FROM ev WHERE {valid}"),
+        format!("SELECT id, doc ->> 'user', doc -> 0, doc ->> '$[3][1].five', json_extract(doc, '$.user.id', '$.tags[#-1]') FROM ev WHERE {valid}"),
+        "SELECT id, json_valid(doc), json_valid(doc, 6), json_valid(doc, 8), json_error_position(doc), json_valid(meta) FROM ev".to_string(),
+        format!("SELECT id, json(doc), json_array_length(doc), json_array_length(doc, '$.tags'), json_quote(meta), json_quote(n) FROM ev WHERE {valid}"),
+        format!("SELECT id, json_object('id', id, 'user', doc -> '$.user', 'meta', meta, 'm', json(CASE WHEN json_valid(meta) THEN meta END)) FROM ev WHERE {valid}"),
+        "SELECT id, json_array(n, meta, json_array(n, n * 1.5), json_quote(meta)) FROM ev".to_string(),
+        format!("SELECT id, json_set(doc, '$.x', json('[1,2]'), '$.user.id', n), json_remove(doc, '$.tags', '$.user.name'), json_insert(doc, '$.tags[#]', 'z') FROM ev WHERE {valid}"),
+        format!("SELECT id, json_replace(doc, '$.amount', 0), json_patch(doc, '{{\"ok\":null,\"new\":1}}'), json_pretty(doc) FROM ev WHERE {valid}"),
+        format!("SELECT id, hex(jsonb(doc)), hex(jsonb_extract(doc, '$.user')), doc -> '$.user' FROM ev WHERE {valid}"),
+        format!("SELECT id, json_extract(json_set(doc, '$.y', 2), '$.y'), json_type(json_remove(doc, '$.user'), '$.amount') FROM ev WHERE {valid}"),
+        format!("SELECT doc ->> '$.user.name' AS who, count(*), sum(doc ->> '$.user.id'), max(doc ->> '$.amount') FROM ev WHERE {valid} GROUP BY who ORDER BY 2 DESC, 1"),
+        format!("SELECT id FROM ev WHERE ({valid}) AND doc ->> '$.ok' = 1 AND json_array_length(doc, '$.tags') > 0"),
+        format!("SELECT DISTINCT json_type(doc) FROM ev WHERE {valid}"),
+    ] {
+        QueryTester::new(db, &sql)
+            .span(&[Axis::Cores, Axis::Io])
+            .check();
+    }
+    // Malformed JSON fails the query as SQLite's does, naming the file, page and rowid.
+    check_error(
+        db,
+        "SELECT json_extract(doc, '$.a') FROM ev",
+        "malformed JSON",
+    );
+    check_error(
+        db,
+        "SELECT json_extract('{}', 'a') FROM ev",
+        "bad JSON path",
+    );
+    check_error(
+        db,
+        "SELECT json_type(doc, '$', 1) FROM ev",
+        "wrong number of arguments to function json_type()",
+    );
+    // A subtype through CASE, and an edit beside a reader of another document: refused.
+    check_error(
+        db,
+        "SELECT json_array(CASE WHEN n THEN json('[1]') END) FROM ev",
+        "passed through CASE",
+    );
+    check_error(
+        db,
+        &format!("SELECT json_set(doc, '$.x', 1), json_extract(meta, '$.k') FROM ev WHERE {valid}"),
+        "parse cache",
+    );
+}
