@@ -23,7 +23,7 @@ fn walk_has_aggregate(e: &ast::Expr) -> bool {
                 _ => Vec::new(),
             };
             let is_agg = match name.as_str() {
-                "count" | "sum" | "total" | "avg" => true,
+                "count" | "sum" | "total" | "avg" | "group_concat" | "string_agg" => true,
                 "min" | "max" => args.len() == 1,
                 _ => false,
             };

@@ -196,6 +196,10 @@ pub enum AggState {
     Best(Option<(Value, i64)>),
     /// A `DISTINCT` aggregate: its distinct inputs, each as first seen in rowid order, by key.
     Distinct(HashMap<KeyPart, (Value, i64)>),
+    /// `group_concat`: the text of each non-NULL input with its row's rowid (an executor
+    /// reads its leaves in file order, which need not be rowid order): joined in rowid order
+    /// when finished.
+    Concat(Vec<(i64, Vec<u8>)>),
 }
 
 impl AggState {
@@ -208,6 +212,7 @@ impl AggState {
             AggFunc::CountStar | AggFunc::Count => AggState::Count(0),
             AggFunc::Sum | AggFunc::Total | AggFunc::Avg => AggState::Sum(SumState::default()),
             AggFunc::Min | AggFunc::Max => AggState::Best(None),
+            AggFunc::GroupConcat => AggState::Concat(Vec::new()),
         }
     }
 
@@ -238,6 +243,11 @@ impl AggState {
                     *best = Some((v.to_owned(), rowid));
                 }
             }
+            AggState::Concat(parts) => {
+                if let Some(t) = v.to_text() {
+                    parts.push((rowid, t.into_owned()));
+                }
+            }
             AggState::Distinct(seen) => {
                 if v.is_null() {
                     return;
@@ -263,6 +273,7 @@ impl AggState {
             (this @ AggState::Best(_), AggState::Best(Some((v, at)))) => {
                 this.update(spec, v.as_ref(), at)
             }
+            (AggState::Concat(a), AggState::Concat(b)) => a.extend(b),
             (AggState::Distinct(seen), AggState::Distinct(more)) => {
                 for (key, (v, at)) in more {
                     seen.entry(key)
@@ -320,8 +331,40 @@ impl AggState {
                 }
             }
             (_, AggState::Best(b)) => b.map_or(Value::Null, |(v, _)| v),
+            (_, AggState::Concat(mut parts)) => {
+                if parts.is_empty() {
+                    return Ok(Value::Null);
+                }
+                if !parts.is_sorted_by_key(|p| p.0) {
+                    parts.sort_by_key(|p| p.0);
+                }
+                let mut text = Vec::new();
+                for (i, (_, t)) in parts.into_iter().enumerate() {
+                    if i > 0 {
+                        push_separator(&mut text, spec);
+                    }
+                    text.extend_from_slice(&t);
+                    if text.len() as i64 > super::strings::MAX_LENGTH {
+                        return Err(super::strings::TOO_BIG.into());
+                    }
+                }
+                Value::Text(text)
+            }
             _ => Value::Null,
         })
+    }
+}
+
+/// `group_concat`'s separator before a later value: `,` by default, the separator's text,
+/// nothing for a NULL one.
+fn push_separator(acc: &mut Vec<u8>, spec: &AggSpec) {
+    match &spec.separator {
+        None => acc.push(b','),
+        Some(v) => {
+            if let Some(t) = v.as_ref().to_text() {
+                acc.extend_from_slice(&t);
+            }
+        }
     }
 }
 
@@ -335,6 +378,7 @@ mod tests {
             arg: None,
             distinct: false,
             collation: Collation::Binary,
+            separator: None,
         }
     }
 

@@ -263,6 +263,9 @@ pub enum AggFunc {
     Min,
     /// `max(x)`.
     Max,
+    /// `group_concat(x [, separator])`, `string_agg(x, separator)`: the text of the non-NULL
+    /// inputs in row order, joined by the separator ([`AggSpec::separator`]).
+    GroupConcat,
 }
 
 /// One aggregate of a grouped query.
@@ -276,6 +279,9 @@ pub struct AggSpec {
     pub distinct: bool,
     /// The collation deciding `DISTINCT` equality and `min`/`max` order.
     pub collation: Collation,
+    /// `group_concat`'s separator, a constant (`None`: the default `,`; a NULL separator
+    /// joins with nothing).
+    pub separator: Option<Value>,
 }
 
 /// Where a decoded column's value comes from.

@@ -63,6 +63,7 @@ impl Partial {
                         match s {
                             AggState::Best(Some((_, at))) => copy(at),
                             AggState::Distinct(seen) => seen.values().for_each(|(_, at)| copy(at)),
+                            AggState::Concat(parts) => parts.iter().for_each(|(at, _)| copy(at)),
                             _ => {}
                         }
                     }
@@ -81,6 +82,7 @@ impl Partial {
                         match s {
                             AggState::Best(Some((_, at))) => f(at),
                             AggState::Distinct(seen) => seen.values_mut().for_each(|(_, at)| f(at)),
+                            AggState::Concat(parts) => parts.iter_mut().for_each(|(at, _)| f(at)),
                             _ => {}
                         }
                     }

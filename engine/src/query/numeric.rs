@@ -351,6 +351,7 @@ mod tests {
                 arg: Some(e.clone()),
                 distinct: false,
                 collation: Collation::Binary,
+                separator: None,
             })
             .collect();
         let program = RowProgram::new(&[], &aggregates);

@@ -80,7 +80,7 @@ fn state_class(spec: &AggSpec) -> Option<u8> {
         AggFunc::Count => Some(1),
         AggFunc::CountStar => Some(2),
         // min()/max() also choose a group's shown keys: kept apart.
-        AggFunc::Min | AggFunc::Max => None,
+        AggFunc::Min | AggFunc::Max | AggFunc::GroupConcat => None,
     }
 }
 
@@ -320,6 +320,7 @@ mod tests {
             arg,
             distinct: false,
             collation: Collation::Binary,
+            separator: None,
         }
     }
 

@@ -172,6 +172,7 @@ fn a_failing_row_is_an_eval_error_naming_page_and_rowid() {
                     arg: None,
                     distinct: false,
                     collation: engine::datatype3::Collation::Binary,
+                    separator: None,
                 }],
                 having: None,
                 outputs: vec![Expr::Column(0)],

@@ -127,15 +127,37 @@ impl Resolver<'_> {
             ("avg", 1, false) => Some(AggFunc::Avg),
             ("min", 1, false) => Some(AggFunc::Min),
             ("max", 1, false) => Some(AggFunc::Max),
+            ("group_concat", 1 | 2, false) | ("string_agg", 2, false) => Some(AggFunc::GroupConcat),
             _ => None,
         };
+        let concat_arity = match name.as_str() {
+            "group_concat" => Some(args.len() == 1 || args.len() == 2),
+            "string_agg" => Some(args.len() == 2),
+            _ => None,
+        };
+        if concat_arity == Some(false) || (concat_arity.is_some() && star) {
+            return invalid(format!("wrong number of arguments to function {name}()"));
+        }
         if let Some(func) = aggregate {
             let Stage::Group(ctx) = stage else {
                 return invalid(format!("misuse of aggregate function {name}()"));
             };
-            if distinct && func == AggFunc::CountStar {
+            if distinct && (func == AggFunc::CountStar || args.len() > 1) {
                 return invalid("DISTINCT aggregates must have exactly one argument");
             }
+            // group_concat's separator: a constant (SQLite reads it row by row).
+            let separator = match args.get(1) {
+                Some(sep) => {
+                    let t = self.resolve(sep, &mut Stage::Row, d)?;
+                    if super::uses_slots(&t.expr) {
+                        return unsupported(format!(
+                            "{name}() with a separator that is not a constant"
+                        ));
+                    }
+                    Some(engine::query::eval::eval(&t.expr, &[]).map_err(SqlError::Invalid)?)
+                }
+                None => None,
+            };
             let (arg, collation, carried) = match args.first() {
                 Some(a) => {
                     let t = self.resolve(a, &mut Stage::Row, d)?;
@@ -149,6 +171,7 @@ impl Resolver<'_> {
                 arg,
                 distinct,
                 collation,
+                separator,
             };
             let keys = ctx.keys.len();
             let i = match ctx.aggregates.iter().position(|a| *a == spec) {
@@ -474,7 +497,6 @@ const SQLITE_FUNCTIONS: &[&str] = &[
     "format",
     "fts3_tokenizer",
     "glob",
-    "group_concat",
     "highlight",
     "json_group_array",
     "json_group_object",
@@ -499,7 +521,6 @@ const SQLITE_FUNCTIONS: &[&str] = &[
     "sqlite_offset",
     "sqlite_source_id",
     "sqlite_version",
-    "string_agg",
     "subtype",
     "total_changes",
     "unistr_quote",

@@ -520,7 +520,12 @@ impl Gen<'_> {
 
     fn aggregate(&mut self) -> String {
         let e = self.expr(2);
-        match self.rng.below(9) {
+        match self.rng.below(11) {
+            9 => format!(
+                "group_concat({e}{})",
+                self.rng.pick(&["", ", '|'", ", ''", ", NULL", ", 7"])
+            ),
+            10 => format!("string_agg({e}, ', ')"),
             0 => "count(*)".into(),
             1 => format!("count({e})"),
             2 => format!("count(DISTINCT {e})"),

@@ -345,6 +345,8 @@ fn ties_between_files_go_to_the_earlier_file_as_in_sqlites_union() {
         "SELECT typeof(sum(DISTINCT a)), total(DISTINCT a) FROM k",
         "SELECT a, b FROM k ORDER BY a LIMIT 4",
         "SELECT a, b FROM k ORDER BY b COLLATE NOCASE, a LIMIT 5 OFFSET 1",
+        "SELECT group_concat(a), group_concat(b, '') FROM k",
+        "SELECT b COLLATE NOCASE, group_concat(a, ';') FROM k GROUP BY 1",
         "SELECT DISTINCT a FROM k",
         "SELECT DISTINCT b COLLATE NOCASE FROM k",
         "SELECT DISTINCT b COLLATE NOCASE, a FROM k LIMIT 3 OFFSET 1",
