@@ -11,6 +11,8 @@
 //! - [`eval`], [`functions`], [`like`], [`dates`]: expressions, scalar functions, `LIKE`/`GLOB`
 //!   and the date functions, every comparison and conversion through [`crate::datatype3`] and
 //!   [`crate::value`];
+//! - [`printf`]: SQLite's `printf()`/`format()` SQL function, with SQLite's own
+//!   floating-point digits;
 //! - [`fold`]: constant folding at planning time (constant subexpressions evaluated once,
 //!   comparison literals converted by their affinity where that is exact);
 //! - [`aggregate`] and [`exact_sum`]: aggregate states with `update`, `merge` and `finish`,
@@ -56,6 +58,7 @@ pub mod marks;
 pub mod merge;
 pub mod numeric;
 pub mod page_groups;
+pub mod printf;
 pub mod program;
 pub mod row_stream;
 pub mod run;
