@@ -1730,18 +1730,32 @@ mod tests {
         const LITERALS: &[&str] = &["abc", " ", "'", "\"", "é", "日", "%%", "x=", "\\", ""];
         const CONVERSIONS: &[u8] = b"dixXoucszqQwfeEgGpnr%jJdfgsdfegc";
         const INVALID: &[u8] = b"yTSkC\xc3";
+        // Around the test's length limit and where the parser's `unsigned` wraps.
+        const HUGE: &[&str] = &[
+            "99990", "99996", "99999", "100000", "2147483647", "2147483648", "4294967295",
+            "4294967297", "99999999999", "0005",
+        ];
         let mut f = Vec::new();
         for _ in 0..1 + rng.below(4) {
             if rng.percent(40) {
                 f.extend_from_slice(rng.pick(LITERALS).as_bytes());
             }
             f.push(b'%');
+            if rng.percent(5) {
+                // Any jumble of specification characters.
+                for _ in 0..1 + rng.below(6) {
+                    f.push(*rng.pick(b"-+ #!0,1234567890.*lxdfsc%"));
+                }
+                continue;
+            }
             for _ in 0..rng.below(4) {
                 f.push(*rng.pick(b"-+ #!0,"));
             }
             if rng.percent(50) {
                 if rng.percent(20) {
                     f.push(b'*');
+                } else if rng.percent(3) {
+                    f.extend_from_slice(rng.pick(HUGE).as_bytes());
                 } else {
                     f.extend_from_slice(rng.below(31).to_string().as_bytes());
                 }
@@ -1750,6 +1764,8 @@ mod tests {
                 f.push(b'.');
                 if rng.percent(20) {
                     f.push(b'*');
+                } else if rng.percent(3) {
+                    f.extend_from_slice(rng.pick(HUGE).as_bytes());
                 } else if rng.percent(90) {
                     f.extend_from_slice(rng.below(31).to_string().as_bytes());
                 }
@@ -1808,6 +1824,16 @@ mod tests {
                 -1234567,
                 i64::MIN,
                 i64::MAX,
+                99_990,
+                99_999,
+                100_000,
+                -99_998,
+                50_001,
+                i64::from(i32::MAX),
+                i64::from(i32::MIN),
+                -i64::from(i32::MAX),
+                (1 << 32) + 5,
+                (1 << 32) - 3,
             ])),
             2 => Value::Integer(rng.next_u64() as i64 >> rng.below(64)),
             3 => Value::Real(*rng.pick(&[
