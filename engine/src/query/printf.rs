@@ -1200,7 +1200,8 @@ fn fp_decode(mut r: f64, mut i_round: i32, mx_round: i32) -> FpDecode {
                 }
                 p.buf[z + j] = b'0';
                 if j == 0 {
-                    z -= 1;
+                    // There is always a free slot in front (at most 19 digits, in 21 slots).
+                    z = z.saturating_sub(1);
                     p.buf[z] = b'1';
                     n += 1;
                     p.idp += 1;
@@ -1466,6 +1467,18 @@ mod tests {
         Value::text(s)
     }
 
+    /// Arguments with text shown as text.
+    fn show_args(args: &[Value]) -> String {
+        let shown: Vec<String> = args
+            .iter()
+            .map(|v| match v {
+                Value::Text(t) => format!("Text({:?})", String::from_utf8_lossy(t)),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        shown.join(", ")
+    }
+
     fn show(r: &Result<Option<Vec<u8>>, String>) -> String {
         match r {
             Ok(None) => "NULL".to_string(),
@@ -1679,6 +1692,57 @@ mod tests {
             (vec![t("ab%")], Ok(Some(b"ab%"))),
             (vec![t("ab%-5")], Ok(Some(b"ab"))),
             (vec![t("%d\0%d"), i(1), i(2)], Ok(Some(b"1"))),
+            (
+                vec![
+                    t("%4294967297d|%2147483648d|%.4294967297f"),
+                    i(5),
+                    i(5),
+                    r(1.0),
+                ],
+                Ok(Some(b"5|5|1.0")),
+            ),
+            (
+                vec![
+                    t("%*d|%*d|%.*f|"),
+                    i(i64::MIN),
+                    i(7),
+                    i(i64::from(i32::MIN)),
+                    i(7),
+                    i(i64::from(i32::MIN)),
+                    r(1.0),
+                ],
+                Ok(Some(b"7|7|1.000000|")),
+            ),
+            (
+                vec![
+                    t("%!.17g|%.15g|%!.15g|%!.20g|%!.20e"),
+                    r(49.47),
+                    r(0.1 + 0.2),
+                    r(0.1 + 0.2),
+                    r(0.1 + 0.2),
+                    r(5e-324),
+                ],
+                Ok(Some(
+                    b"49.47|0.3|0.3|0.300000000000000044|4.94065645841246544e-324",
+                )),
+            ),
+            (vec![t("ab%\0cd")], Ok(Some(b"ab%"))),
+            (
+                vec![t("%c|%5c|%-3.2c|"), t(""), t(""), Value::Null],
+                Ok(Some(b"\0|    \0|\0\0 |")),
+            ),
+            (
+                vec![t("%,010d|%,.5d|%,d"), i(-12345), i(1), i(i64::MIN)],
+                Ok(Some(b"-000,012,345|00,001|-9,223,372,036,854,775,808")),
+            ),
+            (
+                vec![t("%!,.3f|%,g|%,e"), r(12345678.0), r(1234567.0), r(1234.5)],
+                Ok(Some(b"12,345,678.0|1.23457e+06|1.234500e+03")),
+            ),
+            (
+                vec![t("%#g|%#.3e|%#f|%#.0e"), r(0.0), r(0.0), r(-0.0), r(5.0)],
+                Ok(Some(b"0.00000|0.000e+00|0.000000|5.e+00")),
+            ),
             (vec![i(123)], Ok(Some(b"123"))),
             (vec![r(1.5)], Ok(Some(b"1.5"))),
             (vec![t("%1000000000s")], Err(TOO_BIG)),
@@ -1694,7 +1758,8 @@ mod tests {
             let sqlite = oracle(&conn, args);
             if got != expected || sqlite != expected {
                 failures.push(format!(
-                    "{args:?}: expected {}, ours {}, SQLite {}",
+                    "{}: expected {}, ours {}, SQLite {}",
+                    show_args(args),
                     show(&expected),
                     show(&got),
                     show(&sqlite)
@@ -1702,6 +1767,19 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    /// The floating-point precision cap (10^8 digits) is SQLite's: a 100 MB result.
+    #[test]
+    fn printf_precision_cap() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let args = [t("%.100000001f|"), Value::Real(0.5)];
+        let got = ours(&args, MAX_LENGTH);
+        assert_eq!(
+            got.as_ref().map(|o| o.as_ref().map(Vec::len)),
+            Ok(Some(100_000_003))
+        );
+        assert!(got == oracle(&conn, &args));
     }
 
     /// Our `%!.17g` of reals equals SQLite's own text of a real.
@@ -1732,8 +1810,16 @@ mod tests {
         const INVALID: &[u8] = b"yTSkC\xc3";
         // Around the test's length limit and where the parser's `unsigned` wraps.
         const HUGE: &[&str] = &[
-            "99990", "99996", "99999", "100000", "2147483647", "2147483648", "4294967295",
-            "4294967297", "99999999999", "0005",
+            "99990",
+            "99996",
+            "99999",
+            "100000",
+            "2147483647",
+            "2147483648",
+            "4294967295",
+            "4294967297",
+            "99999999999",
+            "0005",
         ];
         let mut f = Vec::new();
         for _ in 0..1 + rng.below(4) {
@@ -1930,9 +2016,8 @@ mod tests {
             }
             if got != sqlite {
                 failures.push(format!(
-                    "format {:?} args {:?}: ours {}, SQLite {}",
-                    args[0],
-                    &args[1..],
+                    "printf({}): ours {}, SQLite {}",
+                    show_args(&args),
                     show(&got),
                     show(&sqlite)
                 ));
