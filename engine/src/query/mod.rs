@@ -14,6 +14,8 @@
 //!   [`crate::value`];
 //! - [`json`]: SQLite's JSON functions (`json_extract`, `->`, `json_set`, the `jsonb_` forms,
 //!   `json_group_array`...) ported from its `json.c`, JSONB bytes and messages included;
+//! - [`printf`]: SQLite's `printf()`/`format()` SQL function, with SQLite's own
+//!   floating-point digits;
 //! - [`fold`]: constant folding at planning time (constant subexpressions evaluated once,
 //!   comparison literals converted by their affinity where that is exact);
 //! - [`aggregate`] and [`exact_sum`]: aggregate states with `update`, `merge` and `finish`,
@@ -61,6 +63,7 @@ pub mod math;
 pub mod merge;
 pub mod numeric;
 pub mod page_groups;
+pub mod printf;
 pub mod program;
 pub mod row_stream;
 pub mod run;
