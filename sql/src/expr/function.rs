@@ -90,8 +90,8 @@ impl Resolver<'_> {
         if f.over.is_some() {
             return unsupported(format!("window functions ({name}() OVER ...)"));
         }
-        if f.filter.is_some() || !f.within_group.is_empty() || f.null_treatment.is_some() {
-            return unsupported(format!("{name}() with FILTER or WITHIN GROUP"));
+        if !f.within_group.is_empty() || f.null_treatment.is_some() {
+            return unsupported(format!("{name}() with WITHIN GROUP or NULLS treatment"));
         }
         if !matches!(f.parameters, ast::FunctionArguments::None) {
             return unsupported(format!("{name}() with parameters"));
@@ -158,7 +158,7 @@ impl Resolver<'_> {
                 }
                 None => None,
             };
-            let (arg, collation, carried) = match args.first() {
+            let (mut arg, collation, carried) = match args.first() {
                 Some(a) => {
                     let t = self.resolve(a, &mut Stage::Row, d)?;
                     let c = t.collation();
@@ -166,6 +166,25 @@ impl Resolver<'_> {
                 }
                 None => (None, Collation::Binary, None),
             };
+            // `agg(x) FILTER (WHERE c)`: the aggregate of `CASE WHEN c THEN x END` (every one
+            // of them skips NULL inputs, and `x` is computed only where `c` holds, as
+            // SQLite computes it), under `x`'s own collation; `count(*)` counts a 1.
+            let mut func = func;
+            if let Some(c) = &f.filter {
+                let c = self.resolve(c, &mut Stage::Row, d)?;
+                let x = match arg.take() {
+                    Some(x) => x,
+                    None => {
+                        func = AggFunc::Count;
+                        Expr::Literal(engine::value::Value::Integer(1))
+                    }
+                };
+                arg = Some(Expr::Case {
+                    operand: None,
+                    whens: vec![(c.expr, x, None, Collation::Binary)],
+                    otherwise: None,
+                });
+            }
             let spec = AggSpec {
                 func,
                 arg,
@@ -190,6 +209,9 @@ impl Resolver<'_> {
         }
         if star {
             return invalid(format!("wrong number of arguments to function {name}()"));
+        }
+        if f.filter.is_some() {
+            return invalid(format!("FILTER may not be used with non-aggregate {name}()"));
         }
         if distinct {
             return invalid(format!("DISTINCT is only for aggregates, not {name}()"));
