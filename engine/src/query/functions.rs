@@ -6,7 +6,7 @@ use crate::datatype3::compare_values;
 use crate::value::{Value, ValueRef};
 
 use super::ir::Function;
-use super::{dates, json, math, strings};
+use super::{dates, json, math, printf, strings};
 
 /// The index after the character starting at `i`, as `SQLITE_SKIP_UTF8` steps: a byte below
 /// 0xc0 is one character, a lead byte swallows the continuation bytes after it.
@@ -150,6 +150,7 @@ pub fn apply(f: Function, a: &[ValueRef<'_>]) -> Result<Value, String> {
         Function::ZeroBlob => strings::zeroblob(arg(0))?,
         Function::Unistr => strings::unistr(arg(0))?,
         Function::Math(m) => math::apply(m, a),
+        Function::Printf => printf::printf(a)?,
         // Reached only without the subtypes of nested calls (the evaluator calls JSON
         // functions itself); plain values carry none.
         Function::Json(j) => {

@@ -225,6 +225,8 @@ pub enum Function {
     Unistr,
     /// A math function, or `sign`.
     Math(super::math::MathFunction),
+    /// `printf(format, ...)` and `format(format, ...)`.
+    Printf,
     /// A JSON function (`json_extract`, `->>`, `json_object`, ...). An argument that is itself
     /// a JSON call passes its JSON subtype (and SQLite's cached JSONB) on, as in SQLite.
     Json(super::json::JsonFunc),
@@ -238,6 +240,7 @@ impl Function {
             self,
             Function::Abs
                 | Function::Json(_)
+                | Function::Printf
                 | Function::Concat
                 | Function::ConcatWs
                 | Function::ZeroBlob

@@ -211,7 +211,9 @@ impl Resolver<'_> {
             return invalid(format!("wrong number of arguments to function {name}()"));
         }
         if f.filter.is_some() {
-            return invalid(format!("FILTER may not be used with non-aggregate {name}()"));
+            return invalid(format!(
+                "FILTER may not be used with non-aggregate {name}()"
+            ));
         }
         if distinct {
             return invalid(format!("DISTINCT is only for aggregates, not {name}()"));
@@ -359,6 +361,7 @@ impl Resolver<'_> {
                 arity(n == 1)?;
                 Function::ZeroBlob
             }
+            "printf" | "format" => Function::Printf,
             "unistr" => {
                 arity(n == 1)?;
                 Function::Unistr
@@ -516,7 +519,6 @@ const SQLITE_FUNCTIONS: &[&str] = &[
     "cume_dist",
     "dense_rank",
     "first_value",
-    "format",
     "fts3_tokenizer",
     "glob",
     "highlight",
@@ -533,7 +535,6 @@ const SQLITE_FUNCTIONS: &[&str] = &[
     "nth_value",
     "ntile",
     "percent_rank",
-    "printf",
     "random",
     "randomblob",
     "rank",

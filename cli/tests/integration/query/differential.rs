@@ -486,8 +486,30 @@ impl Gen<'_> {
     }
 
     /// `quote`, `unicode`, `octet_length`, `concat`, `concat_ws`, `unhex`, `zeroblob`,
-    /// `unistr`.
+    /// `unistr`, `printf`.
     fn text_function(&mut self, d: u32) -> String {
+        const FORMATS: &[&str] = &[
+            "'%d'",
+            "'%5.2f|%s'",
+            "'%-8s|%x'",
+            "'%q %Q %w'",
+            "'%e %g'",
+            "'%,d'",
+            "'%c%c'",
+            "'%!.20g'",
+            "'%.3s'",
+            "'%o %X %%'",
+            "'%+05d'",
+        ];
+        if self.rng.percent(15) {
+            return format!(
+                "{}({}, {}, {})",
+                self.rng.pick(&["printf", "format"]),
+                self.rng.pick(FORMATS),
+                self.expr(d),
+                self.expr(d)
+            );
+        }
         match self.rng.below(7) {
             0 => format!(
                 "{}({})",
@@ -520,12 +542,20 @@ impl Gen<'_> {
 
     fn aggregate(&mut self) -> String {
         let e = self.expr(2);
-        match self.rng.below(11) {
+        match self.rng.below(12) {
             9 => format!(
                 "group_concat({e}{})",
                 self.rng.pick(&["", ", '|'", ", ''", ", NULL", ", 7"])
             ),
             10 => format!("string_agg({e}, ', ')"),
+            11 => {
+                let f = self.expr(2);
+                format!(
+                    "{}({e}) FILTER (WHERE {f})",
+                    self.rng
+                        .pick(&["count", "sum", "min", "max", "total", "group_concat"])
+                )
+            }
             0 => "count(*)".into(),
             1 => format!("count({e})"),
             2 => format!("count(DISTINCT {e})"),

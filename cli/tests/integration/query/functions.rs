@@ -274,3 +274,31 @@ fn group_concat_and_string_agg() {
         "wrong number of arguments to function string_agg()",
     );
 }
+
+/// `printf`/`format` over every storage class: conversions, flags, widths and precisions
+/// (also from arguments), SQL quoting, thousands separators, missing arguments.
+#[test]
+fn printf_and_format() {
+    all(&[
+        "SELECT id, printf('%d|%5.2f|%-8s|%x|%o|%e|%g|%c', i, r, s, i, i, r, r, s) FROM t",
+        "SELECT id, printf('%q|%Q|%w|%z', s, s, c, rt), format('%s=%!.15g', s, r), printf('%,d', i * 1000) FROM t",
+        "SELECT id, printf('%*.*f|%-*d|%05d|%+d|% d', 8, 3, r, 6, i, i, i, i), printf('%s %s', x), printf(s) FROM t",
+        "SELECT id, printf('%.3s|%10.4s|%!.20f|%#x|%lld|%%', b, c, r, i, i), printf(NULL, i), printf('%d') FROM t",
+    ]);
+}
+
+/// Aggregates with `FILTER (WHERE ...)`: only the rows where the condition holds count, each
+/// aggregate under its argument's own collation, grouped and not, with DISTINCT.
+#[test]
+fn aggregate_filter() {
+    all(&[
+        "SELECT count(*) FILTER (WHERE i > 0), sum(r) FILTER (WHERE s IS NOT NULL), min(c) FILTER (WHERE r > 0), max(c) FILTER (WHERE i < 0) FROM t",
+        "SELECT i % 3, count(DISTINCT c) FILTER (WHERE r > 1), group_concat(s, '/') FILTER (WHERE length(s) < 5), avg(i) FILTER (WHERE x IS NULL) FROM t GROUP BY 1 ORDER BY 1",
+        "SELECT count(*) FILTER (WHERE 0), total(i) FILTER (WHERE NULL) FROM t",
+    ]);
+    check_error(
+        fixture(),
+        "SELECT abs(i) FILTER (WHERE i > 0) FROM t",
+        "FILTER may not be used with non-aggregate abs()",
+    );
+}
