@@ -121,33 +121,10 @@ pub fn eval_ref<'a>(expr: &'a Expr, slots: &[ValueRef<'a>]) -> Result<Operand<'a
         | Expr::InList { .. }
         | Expr::InIntegers { .. }
         | Expr::Like { .. } => truth_operand(truth_of(expr, slots)?),
-        Expr::Case {
-            operand,
-            whens,
-            otherwise,
-        } => {
-            let base = match operand {
-                Some(o) => Some(eval_ref(o, slots)?),
-                None => None,
-            };
-            for (when, then, affinity, collation) in whens {
-                let hit = match &base {
-                    Some(b) => {
-                        let w = eval_ref(when, slots)?;
-                        datatype3::compare(b.as_ref(), w.as_ref(), *affinity, *collation)
-                            == Some(Ordering::Equal)
-                    }
-                    None => holds(when, slots)?,
-                };
-                if hit {
-                    return eval_ref(then, slots);
-                }
-            }
-            match otherwise {
-                Some(e) => eval_ref(e, slots)?,
-                None => NULL,
-            }
-        }
+        Expr::Case { .. } => match case_branch(expr, slots)? {
+            Some(e) => eval_ref(e, slots)?,
+            None => NULL,
+        },
         Expr::Cast(x, affinity) => Operand::from(cast(eval_ref(x, slots)?.as_ref(), *affinity)),
         Expr::Function(f, args) => call_function(*f, args, slots)?,
     })
@@ -588,25 +565,100 @@ fn call_function<'a>(
     functions::apply(f, &refs).map(Operand::from)
 }
 
+/// The branch a `CASE` takes on this row (`None`: no branch, NULL).
+fn case_branch<'e>(case: &'e Expr, slots: &[ValueRef<'_>]) -> Result<Option<&'e Expr>, String> {
+    let Expr::Case {
+        operand,
+        whens,
+        otherwise,
+    } = case
+    else {
+        return Ok(None);
+    };
+    let base = match operand {
+        Some(o) => Some(eval_ref(o, slots)?),
+        None => None,
+    };
+    for (when, then, affinity, collation) in whens {
+        let hit = match &base {
+            Some(b) => {
+                let w = eval_ref(when, slots)?;
+                datatype3::compare(b.as_ref(), w.as_ref(), *affinity, *collation)
+                    == Some(Ordering::Equal)
+            }
+            None => holds(when, slots)?,
+        };
+        if hit {
+            return Ok(Some(then));
+        }
+    }
+    Ok(otherwise.as_deref())
+}
+
+/// A JSON function's argument as it reaches the function: a JSON call's whole result (its
+/// JSON subtype, and the JSONB SQLite caches with an edit's text), or a plain value.
+enum Held<'a> {
+    Json(json::JsonResult),
+    Plain(Operand<'a>),
+}
+
+impl Held<'_> {
+    fn value(&self) -> ValueRef<'_> {
+        match self {
+            Held::Json(r) => r.value.as_ref(),
+            Held::Plain(o) => o.as_ref(),
+        }
+    }
+}
+
+/// `e` as the argument of a JSON function: a JSON call's result is handed over whole, also
+/// through the nodes that keep SQLite's JSON subtype (checked against SQLite: `CASE` and
+/// `iif`, `coalesce`/`ifnull`/`likely`, `nullif`, `CAST(... AS TEXT)`); anything else is a
+/// plain value.
+fn json_argument<'a>(e: &'a Expr, slots: &[ValueRef<'a>]) -> Result<Held<'a>, String> {
+    Ok(match e {
+        Expr::Function(Function::Json(f), args) => Held::Json(json_call(*f, args, slots)?),
+        Expr::Case { .. } => match case_branch(e, slots)? {
+            Some(b) => json_argument(b, slots)?,
+            None => Held::Plain(NULL),
+        },
+        Expr::Function(Function::Coalesce, args) => {
+            for a in args {
+                let h = json_argument(a, slots)?;
+                if !h.value().is_null() {
+                    return Ok(h);
+                }
+            }
+            Held::Plain(NULL)
+        }
+        Expr::Function(Function::NullIf(c), args) if args.len() == 2 => {
+            let h = json_argument(&args[0], slots)?;
+            let b = eval_ref(&args[1], slots)?;
+            if datatype3::compare_values(h.value(), b.as_ref(), *c) == Ordering::Equal {
+                Held::Plain(NULL)
+            } else {
+                h
+            }
+        }
+        Expr::Cast(x, Affinity::Text) => match json_argument(x, slots)? {
+            Held::Json(r) if matches!(r.value, Value::Text(_)) => Held::Json(r),
+            other => Held::Plain(Operand::from(cast(other.value(), Affinity::Text))),
+        },
+        other => Held::Plain(eval_ref(other, slots)?),
+    })
+}
+
 /// A JSON call: an argument that is itself a JSON call hands over its whole result (the JSON
-/// subtype, and the JSONB SQLite caches with an edit's text), any other its value.
+/// subtype, and the JSONB SQLite caches with an edit's text), any other its value
+/// ([`json_argument`]).
 fn json_call(
     f: json::JsonFunc,
     args: &[Expr],
     slots: &[ValueRef<'_>],
 ) -> Result<json::JsonResult, String> {
-    enum Held<'a> {
-        Json(json::JsonResult),
-        Plain(Operand<'a>),
-    }
     let mut held: SmallVec<[Held<'_>; 4]> = SmallVec::with_capacity(args.len());
     for a in args {
-        held.push(match a {
-            Expr::Function(Function::Json(inner), inner_args) => {
-                Held::Json(json_call(*inner, inner_args, slots)?)
-            }
-            other => Held::Plain(eval_ref(other, slots)?),
-        });
+        held.push(json_argument(a, slots)?);
     }
     let args: SmallVec<[json::JsonArg<'_>; 4]> = held
         .iter()

@@ -193,14 +193,16 @@ pub fn fold(expr: Expr) -> Expr {
     folded
 }
 
-/// A JSON call's argument, folded: one that is itself a JSON call stays a call (its own
-/// arguments folded), since as a literal it would lose the JSON subtype it passes on.
+/// A JSON call's argument, folded: one that is or holds a JSON call is left as it is (as a
+/// literal it would lose the JSON subtype it passes on, also through `CASE` or `coalesce`;
+/// see `eval::json_argument`).
 fn fold_json_argument(a: Expr) -> Expr {
-    match a {
-        Expr::Function(g @ Function::Json(_), inner) => {
-            Expr::Function(g, inner.into_iter().map(fold_json_argument).collect())
-        }
-        other => fold(other),
+    let mut holds_json = false;
+    a.visit(&mut |x| holds_json |= matches!(x, Expr::Function(Function::Json(_), _)));
+    if holds_json {
+        a
+    } else {
+        fold(a)
     }
 }
 

@@ -435,24 +435,20 @@ impl Resolver<'_> {
     }
 }
 
-/// A JSON function's call (also `->` and `->>`). An argument that is itself a JSON call hands
-/// over its JSON subtype; one that could pass a JSON call's subtype through another node
-/// (`CASE`, `coalesce`, `min`, `nullif`, `CAST`), which SQLite does in ways corescan does not
-/// model, is refused.
+/// A JSON function's call (also `->` and `->>`). An argument that is a JSON call hands over
+/// its JSON subtype, also through `CASE`, `iif`, `coalesce`, `nullif` and `CAST(... AS TEXT)`
+/// as in SQLite (`engine::query::eval`); through multi-argument `min()`/`max()` or another
+/// `CAST`, which corescan does not model, it is refused.
 pub(super) fn json_call(f: JsonFunc, typed: Vec<Typed>) -> Result<Typed, SqlError> {
     for t in &typed {
-        if !is_json_call(&t.expr) && passes_json_through(&t.expr) {
+        if passes_json_through(&t.expr) {
             return unsupported(
-                "a JSON function's result passed through CASE, coalesce(), min(), max(), \
-                 nullif() or CAST into another JSON function",
+                "a JSON function's result passed through min(), max() or a CAST other than \
+                 to TEXT into another JSON function",
             );
         }
     }
     Ok(special_function(Function::Json(f), typed))
-}
-
-fn is_json_call(e: &Expr) -> bool {
-    matches!(e, Expr::Function(Function::Json(_), _))
 }
 
 /// Whether `e` is a JSON call whose result can carry the JSON subtype (JSON text: not `->>`,
@@ -464,20 +460,42 @@ fn carries_subtype(e: &Expr) -> bool {
             && !matches!(f, J::ArrowText | J::Type | J::Valid | J::ArrayLength | J::ErrorPosition))
 }
 
-/// Whether `e` may hand over the value of a JSON call below it unchanged.
+/// Whether a subtype-carrying JSON call's result can reach `e`'s value unchanged.
+fn reaches(e: &Expr) -> bool {
+    carries_subtype(e)
+        || match e {
+            Expr::Case {
+                whens, otherwise, ..
+            } => {
+                whens.iter().any(|(_, t, _, _)| reaches(t))
+                    || otherwise.as_deref().is_some_and(reaches)
+            }
+            Expr::Function(Function::Coalesce | Function::Min(_) | Function::Max(_), args) => {
+                args.iter().any(reaches)
+            }
+            Expr::Function(Function::NullIf(_), args) => args.first().is_some_and(reaches),
+            Expr::Cast(x, _) => reaches(x),
+            _ => false,
+        }
+}
+
+/// Whether `e` may hand over a JSON call's result through a node corescan does not follow
+/// (multi-argument `min`/`max`, a `CAST` other than to TEXT), possibly below the nodes it
+/// does follow (`CASE`, `coalesce`, `nullif`, `CAST AS TEXT`).
 fn passes_json_through(e: &Expr) -> bool {
-    let through = |x: &Expr| carries_subtype(x) || passes_json_through(x);
+    use engine::datatype3::Affinity;
     match e {
         Expr::Case {
             whens, otherwise, ..
         } => {
-            whens.iter().any(|(_, t, _, _)| through(t)) || otherwise.as_deref().is_some_and(through)
+            whens.iter().any(|(_, t, _, _)| passes_json_through(t))
+                || otherwise.as_deref().is_some_and(passes_json_through)
         }
-        Expr::Function(
-            Function::Coalesce | Function::Min(_) | Function::Max(_) | Function::NullIf(_),
-            args,
-        ) => args.iter().any(through),
-        Expr::Cast(x, _) => through(x),
+        Expr::Function(Function::Coalesce, args) => args.iter().any(passes_json_through),
+        Expr::Function(Function::NullIf(_), args) => args.first().is_some_and(passes_json_through),
+        Expr::Cast(x, Affinity::Text) => passes_json_through(x),
+        Expr::Cast(x, _) => reaches(x),
+        Expr::Function(Function::Min(_) | Function::Max(_), args) => args.iter().any(reaches),
         _ => false,
     }
 }
