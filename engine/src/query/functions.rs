@@ -54,24 +54,7 @@ fn char_text(a: &[ValueRef<'_>]) -> Vec<u8> {
         } else {
             0xfffd
         };
-        if c < 0x80 {
-            out.push(c as u8);
-        } else if c < 0x800 {
-            out.extend([0xc0 | (c >> 6) as u8, 0x80 | (c & 0x3f) as u8]);
-        } else if c < 0x10000 {
-            out.extend([
-                0xe0 | (c >> 12) as u8,
-                0x80 | ((c >> 6) & 0x3f) as u8,
-                0x80 | (c & 0x3f) as u8,
-            ]);
-        } else {
-            out.extend([
-                0xf0 | (c >> 18) as u8,
-                0x80 | ((c >> 12) & 0x3f) as u8,
-                0x80 | ((c >> 6) & 0x3f) as u8,
-                0x80 | (c & 0x3f) as u8,
-            ]);
-        }
+        strings::push_utf8(&mut out, c);
     }
     out
 }

@@ -390,62 +390,11 @@ pub struct QueryPlan {
 impl Expr {
     /// Calls `f` with every slot the expression reads, in pre-order, left to right.
     pub fn visit_slots(&self, f: &mut impl FnMut(usize)) {
-        match self {
-            Expr::Column(i) => f(*i),
-            Expr::Literal(_) => {}
-            Expr::Negate(x) | Expr::Not(x) | Expr::BitNot(x) | Expr::IsNull(x, _) => {
-                x.visit_slots(f)
+        self.visit(&mut |e| {
+            if let Expr::Column(i) = e {
+                f(*i);
             }
-            Expr::Cast(x, _) => x.visit_slots(f),
-            Expr::Arith(_, a, b) | Expr::Concat(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
-                a.visit_slots(f);
-                b.visit_slots(f);
-            }
-            Expr::Compare { left, right, .. } => {
-                left.visit_slots(f);
-                right.visit_slots(f);
-            }
-            Expr::InIntegers { expr, .. } => expr.visit_slots(f),
-            Expr::InList { expr, list, .. } => {
-                expr.visit_slots(f);
-                for (x, _) in list {
-                    x.visit_slots(f);
-                }
-            }
-            Expr::Like {
-                expr,
-                pattern,
-                escape,
-                ..
-            } => {
-                expr.visit_slots(f);
-                pattern.visit_slots(f);
-                if let Some(x) = escape {
-                    x.visit_slots(f);
-                }
-            }
-            Expr::Case {
-                operand,
-                whens,
-                otherwise,
-            } => {
-                if let Some(x) = operand {
-                    x.visit_slots(f);
-                }
-                for (w, t, _, _) in whens {
-                    w.visit_slots(f);
-                    t.visit_slots(f);
-                }
-                if let Some(x) = otherwise {
-                    x.visit_slots(f);
-                }
-            }
-            Expr::Function(_, args) => {
-                for x in args {
-                    x.visit_slots(f);
-                }
-            }
-        }
+        });
     }
 
     /// Whether computing the expression can fail on some row (a function's error: `abs` of

@@ -40,7 +40,7 @@ fn utf8_read(z: &[u8], i: &mut usize) -> u32 {
 }
 
 /// `sqlite3AppendOneUtf8Character`: `c` in UTF-8, in the form of its size.
-fn push_utf8(out: &mut Vec<u8>, c: u32) {
+pub(super) fn push_utf8(out: &mut Vec<u8>, c: u32) {
     if c < 0x80 {
         out.push(c as u8);
     } else if c < 0x800 {
