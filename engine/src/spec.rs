@@ -242,6 +242,7 @@ fn projection(table: &TablePlan, names: &[String]) -> Result<QueryPlan> {
         offset: 0,
         names: shown,
         distinct: false,
+        windows: None,
     })
 }
 

@@ -22,11 +22,13 @@ fn walk_has_aggregate(e: &ast::Expr) -> bool {
                 ast::FunctionArguments::List(l) => l.args.iter().collect(),
                 _ => Vec::new(),
             };
-            let is_agg = match name.as_str() {
-                "count" | "sum" | "total" | "avg" | "group_concat" | "string_agg" => true,
-                "min" | "max" => args.len() == 1,
-                _ => false,
-            };
+            // An aggregate with OVER is a window function, computed per row.
+            let is_agg = f.over.is_none()
+                && match name.as_str() {
+                    "count" | "sum" | "total" | "avg" | "group_concat" | "string_agg" => true,
+                    "min" | "max" => args.len() == 1,
+                    _ => false,
+                };
             is_agg
                 || args.iter().any(|a| match a {
                     ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use engine::datatype3::Collation;
 use engine::query::eval::eval;
-use engine::query::ir::{Expr, Function, QueryPlan, Shape, SortKey};
+use engine::query::ir::{Expr, Function, QueryPlan, Shape, SortKey, WindowStage};
 use engine::query::json::JsonFunc;
 use engine::value::Value;
 use partitioner::TablePlan;
@@ -12,7 +12,10 @@ use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
 
 use super::aggregate::has_aggregate;
 use super::error::{invalid, unsupported, SqlError};
-use super::expr::{collation_named, GroupContext, Resolver, Stage, Typed};
+use super::expr::{
+    collation_named, renumber_results, sort_key, GroupContext, Resolver, Stage, Typed,
+    WindowContext,
+};
 use super::index_order::{first_rows, follow, range_seek, rowid_in, seek_target, SeekTarget};
 use super::order::{scan_order, ScanOrder};
 use super::position::{position_term, skip_collate};
@@ -229,6 +232,14 @@ fn plan_query_in(
                 SqlError::Unsupported("writes (corescan only reads: use SELECT)".into())
             }
             "WITH" => SqlError::Unsupported("WITH (common table expressions)".into()),
+            // `sqlparser` 0.64 parses no EXCLUDE in a window frame.
+            _ if sql
+                .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .any(|w| w.eq_ignore_ascii_case("EXCLUDE"))
+                && sql.to_ascii_uppercase().contains("OVER") =>
+            {
+                SqlError::Unsupported("EXCLUDE in a window frame".into())
+            }
             _ => SqlError::Syntax(e.to_string()),
         }
     })?;
@@ -279,8 +290,8 @@ fn plan_query_in(
     if select.top.is_some() || select.into.is_some() || select.prewhere.is_some() {
         return unsupported("TOP, INTO or PREWHERE");
     }
-    if !select.named_window.is_empty() || select.qualify.is_some() {
-        return unsupported("window functions");
+    if select.qualify.is_some() {
+        return unsupported("QUALIFY");
     }
     if !select.lateral_views.is_empty()
         || !select.cluster_by.is_empty()
@@ -477,9 +488,72 @@ fn plan_select(
         return unsupported("SELECT DISTINCT with GROUP BY or aggregates");
     }
     let grouped = grouped || distinct;
+    let windowed = outputs.iter().any(|o| r.has_window(o.expr))
+        || order_terms.iter().any(|o| r.has_window(&o.expr));
+    if windowed && grouped {
+        return unsupported(
+            "window functions with GROUP BY, aggregates or DISTINCT (corescan query computes \
+             windows over a table's rows)",
+        );
+    }
 
     let mut backward = false;
-    let (shape, order_by, written) = if !grouped {
+    let mut window_stage: Option<(WindowStage, bool)> = None;
+    let (shape, order_by, written) = if windowed {
+        // The scan returns the window stage's inputs in SQLite's loop order; the stage does
+        // the rest on the coordinator.
+        let mut ctx = WindowContext::with_named(named_windows(select)?);
+        let mut resolved = Vec::with_capacity(outputs.len());
+        r.aliases_enabled = false;
+        for o in &outputs {
+            resolved.push(r.resolve(o.expr, &mut Stage::Window(&mut ctx), 0)?);
+        }
+        r.aliases_enabled = true;
+        let mut order_by = Vec::new();
+        for (i, term) in order_terms.iter().enumerate() {
+            let t = match by_alias_or_position(&term.expr, "ORDER BY", i)? {
+                // SQLite resolves the term to a copy of the result column, whose windows
+                // are windows of their own.
+                Some((p, collation)) => {
+                    r.aliases_enabled = false;
+                    ctx.copying = true;
+                    let t = r.resolve(outputs[p].expr, &mut Stage::Window(&mut ctx), 0);
+                    ctx.copying = false;
+                    r.aliases_enabled = true;
+                    t?.collated(collation)
+                }
+                None => r.resolve(&term.expr, &mut Stage::Window(&mut ctx), 0)?,
+            };
+            order_by.push(sort_key(term, t)?);
+        }
+        let inputs = ctx.inputs.len();
+        let (passes, remap) = ctx.finish();
+        let mut outs: Vec<Expr> = resolved.into_iter().map(|t| t.expr).collect();
+        for e in &mut outs {
+            renumber_results(e, inputs, &remap);
+        }
+        for k in &mut order_by {
+            renumber_results(&mut k.expr, inputs, &remap);
+        }
+        window_stage = Some((
+            WindowStage {
+                passes,
+                inputs,
+                outputs: outs,
+                order_by,
+                limit: None,
+                offset: 0,
+            },
+            ctx.fallible_outside,
+        ));
+        (
+            Shape::Rows {
+                outputs: ctx.inputs,
+            },
+            Vec::new(),
+            Vec::new(),
+        )
+    } else if !grouped {
         let mut resolved = Vec::with_capacity(outputs.len());
         r.aliases_enabled = false;
         for o in &outputs {
@@ -645,6 +719,22 @@ fn plan_select(
         ),
     };
 
+    // A window query's LIMIT and OFFSET are its window stage's: its scan reads every row.
+    let (limit, offset) = match window_stage.as_mut() {
+        Some((stage, fallible)) => {
+            if *fallible && limit.is_some() && !stage.order_by.is_empty() {
+                // SQLite's sorter under a LIMIT drops rows before computing their columns.
+                return unsupported(
+                    "window functions with ORDER BY and LIMIT over output columns that can \
+                     fail (SQLite's sorter never computes the columns of rows past the LIMIT)",
+                );
+            }
+            stage.limit = limit;
+            stage.offset = offset;
+            (limit.filter(|&l| l == 0), 0)
+        }
+        None => (limit, offset),
+    };
     // A LIMIT of 0 jumps past the scan (computeLimitRegisters): no row is evaluated, so no
     // expression can fail (run seed 1796143330066918182: a failing LIKE in an aggregate).
     let (constant_terms, mut filter) = if limit == Some(0) {
@@ -658,6 +748,41 @@ fn plan_select(
     let (order_by, backward) = if order == Order::Sqlite {
         match choose(table, sql) {
             Ok(None) => (order_by, backward),
+            Ok(Some(choice)) if window_stage.is_some() => {
+                // The windows' rows in the loop's order; the stage sorts them (stably).
+                let followed = match choice.access {
+                    Access::Rowid { backward: true } => (
+                        vec![SortKey {
+                            expr: r.rowid()?.expr,
+                            descending: true,
+                            nulls_first: false,
+                            collation: Collation::Binary,
+                        }],
+                        false,
+                    ),
+                    _ => follow(
+                        &mut r,
+                        &choice,
+                        &shape,
+                        select.selection.as_ref(),
+                        Vec::new(),
+                        (order_by, backward),
+                        false,
+                    )?,
+                };
+                index_plan = Some(IndexPlan {
+                    corescan: match &choice.access {
+                        Access::Index { name, .. } => format!(
+                            "the table in rowid order, rows ordered as index {name:?} gives \
+                             them, then the windows"
+                        ),
+                        _ => "the table in rowid order, then the windows".to_string(),
+                    },
+                    sqlite: choice.lines,
+                    seek_rows: None,
+                });
+                followed
+            }
             Ok(Some(choice)) => {
                 let followed = follow(
                     &mut r,
@@ -743,6 +868,7 @@ fn plan_select(
         offset,
         names: outputs.into_iter().map(|o| o.name).collect(),
         distinct,
+        windows: window_stage.map(|(stage, _)| Box::new(stage)),
     };
     // Constant subexpressions are evaluated once here, not once per row.
     engine::query::fold::fold_plan(&mut plan);
@@ -814,21 +940,23 @@ fn split_where(filter: Expr) -> (Vec<Expr>, Option<Expr>) {
     (constant, filter)
 }
 
-fn sort_key(term: &ast::OrderByExpr, t: Typed) -> Result<SortKey, SqlError> {
-    if term.with_fill.is_some() {
-        return unsupported("ORDER BY ... WITH FILL");
+/// The `WINDOW` clause's windows by name, each on a base window extended.
+fn named_windows(select: &ast::Select) -> Result<Vec<(String, ast::WindowSpec)>, SqlError> {
+    let mut named: Vec<(String, ast::WindowSpec)> = Vec::new();
+    for ast::NamedWindowDefinition(name, def) in &select.named_window {
+        let spec = match def {
+            ast::NamedWindowExpr::NamedWindow(base) => ast::WindowSpec {
+                window_name: Some(base.clone()),
+                partition_by: Vec::new(),
+                order_by: Vec::new(),
+                window_frame: None,
+            },
+            ast::NamedWindowExpr::WindowSpec(spec) => spec.clone(),
+        };
+        let spec = crate::expr::named_window(&named, spec)?;
+        named.push((name.value.clone(), spec));
     }
-    let descending = match term.options.sort {
-        None | Some(ast::OrderBySort::Asc) => false,
-        Some(ast::OrderBySort::Desc) => true,
-        Some(_) => return unsupported("ORDER BY ... USING"),
-    };
-    Ok(SortKey {
-        collation: t.collation(),
-        expr: t.expr,
-        descending,
-        nulls_first: term.options.nulls_first.unwrap_or(!descending),
-    })
+    Ok(named)
 }
 
 /// A `LIMIT`/`OFFSET` value: a constant integer expression; a negative `LIMIT` means none

@@ -385,6 +385,126 @@ pub struct QueryPlan {
     /// the order of their first rows (ties of `ORDER BY` too), not in key order; the keys
     /// shown are the first row's.
     pub distinct: bool,
+    /// Window functions (`OVER`): the query's rows (its [`Shape::Rows`] outputs, in SQLite's
+    /// loop order) are the window stage's input, and the stage gives the result; the plan's
+    /// own `ORDER BY` is then only the loop's order, and its `LIMIT` none.
+    pub windows: Option<Box<WindowStage>>,
+}
+
+/// The window stage of a query with window functions, run on the coordinator over every row
+/// of the scan ([`crate::query::over`]). Its slots are the scan's output columns (the
+/// *inputs*: the columns, partition and order keys and arguments the stage reads), then one
+/// per window function call, in [`WindowStage::calls`]' order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowStage {
+    /// The distinct windows, in the order SQLite computes them: the last written first, each
+    /// from the rows in the order the one before left them (a stable sort by its partition
+    /// and order keys), so the result's rows come in the first window's order.
+    pub passes: Vec<WindowPass>,
+    /// How many input slots precede the calls' results.
+    pub inputs: usize,
+    /// The output columns (over the stage's slots).
+    pub outputs: Vec<Expr>,
+    /// `ORDER BY` (over the stage's slots); ties keep the first window's order.
+    pub order_by: Vec<SortKey>,
+    /// `LIMIT`.
+    pub limit: Option<u64>,
+    /// `OFFSET`.
+    pub offset: u64,
+}
+
+/// One window's partitions and order (`OVER (PARTITION BY ... ORDER BY ...)`) and the calls
+/// over it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowPass {
+    /// `PARTITION BY`: input slots, each with the collation deciding its equality.
+    pub partition: Vec<(usize, Collation)>,
+    /// `ORDER BY`: keys whose expressions are input slots ([`Expr::Column`]).
+    pub order: Vec<SortKey>,
+    /// The calls over this window: indexes into [`WindowStage::calls`]' order, i.e. their
+    /// result slots are `inputs + index`.
+    pub calls: Vec<(usize, WindowCall)>,
+}
+
+/// A window frame (`ROWS|RANGE|GROUPS BETWEEN start AND end`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    /// The units.
+    pub units: FrameUnits,
+    /// The start.
+    pub start: FrameBound,
+    /// The end.
+    pub end: FrameBound,
+}
+
+/// A frame's units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameUnits {
+    /// `ROWS`.
+    Rows,
+    /// `RANGE` (offsets on the one `ORDER BY` value).
+    Range,
+    /// `GROUPS` (of peers).
+    Groups,
+}
+
+/// One end of a frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrameBound {
+    /// `UNBOUNDED PRECEDING`.
+    UnboundedPreceding,
+    /// `n PRECEDING` (a non-negative number, checked at planning).
+    Preceding(Value),
+    /// `CURRENT ROW`.
+    CurrentRow,
+    /// `n FOLLOWING`.
+    Following(Value),
+    /// `UNBOUNDED FOLLOWING`.
+    UnboundedFollowing,
+}
+
+/// One window function call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowCall {
+    /// The function.
+    pub func: WindowFunc,
+    /// Its arguments, as input slots.
+    pub args: Vec<usize>,
+    /// `FILTER (WHERE ...)` of an aggregate: an input slot holding 1 where the row counts.
+    pub filter: Option<usize>,
+    /// The frame (windows that differ only in their frames share a pass: their rows come in
+    /// the same order).
+    pub frame: Frame,
+}
+
+/// The window functions.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WindowFunc {
+    /// `row_number()`.
+    RowNumber,
+    /// `rank()`.
+    Rank,
+    /// `dense_rank()`.
+    DenseRank,
+    /// `percent_rank()`.
+    PercentRank,
+    /// `cume_dist()`.
+    CumeDist,
+    /// `ntile(n)`.
+    Ntile,
+    /// `lag(x [, offset [, default]])`.
+    Lag,
+    /// `lead(x [, offset [, default]])`.
+    Lead,
+    /// `first_value(x)`.
+    FirstValue,
+    /// `last_value(x)`.
+    LastValue,
+    /// `nth_value(x, n)`.
+    NthValue,
+    /// An aggregate over the frame (its [`AggSpec::arg`] unused: the argument is
+    /// [`WindowCall::args`]).
+    Aggregate(AggSpec),
 }
 
 impl Expr {
@@ -413,6 +533,58 @@ impl Expr {
             }
         });
         fails
+    }
+
+    /// Calls `f` with every expression below this one, then with this one (post-order), each
+    /// mutably: a rewrite of the leaves (slots renumbered) sees every one.
+    pub fn visit_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
+        match self {
+            Expr::Column(_) | Expr::Literal(_) => {}
+            Expr::Negate(x)
+            | Expr::Not(x)
+            | Expr::BitNot(x)
+            | Expr::IsNull(x, _)
+            | Expr::Cast(x, _)
+            | Expr::InIntegers { expr: x, .. } => x.visit_mut(f),
+            Expr::Arith(_, a, b)
+            | Expr::Concat(a, b)
+            | Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::Compare {
+                left: a, right: b, ..
+            } => {
+                a.visit_mut(f);
+                b.visit_mut(f);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.visit_mut(f);
+                list.iter_mut().for_each(|(x, _)| x.visit_mut(f));
+            }
+            Expr::Like {
+                expr,
+                pattern,
+                escape,
+                ..
+            } => {
+                expr.visit_mut(f);
+                pattern.visit_mut(f);
+                escape.iter_mut().for_each(|x| x.visit_mut(f));
+            }
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => {
+                operand.iter_mut().for_each(|x| x.visit_mut(f));
+                for (w, t, _, _) in whens {
+                    w.visit_mut(f);
+                    t.visit_mut(f);
+                }
+                otherwise.iter_mut().for_each(|x| x.visit_mut(f));
+            }
+            Expr::Function(_, args) => args.iter_mut().for_each(|x| x.visit_mut(f)),
+        }
+        f(self);
     }
 
     /// Calls `f` with the expression and every expression below it, in pre-order.
@@ -689,6 +861,7 @@ mod tests {
             offset: 0,
             names: vec!["rowid".into()],
             distinct: false,
+            windows: None,
         }
     }
 

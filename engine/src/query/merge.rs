@@ -119,6 +119,20 @@ pub fn merge_files(
     partials: Vec<Partial>,
     file_of: Option<&[usize]>,
 ) -> Result<Vec<Vec<Value>>, MergeError> {
+    let rows = merge_scan(plan, partials, file_of)?;
+    match &plan.windows {
+        // The scan's rows are the window stage's input, in the loop's order.
+        Some(stage) => super::over::apply(stage, rows).map_err(MergeError::Eval),
+        None => Ok(rows),
+    }
+}
+
+/// [`merge_files`] but for a window stage.
+fn merge_scan(
+    plan: &QueryPlan,
+    partials: Vec<Partial>,
+    file_of: Option<&[usize]>,
+) -> Result<Vec<Vec<Value>>, MergeError> {
     let file = |range: usize| file_of.map_or(0, |f| f[range]);
     let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
     let limit = plan

@@ -25,6 +25,7 @@
 //!   row) in tight loops, for pages whose values are all plain numbers;
 //! - [`program`]: its keys and aggregate arguments as shared nodes (each common subexpression
 //!   once per row), and which aggregates share a state;
+//! - [`over`]: window functions (`OVER`), a stage on the coordinator over the scan's rows;
 //! - [`window`]: the text range the decoder itself applies for such a query's filter;
 //! - [`groups`]: the group table, looked up by borrowed key values;
 //! - [`page_groups`]: a page's rows' groups, looked up once per distinct packed key;
@@ -62,6 +63,7 @@ pub mod marks;
 pub mod math;
 pub mod merge;
 pub mod numeric;
+pub mod over;
 pub mod page_groups;
 pub mod printf;
 pub mod program;

@@ -58,7 +58,10 @@ use super::run::{run_query_until, test_constant_terms};
 /// [`QueryPlan::backward`] scan's rows are collected: its ranges would have to be read from
 /// the last leaf down).
 pub fn streams(plan: &QueryPlan) -> bool {
-    matches!(plan.shape, Shape::Rows { .. }) && plan.order_by.is_empty() && !plan.backward
+    matches!(plan.shape, Shape::Rows { .. })
+        && plan.order_by.is_empty()
+        && !plan.backward
+        && plan.windows.is_none()
 }
 
 /// One result row as the coordinator hands it over.

@@ -91,6 +91,7 @@ fn plan(shape: Shape, names: &[&str]) -> QueryPlan {
         offset: 0,
         names: names.iter().map(|n| n.to_string()).collect(),
         distinct: false,
+        windows: None,
     }
 }
 

@@ -83,6 +83,11 @@ impl Resolver<'_> {
             Stage::Group(_) => {
                 bare_column(&parts.last().map(|p| p.value.clone()).unwrap_or_default())
             }
+            // The window stage reads a column through an input slot (`outside_window`).
+            Stage::Window(_) => crate::error::invalid(format!(
+                "column {} read outside its window stage input",
+                parts.last().map_or("", |p| p.value.as_str())
+            )),
         }
     }
 

@@ -87,8 +87,8 @@ impl Resolver<'_> {
         d: usize,
     ) -> Result<Typed, SqlError> {
         let name = ident_name(&f.name)?.join(".").to_ascii_lowercase();
-        if f.over.is_some() {
-            return unsupported(format!("window functions ({name}() OVER ...)"));
+        if f.over.is_none() && super::is_window_only(&name) {
+            return invalid(format!("misuse of window function {name}()"));
         }
         if !f.within_group.is_empty() || f.null_treatment.is_some() {
             return unsupported(format!("{name}() with WITHIN GROUP or NULLS treatment"));
@@ -119,6 +119,12 @@ impl Resolver<'_> {
                 (distinct, star, args)
             }
         };
+        if f.over.is_some() {
+            let Stage::Window(ctx) = stage else {
+                return invalid(format!("misuse of window function {name}()"));
+            };
+            return self.window_call(f, &name, &args, (distinct, star), ctx, d);
+        }
         let aggregate = match (name.as_str(), args.len(), star) {
             ("count", 0, _) => Some(AggFunc::CountStar),
             ("count", 1, false) => Some(AggFunc::Count),

@@ -29,10 +29,11 @@ mod predicate;
 mod truth;
 mod typed;
 mod unary;
+mod window;
 
 use std::collections::HashMap;
 
-use engine::query::ir::{AggSpec, ColumnRead, Expr};
+use engine::query::ir::{AggSpec, ColumnRead, Expr, SortKey};
 use partitioner::TablePlan;
 use sqlparser::ast;
 
@@ -41,6 +42,9 @@ use crate::error::{invalid, unsupported, SqlError};
 pub(crate) use truth::has_truth_value;
 pub use typed::Typed;
 pub(crate) use typed::{binary_collation, collation_named};
+pub(crate) use window::is_window_only;
+pub(crate) use window::named_window;
+pub use window::{renumber_results, WindowContext};
 
 /// Where an expression is evaluated.
 pub enum Stage<'a> {
@@ -48,6 +52,8 @@ pub enum Stage<'a> {
     Row,
     /// Over a group: its keys, then its aggregates.
     Group(&'a mut GroupContext),
+    /// Over a row of the window stage: its input slots, then its window functions' results.
+    Window(&'a mut WindowContext),
 }
 
 /// The group stage's slots: keys (row-stage expressions) and aggregates collected while
@@ -131,6 +137,11 @@ impl<'t> Resolver<'t> {
                 return Ok(t);
             }
         }
+        if let Stage::Window(ctx) = stage {
+            if !self.has_window(e) {
+                return self.outside_window(e, ctx, depth + 1);
+            }
+        }
         let d = depth + 1;
         if let ast::Expr::Identifier(i) = e {
             if let Some(aliased) = self.alias_of(&i.value) {
@@ -138,7 +149,16 @@ impl<'t> Resolver<'t> {
                     return invalid(format!("alias {} refers to itself", i.value));
                 }
                 self.alias_depth += 1;
+                // An alias's windows are copies of the result column's (see
+                // WindowContext::copying).
+                let copying = match stage {
+                    Stage::Window(ctx) => Some(std::mem::replace(&mut ctx.copying, true)),
+                    _ => None,
+                };
                 let r = self.resolve(&aliased, stage, d);
+                if let (Stage::Window(ctx), Some(was)) = (&mut *stage, copying) {
+                    ctx.copying = was;
+                }
                 self.alias_depth -= 1;
                 return r;
             }
@@ -283,4 +303,22 @@ impl<'t> Resolver<'t> {
 /// Whether `e` reads any slot (the engine's own test, which constant folding uses).
 pub fn uses_slots(e: &Expr) -> bool {
     engine::query::fold::reads_slots(e)
+}
+
+/// One `ORDER BY` term (of the query or of a window) over its resolved expression.
+pub(crate) fn sort_key(term: &ast::OrderByExpr, t: Typed) -> Result<SortKey, SqlError> {
+    if term.with_fill.is_some() {
+        return unsupported("ORDER BY ... WITH FILL");
+    }
+    let descending = match term.options.sort {
+        None | Some(ast::OrderBySort::Asc) => false,
+        Some(ast::OrderBySort::Desc) => true,
+        Some(_) => return unsupported("ORDER BY ... USING"),
+    };
+    Ok(SortKey {
+        collation: t.collation(),
+        expr: t.expr,
+        descending,
+        nulls_first: term.options.nulls_first.unwrap_or(!descending),
+    })
 }

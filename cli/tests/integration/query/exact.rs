@@ -179,6 +179,37 @@ impl SumCtx {
     }
 }
 
+impl SumCtx {
+    /// `sumInverse`: the value leaves a window frame. The state stays approximate once it
+    /// is (a real that left keeps the sum a real), and the integer sum can overflow here too.
+    fn inverse(&mut self, v: ValueRef<'_>) {
+        match input(v) {
+            Input::Null => return,
+            Input::Integer(i) => {
+                self.exact.add_i64(i.wrapping_neg());
+                if i == i64::MIN {
+                    // -i64::MIN wraps to itself: add 2^63 in full.
+                    self.exact.add_i64(i64::MAX);
+                    self.exact.add_i64(1);
+                    self.exact.add_i64(i64::MAX);
+                    self.exact.add_i64(1);
+                }
+                if !self.approx {
+                    match self.i_sum.checked_sub(i) {
+                        Some(s) => self.i_sum = s,
+                        None => {
+                            self.ovrfl = true;
+                            self.approx = true;
+                        }
+                    }
+                }
+            }
+            Input::Real(r) => self.exact.add_f64(-r),
+        }
+        self.cnt -= 1;
+    }
+}
+
 /// Which of the three aggregates.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -208,7 +239,29 @@ impl Aggregate<SumCtx, SqlValue> for ExactAggregate {
     }
 
     fn finalize(&self, _: &mut Context<'_>, acc: Option<SumCtx>) -> rusqlite::Result<SqlValue> {
-        let p = acc.unwrap_or_default();
+        self.result(&acc.unwrap_or_default())
+    }
+}
+
+/// As window functions: SQLite's frames, partitions and order, with exact sums (`sumInverse`
+/// removes a row leaving a frame, exactly).
+impl rusqlite::functions::WindowAggregate<SumCtx, SqlValue> for ExactAggregate {
+    fn value(&self, acc: Option<&mut SumCtx>) -> rusqlite::Result<SqlValue> {
+        match acc {
+            Some(p) => self.result(p),
+            None => self.result(&SumCtx::default()),
+        }
+    }
+
+    fn inverse(&self, ctx: &mut Context<'_>, acc: &mut SumCtx) -> rusqlite::Result<()> {
+        acc.inverse(ctx.get_raw(0));
+        Ok(())
+    }
+}
+
+impl ExactAggregate {
+    /// `sumFinalize` (also as `xValue`) on the exact state.
+    fn result(&self, p: &SumCtx) -> rusqlite::Result<SqlValue> {
         Ok(match self.0 {
             Kind::Sum if p.cnt == 0 => SqlValue::Null,
             Kind::Sum if p.ovrfl => {
@@ -265,7 +318,7 @@ pub fn exact_answer(path: &Path, sql: &str) -> Answer {
         ("exact_total", Kind::Total),
         ("exact_avg", Kind::Avg),
     ] {
-        conn.create_aggregate_function(
+        conn.create_window_function(
             name,
             1,
             FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,

@@ -24,6 +24,7 @@ mod files;
 mod functions;
 mod group_keys;
 mod indexes;
+mod over;
 mod settings;
 mod stream;
 mod tester;
