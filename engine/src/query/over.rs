@@ -260,9 +260,15 @@ impl<'p, 'r> Partition<'p, 'r> {
             let k = match frames.iter().position(|(f, _)| *f == &call.frame) {
                 Some(k) => k,
                 None if framed => {
-                    let rows = (0..n)
-                        .map(|j| self.frame(&call.frame, j))
-                        .collect::<Result<_, _>>()?;
+                    let f = &call.frame;
+                    let offsets = [&f.start, &f.end]
+                        .iter()
+                        .any(|b| matches!(b, FrameBound::Preceding(_) | FrameBound::Following(_)));
+                    let rows = if f.units == FrameUnits::Range && offsets {
+                        self.range_frames(f)?
+                    } else {
+                        (0..n).map(|j| self.frame(f, j)).collect::<Result<_, _>>()?
+                    };
                     frames.push((&call.frame, rows));
                     frames.len() - 1
                 }
@@ -353,46 +359,153 @@ impl<'p, 'r> Partition<'p, 'r> {
                     self.group_start[target + 1]
                 })
             }
-            FrameUnits::Range => self.range_bound(j, off, ahead, start),
+            FrameUnits::Range => unreachable!("RANGE offsets are framed by range_frames"),
         }
     }
 
-    /// A `RANGE` frame's bound: the rows whose `ORDER BY` value is within `off` of row `j`'s
-    /// (before it in the window's order: smaller ascending, larger descending). A NULL or a
-    /// value that is not a number is not moved by `off`: the bound is then its peers'.
-    fn range_bound(
-        &self,
-        j: usize,
-        off: &Value,
-        ahead: bool,
-        start: bool,
-    ) -> Result<usize, String> {
+    /// Every row's frame under `RANGE` with an offset, as SQLite's cursors find it
+    /// (`windowCodeRangeTest`): the start and end move forwards a peer group at a time, each
+    /// step decided by one comparison, the offset added to (subtracted from, descending) one
+    /// side's `ORDER BY` value: the start's group's for `n PRECEDING` starts, and the end's
+    /// for `n PRECEDING` ends, the row's own for `FOLLOWING`. A value that is no number is
+    /// not moved, a NULL is below every value and equal to NULL, and the comparison has no
+    /// collation.
+    fn range_frames(&self, f: &Frame) -> Result<Vec<(usize, usize)>, String> {
+        let n = self.len();
         let key = &self.pass.order[0];
         let slot = slot_of(key);
-        let v = &self.rows[j][slot];
-        let target = match v {
-            Value::Integer(_) | Value::Real(_) => {
-                // Towards the window's order's end: larger ascending, smaller descending.
-                let op = if ahead != key.descending {
-                    ArithOp::Add
-                } else {
-                    ArithOp::Sub
-                };
-                let e = Expr::Arith(
-                    op,
-                    Box::new(Expr::Literal(v.clone())),
-                    Box::new(Expr::Literal(off.clone())),
-                );
-                eval(&e, &[])?
-            }
-            _ => v.clone(),
+        let group_of = |p: usize| self.group_start[self.group[p]];
+        let moved = |v: &Value, off: &Value| -> Result<Value, String> {
+            Ok(match v {
+                Value::Integer(_) | Value::Real(_) => {
+                    let op = if key.descending {
+                        ArithOp::Sub
+                    } else {
+                        ArithOp::Add
+                    };
+                    eval(
+                        &Expr::Arith(
+                            op,
+                            Box::new(Expr::Literal(v.clone())),
+                            Box::new(Expr::Literal(off.clone())),
+                        ),
+                        &[],
+                    )?
+                }
+                other => other.clone(),
+            })
         };
-        let rows = &self.rows;
-        Ok(if start {
-            rows.partition_point(|r| compare_key(key, &r[slot], &target) == Ordering::Less)
-        } else {
-            rows.partition_point(|r| compare_key(key, &r[slot], &target) != Ordering::Greater)
-        })
+        // `a OP b` for OP one of >=, <=, > (flipped when descending), NULL below all.
+        let test = |a: &Value, b: &Value, op: Ordering, or_equal: bool| -> bool {
+            let o = match (a.is_null(), b.is_null()) {
+                (true, true) => Ordering::Equal,
+                (true, false) => Ordering::Less,
+                (false, true) => Ordering::Greater,
+                _ => crate::datatype3::compare_values(
+                    a.as_ref(),
+                    b.as_ref(),
+                    crate::datatype3::Collation::Binary,
+                ),
+            };
+            let op = if key.descending { op.reverse() } else { op };
+            o == op || (or_equal && o == Ordering::Equal)
+        };
+        // Where adding the offset to an integer rounds (beyond 2^53) or overflows, SQLite's
+        // cursors take steps this model does not follow: refused, never guessed.
+        let offsets: Vec<&Value> = [&f.start, &f.end]
+            .into_iter()
+            .filter_map(|b| match b {
+                FrameBound::Preceding(o) | FrameBound::Following(o) => Some(o),
+                _ => None,
+            })
+            .collect();
+        let exact = |k: i64| {
+            offsets.iter().all(|o| match o {
+                Value::Integer(i) => k.checked_add(*i).is_some() && k.checked_sub(*i).is_some(),
+                _ => k.unsigned_abs() <= 1 << 53,
+            })
+        };
+        if self
+            .rows
+            .iter()
+            .any(|r| matches!(r[slot], Value::Integer(k) if !exact(k)))
+        {
+            return Err(
+                "not supported by corescan query: a RANGE frame with an offset over \
+                        integers whose sum with it rounds or overflows (beyond 2^53)"
+                    .into(),
+            );
+        }
+        let mut frames = Vec::with_capacity(n);
+        let (mut start, mut end) = (0usize, 0usize);
+        for j in 0..n {
+            let current = &self.rows[group_of(j)][slot];
+            let (ps, pe) = self.peers(j);
+            let s = match &f.start {
+                FrameBound::UnboundedPreceding => 0,
+                FrameBound::CurrentRow => ps,
+                FrameBound::UnboundedFollowing => n,
+                // SQLite removes rows from the start after returning a row, testing them
+                // against the next: the partition's first group is returned before any test.
+                FrameBound::Preceding(_)
+                    if self.group[j] == 0 && !matches!(f.end, FrameBound::Preceding(_)) =>
+                {
+                    0
+                }
+                FrameBound::Preceding(off) => {
+                    // Past each group while `start + off >= current` fails.
+                    while start < n
+                        && !test(
+                            &moved(&self.rows[start][slot], off)?,
+                            current,
+                            Ordering::Greater,
+                            true,
+                        )
+                    {
+                        start = self.group_start[self.group[start] + 1];
+                    }
+                    start
+                }
+                FrameBound::Following(off) => {
+                    // Past each group while `current + off <= start` fails.
+                    let target = moved(current, off)?;
+                    while start < n && !test(&target, &self.rows[start][slot], Ordering::Less, true)
+                    {
+                        start = self.group_start[self.group[start] + 1];
+                    }
+                    start
+                }
+            };
+            let e = match &f.end {
+                FrameBound::UnboundedFollowing => n,
+                FrameBound::CurrentRow => pe,
+                FrameBound::UnboundedPreceding => 0,
+                FrameBound::Preceding(off) => {
+                    // Each group while `end + off > current` fails.
+                    while end < n
+                        && !test(
+                            &moved(&self.rows[end][slot], off)?,
+                            current,
+                            Ordering::Greater,
+                            false,
+                        )
+                    {
+                        end = self.group_start[self.group[end] + 1];
+                    }
+                    end
+                }
+                FrameBound::Following(off) => {
+                    // Each group while `current + off >= end` holds.
+                    let target = moved(current, off)?;
+                    while end < n && test(&target, &self.rows[end][slot], Ordering::Greater, true) {
+                        end = self.group_start[self.group[end] + 1];
+                    }
+                    end
+                }
+            };
+            frames.push((s, e));
+        }
+        Ok(frames)
     }
 
     /// One call's value at every row.

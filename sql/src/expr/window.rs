@@ -312,6 +312,9 @@ impl Resolver<'_> {
         }
         let mut func = func;
         let mut slots = Vec::with_capacity(n);
+        // The result carries an argument's explicit COLLATE, as any function's does
+        // (an ORDER BY on it sorts under it).
+        let mut carried = None;
         for (k, a) in args.iter().enumerate() {
             if let WindowFunc::Aggregate(spec) = &mut func {
                 if k == 1 {
@@ -328,10 +331,13 @@ impl Resolver<'_> {
                 }
                 let (slot, t) = self.input_of(a, ctx, d)?;
                 spec.collation = t.collation();
+                carried = carried.or(t.collation.filter(|c| c.1));
                 slots.push(slot);
                 continue;
             }
-            slots.push(self.input_of(a, ctx, d)?.0);
+            let (slot, t) = self.input_of(a, ctx, d)?;
+            carried = carried.or(t.collation.filter(|c| c.1));
+            slots.push(slot);
         }
         let filter = match &f.filter {
             Some(c) => {
@@ -378,7 +384,11 @@ impl Resolver<'_> {
             linked_frame,
             copied: ctx.copying,
         });
-        Ok(Typed::plain(Expr::Column(RESULT_BASE + call)))
+        Ok(Typed {
+            expr: Expr::Column(RESULT_BASE + call),
+            affinity: None,
+            collation: carried,
+        })
     }
 
     /// The window a call's `OVER` names or writes, a named base window extended.
