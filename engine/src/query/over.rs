@@ -368,8 +368,7 @@ impl<'p, 'r> Partition<'p, 'r> {
     /// step decided by one comparison, the offset added to (subtracted from, descending) one
     /// side's `ORDER BY` value: the start's group's for `n PRECEDING` starts, and the end's
     /// for `n PRECEDING` ends, the row's own for `FOLLOWING`. A value that is no number is
-    /// not moved, a NULL is below every value and equal to NULL, and the comparison has no
-    /// collation.
+    /// not moved, a NULL only meets NULLs, and the comparison has no collation.
     fn range_frames(&self, f: &Frame) -> Result<Vec<(usize, usize)>, String> {
         let n = self.len();
         let key = &self.pass.order[0];
@@ -395,19 +394,29 @@ impl<'p, 'r> Partition<'p, 'r> {
                 other => other.clone(),
             })
         };
-        // `a OP b` for OP one of >=, <=, > (flipped when descending), NULL below all.
+        // `a OP b` for OP one of >=, <=, > (`op`, with `or_equal`), flipped when
+        // descending. A NULL equals NULL and sits where the window sorts NULLs: below every
+        // value, or above when they sort against the direction's default (`ASC NULLS LAST`,
+        // `DESC NULLS FIRST`), so a NULL's frame is its NULL peers and no other row's frame
+        // holds a NULL.
+        let null_big = key.nulls_first == key.descending;
         let test = |a: &Value, b: &Value, op: Ordering, or_equal: bool| -> bool {
+            let op = if key.descending { op.reverse() } else { op };
+            let below = if null_big {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            };
             let o = match (a.is_null(), b.is_null()) {
                 (true, true) => Ordering::Equal,
-                (true, false) => Ordering::Less,
-                (false, true) => Ordering::Greater,
+                (true, false) => below,
+                (false, true) => below.reverse(),
                 _ => crate::datatype3::compare_values(
                     a.as_ref(),
                     b.as_ref(),
                     crate::datatype3::Collation::Binary,
                 ),
             };
-            let op = if key.descending { op.reverse() } else { op };
             o == op || (or_equal && o == Ordering::Equal)
         };
         // Where adding the offset to an integer rounds (beyond 2^53) or overflows, SQLite's
