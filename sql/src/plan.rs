@@ -510,11 +510,22 @@ fn plan_select(
         }
         r.aliases_enabled = true;
         let mut order_by = Vec::new();
+        // Result columns an ORDER BY term names (by alias, position or as the same
+        // expression): SQLite's sorter holds the term's copy of the column and shows it.
+        let mut shown: Vec<(usize, usize)> = Vec::new();
         for (i, term) in order_terms.iter().enumerate() {
-            let t = match by_alias_or_position(&term.expr, "ORDER BY", i)? {
+            let named = match by_alias_or_position(&term.expr, "ORDER BY", i)? {
+                Some(by) => Some(by),
+                None => outputs
+                    .iter()
+                    .position(|o| *o.expr == term.expr)
+                    .map(|p| (p, None)),
+            };
+            let t = match named {
                 // SQLite resolves the term to a copy of the result column, whose windows
                 // are windows of their own.
                 Some((p, collation)) => {
+                    shown.push((p, i));
                     r.aliases_enabled = false;
                     ctx.copying = true;
                     let t = r.resolve(outputs[p].expr, &mut Stage::Window(&mut ctx), 0);
@@ -534,6 +545,9 @@ fn plan_select(
         }
         for k in &mut order_by {
             renumber_results(&mut k.expr, inputs, &remap);
+        }
+        for &(p, i) in &shown {
+            outs[p] = order_by[i].expr.clone();
         }
         window_stage = Some((
             WindowStage {

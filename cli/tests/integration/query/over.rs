@@ -96,6 +96,14 @@ fn several_windows_named_windows_and_outer_clauses() {
         "SELECT id, typeof(rank() OVER (PARTITION BY CAST(n AS DATE))), row_number() OVER (ORDER BY (x <> n) DESC NULLS FIRST) FROM t WHERE n ORDER BY 2 DESC, id",
         "SELECT id, rank() OVER (PARTITION BY c) AS rk, row_number() OVER (ORDER BY i) FROM t ORDER BY rk, id",
         "SELECT id, count(*) OVER (ORDER BY c ROWS 1 PRECEDING), row_number() OVER (ORDER BY s), count(*) OVER (ORDER BY c) FROM t",
+        // An ORDER BY term naming a result column (alias, position or the same expression)
+        // is a copy SQLite's sorter shows in place of the column (run seed
+        // 1796320841025619827): here the copy's row numbers follow the scan, the column's
+        // would follow rank()'s order.
+        "SELECT id, row_number() OVER (ORDER BY 100), rank() OVER (ORDER BY i) FROM t ORDER BY 2",
+        "SELECT id, row_number() OVER (ORDER BY 100) AS rn, rank() OVER (ORDER BY i), rank() OVER (ORDER BY s) FROM t ORDER BY rn DESC",
+        "SELECT id, row_number() OVER (ORDER BY 100), rank() OVER (ORDER BY i) FROM t ORDER BY row_number() OVER (ORDER BY 100)",
+        "SELECT id, row_number() OVER (ORDER BY 100) AS rn, rank() OVER (ORDER BY i) FROM t ORDER BY rn + 0, id",
         // A window function's result carries its argument's COLLATE (run seed
         // 1796320172499275171: 'apple' and 'Apple' tie under NOCASE).
         "SELECT id, max(s COLLATE NOCASE) OVER (PARTITION BY i % 7) FROM t ORDER BY 2, id",
