@@ -742,9 +742,15 @@ impl<'p, 'r> Partition<'p, 'r> {
         frames: &[(usize, usize)],
     ) -> Vec<Result<Value, String>> {
         let n = self.len();
+        // SQLite keeps a sliding frame's min()/max() candidates in an index ordered by value
+        // and then by arrival, and reads its last entry: of equal values (1 and 1.0, 'a'
+        // and 'A' under NOCASE) the last in the frame wins; minmaxStep keeps the first.
+        let last_ties = matches!(spec.func, AggFunc::Min | AggFunc::Max)
+            && !matches!(call.frame.start, FrameBound::UnboundedPreceding);
         let step = |state: &mut AggState, p: usize| {
             if self.counts(call, p) {
-                state.update(spec, self.arg_of(call, p), p as i64);
+                let order = if last_ties { -(p as i64) } else { p as i64 };
+                state.update(spec, self.arg_of(call, p), order);
             }
         };
         let value = |state: &AggState| state.clone().finish(spec);
