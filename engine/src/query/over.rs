@@ -368,7 +368,7 @@ impl<'p, 'r> Partition<'p, 'r> {
     /// step decided by one comparison, the offset added to (subtracted from, descending) one
     /// side's `ORDER BY` value: the start's group's for `n PRECEDING` starts, and the end's
     /// for `n PRECEDING` ends, the row's own for `FOLLOWING`. A value that is no number is
-    /// not moved, a NULL only meets NULLs, and the comparison has no collation.
+    /// not moved, a NULL only meets NULLs, and text compares under the order's collation.
     fn range_frames(&self, f: &Frame) -> Result<Vec<(usize, usize)>, String> {
         let n = self.len();
         let key = &self.pass.order[0];
@@ -411,11 +411,7 @@ impl<'p, 'r> Partition<'p, 'r> {
                 (true, true) => Ordering::Equal,
                 (true, false) => below,
                 (false, true) => below.reverse(),
-                _ => crate::datatype3::compare_values(
-                    a.as_ref(),
-                    b.as_ref(),
-                    crate::datatype3::Collation::Binary,
-                ),
+                _ => crate::datatype3::compare_values(a.as_ref(), b.as_ref(), key.collation),
             };
             o == op || (or_equal && o == Ordering::Equal)
         };
