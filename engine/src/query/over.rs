@@ -602,7 +602,9 @@ impl<'p, 'r> Partition<'p, 'r> {
     /// approximate (a real) once a value that is not an integer has been stepped into it,
     /// even after that row left the frame, and the rows from the partition's first to the
     /// frame's end have all been stepped by then. So such a `sum` is a real from the first
-    /// row whose frame ends after such a value, an integer before.
+    /// row whose frame ends after such a value, an integer before. Its real is NaN (a NULL)
+    /// for good once infinities of both signs were stepped or one left the frame, for
+    /// `total` and `avg` too.
     fn aggregate(
         &self,
         call: &WindowCall,
@@ -613,25 +615,37 @@ impl<'p, 'r> Partition<'p, 'r> {
         if spec.func == AggFunc::GroupConcat && inverse {
             return Ok(self.group_concat_inverse(call, spec, frames));
         }
-        if spec.func != AggFunc::Sum || !inverse {
+        let summing = matches!(spec.func, AggFunc::Sum | AggFunc::Total | AggFunc::Avg);
+        if !summing || !inverse {
             return self.frame_values(call, spec, frames).into_iter().collect();
         }
-        // Rows [0, k) hold a value that makes a sum approximate: sticky[k].
-        // And [0, k) hold values[k] values the sum adds (frames of none are NULL).
-        let mut sticky = Vec::with_capacity(self.len() + 1);
-        let mut values = Vec::with_capacity(self.len() + 1);
+        // Rows [0, k) hold a value that makes a sum approximate: sticky[k]; values[k] values
+        // the sum adds (frames of none are NULL); infinities of either sign, infinite[k].
+        let n = self.len();
+        let mut sticky = Vec::with_capacity(n + 1);
+        let mut values = Vec::with_capacity(n + 1);
+        let mut infinite = Vec::with_capacity(n + 1);
         sticky.push(false);
         values.push(0usize);
-        for p in 0..self.len() {
+        infinite.push((false, false));
+        for p in 0..n {
             let mut probe = SumState::default();
+            let mut inf = infinite[p];
             if self.counts(call, p) {
-                probe.update(self.arg_of(call, p));
+                let v = self.arg_of(call, p);
+                probe.update(v);
+                if probe.approx {
+                    let r = v.to_f64().unwrap_or(0.0);
+                    inf.0 |= r == f64::INFINITY;
+                    inf.1 |= r == f64::NEG_INFINITY;
+                }
             }
             sticky.push(sticky[p] || probe.approx);
             values.push(values[p] + usize::from(probe.count > 0));
+            infinite.push(inf);
         }
         let ints = self.frame_values(call, spec, frames);
-        let reals = if sticky[self.len()] {
+        let reals = if spec.func == AggFunc::Sum && sticky[n] {
             let total = AggSpec {
                 func: AggFunc::Total,
                 ..spec.clone()
@@ -640,13 +654,20 @@ impl<'p, 'r> Partition<'p, 'r> {
         } else {
             Vec::new()
         };
-        let mut out = Vec::with_capacity(self.len());
+        let mut out = Vec::with_capacity(n);
         for (j, int) in ints.into_iter().enumerate() {
             let (s, e) = frames[j];
             let empty = e <= s || values[e] == values[s];
-            out.push(if empty {
+            // SQLite's running real once an infinity entered: infinities of both signs, or
+            // one that left again (inf - inf), make it NaN for good, a NULL.
+            let (pos, neg) = infinite[e];
+            let gone = infinite[s.min(e)];
+            let nan = (pos && neg) || gone.0 || gone.1;
+            out.push(if spec.func == AggFunc::Sum && empty {
                 Value::Null
-            } else if sticky[e] {
+            } else if nan && !empty {
+                Value::Null
+            } else if spec.func == AggFunc::Sum && sticky[e] {
                 reals[j].clone()?
             } else {
                 int?
