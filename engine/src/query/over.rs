@@ -663,9 +663,7 @@ impl<'p, 'r> Partition<'p, 'r> {
             let (pos, neg) = infinite[e];
             let gone = infinite[s.min(e)];
             let nan = (pos && neg) || gone.0 || gone.1;
-            out.push(if spec.func == AggFunc::Sum && empty {
-                Value::Null
-            } else if nan && !empty {
+            out.push(if nan || (spec.func == AggFunc::Sum && empty) {
                 Value::Null
             } else if spec.func == AggFunc::Sum && sticky[e] {
                 reals[j].clone()?

@@ -39,6 +39,7 @@ fn aggregates_over_frames() {
         // An infinity that left a sliding sum leaves SQLite's real NaN, a NULL, for good
         // (run seed 1796321325862801701).
         "SELECT id, sum(CASE WHEN id % 7 = 0 THEN 1e400 ELSE i % 100 END) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING), total(CASE WHEN id % 5 = 0 THEN -1e400 WHEN id % 11 = 0 THEN 1e400 ELSE 1 END) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING), avg(CASE WHEN id = 30 THEN 1e400 ELSE 2 END) OVER (ORDER BY id ROWS 3 PRECEDING) FROM t",
+        "SELECT id, total(CASE WHEN id = 3 THEN -1e400 ELSE 1 END) OVER (ORDER BY id ROWS BETWEEN 3 FOLLOWING AND 5 FOLLOWING) FROM t",
         // A sliding frame's min()/max() keeps the last of equal values (0 and 0.0, 'a' and
         // 'A' under NOCASE), a running one the first (run seed 1796321082883087637).
         "SELECT id, min(x) OVER (ORDER BY id ROWS BETWEEN 3 PRECEDING AND 2 FOLLOWING), max(c) OVER (ORDER BY id ROWS BETWEEN 1 FOLLOWING AND 4 FOLLOWING), typeof(min(n) OVER (PARTITION BY i % 3 ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)), max(c) OVER (ORDER BY id) FROM t",
