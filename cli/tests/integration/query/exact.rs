@@ -289,7 +289,10 @@ fn rewrite(sql: &str) -> String {
     let mut rest = sql;
     'scan: while !rest.is_empty() {
         for name in ["sum(", "total(", "avg("] {
-            let starts = rest.len() >= name.len() && rest[..name.len()].eq_ignore_ascii_case(name);
+            // `get`: a multi-byte character may straddle the name's length.
+            let starts = rest
+                .get(..name.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(name));
             let after_name_char = out
                 .chars()
                 .last()
