@@ -48,10 +48,7 @@ pub fn apply(stage: &WindowStage, rows: Vec<Vec<Value>>) -> Result<Vec<Vec<Value
         .collect();
     let mut order: Vec<usize> = (0..rows.len()).collect();
     for pass in &stage.passes {
-        order.sort_by(|&a, &b| {
-            partition_cmp(pass, &rows[a], &rows[b])
-                .then_with(|| compare_keys_of(&pass.order, &rows[a], &rows[b]))
-        });
+        order = sorted(pass, &rows, order);
         let parts = partitions(pass, &rows, &order);
         let results = compute_parts(pass, &rows, &order, &parts)?;
         for ((start, _), values) in parts.iter().zip(results) {
@@ -64,6 +61,120 @@ pub fn apply(stage: &WindowStage, rows: Vec<Vec<Value>>) -> Result<Vec<Vec<Value
         }
     }
     finish(stage, rows, order)
+}
+
+/// `order` sorted stably by the pass's partition keys and `ORDER BY`. The keys are copied
+/// side by side first (numbers inline), so a comparison reads one place, not a row's.
+fn sorted(pass: &WindowPass, rows: &[Vec<Value>], order: Vec<usize>) -> Vec<usize> {
+    let slots: Vec<usize> = pass
+        .partition
+        .iter()
+        .map(|&(slot, _)| slot)
+        .chain(pass.order.iter().map(slot_of))
+        .collect();
+    let width = slots.len();
+    if width == 0 {
+        return order;
+    }
+    let keys: Vec<ValueRef<'_>> = order
+        .iter()
+        .flat_map(|&i| slots.iter().map(move |&s| rows[i][s].as_ref()))
+        .collect();
+    let compare = |a: &[ValueRef<'_>], b: &[ValueRef<'_>]| -> Ordering {
+        for (k, &(_, collation)) in pass.partition.iter().enumerate() {
+            let o = crate::datatype3::compare_values(a[k], b[k], collation);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        let base = pass.partition.len();
+        for (k, key) in pass.order.iter().enumerate() {
+            let o = compare_key_ref(key, a[base + k], b[base + k]);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    };
+    if width == 1 {
+        let pairs: Vec<(ValueRef<'_>, usize)> = keys.into_iter().zip(order).collect();
+        let pairs = parallel_sort(pairs, &|a, b| {
+            compare(std::slice::from_ref(&a.0), std::slice::from_ref(&b.0))
+        });
+        return pairs.into_iter().map(|(_, i)| i).collect();
+    }
+    let perm: Vec<u32> = (0..order.len() as u32).collect();
+    let perm = parallel_sort(perm, &|&a, &b| {
+        let (a, b) = (a as usize * width, b as usize * width);
+        compare(&keys[a..a + width], &keys[b..b + width])
+    });
+    perm.into_iter().map(|p| order[p as usize]).collect()
+}
+
+/// A stable sort of `v` on the machine's threads: runs sorted side by side, then merged
+/// (ties keep the earlier run's first).
+fn parallel_sort<T: Send + Copy>(
+    mut v: Vec<T>,
+    compare: &(dyn Fn(&T, &T) -> Ordering + Sync),
+) -> Vec<T> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads < 2 || v.len() < PARALLEL_ROWS {
+        v.sort_by(compare);
+        return v;
+    }
+    let run = v.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        for chunk in v.chunks_mut(run) {
+            s.spawn(move || chunk.sort_by(compare));
+        }
+    });
+    let mut runs: Vec<Vec<T>> = v.chunks(run).map(<[T]>::to_vec).collect();
+    while runs.len() > 1 {
+        let mut next = Vec::with_capacity(runs.len().div_ceil(2));
+        let mut it = runs.into_iter();
+        while let Some(left) = it.next() {
+            match it.next() {
+                None => next.push(left),
+                Some(right) => {
+                    let mut merged = Vec::with_capacity(left.len() + right.len());
+                    let (mut i, mut j) = (0, 0);
+                    while i < left.len() && j < right.len() {
+                        if compare(&right[j], &left[i]) == Ordering::Less {
+                            merged.push(right[j]);
+                            j += 1;
+                        } else {
+                            merged.push(left[i]);
+                            i += 1;
+                        }
+                    }
+                    merged.extend_from_slice(&left[i..]);
+                    merged.extend_from_slice(&right[j..]);
+                    next.push(merged);
+                }
+            }
+        }
+        runs = next;
+    }
+    runs.pop().unwrap_or_default()
+}
+
+/// [`compare_key`] on borrowed values.
+fn compare_key_ref(k: &SortKey, a: ValueRef<'_>, b: ValueRef<'_>) -> Ordering {
+    match (a.is_null(), b.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) if k.nulls_first => Ordering::Less,
+        (true, false) => Ordering::Greater,
+        (false, true) if k.nulls_first => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => {
+            let o = crate::datatype3::compare_values(a, b, k.collation);
+            if k.descending {
+                o.reverse()
+            } else {
+                o
+            }
+        }
+    }
 }
 
 /// The output columns of the rows in `order`, sorted by the stage's `ORDER BY`, with its
