@@ -82,12 +82,17 @@ pub(crate) fn follow(
                 // A rowid among the columns makes every distinct row one row of the table.
                 let rowid = r.rowid().ok().map(|t| t.expr);
                 let one_row_each = keys.iter().any(|(e, _)| Some(e) == rowid.as_ref());
-                (one_row_each || !order_sensitive(r, keys, aggregates))
-                    && keys.iter().enumerate().all(|(i, (_, c))| {
-                        order_by
-                            .iter()
-                            .any(|k| k.expr == Expr::Column(i) && k.collation == *c)
-                    })
+                // Ordered by the rowid itself: no two rows tie, whatever the other columns.
+                let by_rowid = order_by.iter().any(|k| {
+                    matches!(k.expr, Expr::Column(i) if keys.get(i).map(|(e, _)| e) == rowid.as_ref())
+                });
+                by_rowid
+                    || (one_row_each || !order_sensitive(r, keys, aggregates))
+                        && keys.iter().enumerate().all(|(i, (_, c))| {
+                            order_by
+                                .iter()
+                                .any(|k| k.expr == Expr::Column(i) && k.collation == *c)
+                        })
             }
             Shape::Rows { .. } => false,
         };

@@ -30,6 +30,7 @@ mod truth;
 mod typed;
 mod unary;
 mod window;
+mod window_context;
 
 use std::collections::HashMap;
 
@@ -42,9 +43,8 @@ use crate::error::{invalid, unsupported, SqlError};
 pub(crate) use truth::has_truth_value;
 pub use typed::Typed;
 pub(crate) use typed::{binary_collation, collation_named};
-pub(crate) use window::is_window_only;
-pub(crate) use window::named_window;
-pub use window::{renumber_results, WindowContext};
+pub(crate) use window_context::{is_window_only, named_window};
+pub use window_context::{renumber_results, WindowContext};
 
 /// Where an expression is evaluated.
 pub enum Stage<'a> {
