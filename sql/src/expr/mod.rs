@@ -13,7 +13,10 @@
 //! - [`binary`]: arithmetic, comparisons, `AND`/`OR`, `GLOB`;
 //! - [`predicate`]: `BETWEEN`, `IN (list)`, `LIKE`;
 //! - [`case_cast`]: `CASE` and `CAST`;
-//! - [`function`]: aggregates and scalar functions.
+//! - [`function`]: aggregates and scalar functions;
+//! - [`window`]: window function calls (`OVER`), resolved into the window stage's
+//!   [`WindowContext`] ([`window_context`], a leaf: inputs, calls, SQLite's nesting of
+//!   windows into passes, named windows).
 //!
 //! Below them, two leaves that know nothing of the resolver: [`typed`] (the affinity and
 //! collation of a resolved expression, and the comparison of two) and [`truth`] (what SQLite's

@@ -213,7 +213,10 @@ fn refusals_name_the_construct() {
         ("SELECT (SELECT 1) FROM t", "subqueries"),
         ("SELECT * FROM t WHERE i IN (SELECT i FROM t)", "subqueries"),
         ("SELECT * FROM (SELECT * FROM t)", "subqueries"),
-        ("SELECT row_number() OVER () FROM t", "window functions"),
+        (
+            "SELECT count(*), row_number() OVER () FROM t",
+            "window functions with GROUP BY",
+        ),
         ("WITH q AS (SELECT 1) SELECT * FROM t", "WITH"),
         ("DELETE FROM t", "writes"),
         ("INSERT INTO t(i) VALUES (1)", "writes"),
