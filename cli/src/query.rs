@@ -3,11 +3,13 @@
 //! and with `--report` the I/O report on stderr. Several files (paths, quoted globs,
 //! `@list.txt`) are one table, the union of the table over them ([`run_files`]).
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use corescan_sql::FileScans;
 use engine::query::{
     run_query_files_streaming, run_query_rendered, run_query_streaming, FileRow, MissingTable,
     QueryError, RowRender,
@@ -52,17 +54,19 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         return run_files(&args, sql, files);
     }
     let db = files.into_iter().next().context("no database file")?;
-    let planned = corescan_sql::plan_query(&db, sql)?;
+    let planned = plan_statement(&db, sql, &args.scan)?;
     let (executors, settings) = scan_setup_for_leaves(
         &args.scan,
         planned.table.header.page_size,
         planned.table.listed_leaves(),
     )?;
     // The first plan is the first attempt; a database read without SQLite's locks that changed
-    // meanwhile is planned and scanned again (engine::consistent), as for q6. An error
-    // finishing the result (`integer overflow`) is the answer, not a change: it ends the loop.
+    // meanwhile is planned and scanned again (engine::consistent), as for q6: the statement
+    // in full when its plan holds its subqueries' results. An error finishing the result
+    // (`integer overflow`) is the answer, not a change: it ends the loop.
     let table = planned.table.table.name.clone();
     let mut first = Some(planned.table);
+    let query = RefCell::new(planned.query.clone());
     // Rows go to stdout as the coordinator receives them (see engine::query::stream).
     let mut writer = RowWriter::new(
         args.output.format,
@@ -75,20 +79,29 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     });
     let result = engine::consistent(
         &db,
-        || {
-            first
-                .take()
-                .map_or_else(|| corescan_sql::plan_table(&db, &table, &planned.query), Ok)
+        || match first.take() {
+            Some(plan) => Ok(plan),
+            None if planned.ran_subqueries => {
+                let again = plan_statement(&db, sql, &args.scan).map_err(|e| {
+                    partitioner::Error::Changed {
+                        path: db.clone(),
+                        what: format!("{e:#}"),
+                    }
+                })?;
+                *query.borrow_mut() = again.query;
+                Ok(again.table)
+            }
+            None => corescan_sql::plan_table(&db, &table, &planned.query),
         },
         |plan| match if args.output.format == Format::Table {
-            run_query_streaming(plan, planned.query.clone(), &settings, &executors, |row| {
+            run_query_streaming(plan, query.borrow().clone(), &settings, &executors, |row| {
                 writer.row(row)
             })
         } else {
             // The executors format the rows in parallel; this thread only writes them.
             run_query_rendered(
                 plan,
-                planned.query.clone(),
+                query.borrow().clone(),
                 &settings,
                 &executors,
                 Arc::clone(&render),
@@ -149,6 +162,30 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Plans `sql` over `db`, running its subqueries (each a parallel scan of its own, with the
+/// placement `scan` gives) in one snapshot of the file; a subquery that met a change of the
+/// database (read without SQLite's locks) is run again, up to `engine::MAX_ATTEMPTS` times.
+fn plan_statement(
+    db: &std::path::Path,
+    sql: &str,
+    scan: &ScanArgs,
+) -> anyhow::Result<corescan_sql::PlannedQuery> {
+    let mut attempt = 1;
+    loop {
+        let file = partitioner::PageFile::open(db)?;
+        let (executors, settings) = scan_setup(scan, file.header().page_size)?;
+        let scans = FileScans {
+            file: &file,
+            settings: &settings,
+            executors: &executors,
+        };
+        match corescan_sql::plan_query_running(sql, &scans) {
+            Err(e) if e.is_change() && attempt < engine::MAX_ATTEMPTS => attempt += 1,
+            planned => return Ok(planned?),
+        }
+    }
 }
 
 /// Whether the files named `given` (expanded to `files`) are a table over several files:

@@ -21,6 +21,9 @@ pub enum SqlError {
     /// The table could not be opened or planned.
     #[error(transparent)]
     Plan(#[from] partitioner::Error),
+    /// A subquery's scan failed (I/O, a malformed page, a change of the database).
+    #[error(transparent)]
+    Scan(Box<engine::Error>),
 }
 
 impl SqlError {
@@ -28,6 +31,16 @@ impl SqlError {
     /// over several files may be skipped for it).
     pub fn is_no_such_table(&self) -> bool {
         matches!(self, SqlError::Plan(partitioner::Error::NoSuchTable { .. }))
+    }
+
+    /// Whether the error says the database changed while it was read (planning again may
+    /// succeed: see `engine::consistent`).
+    pub fn is_change(&self) -> bool {
+        match self {
+            SqlError::Plan(p) => p.is_change(),
+            SqlError::Scan(e) => matches!(&**e, engine::Error::Plan(p) if p.is_change()),
+            _ => false,
+        }
     }
 }
 

@@ -23,10 +23,12 @@ mod plan;
 mod position;
 mod source;
 mod sqlite_plan;
+mod subquery;
 
 pub use error::SqlError;
 
 pub use plan::{
-    plan_query, plan_query_files, plan_query_with, plan_table, plan_unordered_with, scan_spec,
-    union_table, IndexPlan, PlannedQuery,
+    plan_query, plan_query_files, plan_query_running, plan_query_with, plan_table,
+    plan_unordered_with, scan_spec, union_table, IndexPlan, PlannedQuery,
 };
+pub use subquery::{DefaultScans, FileScans, SubqueryRunner};

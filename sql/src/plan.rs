@@ -21,6 +21,7 @@ use super::order::{scan_order, ScanOrder};
 use super::position::{position_term, skip_collate};
 use super::source::offset_of;
 use super::sqlite_plan::{choose, Access};
+use super::subquery::{has_subquery, DefaultScans, PlannedSubquery, Subqueries, SubqueryRunner};
 
 /// A planned query and the table it scans.
 #[derive(Debug)]
@@ -32,6 +33,10 @@ pub struct PlannedQuery {
     /// How SQLite reads the table for the query and how corescan follows it, when the table
     /// has indexes (and the plan follows SQLite's order: [`plan_query`], [`plan_query_with`]).
     pub index_plan: Option<IndexPlan>,
+    /// Whether the statement's subqueries were run while it was planned
+    /// ([`plan_query_running`]): its plan holds their results, so planning it again (after
+    /// the database changed) means running them again.
+    pub ran_subqueries: bool,
 }
 
 /// SQLite's plan of a query over a table with indexes, and corescan's.
@@ -94,9 +99,12 @@ pub fn scan_spec(db: &Path, sql: &str) -> Result<engine::ScanSpec, SqlError> {
     Ok(plan_query(db, sql)?.into_spec())
 }
 
-/// Parses `sql`, opens its table in `db` and plans the query.
+/// Parses `sql`, opens its table in `db` and plans the query; its uncorrelated subqueries
+/// run first, each as a parallel scan with the default placement and settings, in the same
+/// snapshot of the file ([`plan_query_running`] with [`DefaultScans`]).
 pub fn plan_query(db: &Path, sql: &str) -> Result<PlannedQuery, SqlError> {
-    plan_query_with(sql, |name| TablePlan::open_for_scan(db, name))
+    let scans = DefaultScans::new(partitioner::PageFile::open(db)?);
+    plan_query_running(sql, &scans)
 }
 
 /// Parses `sql` and plans it over the table of that name in several files (a table spread
@@ -216,6 +224,32 @@ fn plan_query_in(
     open_table: impl FnOnce(&str) -> partitioner::Result<TablePlan>,
     order: Order,
 ) -> Result<PlannedQuery, SqlError> {
+    plan_statement(sql, open_table, order, None)
+}
+
+/// Parses `sql` and plans it over the tables `runner` opens, running its uncorrelated
+/// subqueries (`(SELECT ...)`, `IN (SELECT ...)`, `EXISTS (SELECT ...)`, over any table of
+/// the file) with `runner` while it plans ([`crate::subquery`]): the statement's plan is over
+/// their results. Rows in SQLite's order, as [`plan_query`].
+pub fn plan_query_running(
+    sql: &str,
+    runner: &dyn SubqueryRunner,
+) -> Result<PlannedQuery, SqlError> {
+    plan_statement(
+        sql,
+        |name| runner.open_table(name),
+        Order::Sqlite,
+        Some(runner),
+    )
+}
+
+/// Parses and plans `sql`, its subqueries run by `runner` (refused without one).
+fn plan_statement(
+    sql: &str,
+    open_table: impl FnOnce(&str) -> partitioner::Result<TablePlan>,
+    order: Order,
+    runner: Option<&dyn SubqueryRunner>,
+) -> Result<PlannedQuery, SqlError> {
     let statements = crate::dialect::parse(sql).map_err(|e| {
         // Statements the parser does not know still get a refusal that names them.
         let first = sql
@@ -231,7 +265,7 @@ fn plan_query_in(
             "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "CREATE" | "DROP" | "ALTER" => {
                 SqlError::Unsupported("writes (corescan only reads: use SELECT)".into())
             }
-            "WITH" => SqlError::Unsupported("WITH (common table expressions)".into()),
+            "WITH" => SqlError::Unsupported(WITH_REFUSED.into()),
             // `sqlparser` 0.64 parses no EXCLUDE in a window frame.
             _ if sql
                 .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
@@ -269,8 +303,70 @@ fn plan_query_in(
         }
         _ => return unsupported("statements other than SELECT"),
     };
+    let (select, name, alias) = one_table(query)?;
+    let subqueries = match runner {
+        Some(runner) if has_subquery(query) => Some(Subqueries::new(runner, plan_subquery, sql)),
+        _ => None,
+    };
+    let table = open_table(&name)?;
+    let planned = plan_select(
+        &table,
+        alias.as_deref(),
+        select,
+        query,
+        sql,
+        sql,
+        order,
+        subqueries.as_ref(),
+    )?;
+    let table = engine::restrict(table, &planned.query)?;
+    Ok(PlannedQuery {
+        table,
+        query: planned.query,
+        index_plan: planned.index_plan,
+        ran_subqueries: subqueries.is_some(),
+    })
+}
+
+/// The refusal of `WITH`.
+const WITH_REFUSED: &str = "WITH (common table expressions; `corescan sql` plans them with \
+                            DataFusion)";
+
+/// A subquery of a statement planned as a query of its own ([`crate::subquery`]'s planning
+/// function).
+fn plan_subquery(q: &ast::Query, subs: &Subqueries<'_>) -> Result<PlannedSubquery, SqlError> {
+    let (select, name, alias) = one_table(q)?;
+    let table = subs.open_table(&name)?;
+    // SQLite plans the subquery as it runs it (under its LIMIT 1, say).
+    let planner_sql = q.to_string();
+    let planned = plan_select(
+        &table,
+        alias.as_deref(),
+        select,
+        q,
+        subs.sql,
+        &planner_sql,
+        Order::Sqlite,
+        Some(subs),
+    )?;
+    let table = engine::restrict(table, &planned.query)?;
+    Ok(PlannedSubquery {
+        table,
+        columns: planned.query.names.len(),
+        query: planned.query,
+        affinity: planned.first.as_ref().and_then(|t| t.affinity),
+        collation: planned.first.as_ref().and_then(|t| t.collation),
+        seek_rows: planned
+            .index_plan
+            .and_then(|p| p.seek_rows.map(|n| (n, p.sqlite.join("; ")))),
+    })
+}
+
+/// The `SELECT` of `query` and the one table it reads (its name and alias), or the refusal
+/// of what a single-table scan does not answer.
+fn one_table(query: &ast::Query) -> Result<(&ast::Select, String, Option<String>), SqlError> {
     if query.with.is_some() {
-        return unsupported("WITH (common table expressions)");
+        return unsupported(WITH_REFUSED);
     }
     if query.fetch.is_some() || !query.locks.is_empty() || query.for_clause.is_some() {
         return unsupported("FETCH, FOR UPDATE or FOR clauses");
@@ -304,7 +400,11 @@ fn plan_query_in(
     let from = match select.from.as_slice() {
         [] => return unsupported("SELECT without FROM (corescan scans a table)"),
         [one] if one.joins.is_empty() => one,
-        _ => return unsupported("joins (one table only)"),
+        _ => {
+            return unsupported(
+                "joins (one table only; `corescan sql` plans joins with DataFusion)",
+            )
+        }
     };
     let (name, alias) = match &from.relation {
         TableFactor::Table {
@@ -328,17 +428,12 @@ fn plan_query_in(
             };
             (table, alias.as_ref().map(|a| a.name.value.clone()))
         }
-        TableFactor::Derived { .. } => return unsupported("subqueries in FROM"),
+        TableFactor::Derived { .. } => {
+            return unsupported("subqueries in FROM (`corescan sql` plans them with DataFusion)")
+        }
         _ => return unsupported("FROM clauses other than one table"),
     };
-    let table = open_table(&name)?;
-    let (query, index_plan) = plan_select(&table, alias.as_deref(), select, query, sql, order)?;
-    let table = engine::restrict(table, &query)?;
-    Ok(PlannedQuery {
-        table,
-        query,
-        index_plan,
-    })
+    Ok((select, name, alias))
 }
 
 /// Plans table `name` of `db` for a scan of `query` (planned on an earlier plan of the same
@@ -355,16 +450,31 @@ struct Output<'q> {
     name: String,
 }
 
+/// One `SELECT` planned: the query, SQLite's plan of it when the table has indexes, and its
+/// first result column as resolved (a subquery's affinity and collation).
+struct SelectPlan {
+    query: QueryPlan,
+    index_plan: Option<IndexPlan>,
+    first: Option<Typed>,
+}
+
+/// Plans `select` (of `query`) over `table`: `sql` is the statement's text (which parser
+/// locations index), `planner_sql` the text SQLite's planner is asked about for this query,
+/// `subqueries` what runs its subqueries (refused without).
+#[allow(clippy::too_many_arguments)]
 fn plan_select(
     table: &TablePlan,
     alias: Option<&str>,
     select: &ast::Select,
     query: &ast::Query,
     sql: &str,
+    planner_sql: &str,
     order: Order,
-) -> Result<(QueryPlan, Option<IndexPlan>), SqlError> {
+    subqueries: Option<&Subqueries<'_>>,
+) -> Result<SelectPlan, SqlError> {
     let mut r = Resolver::new(table, alias, sql);
     r.files = order == Order::Files;
+    r.subqueries = subqueries;
     // The output list, with `*` expanded.
     let star_exprs: Vec<ast::Expr> = r
         .star()
@@ -402,8 +512,7 @@ fn plan_select(
                 }
                 if let SelectItem::QualifiedWildcard(kind, _) = item {
                     let q = kind.to_string();
-                    let ok = q.eq_ignore_ascii_case(&table.table.name)
-                        || alias.is_some_and(|a| a.eq_ignore_ascii_case(&q));
+                    let ok = alias.unwrap_or(&table.table.name).eq_ignore_ascii_case(&q);
                     if !ok {
                         return invalid(format!("no such table: {q}"));
                     }
@@ -499,6 +608,7 @@ fn plan_select(
 
     let mut backward = false;
     let mut window_stage: Option<(WindowStage, bool)> = None;
+    let first: Option<Typed>;
     let (shape, order_by, written) = if windowed {
         // The scan returns the window stage's inputs in SQLite's loop order; the stage does
         // the rest on the coordinator.
@@ -537,6 +647,7 @@ fn plan_select(
             };
             order_by.push(sort_key(term, t)?);
         }
+        first = resolved.first().cloned();
         let inputs = ctx.inputs.len();
         let (passes, remap) = ctx.finish();
         let mut outs: Vec<Expr> = resolved.into_iter().map(|t| t.expr).collect();
@@ -582,6 +693,7 @@ fn plan_select(
             };
             order_by.push(sort_key(term, t)?);
         }
+        first = resolved.first().cloned();
         let written = order_by.clone();
         if !order_terms.is_empty() {
             let mut written = Vec::with_capacity(order_terms.len());
@@ -690,6 +802,7 @@ fn plan_select(
                 );
             }
         }
+        first = resolved.first().cloned();
         let keys = ctx
             .keys
             .iter()
@@ -760,7 +873,8 @@ fn plan_select(
     let mut index_plan = None;
     let mut seek: Option<SeekTarget> = None;
     let (order_by, backward) = if order == Order::Sqlite {
-        match choose(table, sql) {
+        let others = subqueries.map(Subqueries::tables).unwrap_or_default();
+        match choose(table, planner_sql, &others) {
             Ok(None) => (order_by, backward),
             Ok(Some(choice)) if window_stage.is_some() => {
                 // The windows' rows in the loop's order; the stage sorts them (stably).
@@ -848,10 +962,15 @@ fn plan_select(
                         _ => "the table in rowid order".to_string(),
                     },
                     sqlite: choice.lines,
-                    seek_rows: first.as_ref().map(|f| {
-                        let found = (f.len() as u64).saturating_sub(offset);
-                        limit.map_or(found, |l| found.min(l))
-                    }),
+                    // A constant WHERE term that is false leaves no row whatever the index
+                    // lists (`WHERE 0 ORDER BY a LIMIT 1`): nothing to check then.
+                    seek_rows: first
+                        .as_ref()
+                        .filter(|_| constant_terms.is_empty())
+                        .map(|f| {
+                            let found = (f.len() as u64).saturating_sub(offset);
+                            limit.map_or(found, |l| found.min(l))
+                        }),
                 });
                 followed
             }
@@ -913,7 +1032,11 @@ fn plan_select(
             }
         }
     }
-    Ok((plan, index_plan))
+    Ok(SelectPlan {
+        query: plan,
+        index_plan,
+        first,
+    })
 }
 
 /// `WHERE` split at its top-level `AND`s (`sqlite3WhereSplit`, also through `likely()` and

@@ -96,14 +96,19 @@ impl From<rusqlite::Error> for ChoiceError {
     }
 }
 
-/// SQLite's choice for `sql` (one `SELECT` from `table`'s table), or `None` when the table
-/// has no index (its loop is then always in rowid order).
-pub fn choose(table: &TablePlan, sql: &str) -> Result<Option<SqliteChoice>, ChoiceError> {
+/// SQLite's choice for `sql` (one `SELECT` from `table`'s table, whose subqueries may read
+/// the tables of `others`), or `None` when the table has no index (its loop is then always in
+/// rowid order).
+pub fn choose(
+    table: &TablePlan,
+    sql: &str,
+    others: &[TablePlan],
+) -> Result<Option<SqliteChoice>, ChoiceError> {
     if table.indexes.is_empty() {
         return Ok(None);
     }
-    let db = replica(table)?;
-    let lines = query_plan(&db, sql)?;
+    let db = replica(table, others)?;
+    let lines = outer_lines(query_plan(&db, sql)?);
     let access = if let Some(l) = lines
         .iter()
         .find(|l| l.trim_start().starts_with("MULTI-INDEX OR"))
@@ -122,6 +127,30 @@ pub fn choose(table: &TablePlan, sql: &str) -> Result<Option<SqliteChoice>, Choi
     }))
 }
 
+/// `EXPLAIN QUERY PLAN`'s lines without those of the statement's subqueries (a `SCALAR
+/// SUBQUERY` or `LIST SUBQUERY` line and the lines below it), which run apart from its loop.
+fn outer_lines(lines: Vec<String>) -> Vec<String> {
+    let depth = |l: &str| l.len() - l.trim_start().len();
+    let mut inside: Option<usize> = None;
+    let mut kept = Vec::with_capacity(lines.len());
+    for l in lines {
+        let d = depth(&l);
+        if let Some(at) = inside {
+            if d > at {
+                continue;
+            }
+            inside = None;
+        }
+        let t = l.trim_start();
+        if t.contains("SUBQUERY ") && (t.contains("SCALAR") || t.contains("LIST")) {
+            inside = Some(d);
+            continue;
+        }
+        kept.push(l);
+    }
+    kept
+}
+
 /// Whether `statement` (from the file's schema) is a `CREATE TABLE` or `CREATE [UNIQUE]
 /// INDEX`: the only statements the copy runs.
 fn is_create(statement: &str, what: &str) -> bool {
@@ -138,11 +167,42 @@ fn is_create(statement: &str, what: &str) -> bool {
     }
 }
 
-/// The in-memory copy of `table`'s schema and statistics.
-fn replica(table: &TablePlan) -> Result<Connection, ChoiceError> {
+/// The in-memory copy of the schemas and statistics of `table` and of `others` (the tables
+/// the statement's subqueries read).
+fn replica(table: &TablePlan, others: &[TablePlan]) -> Result<Connection, ChoiceError> {
     let db = Connection::open_in_memory()?;
     // The statements come from the file: they can name no other database.
     db.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)?;
+    let mut copied: Vec<&TablePlan> = vec![table];
+    for o in others {
+        if !copied
+            .iter()
+            .any(|c| c.table.name.eq_ignore_ascii_case(&o.table.name))
+        {
+            copied.push(o);
+        }
+    }
+    for table in &copied {
+        create_table(&db, table)?;
+    }
+    if copied
+        .iter()
+        .any(|t| !t.stats.stat1.is_empty() || !t.stats.stat4.is_empty())
+    {
+        // Creates sqlite_stat1 (and sqlite_stat4), analyses nothing (the copy has no rows).
+        db.execute_batch("ANALYZE sqlite_schema")?;
+        for table in &copied {
+            insert(&db, "sqlite_stat1", 3, &table.stats.stat1)?;
+            insert(&db, "sqlite_stat4", 6, &table.stats.stat4)?;
+        }
+        // Loads them as opening the file would.
+        db.execute_batch("ANALYZE sqlite_schema")?;
+    }
+    Ok(db)
+}
+
+/// Runs `table`'s `CREATE TABLE` and `CREATE INDEX` statements in the copy.
+fn create_table(db: &Connection, table: &TablePlan) -> Result<(), ChoiceError> {
     let create = &table.table.sql;
     if !is_create(create, "TABLE") {
         return Err(ChoiceError(format!(
@@ -160,16 +220,7 @@ fn replica(table: &TablePlan) -> Result<Connection, ChoiceError> {
         }
         db.execute(sql, [])?;
     }
-    let stats = &table.stats;
-    if !stats.stat1.is_empty() || !stats.stat4.is_empty() {
-        // Creates sqlite_stat1 (and sqlite_stat4), analyses nothing (the copy has no rows).
-        db.execute_batch("ANALYZE sqlite_schema")?;
-        insert(&db, "sqlite_stat1", 3, &stats.stat1)?;
-        insert(&db, "sqlite_stat4", 6, &stats.stat4)?;
-        // Loads them as opening the file would.
-        db.execute_batch("ANALYZE sqlite_schema")?;
-    }
-    Ok(db)
+    Ok(())
 }
 
 fn insert(
@@ -234,10 +285,36 @@ fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, Choi
             ))
         })?
         .collect::<Result<_, _>>()?;
-    // cursor -> root page, for the cursors opened on the database's b-trees.
+    // The statement's subqueries are subroutines (OP_BeginSubrtn ... OP_Return): their loops
+    // are not the statement's.
+    let mut outside = vec![true; ops.len()];
+    for (i, (op, _, p2)) in ops.iter().enumerate() {
+        if op == "BeginSubrtn" {
+            if let Some(end) = ops[i..]
+                .iter()
+                .position(|(o, p1, _)| o == "Return" && p1 == p2)
+            {
+                outside[i..=i + end].iter_mut().for_each(|o| *o = false);
+            }
+        }
+    }
+    // The b-trees of the table (itself and its indexes): a subquery's IN list read from
+    // another table's index is stepped in the loop too.
+    let names = object_names(db)?;
+    let own: Vec<i64> = names
+        .iter()
+        .filter(|(_, _, _, t)| t.eq_ignore_ascii_case(&table.table.name))
+        .map(|(r, ..)| *r)
+        .collect();
+    let ops: Vec<(String, i64, i64)> = ops
+        .into_iter()
+        .zip(outside)
+        .filter_map(|(op, keep)| keep.then_some(op))
+        .collect();
+    // cursor -> root page, for the cursors opened on the table's b-trees.
     let opened: Vec<(i64, i64)> = ops
         .iter()
-        .filter(|(op, ..)| op == "OpenRead")
+        .filter(|(op, _, root)| op == "OpenRead" && own.contains(root))
         .map(|(_, p1, p2)| (*p1, *p2))
         .collect();
     let stepped = ops.iter().rev().find_map(|(op, p1, _)| {
@@ -264,11 +341,10 @@ fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, Choi
                 [] => return Ok(Access::Rowid { backward: false }),
                 [one] => (*one, starts_last),
                 _ => {
-                    let names = object_names(db)?;
                     match roots.iter().find(|r| {
                         names
                             .iter()
-                            .any(|(root, kind, _)| root == *r && kind == "index")
+                            .any(|(root, kind, ..)| root == *r && kind == "index")
                     }) {
                         Some(r) => (*r, starts_last),
                         None => (roots[0], starts_last),
@@ -277,8 +353,7 @@ fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, Choi
             }
         }
     };
-    let names = object_names(db)?;
-    let Some((_, kind, name)) = names.iter().find(|(r, ..)| *r == root) else {
+    let Some((_, kind, name, _)) = names.iter().find(|(r, ..)| *r == root) else {
         return Err(ChoiceError(format!(
             "SQLite's loop reads root page {root}, which its copy of the schema does not list"
         )));
@@ -304,11 +379,13 @@ fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, Choi
     })
 }
 
-/// `(rootpage, type, name)` of the copy's schema.
-fn object_names(db: &Connection) -> Result<Vec<(i64, String, String)>, ChoiceError> {
-    let mut stmt = db.prepare("SELECT rootpage, type, name FROM sqlite_schema")?;
+/// `(rootpage, type, name, tbl_name)` of the copy's schema.
+fn object_names(db: &Connection) -> Result<Vec<(i64, String, String, String)>, ChoiceError> {
+    let mut stmt = db.prepare("SELECT rootpage, type, name, tbl_name FROM sqlite_schema")?;
     let rows = stmt
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+        .query_map([], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+        })?
         .collect::<Result<_, _>>()?;
     Ok(rows)
 }

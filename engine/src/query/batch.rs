@@ -155,6 +155,7 @@ pub fn batchable(e: &Expr) -> bool {
             batchable(expr) && list.iter().all(|(x, _)| batchable(x))
         }
         Expr::InIntegers { expr, .. } => batchable(expr),
+        Expr::InSet { .. } | Expr::Raise(_) => false,
         _ => false,
     }
 }

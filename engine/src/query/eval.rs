@@ -120,7 +120,9 @@ pub fn eval_ref<'a>(expr: &'a Expr, slots: &[ValueRef<'a>]) -> Result<Operand<'a
         | Expr::IsNull(..)
         | Expr::InList { .. }
         | Expr::InIntegers { .. }
+        | Expr::InSet { .. }
         | Expr::Like { .. } => truth_operand(truth_of(expr, slots)?),
+        Expr::Raise(message) => return Err(message.to_string()),
         Expr::Case { .. } => match case_branch(expr, slots)? {
             Some(e) => eval_ref(e, slots)?,
             None => NULL,
@@ -198,6 +200,10 @@ pub fn truth_of(expr: &Expr, slots: &[ValueRef<'_>]) -> Result<Option<bool>, Str
             } else {
                 Some(*negated)
             }
+        }
+        Expr::InSet { expr, set, negated } => {
+            let x = eval_ref(expr, slots)?;
+            set.contains(x.as_ref()).map(|found| found != *negated)
         }
         Expr::InIntegers { expr, values } => {
             // As the InList of integer literals it stands for, compared without an affinity:

@@ -80,7 +80,7 @@ pub const MIN_SORTED_IN: usize = 8;
 /// `expr` with its constant subexpressions evaluated (see the module docs for the rules).
 pub fn fold(expr: Expr) -> Expr {
     let folded = match expr {
-        Expr::Column(_) | Expr::Literal(_) => return expr,
+        Expr::Column(_) | Expr::Literal(_) | Expr::Raise(_) => return expr,
         Expr::Negate(x) => Expr::Negate(fold_box(x)),
         Expr::Not(x) => Expr::Not(fold_box(x)),
         Expr::BitNot(x) => Expr::BitNot(fold_box(x)),
@@ -140,6 +140,11 @@ pub fn fold(expr: Expr) -> Expr {
         Expr::InIntegers { expr, values } => Expr::InIntegers {
             expr: fold_box(expr),
             values,
+        },
+        Expr::InSet { expr, set, negated } => Expr::InSet {
+            expr: fold_box(expr),
+            set,
+            negated,
         },
         Expr::Like {
             expr,
@@ -210,7 +215,7 @@ fn fold_json_argument(a: Expr) -> Expr {
 pub fn reads_slots(e: &Expr) -> bool {
     match e {
         Expr::Column(_) => true,
-        Expr::Literal(_) => false,
+        Expr::Literal(_) | Expr::Raise(_) => false,
         Expr::Negate(x)
         | Expr::Not(x)
         | Expr::BitNot(x)
@@ -223,7 +228,7 @@ pub fn reads_slots(e: &Expr) -> bool {
         Expr::InList { expr, list, .. } => {
             reads_slots(expr) || list.iter().any(|(x, _)| reads_slots(x))
         }
-        Expr::InIntegers { expr, .. } => reads_slots(expr),
+        Expr::InIntegers { expr, .. } | Expr::InSet { expr, .. } => reads_slots(expr),
         Expr::Like {
             expr,
             pattern,

@@ -68,6 +68,20 @@ pub enum Expr {
         /// The values, ascending, each once.
         values: std::sync::Arc<[i64]>,
     },
+    /// `x [NOT] IN (SELECT ...)` of an uncorrelated subquery whose rows were computed before
+    /// the scan: the set SQLite builds of them ([`crate::query::in_set`]).
+    InSet {
+        /// The left operand.
+        expr: Box<Expr>,
+        /// The subquery's values under the comparison's affinity and collation.
+        set: std::sync::Arc<crate::query::in_set::InSet>,
+        /// `NOT IN`.
+        negated: bool,
+    },
+    /// Fails with this message where it is evaluated: an uncorrelated subquery whose
+    /// computation failed, which SQLite computes only where it is first used (`OP_Once`), so
+    /// its error is the statement's only if that happens.
+    Raise(std::sync::Arc<str>),
     /// `x [NOT] LIKE/GLOB pattern [ESCAPE e]`.
     Like {
         /// The matched value.
@@ -526,6 +540,7 @@ impl Expr {
         self.visit(&mut |e| {
             fails |= match e {
                 Expr::Function(f, _) => f.may_fail(),
+                Expr::Raise(_) => true,
                 Expr::Like {
                     pattern, escape, ..
                 } => escape.is_some() || !matches!(**pattern, Expr::Literal(_)),
@@ -539,13 +554,14 @@ impl Expr {
     /// mutably: a rewrite of the leaves (slots renumbered) sees every one.
     pub fn visit_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
         match self {
-            Expr::Column(_) | Expr::Literal(_) => {}
+            Expr::Column(_) | Expr::Literal(_) | Expr::Raise(_) => {}
             Expr::Negate(x)
             | Expr::Not(x)
             | Expr::BitNot(x)
             | Expr::IsNull(x, _)
             | Expr::Cast(x, _)
-            | Expr::InIntegers { expr: x, .. } => x.visit_mut(f),
+            | Expr::InIntegers { expr: x, .. }
+            | Expr::InSet { expr: x, .. } => x.visit_mut(f),
             Expr::Arith(_, a, b)
             | Expr::Concat(a, b)
             | Expr::And(a, b)
@@ -591,13 +607,14 @@ impl Expr {
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
         match self {
-            Expr::Column(_) | Expr::Literal(_) => {}
+            Expr::Column(_) | Expr::Literal(_) | Expr::Raise(_) => {}
             Expr::Negate(x)
             | Expr::Not(x)
             | Expr::BitNot(x)
             | Expr::IsNull(x, _)
             | Expr::Cast(x, _)
-            | Expr::InIntegers { expr: x, .. } => x.visit(f),
+            | Expr::InIntegers { expr: x, .. }
+            | Expr::InSet { expr: x, .. } => x.visit(f),
             Expr::Arith(_, a, b) | Expr::Concat(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
                 a.visit(f);
                 b.visit(f);
@@ -664,7 +681,7 @@ impl Expr {
                     *self = e;
                 }
             }
-            Expr::Literal(_) => {}
+            Expr::Literal(_) | Expr::Raise(_) => {}
             Expr::Negate(x) | Expr::Not(x) | Expr::BitNot(x) | Expr::IsNull(x, _) => {
                 x.replace_slots(with)
             }
@@ -677,7 +694,7 @@ impl Expr {
                 left.replace_slots(with);
                 right.replace_slots(with);
             }
-            Expr::InIntegers { expr, .. } => expr.replace_slots(with),
+            Expr::InIntegers { expr, .. } | Expr::InSet { expr, .. } => expr.replace_slots(with),
             Expr::InList { expr, list, .. } => {
                 expr.replace_slots(with);
                 for (x, _) in list {

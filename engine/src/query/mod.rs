@@ -54,6 +54,7 @@ pub mod files;
 pub mod fold;
 pub mod functions;
 pub mod groups;
+pub mod in_set;
 pub mod ir;
 pub mod json;
 pub mod kernel;

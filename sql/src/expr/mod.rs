@@ -13,6 +13,7 @@
 //! - [`binary`]: arithmetic, comparisons, `AND`/`OR`, `GLOB`;
 //! - [`predicate`]: `BETWEEN`, `IN (list)`, `LIKE`;
 //! - [`case_cast`]: `CASE` and `CAST`;
+//! - [`subquery`]: `(SELECT ...)`, `IN (SELECT ...)`, `EXISTS`, as their results;
 //! - [`function`]: aggregates and scalar functions;
 //! - [`window`]: window function calls (`OVER`), resolved into the window stage's
 //!   [`WindowContext`] ([`window_context`], a leaf: inputs, calls, SQLite's nesting of
@@ -29,6 +30,7 @@ mod column;
 mod function;
 mod literal;
 mod predicate;
+mod subquery;
 mod truth;
 mod typed;
 mod unary;
@@ -98,6 +100,8 @@ pub struct Resolver<'t> {
     /// The table is spread over several files: the hidden column `_file` names the file of
     /// each row (unless a column takes the name).
     pub files: bool,
+    /// What runs the statement's subqueries (none: they are refused).
+    pub(crate) subqueries: Option<&'t crate::subquery::Subqueries<'t>>,
 }
 
 /// The deepest nesting resolved: deeper expressions are refused rather than overflow the
@@ -105,12 +109,11 @@ pub struct Resolver<'t> {
 const MAX_DEPTH: usize = 200;
 
 impl<'t> Resolver<'t> {
-    /// A resolver for `table`, which the query may also call `alias`.
+    /// A resolver for `table`, which the query calls `alias` if it gives one.
     pub fn new(table: &'t TablePlan, alias: Option<&str>, sql: &str) -> Self {
-        let mut qualifiers = vec![table.table.name.to_ascii_lowercase()];
-        if let Some(a) = alias {
-            qualifiers.push(a.to_ascii_lowercase());
-        }
+        // A table with an alias is known by the alias only (`SELECT t.a FROM t AS u` is `no
+        // such column: t.a`): in a subquery, `t.a` is then the outer query's `t`.
+        let qualifiers = vec![alias.unwrap_or(&table.table.name).to_ascii_lowercase()];
         Resolver {
             table,
             qualifiers,
@@ -122,6 +125,7 @@ impl<'t> Resolver<'t> {
             aliases_enabled: false,
             alias_depth: 0,
             files: false,
+            subqueries: None,
         }
     }
 
@@ -268,7 +272,9 @@ impl<'t> Resolver<'t> {
                 };
                 self.ceil_floor(name, expr, field, stage, d)
             }
-            ast::Expr::Subquery(_) | ast::Expr::Exists { .. } => unsupported("subqueries"),
+            ast::Expr::Subquery(q) => self.scalar_subquery(q),
+            ast::Expr::Exists { subquery, negated } => self.exists(subquery, *negated),
+
             other => unsupported(format!("the expression {other}")),
         }
     }
@@ -301,6 +307,41 @@ impl<'t> Resolver<'t> {
         self.slot_of = saved.1;
         None
     }
+}
+
+/// `e` with each subquery in it replaced by `NULL`: what a walk over `e` that must not enter
+/// its subqueries (whose names and functions are their own) walks.
+pub(crate) fn outside_subqueries(e: &ast::Expr) -> std::borrow::Cow<'_, ast::Expr> {
+    let is_subquery = |x: &ast::Expr| {
+        matches!(
+            x,
+            ast::Expr::Subquery(_)
+                | ast::Expr::Exists { .. }
+                | ast::Expr::In {
+                    target: ast::InTarget::Subquery(_) | ast::InTarget::Table { .. },
+                    ..
+                }
+        )
+    };
+    let found = ast::visit_expressions(e, |x| {
+        if is_subquery(x) {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    })
+    .is_break();
+    if !found {
+        return std::borrow::Cow::Borrowed(e);
+    }
+    let mut e = e.clone();
+    let _ = ast::visit_expressions_mut(&mut e, |x| {
+        if is_subquery(x) {
+            *x = ast::Expr::value(ast::Value::Null);
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    std::borrow::Cow::Owned(e)
 }
 
 /// Whether `e` reads any slot (the engine's own test, which constant folding uses).

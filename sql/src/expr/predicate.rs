@@ -48,8 +48,37 @@ impl Resolver<'_> {
         stage: &mut Stage<'_>,
         d: usize,
     ) -> Result<Typed, SqlError> {
-        let ast::InTarget::List(list) = target else {
-            return unsupported("subqueries (IN (SELECT ...))");
+        let list = match target {
+            ast::InTarget::List(list) => list,
+            // `x IN ((SELECT ...))` is `x IN (SELECT ...)` to SQLite (the differential
+            // tester's run seed 1796341550060625303).
+            ast::InTarget::Subquery(q)
+                if q.with.is_none()
+                    && q.order_by.is_none()
+                    && q.limit_clause.is_none()
+                    && matches!(q.body.as_ref(), ast::SetExpr::Query(_)) =>
+            {
+                let ast::SetExpr::Query(inner) = q.body.as_ref() else {
+                    unreachable!()
+                };
+                let target = ast::InTarget::Subquery(inner.clone());
+                return self.in_list(expr, &target, negated, stage, d);
+            }
+            ast::InTarget::Subquery(q) => return self.in_subquery(expr, q, negated, stage, d),
+            // `x IN t` is `x IN (SELECT * FROM t)`.
+            ast::InTarget::Table { name, args: None } => {
+                let q = crate::dialect::parse(&format!("SELECT * FROM {name}"))
+                    .ok()
+                    .and_then(|mut s| match s.pop() {
+                        Some(ast::Statement::Query(q)) => Some(q),
+                        _ => None,
+                    });
+                return match q {
+                    Some(q) => self.in_subquery(expr, &q, negated, stage, d),
+                    None => unsupported(format!("IN {target}")),
+                };
+            }
+            _ => return unsupported(format!("IN {target}")),
         };
         let x = self.resolve(expr, stage, d)?;
         let mut carried = first_explicit([&x]);

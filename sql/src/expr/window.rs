@@ -23,6 +23,8 @@ use crate::error::{invalid, unsupported, SqlError};
 impl Resolver<'_> {
     /// Whether `e` calls a window function (also through a result alias).
     pub(crate) fn has_window(&self, e: &ast::Expr) -> bool {
+        // A subquery's windows are its own.
+        let e = &*super::outside_subqueries(e);
         let mut aliased = Vec::new();
         let found = ast::visit_expressions(e, |x| match x {
             ast::Expr::Function(f) if f.over.is_some() => ControlFlow::Break(()),
@@ -37,7 +39,7 @@ impl Resolver<'_> {
         .is_break();
         found
             || aliased.iter().any(|a| {
-                ast::visit_expressions(a, |x| match x {
+                ast::visit_expressions(&*super::outside_subqueries(a), |x| match x {
                     ast::Expr::Function(f) if f.over.is_some() => ControlFlow::Break(()),
                     _ => ControlFlow::Continue(()),
                 })

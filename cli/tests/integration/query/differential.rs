@@ -265,7 +265,57 @@ impl Gen<'_> {
                     self.signed(operand)
                 }
             }
+            _ if d >= 1 && self.rng.percent(6) => self.subquery(d),
             _ => self.function(d),
+        }
+    }
+
+    /// An uncorrelated subquery over `t`: a scalar one (an aggregate, or a row under an
+    /// `ORDER BY` that may leave ties to the loop's order), `IN (SELECT ...)`, `IN t`'s
+    /// cousin `IN (SELECT x FROM t)`, or `EXISTS`.
+    fn subquery(&mut self, d: u32) -> String {
+        let d = d.min(2);
+        let from = if self.rng.percent(20) { "t AS u" } else { "t" };
+        let filter = if self.rng.percent(60) {
+            format!(" WHERE {}", self.expr(d))
+        } else {
+            String::new()
+        };
+        let ordered = |g: &mut Self| {
+            if g.rng.percent(50) {
+                format!(
+                    " ORDER BY {} {}{}{}",
+                    g.expr(1),
+                    g.rng.pick(&["", "DESC"]),
+                    if g.rng.percent(60) { ", id" } else { "" },
+                    g.limit()
+                )
+            } else {
+                g.limit()
+            }
+        };
+        match self.rng.below(4) {
+            0 => format!("(SELECT {} FROM {from}{filter})", self.aggregate()),
+            1 => {
+                let e = self.expr(d);
+                let order = ordered(self);
+                format!("(SELECT {e} FROM {from}{filter}{order})")
+            }
+            2 => {
+                let x = self.expr(d);
+                let e = self.expr(d);
+                let order = ordered(self);
+                format!(
+                    "({x} {}IN (SELECT {e} FROM {from}{filter}{order}))",
+                    self.rng.pick(&["", "NOT "])
+                )
+            }
+            _ => format!(
+                "({}EXISTS (SELECT {} FROM {from}{filter}{}))",
+                self.rng.pick(&["", "NOT "]),
+                self.expr(d),
+                self.limit()
+            ),
         }
     }
 

@@ -109,7 +109,7 @@ fn build(path: &Path, analyze: bool) {
 }
 
 /// The file without statistics and the same file `ANALYZE`d, written once for every test.
-fn files() -> &'static [PathBuf; 2] {
+pub(super) fn files() -> &'static [PathBuf; 2] {
     static FILES: OnceLock<[PathBuf; 2]> = OnceLock::new();
     FILES.get_or_init(|| {
         let dir = scratch_dir("query-indexes");

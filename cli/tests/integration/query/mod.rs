@@ -2,7 +2,7 @@
 //! construct ([`cases`]), the functions and clauses beyond the core grammar ([`functions`]), the same queries under every scan setting ([`settings`]), the
 //! command line ([`cli`]), streamed projections in rowid order on fragmented tables
 //! ([`stream`]), one table over several files ([`files`]), tables read through their indexes
-//! in SQLite's order ([`indexes`]), grouped pages on the typed and the general path ([`typed_runs`]), and a
+//! in SQLite's order ([`indexes`]), uncorrelated subqueries ([`subqueries`]), grouped pages on the typed and the general path ([`typed_runs`]), and a
 //! random differential tester ([`differential`]).
 //!
 //! Every check of an answer goes through [`QueryTester`] ([`tester`]), which runs it under the
@@ -27,6 +27,7 @@ mod indexes;
 mod over;
 mod settings;
 mod stream;
+mod subqueries;
 mod tester;
 mod typed_runs;
 mod window;

@@ -259,10 +259,27 @@ impl Config {
     /// Plans `sql` on `db` and runs it under this configuration (a planning error is the
     /// answer).
     pub fn answer(&self, db: &Path, sql: &str) -> Answer {
-        match corescan_sql::plan_query(db, sql) {
+        match self.plan(db, sql) {
             Ok(planned) => self.run(&planned.table, &planned.query).answer,
             Err(e) => Err(e.to_string()),
         }
+    }
+
+    /// Plans `sql` on `db`, its subqueries run under this configuration.
+    pub fn plan(
+        &self,
+        db: &Path,
+        sql: &str,
+    ) -> Result<corescan_sql::PlannedQuery, corescan_sql::SqlError> {
+        let file = partitioner::PageFile::open(db)?;
+        let settings = self.window.settings(self.io, file.header().page_size);
+        let executors = self.cores.executors();
+        let scans = corescan_sql::FileScans {
+            file: &file,
+            settings: &settings,
+            executors: &executors,
+        };
+        corescan_sql::plan_query_running(sql, &scans)
     }
 }
 

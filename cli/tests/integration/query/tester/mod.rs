@@ -275,8 +275,18 @@ impl<'a> QueryTester<'a> {
         });
         let mut first = None;
         let mut fallbacks = Vec::new();
+        // A statement with subqueries runs them while it is planned: under each
+        // configuration, planned again.
+        let subqueries = planned.ran_subqueries;
         for config in self.configurations() {
-            let observed = config.run(&planned.table, &planned.query);
+            let observed = if subqueries {
+                match config.plan(self.db, sql) {
+                    Ok(p) => config.run(&p.table, &p.query),
+                    Err(e) => Observed::failed(e),
+                }
+            } else {
+                config.run(&planned.table, &planned.query)
+            };
             let what = config.to_string();
             if let Some(report) = &observed.report {
                 if !config.io.ran_as_asked(&report.io.backend) {

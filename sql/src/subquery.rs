@@ -1,0 +1,389 @@
+//! Uncorrelated subqueries: `(SELECT ...)` as a value, `x [NOT] IN (SELECT ...)` and
+//! `[NOT] EXISTS (SELECT ...)`, over any table of the statement's file.
+//!
+//! SQLite runs an uncorrelated subquery once, at its first use (`OP_Once`), and keeps its
+//! result: a scalar subquery's first row (under `LIMIT 1`, or `LIMIT (X<>0)` over its own
+//! `LIMIT X`), an `IN` subquery's rows as an ephemeral index, an `EXISTS` subquery's first
+//! row's existence (its result columns never computed, its `ORDER BY` ignored). corescan
+//! does the same before the statement's scan: while the statement is planned, each subquery
+//! is planned as a query of its own and run as its own parallel scan by a
+//! [`SubqueryRunner`] (in the statement's snapshot: [`FileScans`]), and the statement is
+//! planned over its result (a literal, an [`engine::query::in_set::InSet`], 0 or 1). A
+//! subquery whose computation fails becomes an expression that fails where it is evaluated,
+//! so the statement fails only where SQLite's would (on an empty table it does not).
+//!
+//! SQLite's planner is asked about each subquery as the statement it runs (with its `LIMIT`),
+//! and about the statement with the subqueries' tables in its copy of the schema
+//! ([`crate::sqlite_plan::choose`]), so that the loops followed are SQLite's.
+//!
+//! A subquery that names a column of the query around it (correlated) is refused, and so are
+//! subqueries in `FROM`, `WITH` and row values: the message points to `corescan sql`, which
+//! plans them with DataFusion.
+//!
+//! Layering: below the statement planner (`plan`, which hands the context its planning
+//! function) and the expression resolver (`expr::subquery`, which asks it for results); it
+//! imports only the crate's errors.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+use engine::datatype3::{Affinity, Collation};
+use engine::query::QueryError;
+use engine::value::Value;
+use engine::{ExecutorSpec, QueryPlan, ScanSettings};
+use partitioner::{PageFile, TablePlan};
+use sqlparser::ast;
+
+use crate::error::SqlError;
+
+/// Where a statement's subqueries are read and run.
+pub trait SubqueryRunner {
+    /// The plan of table `name` (as the query writes it) of the statement's file, in the
+    /// snapshot the statement reads.
+    fn open_table(&self, name: &str) -> partitioner::Result<TablePlan>;
+
+    /// Runs `query` over `table` to its rows. `Ok(Err(message))`: computing them failed on
+    /// an evaluation (`integer overflow`, a function's error), which fails the statement only
+    /// where SQLite evaluates the subquery; `Err`: the scan failed (I/O, a malformed page, a
+    /// change of the database), which fails the statement.
+    fn run(
+        &self,
+        table: &TablePlan,
+        query: QueryPlan,
+    ) -> Result<Result<Vec<Vec<Value>>, String>, SqlError>;
+}
+
+/// Subqueries read from one open file ([`PageFile`]: its snapshot held, so every subquery
+/// and the statement read one committed state) and run on `executors` with `settings`.
+pub struct FileScans<'a> {
+    /// The statement's file.
+    pub file: &'a PageFile,
+    /// The scans' settings.
+    pub settings: &'a ScanSettings,
+    /// One executor per entry.
+    pub executors: &'a [ExecutorSpec],
+}
+
+impl SubqueryRunner for FileScans<'_> {
+    fn open_table(&self, name: &str) -> partitioner::Result<TablePlan> {
+        TablePlan::open_for_scan_from(self.file, name)
+    }
+
+    fn run(
+        &self,
+        table: &TablePlan,
+        query: QueryPlan,
+    ) -> Result<Result<Vec<Vec<Value>>, String>, SqlError> {
+        run_on(table, query, self.settings, self.executors)
+    }
+}
+
+/// Subqueries read from one open file and run with the default placement and settings (one
+/// executor per CPU this process may use), resolved at the first subquery: how
+/// [`crate::plan_query`] runs them.
+pub struct DefaultScans {
+    file: PageFile,
+    setup: std::cell::OnceCell<(Vec<ExecutorSpec>, ScanSettings)>,
+}
+
+impl DefaultScans {
+    /// Subqueries of a statement over `file`.
+    pub fn new(file: PageFile) -> Self {
+        DefaultScans {
+            file,
+            setup: std::cell::OnceCell::new(),
+        }
+    }
+}
+
+impl SubqueryRunner for DefaultScans {
+    fn open_table(&self, name: &str) -> partitioner::Result<TablePlan> {
+        TablePlan::open_for_scan_from(&self.file, name)
+    }
+
+    fn run(
+        &self,
+        table: &TablePlan,
+        query: QueryPlan,
+    ) -> Result<Result<Vec<Vec<Value>>, String>, SqlError> {
+        let (executors, settings) = match self.setup.get() {
+            Some(s) => s,
+            None => {
+                let s = engine::placement::resolve(
+                    &engine::Placement::default(),
+                    &engine::ScanOptions::default(),
+                    self.file.header().page_size,
+                )
+                .map_err(|e| SqlError::Scan(Box::new(e)))?;
+                self.setup.get_or_init(|| s)
+            }
+        };
+        run_on(table, query, settings, executors)
+    }
+}
+
+/// Runs a subquery's plan (see [`SubqueryRunner::run`]).
+fn run_on(
+    table: &TablePlan,
+    query: QueryPlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+) -> Result<Result<Vec<Vec<Value>>, String>, SqlError> {
+    let table = engine::restrict(table.clone(), &query)?;
+    match engine::query::run_query(&table, query, settings, executors) {
+        Ok(out) => Ok(Ok(out.rows)),
+        Err(QueryError::Eval(m)) => Ok(Err(m)),
+        Err(QueryError::Scan(e @ engine::Error::Eval { .. })) => Ok(Err(e.to_string())),
+        Err(QueryError::Scan(e)) => Err(SqlError::Scan(Box::new(e))),
+        Err(e) => Err(SqlError::Invalid(e.to_string())),
+    }
+}
+
+/// What the statement wants of a subquery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Want {
+    /// Its first row's value (`(SELECT ...)`).
+    Scalar,
+    /// Its rows (`x IN (SELECT ...)`).
+    In,
+    /// Whether it has a row (`EXISTS (SELECT ...)`).
+    Exists,
+}
+
+/// A subquery planned as a query of its own, ready to run.
+pub(crate) struct PlannedSubquery {
+    /// Its table.
+    pub table: TablePlan,
+    /// Its plan.
+    pub query: QueryPlan,
+    /// Its result columns.
+    pub columns: usize,
+    /// The affinity of its first result column (`sqlite3ExprAffinity` of the expression).
+    pub affinity: Option<Affinity>,
+    /// The collation of its first result column, and whether it was written (`COLLATE`).
+    pub collation: Option<(Collation, bool)>,
+    /// When its rows came from an index's entries: how many the index promised, and its
+    /// plan's words (fewer rows is a damaged index).
+    pub seek_rows: Option<(u64, String)>,
+}
+
+/// A subquery's result.
+#[derive(Debug, Clone)]
+pub(crate) struct Outcome {
+    /// Its rows, or the error computing them met.
+    pub rows: Result<std::sync::Arc<Vec<Vec<Value>>>, String>,
+    /// Its result columns.
+    pub columns: usize,
+    /// Its first result column's affinity.
+    pub affinity: Option<Affinity>,
+    /// Its first result column's collation, and whether it was written.
+    pub collation: Option<(Collation, bool)>,
+}
+
+impl Outcome {
+    /// SQLite's error for a subquery of several columns where one value is wanted.
+    pub fn one_column(&self) -> Result<(), SqlError> {
+        if self.columns == 1 {
+            Ok(())
+        } else {
+            Err(SqlError::Invalid(format!(
+                "sub-select returns {} columns - expected 1",
+                self.columns
+            )))
+        }
+    }
+}
+
+/// The names a subquery could mean in the queries around it: a name the subquery's own
+/// table lacks but one of these has makes it correlated.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OuterNames {
+    /// The table's name and alias, lower case.
+    pub qualifiers: Vec<String>,
+    /// Its column names, lower case (and the rowid's names).
+    pub columns: Vec<String>,
+}
+
+/// Plans a subquery (the statement planner's function, handed in so that this module needs
+/// nothing above it).
+pub(crate) type PlanSubquery =
+    fn(&ast::Query, &Subqueries<'_>) -> Result<PlannedSubquery, SqlError>;
+
+/// One statement's subqueries: how they are planned and run, and the results so far (a
+/// subquery written twice, or resolved twice, runs once).
+pub(crate) struct Subqueries<'a> {
+    runner: &'a dyn SubqueryRunner,
+    plan: PlanSubquery,
+    /// The statement's text (parser locations index it).
+    pub sql: &'a str,
+    results: RefCell<HashMap<(Want, String), Outcome>>,
+    outers: RefCell<Vec<OuterNames>>,
+    /// The tables subqueries read, for SQLite's planner to see (its copy of the schema).
+    tables: RefCell<Vec<TablePlan>>,
+}
+
+impl<'a> Subqueries<'a> {
+    /// The subqueries of statement `sql`, planned by `plan` and run by `runner`.
+    pub fn new(runner: &'a dyn SubqueryRunner, plan: PlanSubquery, sql: &'a str) -> Self {
+        Subqueries {
+            runner,
+            plan,
+            sql,
+            results: RefCell::new(HashMap::new()),
+            outers: RefCell::new(Vec::new()),
+            tables: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Opens table `name` for a subquery.
+    pub fn open_table(&self, name: &str) -> partitioner::Result<TablePlan> {
+        let table = self.runner.open_table(name)?;
+        let mut tables = self.tables.borrow_mut();
+        if !tables
+            .iter()
+            .any(|t| t.table.name.eq_ignore_ascii_case(&table.table.name))
+        {
+            tables.push(table.clone());
+        }
+        Ok(table)
+    }
+
+    /// The tables the subqueries planned so far read.
+    pub fn tables(&self) -> Vec<TablePlan> {
+        self.tables.borrow().clone()
+    }
+
+    /// The result of subquery `q`, used as `want` by a query over `outer`'s names.
+    pub fn evaluate(
+        &self,
+        q: &ast::Query,
+        want: Want,
+        outer: OuterNames,
+    ) -> Result<Outcome, SqlError> {
+        let q = shaped(q, want);
+        let key = (want, q.to_string());
+        if let Some(done) = self.results.borrow().get(&key) {
+            return Ok(done.clone());
+        }
+        self.outers.borrow_mut().push(outer);
+        let planned = (self.plan)(&q, self);
+        let outers = self.outers.borrow_mut().pop().map(|o| vec![o]);
+        let planned = planned.map_err(|e| self.correlated(e, outers.as_deref()))?;
+        let rows = self.runner.run(&planned.table, planned.query)?;
+        if let (Ok(rows), Some((want, plan))) = (&rows, &planned.seek_rows) {
+            if (rows.len() as u64) < *want {
+                return Err(SqlError::Invalid(format!(
+                    "database disk image is malformed: the index SQLite reads for a subquery \
+                     ({plan}) lists rows the table lacks ({} of {want} found)",
+                    rows.len()
+                )));
+            }
+        }
+        let outcome = Outcome {
+            rows: rows.map(std::sync::Arc::new),
+            columns: planned.columns,
+            affinity: planned.affinity,
+            collation: planned.collation,
+        };
+        self.results.borrow_mut().insert(key, outcome.clone());
+        Ok(outcome)
+    }
+
+    /// `e`, from planning a subquery, as a refusal of a correlated subquery when the name it
+    /// could not find is one of the queries around it.
+    fn correlated(&self, e: SqlError, innermost: Option<&[OuterNames]>) -> SqlError {
+        let SqlError::Invalid(message) = &e else {
+            return e;
+        };
+        let Some(name) = message.strip_prefix("no such column: ") else {
+            return e;
+        };
+        let name = name.to_ascii_lowercase();
+        let (qualifier, column) = match name.rsplit_once('.') {
+            Some((q, c)) => (Some(q.to_string()), c.to_string()),
+            None => (None, name.clone()),
+        };
+        let outers = self.outers.borrow();
+        let names_it = |o: &OuterNames| match &qualifier {
+            Some(q) => o.qualifiers.contains(q),
+            None => o.columns.contains(&column),
+        };
+        if outers.iter().chain(innermost.unwrap_or(&[])).any(names_it) {
+            return SqlError::Unsupported(format!(
+                "correlated subqueries (the subquery reads {name} of the query around it; \
+                 `corescan sql` plans correlated subqueries and joins with DataFusion)"
+            ));
+        }
+        e
+    }
+}
+
+/// Whether `q` has a subquery in an expression.
+pub(crate) fn has_subquery(q: &ast::Query) -> bool {
+    ast::visit_expressions(q, |e| match e {
+        ast::Expr::Subquery(_)
+        | ast::Expr::Exists { .. }
+        | ast::Expr::In {
+            target: ast::InTarget::Subquery(_) | ast::InTarget::Table { .. },
+            ..
+        } => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
+}
+
+/// `q` as SQLite runs it for `want`: a scalar or `EXISTS` subquery under `LIMIT 1` (its own
+/// `LIMIT X` becomes `LIMIT (X<>0)`, `sqlite3CodeSubselect`); an `EXISTS` subquery without
+/// aggregates also without its result columns (`SELECT 1`), `DISTINCT` and, unless it has an
+/// `OFFSET`, `ORDER BY`, none of which SQLite computes for it.
+fn shaped(q: &ast::Query, want: Want) -> ast::Query {
+    let mut q = q.clone();
+    if want == Want::In {
+        return q;
+    }
+    let one = ast::Expr::value(ast::Value::Number("1".into(), false));
+    let limited = |x: &ast::Expr| {
+        ast::Expr::Nested(Box::new(ast::Expr::BinaryOp {
+            left: Box::new(x.clone()),
+            op: ast::BinaryOperator::NotEq,
+            right: Box::new(ast::Expr::value(ast::Value::Number("0".into(), false))),
+        }))
+    };
+    let has_offset = match &mut q.limit_clause {
+        None => {
+            q.limit_clause = Some(ast::LimitClause::LimitOffset {
+                limit: Some(one.clone()),
+                offset: None,
+                limit_by: Vec::new(),
+            });
+            false
+        }
+        Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => {
+            *limit = Some(limit.as_ref().map_or_else(|| one.clone(), limited));
+            offset.is_some()
+        }
+        Some(ast::LimitClause::OffsetCommaLimit { limit, .. }) => {
+            *limit = limited(limit);
+            true
+        }
+    };
+    if want == Want::Exists {
+        if let ast::SetExpr::Select(select) = q.body.as_mut() {
+            let aggregated = !matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+                || select.having.is_some()
+                || select
+                    .projection
+                    .iter()
+                    .any(|i| matches!(i, ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } if crate::aggregate::has_aggregate(e)));
+            if !aggregated {
+                select.projection = vec![ast::SelectItem::UnnamedExpr(one)];
+                select.distinct = None;
+                if !has_offset {
+                    q.order_by = None;
+                }
+            }
+        }
+    }
+    q
+}
