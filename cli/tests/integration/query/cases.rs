@@ -210,8 +210,11 @@ fn refusals_name_the_construct() {
     for (sql, needle) in [
         ("SELECT * FROM t JOIN t AS u", "joins"),
         ("SELECT * FROM t, t AS u", "joins"),
-        ("SELECT (SELECT 1) FROM t", "subqueries"),
-        ("SELECT * FROM t WHERE i IN (SELECT i FROM t)", "subqueries"),
+        ("SELECT (SELECT 1) FROM t", "SELECT without FROM"),
+        (
+            "SELECT * FROM t WHERE i IN (SELECT i FROM t AS u WHERE u.s = t.s)",
+            "correlated subqueries",
+        ),
         ("SELECT * FROM (SELECT * FROM t)", "subqueries"),
         (
             "SELECT count(*), row_number() OVER () FROM t",
