@@ -3,7 +3,10 @@
 //! The SQL front end of `corescan query`: parses one `SELECT` with `sqlparser` (SQLite
 //! dialect), refuses what a single-table scan cannot answer with one message naming the
 //! construct, and plans the rest against the table's schema into the engine's
-//! [`engine::query::QueryPlan`] ([`plan`]).
+//! [`engine::query::QueryPlan`] ([`plan`]). Uncorrelated subqueries, over any table of the
+//! file, run while the statement is planned, each as its own scan through a
+//! [`SubqueryRunner`] ([`plan_query_running`]; [`plan_query`] runs them with the default
+//! placement), and the statement is planned over their results.
 //!
 //! Names resolve as SQLite resolves them: columns case-insensitively, `rowid`, `_rowid_` and
 //! `oid` for the rowid unless a column has that name, an `INTEGER PRIMARY KEY` column as the
