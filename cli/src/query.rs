@@ -73,10 +73,10 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         planned.query.names.clone(),
         result_stdout(),
     );
-    let render: Arc<dyn RowRender> = Arc::new(FormatRender {
-        format: args.output.format,
-        names: planned.query.names.clone(),
-    });
+    let render: Arc<dyn RowRender> = Arc::new(FormatRender::new(
+        args.output.format,
+        planned.query.names.clone(),
+    ));
     let result = engine::consistent(
         &db,
         || match first.take() {
@@ -134,6 +134,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         if args.output.json() {
             let mut json = serde_json::to_value(&out.report).context("serializing the report")?;
             json["stream_wait_s"] = serde_json::json!(waited);
+            json["stream_segments"] = serde_json::json!(out.streamed.then_some(out.segments));
             json["sqlite_plan"] = serde_json::json!(planned
                 .index_plan
                 .as_ref()
@@ -150,10 +151,15 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
             }
             if let Some(w) = waited {
                 let each: Vec<String> = w.iter().map(|s| format!("{s:.3} s")).collect();
+                // Cut into segments dealt in turn, or one range per executor.
+                let cut = match out.segments {
+                    0 => String::new(),
+                    n => format!(" ({n} segments dealt to the executors in turn)"),
+                };
                 text.push_str(&report::line(
                     "streamed",
                     &format!(
-                        "in rowid order; waits for the output per executor: {}",
+                        "in rowid order{cut}; waits for the output per executor: {}",
                         each.join(", ")
                     ),
                 ));
@@ -212,12 +218,8 @@ fn run_files(args: &QueryArgs, sql: &str, files: Vec<PathBuf>) -> anyhow::Result
     let mut writer = RowWriter::new(args.output.format, names.clone(), result_stdout());
     // The executors format the rows in parallel (but for the box table, which is drawn
     // here); this thread only writes them.
-    let render: Option<Arc<dyn RowRender>> = (args.output.format != Format::Table).then(|| {
-        Arc::new(FormatRender {
-            format: args.output.format,
-            names,
-        }) as Arc<dyn RowRender>
-    });
+    let render: Option<Arc<dyn RowRender>> = (args.output.format != Format::Table)
+        .then(|| Arc::new(FormatRender::new(args.output.format, names)) as Arc<dyn RowRender>);
     let result = run_query_files_streaming(
         files,
         &planned.table,

@@ -8,11 +8,12 @@
 //! for the output it wrote, as `sqlite3` does ([`output_closed`]); other write errors stay one
 //! `error:` line.
 
-use std::fmt::Write;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use engine::query::RowRender;
-use engine::value::{real_to_text, Value};
+use engine::value::{push_real_text, Value, ValueRef};
 
 /// Set when a write of results failed because the reader closed the pipe.
 static OUTPUT_CLOSED: AtomicBool = AtomicBool::new(false);
@@ -87,18 +88,34 @@ pub enum Format {
     Line,
 }
 
-/// A value as text (NULL is empty; blobs are their bytes, up to a NUL as the shell shows them).
-fn text(v: &Value) -> String {
+/// Appends a value as text (NULL is empty; blobs are their bytes, up to a NUL as the shell
+/// shows them; bytes that are not UTF-8 replaced, as `String::from_utf8_lossy` does).
+fn push_text(out: &mut Vec<u8>, v: ValueRef<'_>) {
     match v {
-        Value::Null => String::new(),
-        Value::Integer(i) => i.to_string(),
-        Value::Real(r) => real_to_text(*r),
-        Value::Text(t) => String::from_utf8_lossy(t).into_owned(),
-        Value::Blob(b) => {
+        ValueRef::Null => {}
+        ValueRef::Integer(i) => out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
+        ValueRef::Real(r) => push_real_text(r, out),
+        ValueRef::Text(t) => push_lossy(out, t),
+        ValueRef::Blob(b) => {
             let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-            String::from_utf8_lossy(&b[..end]).into_owned()
+            push_lossy(out, &b[..end]);
         }
     }
+}
+
+/// Appends `bytes` as UTF-8: as they are when they are, else with replacement characters.
+fn push_lossy(out: &mut Vec<u8>, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => out.extend_from_slice(bytes),
+        Err(_) => out.extend_from_slice(String::from_utf8_lossy(bytes).as_bytes()),
+    }
+}
+
+/// A value as text ([`push_text`]).
+fn text(v: &Value) -> String {
+    let mut out = Vec::new();
+    push_text(&mut out, v.as_ref());
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// `rows` with column `names` in `format` (what a [`RowWriter`] writes for them).
@@ -118,25 +135,23 @@ pub fn render(format: Format, names: &[String], rows: &[Vec<Value>]) -> String {
 /// empty result prints nothing, as the shell does); `table` must see every row to size its
 /// columns, as `sqlite3 -box` does, and writes at [`RowWriter::finish`].
 pub struct RowWriter<W: std::io::Write> {
-    format: Format,
-    names: Vec<String>,
+    format: FormatRender,
     out: W,
     rows: u64,
     /// The rows of a `table`, kept until the widths are known.
     table: Vec<Vec<Value>>,
-    line: String,
+    line: Vec<u8>,
 }
 
 impl<W: std::io::Write> RowWriter<W> {
     /// A writer of rows with column `names` to `out`.
     pub fn new(format: Format, names: Vec<String>, out: W) -> Self {
         RowWriter {
-            format,
-            names,
+            format: FormatRender::new(format, names),
             out,
             rows: 0,
             table: Vec::new(),
-            line: String::new(),
+            line: Vec::new(),
         }
     }
 
@@ -147,28 +162,35 @@ impl<W: std::io::Write> RowWriter<W> {
 
     /// Writes one row.
     pub fn row(&mut self, row: &[Value]) -> std::io::Result<()> {
-        if self.format == Format::Table {
+        if self.format.format == Format::Table {
             self.rows += 1;
             self.table.push(row.to_vec());
             return Ok(());
         }
         let mut line = std::mem::take(&mut self.line);
         line.clear();
-        render_row(self.format, &self.names, row, &mut line);
-        let written = self.rendered(line.as_bytes());
+        let refs: Vec<ValueRef<'_>> = row.iter().map(Value::as_ref).collect();
+        self.format.write_row(&refs, &mut line);
+        let written = self.rendered(&line);
         self.line = line;
         written
     }
 
-    /// Writes one row rendered by [`render_row`] (not for `table`, which needs the values).
+    /// Writes one row rendered by [`FormatRender`] (not for `table`, which needs the values).
     pub fn rendered(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         let first = self.rows == 0;
         self.rows += 1;
-        match self.format {
+        match self.format.format {
             Format::Csv if first => {
-                let header: Vec<String> = self.names.iter().map(|c| csv_field(c)).collect();
-                self.out.write_all(header.join(",").as_bytes())?;
-                self.out.write_all(b"\n")?;
+                let mut header = Vec::new();
+                for (i, name) in self.format.names.iter().enumerate() {
+                    if i > 0 {
+                        header.push(b',');
+                    }
+                    csv_field(&mut header, name.as_bytes());
+                }
+                header.push(b'\n');
+                self.out.write_all(&header)?;
             }
             Format::Json => self.out.write_all(if first { b"[" } else { b",\n" })?,
             Format::Line if !first => self.out.write_all(b"\n")?,
@@ -179,10 +201,10 @@ impl<W: std::io::Write> RowWriter<W> {
 
     /// Ends the output (closes the JSON array, writes the table) and flushes it.
     pub fn finish(mut self) -> std::io::Result<()> {
-        match self.format {
+        match self.format.format {
             Format::Json if self.rows > 0 => self.out.write_all(b"]\n")?,
             Format::Table if !self.table.is_empty() => {
-                let text = boxed(&self.names, &self.table);
+                let text = boxed(&self.format.names, &self.table);
                 self.out.write_all(text.as_bytes())?;
             }
             _ => {}
@@ -191,107 +213,172 @@ impl<W: std::io::Write> RowWriter<W> {
     }
 }
 
-/// One row's text in `format`, without what depends on its place (the CSV header, JSON's
-/// `[` and separators, the blank line between `line` records): what the executors render in
-/// parallel when a projection streams. Not for `table`.
-pub fn render_row(format: Format, names: &[String], row: &[Value], s: &mut String) {
-    match format {
-        Format::Table => {}
-        Format::Csv => {
-            for (i, v) in row.iter().enumerate() {
-                if i > 0 {
-                    s.push(',');
+/// How the rows of a result are rendered in one output mode, without what depends on a row's
+/// place (the CSV header, JSON's `[` and separators, the blank line between `line` records):
+/// what the executors run in parallel when a projection streams ([`RowRender`]), writing
+/// straight from the values borrowed from the pages. Not for `table`.
+pub struct FormatRender {
+    format: Format,
+    names: Vec<String>,
+    /// Per column, what comes before its value: `"name":` for JSON, the right-aligned
+    /// `name = ` for `line`.
+    prefixes: Vec<Vec<u8>>,
+}
+
+impl FormatRender {
+    /// The rendering of rows with column `names` in `format`.
+    pub fn new(format: Format, names: Vec<String>) -> Self {
+        let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+        let prefixes = names
+            .iter()
+            .map(|n| match format {
+                Format::Json | Format::Jsonl => {
+                    let mut key = Vec::new();
+                    json_string(&mut key, n.as_bytes());
+                    key.push(b':');
+                    key
                 }
-                // NULL is an empty unquoted field; the empty string is quoted.
-                if !v.is_null() {
-                    s.push_str(&csv_field(&text(v)));
+                Format::Line => format!("{n:>width$} = ").into_bytes(),
+                Format::Csv | Format::Table => Vec::new(),
+            })
+            .collect();
+        FormatRender {
+            format,
+            names,
+            prefixes,
+        }
+    }
+
+    /// Appends one row's bytes to `out`.
+    pub fn write_row(&self, row: &[ValueRef<'_>], out: &mut Vec<u8>) {
+        match self.format {
+            Format::Table => {}
+            Format::Csv => {
+                for (i, &v) in row.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    match v {
+                        // NULL is an empty unquoted field; the empty string is quoted.
+                        ValueRef::Null => {}
+                        ValueRef::Integer(_) | ValueRef::Real(_) => push_text(out, v),
+                        // Printable ASCII without `"` or `,` (most text): as it is, unquoted.
+                        ValueRef::Text(t) if !t.is_empty() && t.iter().all(|&b| csv_plain(b)) => {
+                            out.extend_from_slice(t)
+                        }
+                        ValueRef::Text(_) | ValueRef::Blob(_) => {
+                            let start = out.len();
+                            push_text(out, v);
+                            quote_csv_from(out, start);
+                        }
+                    }
+                }
+                out.push(b'\n');
+            }
+            Format::Json | Format::Jsonl => {
+                out.push(b'{');
+                for (i, (&v, key)) in row.iter().zip(&self.prefixes).enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(key);
+                    match v {
+                        ValueRef::Null => out.extend_from_slice(b"null"),
+                        ValueRef::Real(r) if r.is_infinite() => {
+                            out.extend_from_slice(if r > 0.0 { b"1e999" } else { b"-1e999" })
+                        }
+                        ValueRef::Integer(_) | ValueRef::Real(_) => push_text(out, v),
+                        ValueRef::Text(_) | ValueRef::Blob(_) => {
+                            let mut t = Vec::new();
+                            push_text(&mut t, v);
+                            json_string(out, &t);
+                        }
+                    }
+                }
+                out.push(b'}');
+                if self.format == Format::Jsonl {
+                    out.push(b'\n');
                 }
             }
-            s.push('\n');
-        }
-        Format::Json => s.push_str(&json_object(names, row)),
-        Format::Jsonl => {
-            s.push_str(&json_object(names, row));
-            s.push('\n');
-        }
-        Format::Line => {
-            let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
-            for (n, v) in names.iter().zip(row) {
-                let _ = writeln!(s, "{n:>w$} = {}", text(v));
+            Format::Line => {
+                for (&v, prefix) in row.iter().zip(&self.prefixes) {
+                    out.extend_from_slice(prefix);
+                    push_text(out, v);
+                    out.push(b'\n');
+                }
             }
         }
     }
-}
-
-/// [`render_row`] as the engine's [`RowRender`], run in the executors' threads.
-pub struct FormatRender {
-    /// The output mode (not `table`).
-    pub format: Format,
-    /// The column names.
-    pub names: Vec<String>,
 }
 
 impl RowRender for FormatRender {
-    fn render(&self, row: &[Value], out: &mut Vec<u8>) {
-        let mut s = String::new();
-        render_row(self.format, &self.names, row, &mut s);
-        out.extend_from_slice(s.as_bytes());
+    fn render(&self, row: &[ValueRef<'_>], out: &mut Vec<u8>) {
+        self.write_row(row, out);
     }
 }
 
-/// A CSV field as the shell quotes it: when it is empty or holds a control character, a
-/// space, `"`, `,` or a non-ASCII byte.
-fn csv_field(c: &str) -> String {
-    let needs = c
-        .bytes()
-        .any(|b| b <= 0x20 || b == b'"' || b == b',' || b >= 0x7f);
-    if needs {
-        format!("\"{}\"", c.replace('"', "\"\""))
-    } else {
-        c.to_string()
-    }
+/// Whether the shell quotes a CSV field: when it is empty or holds a byte that is not
+/// [`csv_plain`].
+fn csv_needs_quotes(field: &[u8]) -> bool {
+    field.is_empty() || !field.iter().all(|&b| csv_plain(b))
 }
 
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+/// A byte the shell leaves unquoted in a CSV field: printable ASCII but `"` and `,` (not a
+/// control character, a space or a non-ASCII byte).
+fn csv_plain(b: u8) -> bool {
+    b > 0x20 && b < 0x7f && b != b'"' && b != b','
+}
+
+/// Quotes the field written to `out` from `start` on, as the shell does ([`csv_needs_quotes`]:
+/// in double quotes, each `"` doubled).
+fn quote_csv_from(out: &mut Vec<u8>, start: usize) {
+    if !csv_needs_quotes(&out[start..]) {
+        return;
+    }
+    if !out[start..].contains(&b'"') {
+        out.insert(start, b'"');
+        out.push(b'"');
+        return;
+    }
+    let field = out.split_off(start);
+    csv_field(out, &field);
+}
+
+/// Appends `field` as a CSV field, quoted as the shell quotes it ([`csv_needs_quotes`]).
+fn csv_field(out: &mut Vec<u8>, field: &[u8]) {
+    if !csv_needs_quotes(field) {
+        out.extend_from_slice(field);
+        return;
+    }
+    out.push(b'"');
+    for &b in field {
+        if b == b'"' {
+            out.push(b'"');
+        }
+        out.push(b);
+    }
+    out.push(b'"');
+}
+
+/// Appends UTF-8 text `s` as a JSON string.
+fn json_string(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    for &b in s {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            b if b < 0x20 => {
+                let _ = write!(out, "\\u{b:04x}");
             }
-            c => out.push(c),
+            b => out.push(b),
         }
     }
-    out.push('"');
-    out
-}
-
-fn json_object(names: &[String], row: &[Value]) -> String {
-    let fields: Vec<String> = names
-        .iter()
-        .zip(row)
-        .map(|(n, v)| {
-            let value = match v {
-                Value::Null => "null".to_string(),
-                Value::Integer(i) => i.to_string(),
-                Value::Real(r) if r.is_infinite() => {
-                    if *r > 0.0 { "1e999" } else { "-1e999" }.to_string()
-                }
-                Value::Real(r) => real_to_text(*r),
-                other => json_string(&text(other)),
-            };
-            format!("{}:{value}", json_string(n))
-        })
-        .collect();
-    format!("{{{}}}", fields.join(","))
+    out.push(b'"');
 }
 
 fn boxed(names: &[String], rows: &[Vec<Value>]) -> String {
@@ -376,6 +463,29 @@ mod tests {
         assert_eq!(
             render(Format::Jsonl, &names, &rows),
             "{\"a\":1,\"b\":\"x\\\"y\"}\n{\"a\":null,\"b\":\"a,b\"}\n"
+        );
+    }
+
+    #[test]
+    fn text_is_quoted_and_escaped_as_the_shell_does() {
+        let names = vec!["v".to_string()];
+        let rows = vec![
+            vec![Value::text("\u{e9}\"")],
+            vec![Value::Text(b"a\xff".to_vec())],
+            vec![Value::Blob(b"ab\0cd".to_vec())],
+            vec![Value::text("")],
+            vec![Value::text("a\u{1}b\n")],
+            vec![Value::Real(0.1)],
+            vec![Value::Real(0.1)],
+            vec![Value::Integer(-7)],
+        ];
+        assert_eq!(
+            render(Format::Csv, &names, &rows),
+            "v\n\"\u{e9}\"\"\"\n\"a\u{fffd}\"\nab\n\"\"\n\"a\u{1}b\n\"\n0.1\n0.1\n-7\n"
+        );
+        assert_eq!(
+            render(Format::Jsonl, &names, &rows[3..5]),
+            "{\"v\":\"\"}\n{\"v\":\"a\\u0001b\\n\"}\n"
         );
     }
 }

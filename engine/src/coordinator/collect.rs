@@ -28,6 +28,41 @@ pub(super) fn collect<P>(
     matters: usize,
 ) -> Result<Collected<P>> {
     let matters = matters.min(executors.len());
+    gather(outcomes, workers, executors, matters, |got| {
+        first_error(order, &mut got[..matters])
+    })
+}
+
+/// [`collect`] for a run whose answer depends on one executor's error only: `blamed`'s (the
+/// executor of the first unit, in the result's order, that did not end; `None`: every unit
+/// the answer needs ended). Every other error, and every missing partial, is ignored.
+pub(super) fn collect_blaming<P>(
+    outcomes: Outcomes<P>,
+    workers: Workers,
+    executors: &[ExecutorSpec],
+    blamed: Option<usize>,
+) -> Result<Collected<P>> {
+    gather(outcomes, workers, executors, 0, |got| {
+        let failed = got.get_mut(blamed?)?;
+        match failed.take() {
+            Some(Err(e)) => Some(e),
+            other => {
+                *failed = other;
+                None
+            }
+        }
+    })
+}
+
+/// Receives every executor's outcome, picks the run's error with `error_of`, joins the
+/// workers; an executor among the first `matters` that sent nothing is an error.
+fn gather<P>(
+    outcomes: Outcomes<P>,
+    workers: Workers,
+    executors: &[ExecutorSpec],
+    matters: usize,
+    error_of: impl FnOnce(&mut [Option<Outcome<P>>]) -> Option<Error>,
+) -> Result<Collected<P>> {
     let mut got: Vec<Option<Outcome<P>>> = (0..executors.len()).map(|_| None).collect();
     // Every executor sends exactly one message, even when it panics; if a thread dies before
     // sending (glommio failing to build its reactor), its sender drops and recv ends early.
@@ -37,7 +72,7 @@ pub(super) fn collect<P>(
         };
         got[index] = Some(result);
     }
-    let mut error = first_error(order, &mut got[..matters]);
+    let mut error = error_of(&mut got);
     for (cpu, w) in workers {
         if let Err(cause) = w.join() {
             error.get_or_insert(Error::Start { cpu, cause });

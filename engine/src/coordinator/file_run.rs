@@ -47,6 +47,11 @@ pub trait FileScans<K: ScanKernel>: Send + Sync + 'static {
     /// Unit `unit` is not read (its file was skipped, or the scan's answer is complete).
     fn skipped(&self, _unit: usize) {}
 
+    /// Whether the scan's answer is complete: the units not yet started are skipped.
+    fn complete(&self) -> bool {
+        false
+    }
+
     /// Unit `unit` failed, or an earlier unit of its executor did: it will not be read (a
     /// stream's channel for it closes without its end, which a consumer takes as the error).
     fn failed(&self, _unit: usize) {}
@@ -275,6 +280,8 @@ impl<K: ScanKernel, S: FileScans<K>> UnitRun<K, S> {
         let started = Instant::now();
         let ready = match unit {
             Unit::Skipped { .. } => None,
+            // (A whole file's plan asks the same of the caller.)
+            Unit::Part { .. } if self.scans.complete() => None,
             Unit::Whole { file } => {
                 scanned.files += 1;
                 match self.scans.plan(file, &self.paths[file])? {

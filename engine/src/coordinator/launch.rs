@@ -50,6 +50,9 @@ pub(super) struct Launch {
     order: RangeOrder,
     /// The backend was asked for as `auto`.
     auto: bool,
+    /// A failing executor cancels no other (a segmented scan, [`super::segments`]: the
+    /// consumer stops the rest once it has reached the failure in the result's order).
+    pub keep_going: bool,
 }
 
 /// The executors started, by CPU.
@@ -77,11 +80,24 @@ impl Launch {
         order: RangeOrder,
         available: &[usize],
     ) -> Result<Launch> {
-        let page_size = plan.header.page_size;
         let weights: Vec<u32> = executors.iter().map(|e| e.weight).collect();
         // A plan that left the leaf-parent level to the scan is cut into runs of that level,
         // which each executor reads on its own CPU (ExecutorTask::prepare).
         let shares = plan.shares(&weights, matches!(order, RangeOrder::Key))?;
+        Self::prepare_shares(plan, shares, settings, executors, order, available)
+    }
+
+    /// [`Launch::prepare`] with the table already cut into `shares` (one per executor for
+    /// [`Launch::spawn`]; any number for [`Launch::spawn_units`]).
+    pub fn prepare_shares(
+        plan: &TablePlan,
+        shares: Vec<Share>,
+        settings: &ScanSettings,
+        executors: &[ExecutorSpec],
+        order: RangeOrder,
+        available: &[usize],
+    ) -> Result<Launch> {
+        let page_size = plan.header.page_size;
         let max_read = max_read_pages(settings.coalesce_kib, page_size);
         let faults = settings.faults;
         let window_bytes =
@@ -110,6 +126,7 @@ impl Launch {
             cancel: Arc::new(Cancel::new()),
             order,
             auto: settings.io == crate::settings::IoChoice::Auto,
+            keep_going: false,
         })
     }
 
@@ -182,7 +199,7 @@ impl Launch {
         job: J,
         tx: &crossbeam_channel::Sender<(usize, Outcome<J::Partial>)>,
     ) -> Option<(usize, Worker)> {
-        let (order, sync_capacity) = (self.order, self.sync_capacity);
+        let (order, sync_capacity, keep_going) = (self.order, self.sync_capacity, self.keep_going);
         let (exec_tx, exec_cancel) = (tx.clone(), self.cancel.clone());
         let report = move |result: std::thread::Result<Outcome<J::Partial>>| {
             let result = result.unwrap_or_else(|payload| {
@@ -191,7 +208,7 @@ impl Launch {
                     message: panic_message(payload.as_ref()),
                 })
             });
-            if result.is_err() {
+            if result.is_err() && !keep_going {
                 match order {
                     RangeOrder::File => exec_cancel.all(),
                     RangeOrder::Key => exec_cancel.after(index),

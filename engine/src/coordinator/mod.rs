@@ -28,6 +28,7 @@ mod job;
 mod launch;
 mod range_order;
 mod report;
+mod segments;
 mod validate;
 
 use partitioner::TablePlan;
@@ -43,6 +44,7 @@ pub use file_run::FileScans;
 pub use files::{deal_files, run_files, split_counts, FilesScan};
 pub use launch::running_executors;
 pub use range_order::RangeOrder;
+pub use segments::{run_segments, segment_count};
 
 use launch::Launch;
 use report::Measure;

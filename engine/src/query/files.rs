@@ -229,6 +229,22 @@ pub(crate) struct UnitStreams {
     pub waited: Vec<Arc<AtomicU64>>,
     /// How the executors render rows.
     render: Option<Renderer>,
+    /// Chunks each unit's channel holds.
+    capacity: usize,
+    /// How far ahead of the unit being drained a unit may start (a segmented scan's).
+    window: Option<Window>,
+}
+
+/// How far the units being read may run ahead of the one the consumer drains: a unit starts
+/// only when it is fewer than `units` after it. A segmented scan's channels each hold about a
+/// unit's output, so without it an executor faster than the consumer would fill channel
+/// after channel; with it, memory is bounded by `units` channels.
+#[derive(Debug)]
+struct Window {
+    units: usize,
+    /// The unit being drained.
+    at: Mutex<usize>,
+    moved: std::sync::Condvar,
 }
 
 impl UnitStreams {
@@ -240,7 +256,48 @@ impl UnitStreams {
             stop: Arc::new(AtomicBool::new(false)),
             waited: (0..executors).map(|_| Arc::default()).collect(),
             render,
+            capacity: CHANNEL_CHUNKS,
+            window: None,
         }
+    }
+
+    /// These streams with a unit started only when it is fewer than `units` after the one
+    /// being drained ([`UnitStreams::draining`]).
+    pub(super) fn with_window(mut self, units: usize) -> Self {
+        self.window = Some(Window {
+            units: units.max(1),
+            at: Mutex::new(0),
+            moved: std::sync::Condvar::new(),
+        });
+        self
+    }
+
+    /// The consumer drains unit `unit` now (or, once [`UnitStreams::stop`] is set, no more).
+    pub(super) fn draining(&self, unit: usize) {
+        if let Some(w) = &self.window {
+            *w.at.lock().unwrap_or_else(|e| e.into_inner()) = unit;
+            w.moved.notify_all();
+        }
+    }
+
+    /// Waits until unit `unit` may start (see [`Window`]) or the scan is stopped.
+    fn wait_for_turn(&self, unit: usize) {
+        let Some(w) = &self.window else { return };
+        let mut at = w.at.lock().unwrap_or_else(|e| e.into_inner());
+        while unit >= at.saturating_add(w.units) && !self.stop.load(Ordering::Relaxed) {
+            // Timed: a stop comes with a notification, but a missed one costs only this.
+            at = w
+                .moved
+                .wait_timeout(at, std::time::Duration::from_millis(20))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// These streams with `chunks` chunks per unit's channel.
+    pub(super) fn with_capacity(mut self, chunks: usize) -> Self {
+        self.capacity = chunks.max(1);
+        self
     }
 
     /// The units' receivers, in order (once, after the layout).
@@ -346,6 +403,7 @@ impl FileScans<QueryKernel> for QueryFiles {
         let Some(streams) = &self.streams else {
             return Ok(QueryKernel::new(Arc::clone(bound), usable).at_time(self.now));
         };
+        streams.wait_for_turn(unit);
         let tx = streams
             .sender(unit)
             .ok_or_else(|| Error::Config(format!("unit {unit} has no channel")))?;
@@ -371,6 +429,12 @@ impl FileScans<QueryKernel> for QueryFiles {
         }
     }
 
+    fn complete(&self) -> bool {
+        self.streams
+            .as_ref()
+            .is_some_and(|s| s.stop.load(Ordering::Relaxed))
+    }
+
     fn failed(&self, unit: usize) {
         // Its channel closes without the end once its kernel (if any) is gone.
         drop(self.streams.as_ref().and_then(|s| s.sender(unit)));
@@ -394,7 +458,7 @@ impl FileScans<QueryKernel> for QueryFiles {
         let Some(s) = &self.streams else { return };
         let (mut senders, mut receivers) = (Vec::new(), Vec::new());
         for _ in file_of_unit {
-            let (tx, rx) = async_channel::bounded(CHANNEL_CHUNKS);
+            let (tx, rx) = async_channel::bounded(s.capacity);
             senders.push(Some(tx));
             receivers.push(rx);
         }

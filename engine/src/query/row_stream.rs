@@ -18,7 +18,9 @@ use async_channel::{Sender, TrySendError};
 use crate::error::Error;
 use crate::value::Value;
 
-use super::sink::{BatchSink, SinkRows};
+pub(super) use super::sink::Renderer;
+pub use super::sink::RowRender;
+use super::sink::{BatchSink, RenderSink, RenderedRows, SinkRows};
 
 /// One output row of a plain query before the final ordering.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,23 +81,8 @@ pub const CHUNK_BYTES: usize = 256 * 1024;
 /// Chunks each executor's channel holds before the executor waits.
 pub const CHANNEL_CHUNKS: usize = 4;
 
-/// Renders a result row as output bytes. Given to `stream::run_query_rendered`, it runs in the
-/// executors' threads as they stream, so the rows are formatted in parallel and the
-/// coordinator only writes bytes in order.
-pub trait RowRender: Send + Sync {
-    /// Appends the bytes of `row` to `out`.
-    fn render(&self, row: &[Value], out: &mut Vec<u8>);
-}
-
-/// A shared [`RowRender`].
-#[derive(Clone)]
-pub(super) struct Renderer(pub(super) Arc<dyn RowRender>);
-
-impl std::fmt::Debug for Renderer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Renderer")
-    }
-}
+/// Bytes per chunk of rendered rows (whatever their number: rendered rows cost their bytes).
+pub const RENDERED_CHUNK_BYTES: usize = 64 * 1024;
 
 /// What an executor sends the coordinator.
 #[derive(Debug)]
@@ -150,8 +137,6 @@ pub struct RowStream {
     sends_end: bool,
     /// Nanoseconds spent waiting for room in the channel (the cost of the order).
     waited_ns: Arc<AtomicU64>,
-    /// Renders the rows before they are sent, when the caller gave a renderer.
-    render: Option<Renderer>,
     /// Builds the embedder's batches, when it gave a sink: rows then go to it as each page is
     /// done, and its batches are sent when it is full.
     sink: Option<SinkSlot>,
@@ -163,6 +148,8 @@ struct SinkSlot {
     sink: Box<dyn BatchSink>,
     failed: bool,
     closed: bool,
+    /// The sink is a [`RenderSink`]: its chunks go as [`StreamMsg::Rendered`].
+    rendered: bool,
 }
 
 impl std::fmt::Debug for SinkSlot {
@@ -185,7 +172,6 @@ impl RowStream {
     ) -> Self {
         RowStream {
             waited_ns,
-            render: None,
             sink: None,
             tx,
             stop,
@@ -206,9 +192,17 @@ impl RowStream {
         self
     }
 
-    /// Renders the rows before they are sent (`None`: sends their values).
+    /// Renders the rows before they are sent (`None`: sends their values): the renderer runs
+    /// as the stream's sink ([`RenderSink`]), and its chunks go as [`StreamMsg::Rendered`].
     pub(super) fn set_render(&mut self, render: Option<Renderer>) {
-        self.render = render;
+        if let Some(render) = render {
+            self.sink = Some(SinkSlot {
+                sink: Box::new(RenderSink::new(render, usize::MAX, RENDERED_CHUNK_BYTES)),
+                failed: false,
+                closed: false,
+                rendered: true,
+            });
+        }
     }
 
     /// Hands the rows to `sink` rather than sending them as values (see [`BatchSink`]).
@@ -217,6 +211,7 @@ impl RowStream {
             sink,
             failed: false,
             closed: false,
+            rendered: false,
         });
     }
 
@@ -276,7 +271,16 @@ impl RowStream {
         slot.closed = slot.failed;
         let rows = slot.sink.len();
         let batch = slot.sink.take();
-        self.push(StreamMsg::Built { rows, batch });
+        let msg = if slot.rendered {
+            let Ok(chunk) = batch.downcast::<RenderedRows>() else {
+                unreachable!("a render sink takes rendered rows");
+            };
+            let RenderedRows { bytes, ends } = *chunk;
+            StreamMsg::Rendered { bytes, ends }
+        } else {
+            StreamMsg::Built { rows, batch }
+        };
+        self.push(msg);
     }
 
     /// At a page end: takes the page's rows (`page`) in rowid order (records completed from
@@ -315,21 +319,20 @@ impl RowStream {
         }
         // The rows in runs between the marked rows, each marked row in its place.
         let mut rows = std::mem::take(&mut self.sealed);
-        let mut run = Run::new(self.render.is_some(), rows.len());
+        let mut run = Vec::with_capacity(rows.len());
         for r in rows.drain(..) {
             match r.values {
-                Ok(values) => run.push(values, self.render.as_ref()),
+                Ok(values) => run.push(values),
                 Err(failure) => {
-                    let done = std::mem::replace(&mut run, Run::new(self.render.is_some(), 0));
-                    if let Some(msg) = done.into_msg() {
-                        self.push(msg);
+                    if !run.is_empty() {
+                        self.push(StreamMsg::Rows(std::mem::take(&mut run)));
                     }
                     self.push(StreamMsg::Failed(failure));
                 }
             }
         }
-        if let Some(msg) = run.into_msg() {
-            self.push(msg);
+        if !run.is_empty() {
+            self.push(StreamMsg::Rows(run));
         }
         // The allocation is reused for the next rows.
         self.sealed = rows;
@@ -425,7 +428,6 @@ impl Clone for RowStream {
             ended: self.ended,
             sends_end: self.sends_end,
             waited_ns: Arc::clone(&self.waited_ns),
-            render: self.render.clone(),
             sink: None,
         }
     }
@@ -450,45 +452,4 @@ fn row_bytes(r: &OutRow) -> usize {
             })
             .sum()
     })
-}
-
-/// Rows between two marked rows, as one message: their values, or their rendered bytes.
-enum Run {
-    Values(Vec<Vec<Value>>),
-    Rendered { bytes: Vec<u8>, ends: Vec<usize> },
-}
-
-impl Run {
-    fn new(rendered: bool, rows: usize) -> Self {
-        if rendered {
-            Run::Rendered {
-                bytes: Vec::with_capacity(64 * rows),
-                ends: Vec::with_capacity(rows),
-            }
-        } else {
-            Run::Values(Vec::with_capacity(rows))
-        }
-    }
-
-    fn push(&mut self, values: Vec<Value>, render: Option<&Renderer>) {
-        match (self, render) {
-            (Run::Rendered { bytes, ends }, Some(Renderer(render))) => {
-                render.render(&values, bytes);
-                ends.push(bytes.len());
-            }
-            (Run::Values(rows), _) => rows.push(values),
-            (Run::Rendered { .. }, None) => unreachable!("a rendered run has a renderer"),
-        }
-    }
-
-    /// The message, or `None` for an empty run.
-    fn into_msg(self) -> Option<StreamMsg> {
-        match self {
-            Run::Values(rows) if !rows.is_empty() => Some(StreamMsg::Rows(rows)),
-            Run::Rendered { bytes, ends } if !ends.is_empty() => {
-                Some(StreamMsg::Rendered { bytes, ends })
-            }
-            _ => None,
-        }
-    }
 }

@@ -10,10 +10,15 @@
 //! same rowid order. Either way, building the batches runs in the executors' threads, in
 //! parallel, and the consumer only receives them.
 //!
+//! A caller's [`RowRender`] (the command line's output formats) runs as a sink too
+//! ([`RenderSink`]): the rows of a streamed projection are rendered to bytes from the values
+//! borrowed from the page, with no row built, on the executors.
+//!
 //! Layering: below [`super::row_stream`], which holds an executor's sink, and
 //! [`super::kernel`], which feeds it; above [`super::batch`].
 
 use std::any::Any;
+use std::sync::Arc;
 
 use crate::value::{Value, ValueRef};
 
@@ -142,5 +147,100 @@ impl<'a> SinkRows<'a> {
             }
             Inner::Values { rows, .. } => out.extend(rows.iter().map(|r| r[j].as_ref())),
         }
+    }
+}
+
+/// Renders a result row as output bytes. Given to `stream::run_query_rendered`, it runs in the
+/// executors' threads as they stream, so the rows are formatted in parallel and the
+/// coordinator only writes bytes in order.
+pub trait RowRender: Send + Sync {
+    /// Appends the bytes of `row` to `out`.
+    fn render(&self, row: &[ValueRef<'_>], out: &mut Vec<u8>);
+}
+
+/// A shared [`RowRender`].
+#[derive(Clone)]
+pub(super) struct Renderer(pub(super) Arc<dyn RowRender>);
+
+impl std::fmt::Debug for Renderer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Renderer")
+    }
+}
+
+/// Rendered rows: row `i` is `bytes[ends[i - 1]..ends[i]]` (what a [`RenderSink`] takes).
+#[derive(Debug, Default)]
+pub(super) struct RenderedRows {
+    pub bytes: Vec<u8>,
+    pub ends: Vec<usize>,
+}
+
+/// A [`BatchSink`] that renders its rows with a [`RowRender`] as they come (see the module
+/// docs); full at `max_rows` rows or `max_bytes` bytes.
+pub(super) struct RenderSink {
+    render: Renderer,
+    held: RenderedRows,
+    max_rows: usize,
+    max_bytes: usize,
+}
+
+impl RenderSink {
+    /// A sink rendering with `render`, full at `max_rows` rows or `max_bytes` bytes.
+    pub(super) fn new(render: Renderer, max_rows: usize, max_bytes: usize) -> Self {
+        RenderSink {
+            render,
+            held: RenderedRows::default(),
+            max_rows,
+            max_bytes,
+        }
+    }
+}
+
+impl BatchSink for RenderSink {
+    fn append(&mut self, rows: &SinkRows<'_>) -> bool {
+        let width = rows.width();
+        let RenderedRows { bytes, ends } = &mut self.held;
+        match &rows.inner {
+            Inner::Values { rows, .. } => {
+                let mut row: Vec<ValueRef<'_>> = Vec::with_capacity(width);
+                for values in rows.iter() {
+                    row.clear();
+                    row.extend(values.iter().map(Value::as_ref));
+                    self.render.0.render(&row, bytes);
+                    ends.push(bytes.len());
+                }
+            }
+            Inner::Page { .. } => {
+                let mut columns: Vec<Vec<ValueRef<'_>>> = vec![Vec::new(); width];
+                for (j, c) in columns.iter_mut().enumerate() {
+                    rows.column(j, c);
+                }
+                let mut row: Vec<ValueRef<'_>> = Vec::with_capacity(width);
+                for k in 0..rows.len() {
+                    row.clear();
+                    row.extend(columns.iter().map(|c| c[k]));
+                    self.render.0.render(&row, bytes);
+                    ends.push(bytes.len());
+                }
+            }
+        }
+        true
+    }
+
+    fn len(&self) -> usize {
+        self.held.ends.len()
+    }
+
+    fn is_full(&self) -> bool {
+        self.held.ends.len() >= self.max_rows || self.held.bytes.len() >= self.max_bytes
+    }
+
+    fn take(&mut self) -> Box<dyn Any + Send> {
+        let cap = self.held.bytes.len();
+        let rows = self.held.ends.len();
+        let taken = std::mem::take(&mut self.held);
+        self.held.bytes.reserve(cap);
+        self.held.ends.reserve(rows);
+        Box::new(taken)
     }
 }

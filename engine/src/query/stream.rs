@@ -11,10 +11,14 @@
 //! thread drains the channels in range order and hands every row to the caller as it arrives.
 //!
 //! The cost of the order: an executor whose channel is full waits until the coordinator has
-//! written every row of the ranges before it. Memory is then at most `executors x
-//! (CHANNEL_CHUNKS + 2)` chunks plus the readahead windows; the later executors' reads wait
-//! with them, so a projection whose output is slower than the scan runs at the speed of its
-//! output (as it must), and one whose output keeps up runs as a plain scan.
+//! written every row of the ranges before it. Cut into one range per executor, the second
+//! executor would wait for most of the first one's range, so a table of enough leaves is cut
+//! into many small segments dealt to the executors in turn instead
+//! (the coordinator's `run_segments`, `SEGMENT_CHANNEL_CHUNKS` chunks per segment's
+//! channel, a segment started only near the one being written): every executor decodes and
+//! renders while the order holds. Memory is at most a few segments' output plus the readahead
+//! windows; a projection whose output is slower than the scan runs at the speed of its output
+//! (as it must), and one whose output keeps up runs as a plain scan.
 //!
 //! `LIMIT` without `ORDER BY`: each executor stops reading once it has produced `LIMIT +
 //! OFFSET` rows, and once the coordinator has written `LIMIT` rows every executor stops at its
@@ -40,10 +44,10 @@ use std::sync::Arc;
 use async_channel::{bounded, Receiver};
 use partitioner::TablePlan;
 
-use crate::coordinator::{run_files, run_scan_with, RangeOrder};
+use crate::coordinator::{run_files, run_scan_with, run_segments, segment_count, RangeOrder};
 use crate::report::RunReport;
 use crate::settings::{ExecutorSpec, ScanSettings};
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 
 use super::dates;
 use super::error::QueryError;
@@ -84,6 +88,9 @@ pub struct StreamedQuery {
     /// Per executor, in range order, the seconds it waited for room in its channel (for the
     /// coordinator to write the rows of the ranges before it); empty when not streamed.
     pub waited_s: Vec<f64>,
+    /// Into how many segments the table was cut, dealt to the executors in turn (see
+    /// the coordinator's segmented scans); 0 when each executor read one range.
+    pub segments: usize,
     /// The scan's report.
     pub report: RunReport,
 }
@@ -151,7 +158,8 @@ pub fn run_query_rendered(
             ResultRow::Rendered(b) => on_row(b),
             ResultRow::Values(v) => {
                 buf.clear();
-                here.render(v, &mut buf);
+                let refs: Vec<ValueRef<'_>> = v.iter().map(Value::as_ref).collect();
+                here.render(&refs, &mut buf);
                 on_row(&buf)
             }
         },
@@ -177,6 +185,7 @@ fn run(
             rows: out.rows.len() as u64,
             streamed: false,
             waited_s: Vec::new(),
+            segments: 0,
             report: out.report,
         });
     }
@@ -185,6 +194,11 @@ fn run(
     let now = dates::statement_time();
     test_constant_terms(&mut query, now)?;
     let query = Arc::new(query);
+    if let Some(segments) = segment_count(table, executors.len()) {
+        return run_segmented(
+            table, query, now, settings, executors, segments, render, on_row,
+        );
+    }
     let usable = table.header.usable_size();
     let stop = Arc::new(AtomicBool::new(false));
     let mut receivers = Vec::with_capacity(executors.len());
@@ -213,10 +227,10 @@ fn run(
         executors,
         RangeOrder::Key,
         |_| kernels.pop().expect("one kernel per executor"),
-        || drain(receivers, offset, limit, &stop, on_row),
+        || drain(receivers, offset, limit, &stop, on_row, &mut |_| {}),
     )?;
     let rows = match written {
-        Drained::Written(rows) => rows,
+        Drained::Written(rows) | Drained::Broken { written: rows, .. } => rows,
         Drained::Output(e) => return Err(QueryError::Output(e)),
         Drained::Row(range, failure) => {
             return Err(QueryError::Scan(
@@ -232,7 +246,89 @@ fn run(
             .iter()
             .map(|w| w.load(Ordering::Relaxed) as f64 / 1e9)
             .collect(),
+        segments: 0,
         report,
+    })
+}
+
+/// Chunks each segment's channel holds ([`run_segmented`]): about a segment's output
+/// (`SEGMENT_BYTES` (`crate::coordinator`) of leaves rendered as CSV or JSON, in chunks of
+/// [`super::row_stream::RENDERED_CHUNK_BYTES`]), so that an executor can finish its segment
+/// while the ones before it are written.
+const SEGMENT_CHANNEL_CHUNKS: usize = 64;
+
+/// [`run`] for a table cut into segments dealt to the executors in turn
+/// ([`run_segments`]): a channel per segment, drained in order.
+#[allow(clippy::too_many_arguments)]
+fn run_segmented(
+    table: &TablePlan,
+    query: Arc<QueryPlan>,
+    now: i64,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+    segments: usize,
+    render: Option<Renderer>,
+    on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
+) -> Result<StreamedQuery, QueryError> {
+    let streams = UnitStreams::new(executors.len(), render)
+        .with_capacity(SEGMENT_CHANNEL_CHUNKS)
+        .with_window(2 * executors.len());
+    let scans = Arc::new(QueryFiles::new(
+        table,
+        MissingTable::Fail,
+        Arc::clone(&query),
+        now,
+        Some(streams),
+    ));
+    let (offset, limit) = (query.offset, query.limit.unwrap_or(u64::MAX));
+    let consumer = Arc::clone(&scans);
+    let scan = run_segments(
+        table,
+        settings,
+        executors,
+        segments,
+        scans,
+        Arc::clone(&query),
+        |_| {
+            let streams = consumer.streams().expect("a streamed query's scans stream");
+            let receivers = streams.take_receivers();
+            let (drained, _) = drain(receivers, offset, limit, &streams.stop, on_row, &mut |u| {
+                streams.draining(u)
+            });
+            // Whatever ended the drain, no later segment is wanted.
+            streams.stop.store(true, Ordering::Relaxed);
+            streams.draining(usize::MAX);
+            let failed = match &drained {
+                Drained::Broken { unit, .. } => Some(*unit),
+                _ => None,
+            };
+            (drained, failed)
+        },
+    )?;
+    let rows = match scan.consumed {
+        Drained::Written(rows) | Drained::Broken { written: rows, .. } => rows,
+        Drained::Output(e) => return Err(QueryError::Output(e)),
+        Drained::Row(unit, failure) => {
+            let cpu = executors[scan.executor_of[unit]].cpu;
+            return Err(QueryError::Scan(failure.into_error(cpu, &table.path)));
+        }
+    };
+    let waited = consumer
+        .streams()
+        .map(|s| {
+            s.waited
+                .iter()
+                .map(|w| w.load(Ordering::Relaxed) as f64 / 1e9)
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(StreamedQuery {
+        names: query.names.clone(),
+        rows,
+        streamed: true,
+        waited_s: waited,
+        segments: scan.executor_of.len(),
+        report: scan.report,
     })
 }
 
@@ -260,7 +356,8 @@ pub fn run_query_files_streaming(
             match &render {
                 Some(r) => {
                     buf.clear();
-                    r.render(row, &mut buf);
+                    let refs: Vec<ValueRef<'_>> = row.iter().map(Value::as_ref).collect();
+                    r.render(&refs, &mut buf);
                     on_row(FileRow::Rendered(&buf))
                 }
                 None => on_row(FileRow::Values(row)),
@@ -272,6 +369,7 @@ pub fn run_query_files_streaming(
             rows: out.rows.len() as u64,
             streamed: false,
             waited_s: Vec::new(),
+            segments: 0,
             report: out.report,
         });
     }
@@ -304,11 +402,18 @@ pub fn run_query_files_streaming(
         || {
             let streams = consumer.streams().expect("a streamed query's scans stream");
             let receivers = streams.take_receivers();
-            drain(receivers, offset, limit, &streams.stop, &mut take)
+            drain(
+                receivers,
+                offset,
+                limit,
+                &streams.stop,
+                &mut take,
+                &mut |_| {},
+            )
         },
     )?;
     let rows = match scan.consumed {
-        Drained::Written(rows) => rows,
+        Drained::Written(rows) | Drained::Broken { written: rows, .. } => rows,
         Drained::Output(e) => return Err(QueryError::Output(e)),
         Drained::Row(unit, failure) => {
             let cpu = executors[scan.executor_of[unit]].cpu;
@@ -331,6 +436,7 @@ pub fn run_query_files_streaming(
         rows,
         streamed: true,
         waited_s: waited,
+        segments: 0,
         report: scan.report,
     })
 }
@@ -351,17 +457,26 @@ enum Drained {
     Output(std::io::Error),
     /// The result reached a marked row (from range `.0`) that the `OFFSET` does not skip.
     Row(usize, RowFailure),
+    /// Range `unit`'s channel closed without its end (its executor failed) after `written`
+    /// rows: the executor's error is the query's.
+    Broken {
+        /// Rows written before it.
+        written: u64,
+        /// The range (or unit, or segment).
+        unit: usize,
+    },
 }
 
 /// The coordinator's side: the executors' channels in range order, `offset` rows skipped and
-/// at most `limit` written. Returns how it ended and how many executors, from range 0, the
-/// result depends on.
+/// at most `limit` written; `entering(i)` is told when it turns to range `i`. Returns how it
+/// ended and how many executors, from range 0, the result depends on.
 fn drain(
     receivers: Vec<Receiver<StreamMsg>>,
     offset: u64,
     limit: u64,
     stop: &AtomicBool,
     on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
+    entering: &mut dyn FnMut(usize),
 ) -> (Drained, usize) {
     let n = receivers.len();
     let (skipped, written) = (std::cell::Cell::new(0u64), std::cell::Cell::new(0u64));
@@ -388,6 +503,7 @@ fn drain(
         })
     };
     for (i, rx) in receivers.into_iter().enumerate() {
+        entering(i);
         loop {
             match rx.recv_blocking() {
                 // Its output columns are never computed in SQLite: the OFFSET skips it.
@@ -421,7 +537,15 @@ fn drain(
                 }
                 Ok(StreamMsg::End) => break,
                 // The executor failed: its error ends the query, after the rows before it.
-                Err(_) => return (Drained::Written(written.get()), i + 1),
+                Err(_) => {
+                    return (
+                        Drained::Broken {
+                            written: written.get(),
+                            unit: i,
+                        },
+                        i + 1,
+                    )
+                }
             }
         }
     }

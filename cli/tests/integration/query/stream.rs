@@ -107,6 +107,38 @@ fn rows_stream_in_rowid_order_on_a_fragmented_table() {
     assert_streams_in_rowid_order(&db, &[Axis::Io, Axis::Cores, Axis::Window]);
 }
 
+/// Into how many segments a streamed export of `db`'s table `a` on `cores` executors is cut
+/// (0: one range per executor).
+fn segments(db: &Path, cores: usize) -> usize {
+    let planned = corescan_sql::plan_query(db, "SELECT x FROM a").unwrap();
+    let settings = ScanSettings::defaults(planned.table.header.page_size);
+    run_query_streaming(
+        &planned.table,
+        planned.query,
+        &settings,
+        &spread(cores),
+        |_| Ok(()),
+    )
+    .unwrap()
+    .segments
+}
+
+/// A table of many leaf-parents is cut into segments dealt to the executors in turn (one
+/// range per executor would make the second wait for the first): the rows still come in
+/// SQLite's order, on every path, backend, core count and window, `LIMIT` and `OFFSET`
+/// included; with the last changes in the log.
+#[test]
+fn rows_stream_in_rowid_order_in_segments() {
+    let db = scratch_dir("stream-segments").join("segments.db");
+    let _writer = fragmented(&db, 512, 6000, true);
+    assert!(
+        segments(&db, 2) >= 8,
+        "the fixture must be cut into segments"
+    );
+    assert_eq!(segments(&db, 1), 0, "one executor reads one range");
+    assert_streams_in_rowid_order(&db, &[Axis::Io, Axis::Cores, Axis::Window]);
+}
+
 #[test]
 fn pages_in_the_log_keep_their_place_in_the_order() {
     let db = scratch_dir("stream-fragmented-wal").join("frag.db");
@@ -169,21 +201,40 @@ fn cell_counts(db: &Path, page_size: u32, pages: &[u32]) -> Vec<usize> {
 
 #[test]
 fn an_error_after_rows_were_written_ends_the_output() {
-    let dir = scratch_dir("stream-damaged");
-    let db = dir.join("damaged.db");
+    let db = scratch_dir("stream-damaged").join("damaged.db");
     fragmented(&db, 1024, 3000, false);
+    error_after_rows(&db, 1024);
+}
+
+/// The same in a table cut into segments dealt to the executors in turn: the rows of the
+/// segments before the damaged page (read by either executor) all come out, then its error.
+#[test]
+fn an_error_in_a_segment_ends_the_output_after_the_rows_before_it() {
+    let db = scratch_dir("stream-damaged-segments").join("damaged.db");
+    fragmented(&db, 512, 6000, false);
+    assert!(
+        segments(&db, 2) >= 8,
+        "the fixture must be cut into segments"
+    );
+    error_after_rows(&db, 512);
+}
+
+/// Damages a leaf two thirds into `db`'s table `a` (pages of `page_size` bytes) and checks
+/// that a streamed export writes exactly SQLite's rows before it, then fails naming it, on
+/// 1-3 executors, and that a `LIMIT` met before it never reaches it.
+fn error_after_rows(db: &Path, page_size: u32) {
     let sql = "SELECT rowid, x FROM a";
-    let (_, want) = sqlite_answer(&db, sql).unwrap();
-    let plan = TablePlan::open(&db, "a").unwrap();
+    let (_, want) = sqlite_answer(db, sql).unwrap();
+    let plan = TablePlan::open(db, "a").unwrap();
     let order = plan.leaves_in_key_order().to_vec();
     // A leaf two thirds into the key order (in the second range of two): its page type byte
     // becomes an index page's.
     let k = order.len() * 2 / 3;
-    let before: usize = cell_counts(&db, 1024, &order[..k]).iter().sum();
+    let before: usize = cell_counts(db, page_size, &order[..k]).iter().sum();
     drop(plan);
-    let mut bytes = std::fs::read(&db).unwrap();
-    bytes[(order[k] as usize - 1) * 1024] = 0x0a;
-    std::fs::write(&db, &bytes).unwrap();
+    let mut bytes = std::fs::read(db).unwrap();
+    bytes[(order[k] as usize - 1) * page_size as usize] = 0x0a;
+    std::fs::write(db, &bytes).unwrap();
     let db = db.to_str().unwrap();
     for cores in ["1", "2", "3"] {
         let run = corescan(["query", db, sql, "--format", "csv", "--cores", cores]);

@@ -2,28 +2,28 @@
 //! executors' threads, as `corescan query` formats them) can be compared value for value.
 
 use engine::query::RowRender;
-use engine::value::Value;
+use engine::value::{Value, ValueRef};
 
 /// A [`RowRender`] that writes every value with its storage class, so the rendered path's rows
 /// decode back to the values they were made from.
 pub(super) struct Lossless;
 
 impl RowRender for Lossless {
-    fn render(&self, row: &[Value], out: &mut Vec<u8>) {
+    fn render(&self, row: &[ValueRef<'_>], out: &mut Vec<u8>) {
         out.extend_from_slice(&(row.len() as u32).to_le_bytes());
         for v in row {
-            match v {
-                Value::Null => out.push(0),
-                Value::Integer(i) => {
+            match *v {
+                ValueRef::Null => out.push(0),
+                ValueRef::Integer(i) => {
                     out.push(1);
                     out.extend_from_slice(&i.to_le_bytes());
                 }
-                Value::Real(r) => {
+                ValueRef::Real(r) => {
                     out.push(2);
                     out.extend_from_slice(&r.to_bits().to_le_bytes());
                 }
-                Value::Text(t) | Value::Blob(t) => {
-                    out.push(if matches!(v, Value::Text(_)) { 3 } else { 4 });
+                ValueRef::Text(t) | ValueRef::Blob(t) => {
+                    out.push(if matches!(v, ValueRef::Text(_)) { 3 } else { 4 });
                     out.extend_from_slice(&(t.len() as u32).to_le_bytes());
                     out.extend_from_slice(t);
                 }

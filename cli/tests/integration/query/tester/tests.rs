@@ -78,7 +78,7 @@ fn the_default_is_the_full_product_and_a_span_rotates_the_rest() {
 
 #[test]
 fn rendered_rows_decode_to_their_values() {
-    let row = vec![
+    let row = [
         Value::Null,
         Value::Integer(i64::MIN),
         Value::Real(-0.0),
@@ -88,7 +88,8 @@ fn rendered_rows_decode_to_their_values() {
         Value::Blob(vec![0, 255, 3]),
     ];
     let mut bytes = Vec::new();
-    Lossless.render(&row, &mut bytes);
+    let refs: Vec<_> = row.iter().map(Value::as_ref).collect();
+    Lossless.render(&refs, &mut bytes);
     let back = Lossless::decode(&bytes);
     assert_eq!(back.len(), row.len());
     for (a, b) in row.iter().zip(&back) {
