@@ -280,11 +280,15 @@ impl UnitStreams {
         }
     }
 
-    /// Waits until unit `unit` may start (see [`Window`]) or the scan is stopped.
-    fn wait_for_turn(&self, unit: usize) {
+    /// Waits until unit `unit` may start (see [`Window`]), the scan is stopped or
+    /// `abandoned()` holds.
+    fn wait_for_turn(&self, unit: usize, abandoned: impl Fn() -> bool) {
         let Some(w) = &self.window else { return };
         let mut at = w.at.lock().unwrap_or_else(|e| e.into_inner());
-        while unit >= at.saturating_add(w.units) && !self.stop.load(Ordering::Relaxed) {
+        while unit >= at.saturating_add(w.units)
+            && !self.stop.load(Ordering::Relaxed)
+            && !abandoned()
+        {
             // Timed: a stop comes with a notification, but a missed one costs only this.
             at = w
                 .moved
@@ -345,6 +349,19 @@ impl QueryFiles {
         self
     }
 
+    /// The scans stopping once `abandoned` is set (`None`: never): kernels stop at their next
+    /// read and the units not yet started are skipped.
+    pub(super) fn abandoned_when(mut self, abandoned: Option<Arc<AtomicBool>>) -> Self {
+        self.abandoned = abandoned;
+        self
+    }
+
+    fn is_abandoned(&self) -> bool {
+        self.abandoned
+            .as_ref()
+            .is_some_and(|a| a.load(Ordering::Relaxed))
+    }
+
     /// The streams, for a streamed query.
     pub(super) fn streams(&self) -> Option<&UnitStreams> {
         self.streams.as_ref()
@@ -403,7 +420,7 @@ impl FileScans<QueryKernel> for QueryFiles {
         let Some(streams) = &self.streams else {
             return Ok(QueryKernel::new(Arc::clone(bound), usable).at_time(self.now));
         };
-        streams.wait_for_turn(unit);
+        streams.wait_for_turn(unit, || self.is_abandoned());
         let tx = streams
             .sender(unit)
             .ok_or_else(|| Error::Config(format!("unit {unit} has no channel")))?;
@@ -414,12 +431,10 @@ impl FileScans<QueryKernel> for QueryFiles {
             Arc::clone(&streams.waited[executor]),
         );
         stream.set_render(streams.render.clone());
-        Ok(QueryKernel::streaming(
-            Arc::clone(bound),
-            usable,
-            stream,
-            self.now,
-        ))
+        Ok(
+            QueryKernel::streaming(Arc::clone(bound), usable, stream, self.now)
+                .abandoned_when(self.abandoned.clone()),
+        )
     }
 
     fn skipped(&self, unit: usize) {
@@ -430,9 +445,11 @@ impl FileScans<QueryKernel> for QueryFiles {
     }
 
     fn complete(&self) -> bool {
-        self.streams
-            .as_ref()
-            .is_some_and(|s| s.stop.load(Ordering::Relaxed))
+        self.is_abandoned()
+            || self
+                .streams
+                .as_ref()
+                .is_some_and(|s| s.stop.load(Ordering::Relaxed))
     }
 
     fn failed(&self, unit: usize) {

@@ -30,7 +30,9 @@ pub use super::groups::{Group, GroupTable};
 use super::ir::{AggFunc, ColumnRead, Expr, QueryPlan, Shape};
 use super::key_row::{self, KeyRow};
 pub use super::marks::compare_key;
-use super::marks::{keep_best, past_end, plan_marks, resolve_marks, sorts_with_limit};
+use super::marks::{
+    compare_rows, keep_best, past_end, plan_marks, resolve_marks, sorts_with_limit,
+};
 pub use super::merge::{merge, MergeError, Partial};
 use super::numeric::{NumericRuns, RunKind};
 use super::page_groups::{packed_slots, PageRows};
@@ -375,6 +377,11 @@ impl ScanKernel for QueryKernel {
             }
             if let Some(k) = self.plan.keep() {
                 keep_best(&self.plan, rows, k);
+            } else if !self.plan.order_by.is_empty() {
+                // A full sort: each executor sorts its own rows, in parallel, so that the
+                // coordinator's sort of the ranges' rows one after the other only merges
+                // sorted runs (the standard sort finds and merges them).
+                rows.sort_by(|a, b| compare_rows(&self.plan, a, b));
             }
         }
         self.partial

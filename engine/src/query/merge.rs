@@ -186,10 +186,11 @@ fn merge_scan(
                 }
                 rows.retain(|(_, r)| r.values.is_ok());
             }
+            // Each range's rows come sorted (`kernel::finish`): the sort merges the runs.
             rows.sort_by(|(ra, a), (rb, b)| {
                 compare_keys(&plan.order_by, &a.keys, &b.keys)
-                    .then(file(*ra).cmp(&file(*rb)))
-                    .then(compare_rows(plan, a, b))
+                    .then_with(|| file(*ra).cmp(&file(*rb)))
+                    .then_with(|| compare_rows(plan, a, b))
             });
             // As SQLite's loop goes: the OFFSET skips rows (marked ones too, whose output
             // columns it never computes), a marked row it does not skip fails the query, and

@@ -57,6 +57,7 @@ use super::kernel::QueryKernel;
 use super::row_stream::{Renderer, RowFailure, RowStream, StreamMsg, CHANNEL_CHUNKS};
 pub use super::row_stream::{RowRender, CHUNK_BYTES, CHUNK_ROWS};
 use super::run::{run_query_until, test_constant_terms};
+use super::sink::RenderedRows;
 
 /// Whether `plan` streams: a plain projection without `ORDER BY`, in rowid order (a
 /// [`QueryPlan::backward`] scan's rows are collected: its ranges would have to be read from
@@ -135,8 +136,8 @@ pub fn run_query_streaming_until(
 }
 
 /// [`run_query_streaming`] with every row rendered by `render`, in the executors' threads for
-/// a query that [`streams`] (on the calling thread for the others), and handed to `on_row` as
-/// bytes, in the result's order.
+/// a query that [`streams`] (for the others, once the rows are collected, on every core in
+/// waves), and handed to `on_row` as bytes, in the result's order.
 pub fn run_query_rendered(
     table: &TablePlan,
     query: QueryPlan,
@@ -176,13 +177,21 @@ fn run(
     on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
 ) -> Result<StreamedQuery, QueryError> {
     if !streams(&query) || table.read.needs_verification() {
-        let out = run_query_until(table, query, settings, executors, abandoned)?;
-        for row in &out.rows {
-            on_row(ResultRow::Values(row)).map_err(QueryError::Output)?;
+        let mut out = run_query_until(table, query, settings, executors, abandoned)?;
+        let rows = out.rows.len() as u64;
+        match &render {
+            Some(r) => render_collected(std::mem::take(&mut out.rows), r, &mut |b| {
+                on_row(ResultRow::Rendered(b))
+            }),
+            None => out
+                .rows
+                .iter()
+                .try_for_each(|row| on_row(ResultRow::Values(row))),
         }
+        .map_err(QueryError::Output)?;
         return Ok(StreamedQuery {
             names: out.names,
-            rows: out.rows.len() as u64,
+            rows,
             streamed: false,
             waited_s: Vec::new(),
             segments: 0,
@@ -195,9 +204,14 @@ fn run(
     test_constant_terms(&mut query, now)?;
     let query = Arc::new(query);
     if let Some(segments) = segment_count(table, executors.len()) {
-        return run_segmented(
-            table, query, now, settings, executors, segments, render, on_row,
-        );
+        let run = Segmented {
+            table,
+            settings,
+            executors,
+            segments,
+            abandoned,
+        };
+        return run_segmented(run, query, now, render, on_row);
     }
     let usable = table.header.usable_size();
     let stop = Arc::new(AtomicBool::new(false));
@@ -257,29 +271,44 @@ fn run(
 /// while the ones before it are written.
 const SEGMENT_CHANNEL_CHUNKS: usize = 64;
 
+/// Where and how a segmented scan runs ([`run_segmented`]).
+struct Segmented<'a> {
+    table: &'a TablePlan,
+    settings: &'a ScanSettings,
+    executors: &'a [ExecutorSpec],
+    segments: usize,
+    abandoned: Option<Arc<AtomicBool>>,
+}
+
 /// [`run`] for a table cut into segments dealt to the executors in turn
 /// ([`run_segments`]): a channel per segment, drained in order.
-#[allow(clippy::too_many_arguments)]
 fn run_segmented(
-    table: &TablePlan,
+    run: Segmented<'_>,
     query: Arc<QueryPlan>,
     now: i64,
-    settings: &ScanSettings,
-    executors: &[ExecutorSpec],
-    segments: usize,
     render: Option<Renderer>,
     on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
 ) -> Result<StreamedQuery, QueryError> {
+    let Segmented {
+        table,
+        settings,
+        executors,
+        segments,
+        abandoned,
+    } = run;
     let streams = UnitStreams::new(executors.len(), render)
         .with_capacity(SEGMENT_CHANNEL_CHUNKS)
         .with_window(2 * executors.len());
-    let scans = Arc::new(QueryFiles::new(
-        table,
-        MissingTable::Fail,
-        Arc::clone(&query),
-        now,
-        Some(streams),
-    ));
+    let scans = Arc::new(
+        QueryFiles::new(
+            table,
+            MissingTable::Fail,
+            Arc::clone(&query),
+            now,
+            Some(streams),
+        )
+        .abandoned_when(abandoned),
+    );
     let (offset, limit) = (query.offset, query.limit.unwrap_or(u64::MAX));
     let consumer = Arc::clone(&scans);
     let scan = run_segments(
@@ -350,23 +379,21 @@ pub fn run_query_files_streaming(
     on_row: &mut dyn FnMut(FileRow<'_>) -> std::io::Result<()>,
 ) -> Result<StreamedQuery, QueryError> {
     if !streams(&query) {
-        let out = run_query_files(paths, base, query, settings, executors, missing)?;
-        let mut buf = Vec::new();
-        for row in &out.rows {
-            match &render {
-                Some(r) => {
-                    buf.clear();
-                    let refs: Vec<ValueRef<'_>> = row.iter().map(Value::as_ref).collect();
-                    r.render(&refs, &mut buf);
-                    on_row(FileRow::Rendered(&buf))
-                }
-                None => on_row(FileRow::Values(row)),
-            }
-            .map_err(QueryError::Output)?;
+        let mut out = run_query_files(paths, base, query, settings, executors, missing)?;
+        let rows = out.rows.len() as u64;
+        match render {
+            Some(r) => render_collected(std::mem::take(&mut out.rows), &Renderer(r), &mut |b| {
+                on_row(FileRow::Rendered(b))
+            }),
+            None => out
+                .rows
+                .iter()
+                .try_for_each(|row| on_row(FileRow::Values(row))),
         }
+        .map_err(QueryError::Output)?;
         return Ok(StreamedQuery {
             names: out.names,
-            rows: out.rows.len() as u64,
+            rows,
             streamed: false,
             waited_s: Vec::new(),
             segments: 0,
@@ -439,6 +466,63 @@ pub fn run_query_files_streaming(
         segments: 0,
         report: scan.report,
     })
+}
+
+/// Collected rows per thread in each wave of [`render_collected`].
+const RENDER_WAVE_ROWS: usize = 16 * 1024;
+
+/// Renders collected `rows` (a sort's, a window's, groups') on every core and hands each
+/// row's bytes to `on_rendered`, in order: in waves of [`RENDER_WAVE_ROWS`] rows per thread,
+/// each thread dropping the rows it rendered (freeing millions of rows is a cost of its own).
+fn render_collected(
+    rows: Vec<Vec<Value>>,
+    render: &Renderer,
+    on_rendered: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut rows = rows.into_iter();
+    loop {
+        let wave: Vec<Vec<Vec<Value>>> = (0..threads)
+            .map(|_| rows.by_ref().take(RENDER_WAVE_ROWS).collect::<Vec<_>>())
+            .filter(|chunk| !chunk.is_empty())
+            .collect();
+        if wave.is_empty() {
+            return Ok(());
+        }
+        let rendered: Vec<RenderedRows> = std::thread::scope(|scope| {
+            let handles: Vec<_> = wave
+                .into_iter()
+                .map(|chunk| scope.spawn(move || render_rows(chunk, render)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        for RenderedRows { bytes, ends } in rendered {
+            let mut from = 0;
+            for to in ends {
+                on_rendered(&bytes[from..to])?;
+                from = to;
+            }
+        }
+    }
+}
+
+/// `rows` rendered one after the other (and dropped).
+fn render_rows(rows: Vec<Vec<Value>>, render: &Renderer) -> RenderedRows {
+    let mut out = RenderedRows {
+        bytes: Vec::with_capacity(rows.len() * 64),
+        ends: Vec::with_capacity(rows.len()),
+    };
+    let mut refs: Vec<ValueRef<'_>> = Vec::new();
+    for row in &rows {
+        refs.clear();
+        refs.extend(row.iter().map(Value::as_ref));
+        render.0.render(&refs, &mut out.bytes);
+        out.ends.push(out.bytes.len());
+    }
+    out
 }
 
 /// A result row of [`run_query_files_streaming`]: its values, or its rendered bytes.
