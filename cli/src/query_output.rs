@@ -111,13 +111,6 @@ fn push_lossy(out: &mut Vec<u8>, bytes: &[u8]) {
     }
 }
 
-/// A value as text ([`push_text`]).
-fn text(v: &Value) -> String {
-    let mut out = Vec::new();
-    push_text(&mut out, v.as_ref());
-    String::from_utf8(out).unwrap_or_default()
-}
-
 /// `rows` with column `names` in `format` (what a [`RowWriter`] writes for them).
 #[cfg(test)]
 pub fn render(format: Format, names: &[String], rows: &[Vec<Value>]) -> String {
@@ -204,8 +197,7 @@ impl<W: std::io::Write> RowWriter<W> {
         match self.format.format {
             Format::Json if self.rows > 0 => self.out.write_all(b"]\n")?,
             Format::Table if !self.table.is_empty() => {
-                let text = boxed(&self.format.names, &self.table);
-                self.out.write_all(text.as_bytes())?;
+                boxed(&mut self.out, &self.format.names, &self.table)?;
             }
             _ => {}
         }
@@ -381,29 +373,38 @@ fn json_string(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
 }
 
-fn boxed(names: &[String], rows: &[Vec<Value>]) -> String {
-    let cells: Vec<Vec<Vec<String>>> = rows
-        .iter()
-        .map(|r| {
-            r.iter()
-                .map(|v| text(v).split('\n').map(str::to_string).collect())
-                .collect()
-        })
-        .collect();
+/// Writes `rows` as `sqlite3 -box` draws them: a first pass over the values finds each
+/// column's width, the second writes row by row (no cell's text is kept: a table of millions
+/// of rows holds only its values).
+fn boxed(
+    out: &mut impl std::io::Write,
+    names: &[String],
+    rows: &[Vec<Value>],
+) -> std::io::Result<()> {
     let width = |s: &str| s.chars().count();
     let mut widths: Vec<usize> = names.iter().map(|n| width(n)).collect();
-    for r in &cells {
-        for (w, c) in widths.iter_mut().zip(r) {
-            for l in c {
+    let mut multiline = false;
+    let mut cell = String::new();
+    let text_of = |v: &Value, cell: &mut String| {
+        cell.clear();
+        let mut bytes = std::mem::take(cell).into_bytes();
+        push_text(&mut bytes, v.as_ref());
+        *cell = String::from_utf8(bytes).unwrap_or_default();
+    };
+    for r in rows {
+        for (w, v) in widths.iter_mut().zip(r) {
+            text_of(v, &mut cell);
+            for (i, l) in cell.split('\n').enumerate() {
+                multiline |= i > 0;
                 *w = (*w).max(width(l));
             }
         }
     }
-    let multiline = cells.iter().any(|r| r.iter().any(|c| c.len() > 1));
     let rule = |l: &str, m: &str, r: &str| {
         let parts: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
         format!("{l}{}{r}\n", parts.join(m))
     };
+    let middle = rule("├", "┼", "┤");
     let mut s = rule("┌", "┬", "┐");
     s.push('│');
     for (n, w) in names.iter().zip(&widths) {
@@ -412,23 +413,34 @@ fn boxed(names: &[String], rows: &[Vec<Value>]) -> String {
         let _ = write!(s, " {}{}{} │", " ".repeat(left), n, " ".repeat(pad - left));
     }
     s.push('\n');
-    s.push_str(&rule("├", "┼", "┤"));
-    for (i, r) in cells.iter().enumerate() {
+    s.push_str(&middle);
+    out.write_all(s.as_bytes())?;
+    let mut cells: Vec<String> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
         if i > 0 && multiline {
-            s.push_str(&rule("├", "┼", "┤"));
+            out.write_all(middle.as_bytes())?;
         }
-        let lines = r.iter().map(Vec::len).max().unwrap_or(1);
+        cells.resize(r.len(), String::new());
+        for (c, v) in cells.iter_mut().zip(r) {
+            text_of(v, c);
+        }
+        let lines = cells
+            .iter()
+            .map(|c| c.split('\n').count())
+            .max()
+            .unwrap_or(1);
+        s.clear();
         for l in 0..lines {
             s.push('│');
-            for (c, w) in r.iter().zip(&widths) {
-                let t = c.get(l).map_or("", String::as_str);
+            for (c, w) in cells.iter().zip(&widths) {
+                let t = c.split('\n').nth(l).unwrap_or("");
                 let _ = write!(s, " {}{} │", t, " ".repeat(w - width(t)));
             }
             s.push('\n');
         }
+        out.write_all(s.as_bytes())?;
     }
-    s.push_str(&rule("└", "┴", "┘"));
-    s
+    out.write_all(rule("└", "┴", "┘").as_bytes())
 }
 
 #[cfg(test)]
