@@ -91,14 +91,32 @@ pub enum Format {
 /// Appends a value as text (NULL is empty; blobs are their bytes, up to a NUL as the shell
 /// shows them; bytes that are not UTF-8 replaced, as `String::from_utf8_lossy` does).
 fn push_text(out: &mut Vec<u8>, v: ValueRef<'_>) {
+    push_text_as(out, v, Bytes::Utf8);
+}
+
+/// What [`push_text_as`] does with text that is not UTF-8.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bytes {
+    /// Writes its bytes as they are, as the shell's CSV and line modes do.
+    Raw,
+    /// Replaces them ([`push_lossy`]): JSON and the box table must be UTF-8.
+    Utf8,
+}
+
+/// [`push_text`], with text (and a blob's bytes) that is not UTF-8 written as `bytes` says.
+fn push_text_as(out: &mut Vec<u8>, v: ValueRef<'_>, bytes: Bytes) {
+    let text = |out: &mut Vec<u8>, t: &[u8]| match bytes {
+        Bytes::Raw => out.extend_from_slice(t),
+        Bytes::Utf8 => push_lossy(out, t),
+    };
     match v {
         ValueRef::Null => {}
         ValueRef::Integer(i) => out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
         ValueRef::Real(r) => push_real_text(r, out),
-        ValueRef::Text(t) => push_lossy(out, t),
+        ValueRef::Text(t) => text(out, t),
         ValueRef::Blob(b) => {
             let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-            push_lossy(out, &b[..end]);
+            text(out, &b[..end]);
         }
     }
 }
@@ -220,7 +238,13 @@ pub struct FormatRender {
 impl FormatRender {
     /// The rendering of rows with column `names` in `format`.
     pub fn new(format: Format, names: Vec<String>) -> Self {
-        let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+        // The shell's line mode right-aligns the names to the longest, and to at least 5.
+        let width = names
+            .iter()
+            .map(|n| n.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(5);
         let prefixes = names
             .iter()
             .map(|n| match format {
@@ -260,7 +284,7 @@ impl FormatRender {
                         }
                         ValueRef::Text(_) | ValueRef::Blob(_) => {
                             let start = out.len();
-                            push_text(out, v);
+                            push_text_as(out, v, Bytes::Raw);
                             quote_csv_from(out, start);
                         }
                     }
@@ -295,7 +319,7 @@ impl FormatRender {
             Format::Line => {
                 for (&v, prefix) in row.iter().zip(&self.prefixes) {
                     out.extend_from_slice(prefix);
-                    push_text(out, v);
+                    push_text_as(out, v, Bytes::Raw);
                     out.push(b'\n');
                 }
             }
@@ -464,7 +488,7 @@ mod tests {
         );
         assert_eq!(
             render(Format::Line, &names, &rows),
-            "a = 1\nb = x\"y\n\na = \nb = a,b\n"
+            "    a = 1\n    b = x\"y\n\n    a = \n    b = a,b\n"
         );
         assert_eq!(
             render(Format::Table, &names, &rows),
@@ -483,7 +507,6 @@ mod tests {
         let names = vec!["v".to_string()];
         let rows = vec![
             vec![Value::text("\u{e9}\"")],
-            vec![Value::Text(b"a\xff".to_vec())],
             vec![Value::Blob(b"ab\0cd".to_vec())],
             vec![Value::text("")],
             vec![Value::text("a\u{1}b\n")],
@@ -493,11 +516,28 @@ mod tests {
         ];
         assert_eq!(
             render(Format::Csv, &names, &rows),
-            "v\n\"\u{e9}\"\"\"\n\"a\u{fffd}\"\nab\n\"\"\n\"a\u{1}b\n\"\n0.1\n0.1\n-7\n"
+            "v\n\"\u{e9}\"\"\"\nab\n\"\"\n\"a\u{1}b\n\"\n0.1\n0.1\n-7\n"
         );
         assert_eq!(
-            render(Format::Jsonl, &names, &rows[3..5]),
+            render(Format::Jsonl, &names, &rows[2..4]),
             "{\"v\":\"\"}\n{\"v\":\"a\\u0001b\\n\"}\n"
         );
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_written_raw_in_csv_and_line_as_the_shell_does() {
+        let names = vec!["v".to_string()];
+        let row = [Value::Text(b"a\xff".to_vec())];
+        let bytes = |format| {
+            let mut out = Vec::new();
+            let mut w = RowWriter::new(format, names.clone(), &mut out);
+            w.row(&row).expect("writing to memory");
+            w.finish().expect("writing to memory");
+            out
+        };
+        assert_eq!(bytes(Format::Csv), b"v\n\"a\xff\"\n");
+        assert_eq!(bytes(Format::Line), b"    v = a\xff\n");
+        // JSON must be UTF-8: the byte is replaced.
+        assert_eq!(bytes(Format::Jsonl), "{\"v\":\"a\u{fffd}\"}\n".as_bytes());
     }
 }

@@ -36,7 +36,11 @@ fn output_modes() {
         "--format",
         "line",
     ]);
-    assert_eq!(run.stdout, "  a = 1\nbbb = 22\n\n  a = 1\nbbb = 22\n");
+    // As `sqlite3 -line`: names right-aligned to the longest, and to at least 5.
+    assert_eq!(
+        run.stdout,
+        "    a = 1\n  bbb = 22\n\n    a = 1\n  bbb = 22\n"
+    );
 
     let run = corescan(["query", db, "SELECT 1 AS a FROM t LIMIT 1"]);
     assert_eq!(run.stdout, "┌───┐\n│ a │\n├───┤\n│ 1 │\n└───┘\n");
