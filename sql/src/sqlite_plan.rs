@@ -109,9 +109,26 @@ pub fn choose(
     }
     let db = replica(table, others)?;
     let lines = outer_lines(query_plan(&db, sql)?);
+    // SQLite 3.5x may run an uncorrelated `EXISTS` as a loop of the statement's own
+    // (`SCAN t EXISTS USING COVERING INDEX ...`, outside the table's loop): its cursor on the
+    // same table's b-trees cannot be told apart from the table's loop in the bytecode, so the
+    // order of the rows is not known (found by the differential tester: the EXISTS loop's
+    // index was taken for the table's).
+    // A loop over another table is told apart by its b-trees (`loop_of`); one named by the
+    // table's name or an alias may be over the table's own.
+    let exists_loop = |l: &str| {
+        let t = l.trim_start();
+        let over = t.split_whitespace().nth(1).unwrap_or("");
+        (t.starts_with("SCAN ") || t.starts_with("SEARCH "))
+            && t.contains(" EXISTS")
+            && !others.iter().any(|o| {
+                o.table.name.eq_ignore_ascii_case(over)
+                    && !o.table.name.eq_ignore_ascii_case(&table.table.name)
+            })
+    };
     let access = if let Some(l) = lines
         .iter()
-        .find(|l| l.trim_start().starts_with("MULTI-INDEX OR"))
+        .find(|l| l.trim_start().starts_with("MULTI-INDEX OR") || exists_loop(l))
     {
         Access::Other(l.trim().to_string())
     } else {
