@@ -135,6 +135,12 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
             let mut json = serde_json::to_value(&out.report).context("serializing the report")?;
             json["stream_wait_s"] = serde_json::json!(waited);
             json["stream_segments"] = serde_json::json!(out.streamed.then_some(out.segments));
+            json["sort"] = serde_json::json!(out.sort.map(|s| serde_json::json!({
+                "rows": s.rows,
+                "spilled_runs": s.spilled_runs,
+                "spilled_bytes": s.spilled_bytes,
+                "buffer_bytes": s.buffer_bytes,
+            })));
             json["sqlite_plan"] = serde_json::json!(planned
                 .index_plan
                 .as_ref()
@@ -164,10 +170,30 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
                     ),
                 ));
             }
+            if let Some(s) = out.sort {
+                text.push_str(&report::line("sorted", &sort_line(&s)));
+            }
             eprint!("{text}");
         }
     }
     Ok(())
+}
+
+/// The report's line for a full sort: its rows, the executors' buffers and what spilled.
+fn sort_line(s: &engine::query::sort::SortStats) -> String {
+    let mib = |b: u64| b as f64 / f64::from(1 << 20);
+    let spilled = match s.spilled_runs {
+        0 => "nothing spilled".to_string(),
+        n => format!(
+            "{n} sorted runs ({:.1} MiB) written to the scratch directory and merged",
+            mib(s.spilled_bytes)
+        ),
+    };
+    format!(
+        "{} rows in executor buffers of up to {:.1} MiB together; {spilled}",
+        s.rows,
+        mib(s.buffer_bytes)
+    )
 }
 
 /// Plans `sql` over `db`, running its subqueries (each a parallel scan of its own, with the

@@ -46,6 +46,7 @@ fn allocations_of(db: &Path, sql: &str, io: IoBackend) -> (u64, u64) {
         io: IoChoice::Fixed(io),
         sqpoll: SqpollMode::Off,
         faults: engine::faults::Faults::NONE,
+        memory: None,
     };
     let before = counting::allocations();
     let planned = corescan_sql::plan_query(db, sql).unwrap();

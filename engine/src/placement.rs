@@ -100,6 +100,8 @@ pub struct ScanOptions {
     /// Failures to pretend, to reach each fallback on a machine where nothing fails (see
     /// [`crate::faults`]; default: none).
     pub faults: Option<Faults>,
+    /// The memory budget of a query's full sort (default: [`ScanSettings::memory`]'s).
+    pub memory: Option<u64>,
 }
 
 /// The executors and settings for a file with `page_size`-byte pages: `placement`'s executors
@@ -154,6 +156,7 @@ pub fn resolve(
     settings.io = options.io.unwrap_or(base.io);
     settings.sqpoll = sqpoll.unwrap_or(base.sqpoll);
     settings.faults = options.faults.unwrap_or(base.faults);
+    settings.memory = options.memory.or(base.memory);
     Ok((executors, settings))
 }
 

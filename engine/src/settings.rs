@@ -98,6 +98,10 @@ pub struct ScanSettings {
     /// default. Part of the settings rather than read from the environment, so an embedding
     /// program (or a test) decides per scan.
     pub faults: Faults,
+    /// The bytes a query's full sort may hold in memory, all executors together, before it
+    /// writes sorted runs to the scratch directory (`None`: a quarter of the machine's
+    /// memory, [`crate::query::sort::default_budget`]).
+    pub memory: Option<u64>,
 }
 
 impl ScanSettings {
@@ -111,6 +115,7 @@ impl ScanSettings {
             io: DEFAULT_IO,
             sqpoll: SqpollMode::Off,
             faults: Faults::NONE,
+            memory: None,
         }
     }
 

@@ -24,6 +24,7 @@ fn allocations_of_a_scan(plan: &TablePlan, io: IoBackend, readahead: u32) -> (u6
         io: IoChoice::Fixed(io),
         sqpoll: SqpollMode::Off,
         faults: engine::faults::Faults::NONE,
+        memory: None,
     };
     let before = counting::allocations();
     let report = run_q6(plan, &spread(2), &Q6Params::default(), &settings).unwrap();

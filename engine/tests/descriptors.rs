@@ -35,6 +35,7 @@ fn repeated_scans_do_not_accumulate_eventfds() {
         io: IoChoice::Fixed(IoBackend::Dma),
         sqpoll: SqpollMode::Off,
         faults: engine::faults::Faults::NONE,
+        memory: None,
     };
     let scan = || run_q6(&plan, &spread(2), &Q6Params::default(), &settings).unwrap();
     let first = scan();

@@ -56,6 +56,7 @@ impl ScanConfig {
             io: self.io,
             sqpoll: self.sqpoll,
             faults: engine::faults::Faults::NONE,
+            memory: None,
         }
     }
 

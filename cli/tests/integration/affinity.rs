@@ -233,6 +233,7 @@ fn errors_under_every_backend(path: &Path) -> Vec<Option<String>> {
             coalesce_kib: 128,
             sqpoll: SqpollMode::Off,
             faults: engine::faults::Faults::NONE,
+            memory: None,
         };
         let plan = plan.as_ref().map_err(|e| e.to_string());
         match plan {

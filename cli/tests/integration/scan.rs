@@ -101,6 +101,7 @@ impl ScanTester {
                                 io: IoChoice::Fixed(io),
                                 sqpoll: SqpollMode::Off,
                                 faults: engine::faults::Faults::NONE,
+                                memory: None,
                             };
                             let what = format!(
                                 "{} ({table}), {params:?}, {cores} cores, {settings:?}, {}",

@@ -34,6 +34,10 @@ pub enum QueryError {
     /// Writing a result row failed (the output was closed, the disk is full).
     #[error("writing the result: {0}")]
     Output(std::io::Error),
+    /// A full sort could not write or read its runs in the scratch directory (full, not
+    /// writable).
+    #[error(transparent)]
+    Spill(#[from] super::sort::SpillError),
     /// The caller gave the query up (an embedder dropped its [`crate::Scan`]) before it ended.
     #[error("the scan was abandoned by its caller")]
     Abandoned,

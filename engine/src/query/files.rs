@@ -37,6 +37,7 @@ use super::merge::{merge_files, MergeError, Partial};
 use super::row_stream::{Renderer, RowStream, StreamMsg, CHANNEL_CHUNKS};
 use super::run::test_constant_terms;
 use super::sink::FileSinkFactory;
+use super::sort::SortSpace;
 
 /// What to do with a listed file that has no such table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -80,13 +81,10 @@ pub fn run_query_files(
     };
     let query = Arc::new(query);
     let paths = Arc::new(paths);
-    let scans = Arc::new(QueryFiles::new(
-        base,
-        missing,
-        Arc::clone(&query),
-        now,
-        None,
-    ));
+    let scans = Arc::new(
+        QueryFiles::new(base, missing, Arc::clone(&query), now, None)
+            .sorting_in(SortSpace::for_query(settings, executors.len())),
+    );
     let scan = run_files(
         Arc::clone(&paths),
         base,
@@ -101,6 +99,7 @@ pub fn run_query_files(
     let files: Vec<usize> = units.iter().map(|&u| scan.file_of[u]).collect();
     let rows = merge_files(&query, partials, Some(&files)).map_err(|e| match e {
         MergeError::Eval(e) => QueryError::Eval(e),
+        MergeError::Spill(e) => QueryError::Spill(e),
         MergeError::Row { range, failure } => {
             let unit = units[range];
             let cpu = executors[scan.executor_of[unit]].cpu;
@@ -177,6 +176,8 @@ pub(crate) struct QueryFiles {
     streams: Option<UnitStreams>,
     partitions: Option<ExecutorStreams>,
     abandoned: Option<Arc<AtomicBool>>,
+    /// A full sort's budget, shared by every unit's kernel.
+    sort: SortSpace,
 }
 
 /// The channels of a partitioned scan of several files ([`crate::scan_files_partitions_into`]):
@@ -334,7 +335,14 @@ impl QueryFiles {
             streams,
             partitions: None,
             abandoned: None,
+            sort: SortSpace::unbounded(),
         }
+    }
+
+    /// The scans, a full sort's rows held within `space` (see [`super::sort`]).
+    pub(crate) fn sorting_in(mut self, space: SortSpace) -> Self {
+        self.sort = space;
+        self
     }
 
     /// The scans streaming through one channel per executor (see [`ExecutorStreams`]),
@@ -418,7 +426,9 @@ impl FileScans<QueryKernel> for QueryFiles {
             );
         }
         let Some(streams) = &self.streams else {
-            return Ok(QueryKernel::new(Arc::clone(bound), usable).at_time(self.now));
+            return Ok(QueryKernel::new(Arc::clone(bound), usable)
+                .at_time(self.now)
+                .sorting_in(&self.sort));
         };
         streams.wait_for_turn(unit, || self.is_abandoned());
         let tx = streams

@@ -31,7 +31,7 @@ use super::ir::{AggFunc, ColumnRead, Expr, QueryPlan, Shape};
 use super::key_row::{self, KeyRow};
 pub use super::marks::compare_key;
 use super::marks::{
-    compare_rows, keep_best, past_end, plan_marks, resolve_marks, sorts_with_limit,
+    compare_rows, keep_best, past_end, plan_marks, resolve_marks, sorts_fully, sorts_with_limit,
 };
 pub use super::merge::{merge, MergeError, Partial};
 use super::numeric::{NumericRuns, RunKind};
@@ -40,6 +40,7 @@ use super::program::{Node, RowProgram};
 use super::row_stream::RowStream;
 pub use super::row_stream::{OutRow, RowFailure};
 use super::sink::SinkRows;
+use super::sort::{SortBuffer, SortSpace};
 use super::window;
 use crate::scan::{RecordOutcome, RowError, ScanKernel, Spill};
 
@@ -110,6 +111,9 @@ impl QueryKernel {
     /// A kernel for `plan` over pages with `usable` usable bytes.
     pub fn new(plan: Arc<QueryPlan>, usable: u32) -> Self {
         let partial = match plan.shape {
+            Shape::Rows { .. } if sorts_fully(&plan) => {
+                Partial::Sorted(SortBuffer::new(SortSpace::unbounded()))
+            }
             Shape::Rows { .. } => Partial::Rows(Vec::new()),
             Shape::Groups { .. } => Partial::Groups(GroupTable::default()),
         };
@@ -217,6 +221,18 @@ impl QueryKernel {
     /// read once for all executors).
     pub fn at_time(self, now: i64) -> Self {
         QueryKernel { now, ..self }
+    }
+
+    /// The kernel, with a full sort's rows ([`sorts_fully`]) held within `space` (without it:
+    /// in memory, however many).
+    pub fn sorting_in(self, space: &SortSpace) -> Self {
+        match self.partial {
+            Partial::Sorted(_) => QueryKernel {
+                partial: Partial::Sorted(SortBuffer::new(space.clone())),
+                ..self
+            },
+            _ => self,
+        }
     }
 
     /// The kernel, stopping at its next read once `abandoned` is set (`None`: never).
@@ -370,6 +386,9 @@ impl ScanKernel for QueryKernel {
             let groups = std::mem::take(table).into_key_order(&collations);
             self.partial = Partial::KeyOrder(groups);
         }
+        if let Partial::Sorted(buffer) = &mut self.partial {
+            buffer.finish(&self.plan.order_by, self.plan.backward);
+        }
         if let Partial::Rows(rows) = &mut self.partial {
             if self.end_at.is_some() {
                 let (end, backward) = (self.end_at, self.plan.backward);
@@ -516,7 +535,8 @@ impl QueryKernel {
                         }
                     }
                 }
-                (Ok(Kept::Row), Partial::Groups(_) | Partial::KeyOrder(_)) => {}
+                (Ok(Kept::Row), Partial::Groups(_) | Partial::KeyOrder(_) | Partial::Sorted(_)) => {
+                }
                 (Ok(Kept::Marked), Partial::Rows(_)) if sorts_with_limit(plan) => {
                     self.unresolved = true;
                 }
@@ -566,7 +586,10 @@ impl QueryKernel {
                     }
                     break;
                 }
-                (Ok(Kept::Marked), Partial::Groups(_) | Partial::KeyOrder(_)) => {
+                (
+                    Ok(Kept::Marked),
+                    Partial::Groups(_) | Partial::KeyOrder(_) | Partial::Sorted(_),
+                ) => {
                     unreachable!("only plain queries keep marked rows")
                 }
             }
@@ -901,6 +924,21 @@ fn accept(
                 rowid,
                 values,
             });
+        }
+        (Shape::Rows { outputs }, Partial::Sorted(buffer)) => {
+            // Encoded straight into the buffer: no row is an allocation of its own.
+            let keys = plan
+                .order_by
+                .iter()
+                .map(|k| eval_ref(&k.expr, slots))
+                .collect::<Result<SmallVec<[Operand<'_>; 4]>, _>>()?;
+            let values = outputs
+                .iter()
+                .map(|e| eval_ref(e, slots))
+                .collect::<Result<SmallVec<[Operand<'_>; 8]>, _>>()?;
+            let keys: SmallVec<[ValueRef<'_>; 4]> = keys.iter().map(Operand::as_ref).collect();
+            let values: SmallVec<[ValueRef<'_>; 8]> = values.iter().map(Operand::as_ref).collect();
+            buffer.push(&plan.order_by, plan.backward, &keys, rowid, &values);
         }
         (
             Shape::Groups {

@@ -41,6 +41,16 @@ pub(super) fn sorts_with_limit(plan: &QueryPlan) -> bool {
     matches!(plan.shape, Shape::Rows { .. }) && !plan.order_by.is_empty() && plan.limit.is_some()
 }
 
+/// Whether `plan` sorts all its rows (`ORDER BY` without `LIMIT`, no window stage): each
+/// executor sorts its rows as encoded runs within the query's memory budget, and the
+/// coordinator merges them ([`super::sort`]).
+pub(super) fn sorts_fully(plan: &QueryPlan) -> bool {
+    matches!(plan.shape, Shape::Rows { .. })
+        && !plan.order_by.is_empty()
+        && plan.limit.is_none()
+        && plan.windows.is_none()
+}
+
 /// A sorting plan's marked rows of the page just done ([`sorts_with_limit`]): each learns
 /// how many rows before it in the range rank before or with it; one that `k` (`LIMIT +
 /// OFFSET`) rows precede so is never in SQLite's sorter, and is dropped. The rows kept are

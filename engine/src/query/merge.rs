@@ -16,6 +16,7 @@ use super::ir::{QueryPlan, Shape};
 use super::key_row::{self, KeyRow};
 use super::marks::{compare_keys, compare_rows, sorts_with_limit};
 use super::row_stream::{OutRow, RowFailure};
+use super::sort::{record_values, SortBuffer, SortedMerge, SpillError};
 
 /// What one executor hands the coordinator.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +30,10 @@ pub enum Partial {
     /// hands them over: sorted on the executors, in parallel, so the coordinator only merges
     /// sorted runs.
     KeyOrder(Vec<Group>),
+    /// A full sort's rows (`ORDER BY` without `LIMIT`) as encoded, sorted runs, in memory or
+    /// spilled ([`super::sort`]). Their rowids are not tags: the merge orders the runs of
+    /// several files by file, then rowid.
+    Sorted(SortBuffer),
 }
 
 impl Partial {
@@ -56,6 +61,7 @@ impl Partial {
         let mut copy = |t: &i64| f(*t);
         match self {
             Partial::Rows(rows) => rows.iter().for_each(|r| copy(&r.rowid)),
+            Partial::Sorted(_) => {}
             Partial::Groups(GroupTable { groups, .. }) | Partial::KeyOrder(groups) => {
                 for g in groups {
                     copy(&g.keys_rowid);
@@ -75,6 +81,7 @@ impl Partial {
     fn for_each_tag_mut(&mut self, mut f: impl FnMut(&mut i64)) {
         match self {
             Partial::Rows(rows) => rows.iter_mut().for_each(|r| f(&mut r.rowid)),
+            Partial::Sorted(_) => {}
             Partial::Groups(GroupTable { groups, .. }) | Partial::KeyOrder(groups) => {
                 for g in groups {
                     f(&mut g.keys_rowid);
@@ -104,6 +111,8 @@ pub enum MergeError {
         /// The row's failure.
         failure: RowFailure,
     },
+    /// A full sort could not write or read its runs in the scratch directory.
+    Spill(SpillError),
 }
 
 /// Combines the executors' partials (in range order) into the result rows.
@@ -143,6 +152,22 @@ fn merge_scan(
         return Ok(Vec::new());
     }
     match &plan.shape {
+        Shape::Rows { .. } if partials.iter().any(|p| matches!(p, Partial::Sorted(_))) => {
+            let mut merge = sorted_merge(plan, partials, file_of)?;
+            // A full sort has no marked rows: its failing rows failed their executors.
+            let (mut out, mut skipped) = (Vec::new(), 0usize);
+            while out.len() < limit {
+                let Some(record) = merge.next_record().map_err(MergeError::Spill)? else {
+                    break;
+                };
+                if skipped < offset {
+                    skipped += 1;
+                } else {
+                    out.push(record_values(record, plan.order_by.len()));
+                }
+            }
+            Ok(out)
+        }
         Shape::Rows { .. } => {
             let mut rows: Vec<(usize, OutRow)> = Vec::new();
             for (range, p) in partials.into_iter().enumerate() {
@@ -224,7 +249,7 @@ fn merge_scan(
                 .filter_map(|p| match p {
                     Partial::KeyOrder(groups) => Some(groups),
                     Partial::Groups(table) => Some(table.into_key_order(&collations)),
-                    Partial::Rows(_) => None,
+                    Partial::Rows(_) | Partial::Sorted(_) => None,
                 })
                 .collect();
             // Without ORDER BY, SQLite finishes groups in key order only until the LIMIT is
@@ -320,6 +345,24 @@ fn merge_scan(
                 .collect())
         }
     }
+}
+
+/// The merge of a full sort's runs ([`Partial::Sorted`]), partial `i` from file
+/// `file_of[i]`.
+pub fn sorted_merge<'p>(
+    plan: &'p QueryPlan,
+    partials: Vec<Partial>,
+    file_of: Option<&[usize]>,
+) -> Result<SortedMerge<'p>, MergeError> {
+    let runs = partials
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, p)| match p {
+            Partial::Sorted(b) => Some((file_of.map_or(0, |f| f[i]), b)),
+            _ => None,
+        })
+        .collect();
+    SortedMerge::new(&plan.order_by, plan.backward, runs).map_err(MergeError::Spill)
 }
 
 /// Merges runs of groups, each sorted by key with no key twice (what executors hand over,

@@ -71,6 +71,7 @@ pub mod program;
 pub mod row_stream;
 pub mod run;
 pub mod sink;
+pub mod sort;
 pub mod stream;
 pub mod strings;
 pub mod window;

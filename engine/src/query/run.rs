@@ -12,6 +12,7 @@ use std::sync::Arc;
 use partitioner::TablePlan;
 
 use crate::coordinator::{run_scan_in, RangeOrder};
+use crate::report::RunReport;
 use crate::settings::{ExecutorSpec, ScanSettings};
 use crate::value::Value;
 
@@ -21,7 +22,8 @@ use super::eval::holds;
 use super::ir::QueryPlan;
 use super::kernel::QueryKernel;
 use super::marks::sorts_with_limit;
-use super::merge::{merge, MergeError};
+use super::merge::{merge, MergeError, Partial};
+use super::sort::SortSpace;
 
 /// Tests `plan`'s constant `WHERE` terms ([`QueryPlan::constant_terms`]) once, in order, at
 /// the statement's time `now`, as SQLite does before its scan: the first that fails is the
@@ -60,13 +62,47 @@ pub fn run_query_until(
     executors: &[ExecutorSpec],
     abandoned: Option<Arc<AtomicBool>>,
 ) -> std::result::Result<QueryOutput, QueryError> {
+    let scanned = scan_query(table, query, settings, executors, abandoned)?;
+    let Scanned {
+        query,
+        partials,
+        report,
+    } = scanned;
+    let rows = merge(&query, partials).map_err(|e| merge_error(e, table, executors))?;
+    Ok(QueryOutput {
+        names: query.names.clone(),
+        rows,
+        report,
+    })
+}
+
+/// A collected query's scan, before the merge.
+pub(super) struct Scanned {
+    /// The plan, its constant terms tested.
+    pub query: Arc<QueryPlan>,
+    /// The executors' partials, in range order.
+    pub partials: Vec<Partial>,
+    /// The scan's report.
+    pub report: RunReport,
+}
+
+/// [`run_query_until`]'s scan: the partials, not merged (the statement's time is left set
+/// for the merge).
+pub(super) fn scan_query(
+    table: &TablePlan,
+    query: QueryPlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+    abandoned: Option<Arc<AtomicBool>>,
+) -> std::result::Result<Scanned, QueryError> {
     let mut query = query;
     let now = dates::statement_time();
     test_constant_terms(&mut query, now)?;
     let query = Arc::new(query);
     let kernel = QueryKernel::new(Arc::clone(&query), table.header.usable_size())
         .at_time(now)
-        .abandoned_when(abandoned.clone());
+        .abandoned_when(abandoned.clone())
+        .sorting_in(&SortSpace::for_query(settings, executors.len()));
     // A sorting plan with a LIMIT counts the rows before each marked row in rowid order, so
     // its ranges follow the b-tree (range 0's rows, then range 1's, ... in rowid order).
     let order = if sorts_with_limit(&query) {
@@ -80,15 +116,24 @@ pub fn run_query_until(
     }
     // HAVING and the outputs of groups are evaluated here: the same 'now' as the rows.
     dates::set_statement_time(now);
-    let rows = merge(&query, partials).map_err(|e| match e {
+    Ok(Scanned {
+        query,
+        partials,
+        report,
+    })
+}
+
+/// The query's error for a merge's: a marked row names its executor's CPU and the file.
+pub(super) fn merge_error(
+    e: MergeError,
+    table: &TablePlan,
+    executors: &[ExecutorSpec],
+) -> QueryError {
+    match e {
         MergeError::Eval(e) => QueryError::Eval(e),
+        MergeError::Spill(e) => QueryError::Spill(e),
         MergeError::Row { range, failure } => {
             QueryError::Scan(failure.into_error(executors[range].cpu, &table.path))
         }
-    })?;
-    Ok(QueryOutput {
-        names: query.names.clone(),
-        rows,
-        report,
-    })
+    }
 }

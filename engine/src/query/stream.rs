@@ -54,10 +54,13 @@ use super::error::QueryError;
 use super::files::{run_query_files, MissingTable, QueryFiles, UnitStreams};
 use super::ir::{QueryPlan, Shape};
 use super::kernel::QueryKernel;
+use super::marks::sorts_fully;
+use super::merge::sorted_merge;
 use super::row_stream::{Renderer, RowFailure, RowStream, StreamMsg, CHANNEL_CHUNKS};
 pub use super::row_stream::{RowRender, CHUNK_BYTES, CHUNK_ROWS};
-use super::run::{run_query_until, test_constant_terms};
+use super::run::{run_query_until, scan_query, test_constant_terms, Scanned};
 use super::sink::RenderedRows;
+use super::sort::{record_outputs, record_values, SortStats, SortedMerge};
 
 /// Whether `plan` streams: a plain projection without `ORDER BY`, in rowid order (a
 /// [`QueryPlan::backward`] scan's rows are collected: its ranges would have to be read from
@@ -92,6 +95,8 @@ pub struct StreamedQuery {
     /// Into how many segments the table was cut, dealt to the executors in turn (see
     /// the coordinator's segmented scans); 0 when each executor read one range.
     pub segments: usize,
+    /// A full sort's figures (rows, what spilled); `None` for other queries.
+    pub sort: Option<SortStats>,
     /// The scan's report.
     pub report: RunReport,
 }
@@ -176,6 +181,26 @@ fn run(
     abandoned: Option<Arc<AtomicBool>>,
     on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
 ) -> Result<StreamedQuery, QueryError> {
+    if sorts_fully(&query) {
+        // A full sort: the executors' sorted runs are merged here as the rows are written.
+        let Scanned {
+            query,
+            partials,
+            report,
+        } = scan_query(table, query, settings, executors, abandoned)?;
+        let merge = sorted_merge(&query, partials, None)
+            .map_err(|e| super::run::merge_error(e, table, executors))?;
+        let (rows, sort) = write_sorted(&query, merge, render.as_ref(), on_row)?;
+        return Ok(StreamedQuery {
+            names: query.names.clone(),
+            rows,
+            streamed: false,
+            waited_s: Vec::new(),
+            segments: 0,
+            sort: Some(sort),
+            report,
+        });
+    }
     if !streams(&query) || table.read.needs_verification() {
         let mut out = run_query_until(table, query, settings, executors, abandoned)?;
         let rows = out.rows.len() as u64;
@@ -195,6 +220,7 @@ fn run(
             streamed: false,
             waited_s: Vec::new(),
             segments: 0,
+            sort: None,
             report: out.report,
         });
     }
@@ -261,6 +287,7 @@ fn run(
             .map(|w| w.load(Ordering::Relaxed) as f64 / 1e9)
             .collect(),
         segments: 0,
+        sort: None,
         report,
     })
 }
@@ -357,6 +384,7 @@ fn run_segmented(
         streamed: true,
         waited_s: waited,
         segments: scan.executor_of.len(),
+        sort: None,
         report: scan.report,
     })
 }
@@ -397,6 +425,7 @@ pub fn run_query_files_streaming(
             streamed: false,
             waited_s: Vec::new(),
             segments: 0,
+            sort: None,
             report: out.report,
         });
     }
@@ -464,6 +493,7 @@ pub fn run_query_files_streaming(
         streamed: true,
         waited_s: waited,
         segments: 0,
+        sort: None,
         report: scan.report,
     })
 }
@@ -506,6 +536,93 @@ fn render_collected(
                 from = to;
             }
         }
+    }
+}
+
+/// Hands the rows of a full sort's `merge` to `on_row` in order, after the `OFFSET`: as
+/// values, or rendered by `render` on every core in waves of [`RENDER_WAVE_ROWS`] records per
+/// thread (the merge itself runs here). Returns the rows written and the sort's figures.
+fn write_sorted(
+    plan: &QueryPlan,
+    mut merge: SortedMerge<'_>,
+    render: Option<&Renderer>,
+    on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
+) -> Result<(u64, SortStats), QueryError> {
+    let keys = plan.order_by.len();
+    for _ in 0..plan.offset {
+        if merge.next_record()?.is_none() {
+            break;
+        }
+    }
+    let mut rows = 0u64;
+    let Some(render) = render else {
+        while let Some(record) = merge.next_record()? {
+            let values = record_values(record, keys);
+            on_row(ResultRow::Values(&values)).map_err(QueryError::Output)?;
+            rows += 1;
+        }
+        return Ok((rows, merge.stats()));
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Each thread's chunk of records and its rendered bytes, reused wave after wave (fresh
+    // buffers would be fresh pages, zeroed by the kernel, for every wave).
+    let empty = || RenderedRows {
+        bytes: Vec::new(),
+        ends: Vec::new(),
+    };
+    let mut chunks: Vec<RenderedRows> = (0..threads).map(|_| empty()).collect();
+    let mut outs: Vec<RenderedRows> = (0..threads).map(|_| empty()).collect();
+    let mut done = false;
+    while !done {
+        let mut used = 0;
+        for chunk in &mut chunks {
+            chunk.bytes.clear();
+            chunk.ends.clear();
+            while chunk.ends.len() < RENDER_WAVE_ROWS {
+                let Some(record) = merge.next_record()? else {
+                    done = true;
+                    break;
+                };
+                chunk.bytes.extend_from_slice(record);
+                chunk.ends.push(chunk.bytes.len());
+            }
+            if !chunk.ends.is_empty() {
+                used += 1;
+            }
+            if done {
+                break;
+            }
+        }
+        std::thread::scope(|scope| {
+            for (chunk, out) in chunks.iter().zip(&mut outs).take(used) {
+                scope.spawn(move || render_records(chunk, keys, render, out));
+            }
+        });
+        for RenderedRows { bytes, ends } in &outs[..used] {
+            let mut from = 0;
+            for &to in ends {
+                on_row(ResultRow::Rendered(&bytes[from..to])).map_err(QueryError::Output)?;
+                from = to;
+                rows += 1;
+            }
+        }
+    }
+    Ok((rows, merge.stats()))
+}
+
+/// A chunk of sort records (their bytes one after the other, and where each ends) rendered
+/// into `out`.
+fn render_records(chunk: &RenderedRows, keys: usize, render: &Renderer, out: &mut RenderedRows) {
+    out.bytes.clear();
+    out.ends.clear();
+    let mut values: Vec<ValueRef<'_>> = Vec::new();
+    let mut from = 0;
+    for &to in &chunk.ends {
+        values.clear();
+        record_outputs(&chunk.bytes[from..to], keys, &mut values);
+        render.0.render(&values, &mut out.bytes);
+        out.ends.push(out.bytes.len());
+        from = to;
     }
 }
 

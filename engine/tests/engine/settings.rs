@@ -31,6 +31,7 @@ fn every_setting_gives_sqlites_answer() {
                         io: IoChoice::Fixed(io),
                         sqpoll: SqpollMode::Off,
                         faults: engine::faults::Faults::NONE,
+                        memory: None,
                     };
                     let what = format!("{page_size} B pages, {cores} cores, {settings:?}");
                     let direct = matches!(io, IoBackend::Dma | IoBackend::Uring);

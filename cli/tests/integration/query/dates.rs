@@ -184,6 +184,7 @@ fn now_is_one_instant_per_statement() {
         cores: Cores::One,
         window: Window::Off,
         path: RowPath::Streamed,
+        memory: None,
     };
     let (_, rows) = one
         .answer(&db, "SELECT unixepoch('now') FROM n LIMIT 1")

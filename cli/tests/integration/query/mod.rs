@@ -26,6 +26,7 @@ mod group_keys;
 mod indexes;
 mod over;
 mod settings;
+mod sort;
 mod stream;
 mod subqueries;
 mod tester;

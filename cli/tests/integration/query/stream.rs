@@ -331,6 +331,7 @@ fn the_first_rows_come_before_the_scan_ends() {
         io: IoChoice::Fixed(IoBackend::Pread),
         sqpoll: SqpollMode::Off,
         faults: engine::faults::Faults::NONE,
+        memory: None,
     };
     let out = run_query_streaming(&planned.table, planned.query, &settings, &spread(2), |_| {
         first.get_or_insert_with(|| started.elapsed());
@@ -447,6 +448,7 @@ fn rowid_bounds_read_only_the_leaves_that_can_hold_them() {
         cores: Cores::Two,
         window: Window::Small,
         path: RowPath::Collected,
+        memory: None,
     };
     let out = collected.run(&planned.table, &planned.query);
     let (_, rows) = out.answer.unwrap();

@@ -112,6 +112,7 @@ impl Window {
             io: io.choice(),
             sqpoll: SqpollMode::Off,
             faults: engine::faults::Faults::NONE,
+            memory: None,
         }
     }
 }
@@ -157,6 +158,8 @@ pub struct Config {
     pub window: Window,
     /// How the rows come back.
     pub path: RowPath,
+    /// The memory budget of a full sort (`--memory`; `None`: the default).
+    pub memory: Option<u64>,
 }
 
 impl fmt::Display for Config {
@@ -194,7 +197,11 @@ impl fmt::Display for Config {
             RowPath::Rendered => "rendered in the executors (run_query_rendered)",
             RowPath::Collected => "collected (run_query)",
         };
-        write!(f, "{io}, {cores}, {window}, {path}")
+        write!(f, "{io}, {cores}, {window}, {path}")?;
+        match self.memory {
+            Some(m) => write!(f, ", sort memory {m} bytes"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -212,7 +219,10 @@ pub struct Observed {
 impl Config {
     /// Runs the planned query under this configuration.
     pub fn run(&self, table: &TablePlan, query: &QueryPlan) -> Observed {
-        let settings = self.window.settings(self.io, table.header.page_size);
+        let settings = ScanSettings {
+            memory: self.memory,
+            ..self.window.settings(self.io, table.header.page_size)
+        };
         let executors = self.cores.executors();
         let query = query.clone();
         match self.path {

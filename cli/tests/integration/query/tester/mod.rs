@@ -80,6 +80,7 @@ pub struct QueryTester<'a> {
     spanned: Vec<Axis>,
     agree: bool,
     leaf_parents: Option<usize>,
+    memory: Option<u64>,
     inspect: Option<Inspector<'a>>,
 }
 
@@ -102,6 +103,7 @@ impl<'a> QueryTester<'a> {
             spanned: vec![Axis::Io, Axis::Cores, Axis::Window, Axis::Path],
             agree: false,
             leaf_parents: None,
+            memory: None,
             inspect: None,
         }
     }
@@ -199,6 +201,13 @@ impl<'a> QueryTester<'a> {
         self
     }
 
+    /// Runs every configuration with a full sort's memory budget of `bytes` (`--memory`): a
+    /// tiny one makes every executor spill its rows to sorted runs on disk.
+    pub fn memory(mut self, bytes: u64) -> Self {
+        self.memory = Some(bytes);
+        self
+    }
+
     /// The configurations a check runs, in order.
     pub fn configurations(&self) -> Vec<Config> {
         // The product of the spanned axes, the first axis slowest.
@@ -232,6 +241,7 @@ impl<'a> QueryTester<'a> {
                     cores: self.cores[pick[1]],
                     window: self.windows[pick[2]],
                     path: self.paths[pick[3]],
+                    memory: self.memory,
                 }
             })
             .collect()

@@ -1,0 +1,1046 @@
+//! Full sorts (`ORDER BY` without `LIMIT`) in bounded memory: each executor encodes its rows
+//! into an arena, sorts them by an order-preserving key prefix, spills sorted runs to a
+//! scratch directory when its share of the budget is full, and the coordinator merges every
+//! run (k-way) into a stream of rows in the result's order.
+//!
+//! - **Rows as bytes** ([`SortBuffer`]): a row is one record in an arena (its `ORDER BY`
+//!   values, then its output values, each a tag and its bytes), found through a 24-byte entry
+//!   holding the record's place, its rowid and a [`prefix`] of its first key: a `u64` such
+//!   that `prefix(a) < prefix(b)` implies `a < b` under the key's storage-class order,
+//!   collation, `DESC` and `NULLS FIRST/LAST`. Most comparisons end at the prefixes; ties
+//!   compare the encoded keys as SQLite does ([`compare_key_refs`]), then the scan order. No
+//!   row is an allocation of its own.
+//! - **Bounded memory** ([`SortSpace`]): a query's budget (`--memory`) is split in two: half
+//!   for the executors' buffers while they scan (a buffer that would grow past its share is
+//!   sorted and written to a file in the scratch directory, never beside the user's file),
+//!   half for the sorted runs that finished executors keep in memory for the merge (a run that
+//!   does not fit is written out too). An executor with more than [`MAX_RUNS`] files merges
+//!   them into fewer before it hands them over, so the final merge opens a bounded number.
+//! - **The merge** ([`SortedMerge`]): a binary heap over the runs' heads, in the order of
+//!   the keys, then of the files (a query over several files), then of the rowids. Rows with
+//!   equal keys keep SQLite's order: the scan's.
+//!
+//! Layering: below the kernel (which fills the buffers) and the merge and streams (which
+//! merge the runs); above [`super::ir`] and the value types.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering as Atomic};
+use std::sync::Arc;
+
+use crate::datatype3::{compare_values, Collation};
+use crate::settings::ScanSettings;
+use crate::value::{Value, ValueRef};
+
+use super::ir::SortKey;
+
+/// At most this many spilled runs per executor reach the final merge: beyond it, the
+/// executor merges its runs into fewer files first.
+pub const MAX_RUNS: usize = 16;
+
+/// Bytes of a spilled run's read buffer in a merge.
+const READ_BUFFER: usize = 256 * 1024;
+
+/// Bytes of one entry of a buffer's index (its prefix, rowid and place).
+const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
+
+/// The smallest buffer an executor gets, whatever the budget: a run must hold some rows.
+const MIN_BUFFER: usize = 64 * 1024;
+
+/// How much memory a query's full sorts may hold, and where they spill beyond it: made once
+/// per query and cloned into each executor's kernel.
+#[derive(Debug, Clone)]
+pub struct SortSpace {
+    /// Bytes one executor's buffer may hold (arena and index) before it is spilled.
+    buffer_limit: usize,
+    /// Bytes the sorted runs of finished executors may keep in memory, all together.
+    held_limit: u64,
+    /// Bytes they keep now.
+    held: Arc<AtomicU64>,
+    /// The scratch directory spilled runs are written to.
+    dir: PathBuf,
+}
+
+impl SortSpace {
+    /// A budget of `budget` bytes for a query run by `executors` executors, spilling into
+    /// `dir` (see the module docs for how it is split).
+    pub fn new(budget: u64, executors: usize, dir: PathBuf) -> Self {
+        let half = budget / 2;
+        let per = half / executors.max(1) as u64;
+        SortSpace {
+            buffer_limit: usize::try_from(per).unwrap_or(usize::MAX).max(MIN_BUFFER),
+            held_limit: half,
+            held: Arc::new(AtomicU64::new(0)),
+            dir,
+        }
+    }
+
+    /// The budget of a query with `settings` on `executors` executors: `--memory` or a
+    /// quarter of the machine's memory, spilling into the scratch directory (`$TMPDIR`, else
+    /// `/tmp`).
+    pub fn for_query(settings: &ScanSettings, executors: usize) -> Self {
+        SortSpace::new(
+            settings.memory.unwrap_or_else(default_budget),
+            executors,
+            std::env::temp_dir(),
+        )
+    }
+
+    /// No limit: nothing is ever spilled (a kernel built without a budget).
+    pub fn unbounded() -> Self {
+        SortSpace {
+            buffer_limit: usize::MAX,
+            held_limit: u64::MAX,
+            held: Arc::new(AtomicU64::new(0)),
+            dir: std::env::temp_dir(),
+        }
+    }
+
+    /// The scratch directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// The default budget of a query's sorts when none is given: a quarter of the machine's
+/// physical memory (at least 64 MiB).
+pub fn default_budget() -> u64 {
+    // SAFETY: sysconf has no preconditions; it returns -1 when the value is unknown.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let total = u64::try_from(pages)
+        .unwrap_or(0)
+        .saturating_mul(u64::try_from(size).unwrap_or(0));
+    (total / 4).max(64 << 20)
+}
+
+/// One row of a buffer: the prefix of its first key, its rowid, and where its record starts
+/// in the arena (a `u32` length, then the record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    prefix: u64,
+    rowid: i64,
+    at: u64,
+}
+
+/// A storage class tag in a record.
+const NULL: u8 = 0;
+const INTEGER: u8 = 1;
+const REAL: u8 = 2;
+const TEXT: u8 = 3;
+const BLOB: u8 = 4;
+
+/// Appends `v` to `out`: a tag, then 8 bytes for a number, or a `u32` length and the bytes.
+fn put(out: &mut Vec<u8>, v: ValueRef<'_>) {
+    match v {
+        ValueRef::Null => out.push(NULL),
+        ValueRef::Integer(i) => {
+            out.push(INTEGER);
+            out.extend_from_slice(&i.to_le_bytes());
+        }
+        ValueRef::Real(r) => {
+            out.push(REAL);
+            out.extend_from_slice(&r.to_le_bytes());
+        }
+        ValueRef::Text(b) | ValueRef::Blob(b) => {
+            out.push(if matches!(v, ValueRef::Text(_)) {
+                TEXT
+            } else {
+                BLOB
+            });
+            // SQLite's values are at most 2^31 - 1 bytes.
+            out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            out.extend_from_slice(b);
+        }
+    }
+}
+
+/// The value at the start of `b`, and `b` moved past it (records are written by [`put`]
+/// only, so a malformed one is a bug).
+fn take<'a>(b: &mut &'a [u8]) -> ValueRef<'a> {
+    let (tag, rest) = b.split_first().expect("a sort record holds its values");
+    let word = |rest: &[u8]| -> [u8; 8] { rest[..8].try_into().expect("8 bytes") };
+    let (v, rest) = match *tag {
+        NULL => (ValueRef::Null, rest),
+        INTEGER => (
+            ValueRef::Integer(i64::from_le_bytes(word(rest))),
+            &rest[8..],
+        ),
+        REAL => (ValueRef::Real(f64::from_le_bytes(word(rest))), &rest[8..]),
+        tag => {
+            let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
+            let bytes = &rest[4..4 + len];
+            let v = if tag == TEXT {
+                ValueRef::Text(bytes)
+            } else {
+                debug_assert_eq!(tag, BLOB);
+                ValueRef::Blob(bytes)
+            };
+            (v, &rest[4 + len..])
+        }
+    };
+    *b = rest;
+    v
+}
+
+/// The output values of a record whose first `keys` values are its `ORDER BY` values,
+/// appended to `out`.
+pub fn record_outputs<'a>(record: &'a [u8], keys: usize, out: &mut Vec<ValueRef<'a>>) {
+    let mut b = record;
+    for _ in 0..keys {
+        take(&mut b);
+    }
+    while !b.is_empty() {
+        out.push(take(&mut b));
+    }
+}
+
+/// A record's output values as owned values.
+pub fn record_values(record: &[u8], keys: usize) -> Vec<Value> {
+    let mut refs = Vec::new();
+    record_outputs(record, keys, &mut refs);
+    refs.into_iter().map(ValueRef::to_owned).collect()
+}
+
+/// Orders two values as one `ORDER BY` term does (NULLs placed by `NULLS FIRST/LAST`, then
+/// SQLite's order of values under the term's collation, reversed for `DESC`).
+pub fn compare_key_refs(k: &SortKey, a: ValueRef<'_>, b: ValueRef<'_>) -> Ordering {
+    match (a.is_null(), b.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) if k.nulls_first => Ordering::Less,
+        (true, false) => Ordering::Greater,
+        (false, true) if k.nulls_first => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => {
+            let o = compare_values(a, b, k.collation);
+            if k.descending {
+                o.reverse()
+            } else {
+                o
+            }
+        }
+    }
+}
+
+/// The first 7 bytes of `bytes`, big-endian in the low 56 bits (zero-padded): monotone in
+/// the bytes' `memcmp` order.
+fn head7(bytes: impl Iterator<Item = u8>) -> u64 {
+    let mut p = 0u64;
+    let mut n = 0;
+    for b in bytes.take(7) {
+        p = (p << 8) | u64::from(b);
+        n += 1;
+    }
+    p << (8 * (7 - n))
+}
+
+/// An order-preserving prefix of the value `v` of `ORDER BY` term `k`: the top byte is the
+/// value's place among NULLs, numbers, texts and blobs (as `k` orders them), the low 56 bits
+/// a monotone digest of the value (a number's double, truncated; a text's first bytes under
+/// its collation; a blob's first bytes), inverted for `DESC`. Equal prefixes say nothing.
+pub fn prefix(k: &SortKey, v: ValueRef<'_>) -> u64 {
+    const LOW: u64 = (1 << 56) - 1;
+    let (class, digest) = match v {
+        ValueRef::Null => return if k.nulls_first { 0 } else { u64::MAX },
+        // An integer rounds to its nearest double: monotone, and never on the wrong side of
+        // a real it is exactly compared with (sqlite3IntFloatCompare).
+        ValueRef::Integer(i) => (1u64, double_bits(i as f64) >> 8),
+        ValueRef::Real(r) => (1, double_bits(r) >> 8),
+        ValueRef::Text(t) => (
+            2,
+            match k.collation {
+                Collation::Binary => head7(t.iter().copied()),
+                // Folded up to the first NUL, zero after it: the key NOCASE compares by.
+                Collation::NoCase => {
+                    let nul = t.iter().position(|&c| c == 0).unwrap_or(t.len());
+                    head7(t.iter().enumerate().map(|(i, c)| {
+                        if i < nul {
+                            c.to_ascii_lowercase()
+                        } else {
+                            0
+                        }
+                    }))
+                }
+                Collation::RTrim => {
+                    let end = t.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
+                    head7(t[..end].iter().copied())
+                }
+            },
+        ),
+        ValueRef::Blob(b) => (3, head7(b.iter().copied())),
+    };
+    if k.descending {
+        ((4 - class) << 56) | (!digest & LOW)
+    } else {
+        (class << 56) | digest
+    }
+}
+
+/// A double's bits, ordered as the doubles are (`-0.0` as `0.0`; NaN, which SQLite never
+/// stores, below every number, as sqlite3IntFloatCompare puts it below every integer).
+fn double_bits(r: f64) -> u64 {
+    if r.is_nan() {
+        return 0;
+    }
+    let bits = (if r == 0.0 { 0.0 } else { r }).to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
+}
+
+/// How two records' keys compare (the prefixes were equal, or not looked at).
+fn compare_records(order: &[SortKey], mut a: &[u8], mut b: &[u8]) -> Ordering {
+    for k in order {
+        let (x, y) = (take(&mut a), take(&mut b));
+        let o = compare_key_refs(k, x, y);
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// The order of two rows of one scan (equal keys: the scan's order).
+fn compare_rows(
+    order: &[SortKey],
+    backward: bool,
+    a: (u64, i64, &[u8]),
+    b: (u64, i64, &[u8]),
+) -> Ordering {
+    a.0.cmp(&b.0)
+        .then_with(|| compare_records(order, a.2, b.2))
+        .then_with(|| scan_order(backward, a.1, b.1))
+}
+
+fn scan_order(backward: bool, a: i64, b: i64) -> Ordering {
+    if backward {
+        b.cmp(&a)
+    } else {
+        a.cmp(&b)
+    }
+}
+
+/// What a query's sorts did, for the report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SortStats {
+    /// Rows sorted.
+    pub rows: u64,
+    /// Runs written to the scratch directory (merged runs included).
+    pub spilled_runs: u64,
+    /// Bytes written to the scratch directory.
+    pub spilled_bytes: u64,
+    /// The peak bytes of the executors' buffers, all together (an upper bound: the sum of
+    /// each one's peak).
+    pub buffer_bytes: u64,
+}
+
+impl SortStats {
+    fn add(&mut self, o: &SortStats) {
+        self.rows += o.rows;
+        self.spilled_runs += o.spilled_runs;
+        self.spilled_bytes += o.spilled_bytes;
+        self.buffer_bytes += o.buffer_bytes;
+    }
+}
+
+/// A sorted run written to the scratch directory (removed when the last handle goes).
+#[derive(Clone)]
+struct SpillFile {
+    path: Arc<tempfile::TempPath>,
+    rows: u64,
+}
+
+impl fmt::Debug for SpillFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({} rows)", self.path.display(), self.rows)
+    }
+}
+
+/// An executor's rows while it scans, and its sorted runs once it is done.
+#[derive(Debug)]
+pub struct SortBuffer {
+    space: SortSpace,
+    arena: Vec<u8>,
+    entries: Vec<Entry>,
+    spills: Vec<SpillFile>,
+    /// Whether `entries` is sorted (the buffer is finished).
+    sorted: bool,
+    /// Bytes of the finished run counted in the space's held bytes.
+    held: u64,
+    /// The first failure to write or read a run: the query's error.
+    failed: Option<SpillError>,
+    stats: SortStats,
+}
+
+impl PartialEq for SortBuffer {
+    /// Buffers are equal when they hold the same rows in the same runs (for tests).
+    fn eq(&self, other: &Self) -> bool {
+        self.arena == other.arena
+            && self.entries == other.entries
+            && self.spills.len() == other.spills.len()
+    }
+}
+
+impl Clone for SortBuffer {
+    /// A copy of the rows (and handles on the same files); its memory is not counted in the
+    /// budget's held bytes.
+    fn clone(&self) -> Self {
+        SortBuffer {
+            space: self.space.clone(),
+            arena: self.arena.clone(),
+            entries: self.entries.clone(),
+            spills: self.spills.clone(),
+            sorted: self.sorted,
+            held: 0,
+            failed: self.failed.clone(),
+            stats: self.stats,
+        }
+    }
+}
+
+impl Drop for SortBuffer {
+    fn drop(&mut self) {
+        self.space.held.fetch_sub(self.held, Atomic::Relaxed);
+    }
+}
+
+/// Writing or reading a spilled run failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sorting in the scratch directory {}: {what}", dir.display())]
+pub struct SpillError {
+    /// The scratch directory.
+    pub dir: PathBuf,
+    /// What failed.
+    pub what: String,
+}
+
+impl SortBuffer {
+    /// An empty buffer within `space`.
+    pub fn new(space: SortSpace) -> Self {
+        SortBuffer {
+            space,
+            arena: Vec::new(),
+            entries: Vec::new(),
+            spills: Vec::new(),
+            sorted: false,
+            held: 0,
+            failed: None,
+            stats: SortStats::default(),
+        }
+    }
+
+    /// The bytes the buffer holds (large vectors grow by remapping, and pages not yet
+    /// written are not resident: the lengths are what counts).
+    fn bytes(&self) -> usize {
+        self.arena.len() + self.entries.len() * ENTRY_BYTES
+    }
+
+    /// Adds a row: its `ORDER BY` values `keys` (for the terms of `order`), its rowid and its
+    /// output values. A buffer past its share of the budget is spilled first.
+    pub fn push(
+        &mut self,
+        order: &[SortKey],
+        backward: bool,
+        keys: &[ValueRef<'_>],
+        rowid: i64,
+        outputs: &[ValueRef<'_>],
+    ) {
+        let at = self.arena.len();
+        self.arena.extend_from_slice(&[0; 4]);
+        for &v in keys.iter().chain(outputs) {
+            put(&mut self.arena, v);
+        }
+        let len = (self.arena.len() - at - 4) as u32;
+        self.arena[at..at + 4].copy_from_slice(&len.to_le_bytes());
+        let prefix = match (order.first(), keys.first()) {
+            (Some(k), Some(&v)) => prefix(k, v),
+            _ => 0,
+        };
+        self.entries.push(Entry {
+            prefix,
+            rowid,
+            at: at as u64,
+        });
+        self.stats.rows += 1;
+        if self.bytes() >= self.space.buffer_limit && self.entries.len() > 1 {
+            self.spill(order, backward);
+        }
+    }
+
+    /// Sorts the buffer's rows and writes them to a new run in the scratch directory.
+    fn spill(&mut self, order: &[SortKey], backward: bool) {
+        self.stats.buffer_bytes = self.stats.buffer_bytes.max(self.bytes() as u64);
+        self.sort(order, backward);
+        if self.failed.is_none() {
+            let written = write_run(&self.space.dir, self.entries.len() as u64, |out| {
+                for e in &self.entries {
+                    write_entry(out, e, &self.arena)?;
+                }
+                Ok(())
+            });
+            match written {
+                Ok((file, bytes)) => {
+                    self.spills.push(file);
+                    self.stats.spilled_runs += 1;
+                    self.stats.spilled_bytes += bytes;
+                }
+                Err(e) => self.failed = Some(self.spill_error("writing a sorted run", &e)),
+            }
+        }
+        self.arena.clear();
+        self.entries.clear();
+        self.sorted = false;
+    }
+
+    fn spill_error(&self, doing: &str, e: &io::Error) -> SpillError {
+        SpillError {
+            dir: self.space.dir.clone(),
+            what: format!("{doing}: {e}"),
+        }
+    }
+
+    fn sort(&mut self, order: &[SortKey], backward: bool) {
+        let arena = &self.arena;
+        let record = |e: &Entry| {
+            let at = e.at as usize;
+            let len = u32::from_le_bytes(arena[at..at + 4].try_into().expect("4 bytes")) as usize;
+            &arena[at + 4..at + 4 + len]
+        };
+        self.entries.sort_unstable_by(|a, b| {
+            compare_rows(
+                order,
+                backward,
+                (a.prefix, a.rowid, record(a)),
+                (b.prefix, b.rowid, record(b)),
+            )
+        });
+        self.sorted = true;
+    }
+
+    /// Ends the scan: sorts the rows in memory, keeps them there if the finished runs of
+    /// all executors fit the budget's half for them (else writes them out too), and merges
+    /// the executor's files into at most [`MAX_RUNS`].
+    pub fn finish(&mut self, order: &[SortKey], backward: bool) {
+        self.stats.buffer_bytes = self.stats.buffer_bytes.max(self.bytes() as u64);
+        let bytes = (self.arena.len() + self.entries.len() * ENTRY_BYTES) as u64;
+        let held = self.space.held.fetch_add(bytes, Atomic::Relaxed) + bytes;
+        if held > self.space.held_limit && !self.entries.is_empty() {
+            self.space.held.fetch_sub(bytes, Atomic::Relaxed);
+            self.spill(order, backward);
+        } else {
+            self.held = bytes;
+            self.sort(order, backward);
+            self.lay_out_sorted();
+        }
+        self.arena.shrink_to_fit();
+        self.entries.shrink_to_fit();
+        while self.spills.len() > MAX_RUNS && self.failed.is_none() {
+            // Merge the oldest MAX_RUNS files into one (runs of one scan: no file order).
+            let group: Vec<SpillFile> = self.spills.drain(..MAX_RUNS).collect();
+            let rows = group.iter().map(|s| s.rows).sum();
+            let merged = SortedMerge::of_files(order, backward, group).and_then(|mut merge| {
+                write_run(&self.space.dir, rows, |out| {
+                    while let Some(head) = merge.next_head()? {
+                        write_head(out, head)?;
+                    }
+                    Ok(())
+                })
+            });
+            match merged {
+                Ok((file, bytes)) => {
+                    self.spills.push(file);
+                    self.stats.spilled_runs += 1;
+                    self.stats.spilled_bytes += bytes;
+                }
+                Err(e) => self.failed = Some(self.spill_error("merging sorted runs", &e)),
+            }
+        }
+    }
+
+    /// Copies the sorted rows' records into a new arena in their order: the coordinator's
+    /// merge then reads each run front to back instead of jumping around in memory (the
+    /// random reads happen here, on every executor at once, rather than on the one thread
+    /// that merges).
+    fn lay_out_sorted(&mut self) {
+        let mut arena = Vec::with_capacity(self.arena.len());
+        for e in &mut self.entries {
+            let at = e.at as usize;
+            let len = u32::from_le_bytes(self.arena[at..at + 4].try_into().expect("4 bytes"));
+            e.at = arena.len() as u64;
+            arena.extend_from_slice(&self.arena[at..at + 4 + len as usize]);
+        }
+        self.arena = arena;
+    }
+
+    /// The first failure to write or read a run.
+    pub fn failed(&self) -> Option<&SpillError> {
+        self.failed.as_ref()
+    }
+
+    /// What this buffer's sort did.
+    pub fn stats(&self) -> SortStats {
+        self.stats
+    }
+}
+
+fn write_entry(out: &mut impl Write, e: &Entry, arena: &[u8]) -> io::Result<()> {
+    let at = e.at as usize;
+    let len = u32::from_le_bytes(arena[at..at + 4].try_into().expect("4 bytes")) as usize;
+    out.write_all(&e.prefix.to_le_bytes())?;
+    out.write_all(&e.rowid.to_le_bytes())?;
+    out.write_all(&arena[at..at + 4 + len])
+}
+
+fn write_head(out: &mut impl Write, h: Head<'_>) -> io::Result<()> {
+    out.write_all(&h.prefix.to_le_bytes())?;
+    out.write_all(&h.rowid.to_le_bytes())?;
+    out.write_all(&(h.record.len() as u32).to_le_bytes())?;
+    out.write_all(h.record)
+}
+
+/// Writes a run of `rows` rows with `write` to a new file in `dir`; returns it and its size.
+fn write_run(
+    dir: &Path,
+    rows: u64,
+    write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+) -> io::Result<(SpillFile, u64)> {
+    let file = tempfile::Builder::new()
+        .prefix("corescan-sort-")
+        .tempfile_in(dir)?;
+    {
+        let mut out = BufWriter::with_capacity(READ_BUFFER, file.as_file());
+        write(&mut out)?;
+        out.flush()?;
+    }
+    let bytes = file.as_file().metadata()?.len();
+    Ok((
+        SpillFile {
+            path: Arc::new(file.into_temp_path()),
+            rows,
+        },
+        bytes,
+    ))
+}
+
+/// A row at the head of a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Head<'a> {
+    /// Its first key's prefix.
+    prefix: u64,
+    /// Its rowid.
+    rowid: i64,
+    /// Its record: the `ORDER BY` values, then the output values.
+    pub record: &'a [u8],
+}
+
+/// One run being merged.
+enum Cursor {
+    /// A run in memory: a finished buffer and the next entry.
+    Memory { buffer: SortBuffer, next: usize },
+    /// A run in a file, and its current row (prefix, rowid, record).
+    File {
+        reader: BufReader<File>,
+        left: u64,
+        prefix: u64,
+        rowid: i64,
+        record: Vec<u8>,
+        _path: Arc<tempfile::TempPath>,
+    },
+}
+
+impl Cursor {
+    fn open(s: SpillFile) -> io::Result<Cursor> {
+        let reader = BufReader::with_capacity(READ_BUFFER, File::open(&*s.path)?);
+        let mut c = Cursor::File {
+            reader,
+            left: s.rows,
+            prefix: 0,
+            rowid: 0,
+            record: Vec::new(),
+            _path: s.path,
+        };
+        c.read_next()?;
+        Ok(c)
+    }
+
+    /// Reads a file run's next row (its count says when it ends).
+    fn read_next(&mut self) -> io::Result<()> {
+        if let Cursor::File {
+            reader,
+            left,
+            prefix,
+            rowid,
+            record,
+            ..
+        } = self
+        {
+            if *left == 0 {
+                return Ok(());
+            }
+            let mut word = [0u8; 8];
+            reader.read_exact(&mut word)?;
+            *prefix = u64::from_le_bytes(word);
+            reader.read_exact(&mut word)?;
+            *rowid = i64::from_le_bytes(word);
+            let mut len = [0u8; 4];
+            reader.read_exact(&mut len)?;
+            record.resize(u32::from_le_bytes(len) as usize, 0);
+            reader.read_exact(record)?;
+        }
+        Ok(())
+    }
+
+    fn head(&self) -> Option<Head<'_>> {
+        match self {
+            Cursor::Memory { buffer, next } => buffer.entries.get(*next).map(|e| {
+                let at = e.at as usize;
+                let len = u32::from_le_bytes(buffer.arena[at..at + 4].try_into().expect("4 bytes"))
+                    as usize;
+                Head {
+                    prefix: e.prefix,
+                    rowid: e.rowid,
+                    record: &buffer.arena[at + 4..at + 4 + len],
+                }
+            }),
+            Cursor::File {
+                left,
+                prefix,
+                rowid,
+                record,
+                ..
+            } => (*left > 0).then_some(Head {
+                prefix: *prefix,
+                rowid: *rowid,
+                record,
+            }),
+        }
+    }
+
+    fn advance(&mut self) -> io::Result<()> {
+        match self {
+            Cursor::Memory { next, .. } => {
+                *next += 1;
+                Ok(())
+            }
+            Cursor::File { left, .. } => {
+                *left -= 1;
+                self.read_next()
+            }
+        }
+    }
+}
+
+/// The k-way merge of sorted runs into the result's order: by the keys, then by the rank of
+/// the run's file (several files are one table, file by file), then in scan order.
+pub struct SortedMerge<'p> {
+    order: &'p [SortKey],
+    backward: bool,
+    cursors: Vec<Cursor>,
+    /// Each cursor's file rank.
+    ranks: Vec<usize>,
+    /// A binary heap of the cursors with rows, the least first.
+    heap: Vec<usize>,
+    /// The cursor whose head was handed out last (advanced at the next call).
+    pending: Option<usize>,
+    /// The scratch directory (for errors).
+    dir: PathBuf,
+    stats: SortStats,
+}
+
+impl<'p> SortedMerge<'p> {
+    /// A merge of the finished buffers `runs`, each with the rank of its file, for a query
+    /// ordered by `order` (`backward`: the scan's order is descending rowids). A buffer that
+    /// failed to spill is the merge's error.
+    pub fn new(
+        order: &'p [SortKey],
+        backward: bool,
+        runs: Vec<(usize, SortBuffer)>,
+    ) -> Result<Self, SpillError> {
+        let mut cursors = Vec::new();
+        let mut ranks = Vec::new();
+        let mut stats = SortStats::default();
+        let mut dir = std::env::temp_dir();
+        for (rank, mut buffer) in runs {
+            if let Some(e) = buffer.failed.take() {
+                return Err(e);
+            }
+            stats.add(&buffer.stats);
+            dir.clone_from(&buffer.space.dir);
+            for s in std::mem::take(&mut buffer.spills) {
+                let c = Cursor::open(s).map_err(|e| SpillError {
+                    dir: buffer.space.dir.clone(),
+                    what: format!("reading a sorted run: {e}"),
+                })?;
+                cursors.push(c);
+                ranks.push(rank);
+            }
+            debug_assert!(buffer.sorted || buffer.entries.is_empty());
+            cursors.push(Cursor::Memory { buffer, next: 0 });
+            ranks.push(rank);
+        }
+        Ok(Self::start(order, backward, cursors, ranks, dir, stats))
+    }
+
+    fn of_files(order: &'p [SortKey], backward: bool, files: Vec<SpillFile>) -> io::Result<Self> {
+        let ranks = vec![0; files.len()];
+        let cursors = files
+            .into_iter()
+            .map(Cursor::open)
+            .collect::<io::Result<_>>()?;
+        Ok(Self::start(
+            order,
+            backward,
+            cursors,
+            ranks,
+            PathBuf::new(),
+            SortStats::default(),
+        ))
+    }
+
+    fn start(
+        order: &'p [SortKey],
+        backward: bool,
+        cursors: Vec<Cursor>,
+        ranks: Vec<usize>,
+        dir: PathBuf,
+        stats: SortStats,
+    ) -> Self {
+        let mut m = SortedMerge {
+            order,
+            backward,
+            heap: (0..cursors.len())
+                .filter(|&i| cursors[i].head().is_some())
+                .collect(),
+            cursors,
+            ranks,
+            pending: None,
+            dir,
+            stats,
+        };
+        for i in (0..m.heap.len() / 2).rev() {
+            m.sift_down(i);
+        }
+        m
+    }
+
+    /// What the sorts did (the executors' figures).
+    pub fn stats(&self) -> SortStats {
+        self.stats
+    }
+
+    fn less(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (
+            self.cursors[a].head().expect("heap cursors have rows"),
+            self.cursors[b].head().expect("heap cursors have rows"),
+        );
+        x.prefix
+            .cmp(&y.prefix)
+            .then_with(|| compare_records(self.order, x.record, y.record))
+            .then_with(|| self.ranks[a].cmp(&self.ranks[b]))
+            .then_with(|| scan_order(self.backward, x.rowid, y.rowid))
+            == Ordering::Less
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut least = i;
+            if l < n && self.less(self.heap[l], self.heap[least]) {
+                least = l;
+            }
+            if r < n && self.less(self.heap[r], self.heap[least]) {
+                least = r;
+            }
+            if least == i {
+                return;
+            }
+            self.heap.swap(i, least);
+            i = least;
+        }
+    }
+
+    /// The next row in the result's order, or `None` after the last.
+    fn next_head(&mut self) -> io::Result<Option<Head<'_>>> {
+        if let Some(c) = self.pending.take() {
+            self.cursors[c].advance()?;
+            if self.cursors[c].head().is_none() {
+                let last = self.heap.pop().expect("the pending cursor is in the heap");
+                if !self.heap.is_empty() {
+                    self.heap[0] = last;
+                }
+            }
+            self.sift_down(0);
+        }
+        let Some(&top) = self.heap.first() else {
+            return Ok(None);
+        };
+        self.pending = Some(top);
+        Ok(self.cursors[top].head())
+    }
+
+    /// The next row's record ([`record_outputs`] reads its values), or `None` after the last.
+    pub fn next_record(&mut self) -> Result<Option<&[u8]>, SpillError> {
+        let dir = self.dir.clone();
+        match self.next_head() {
+            Ok(h) => Ok(h.map(|h| h.record)),
+            Err(e) => Err(SpillError {
+                dir,
+                what: format!("reading a sorted run: {e}"),
+            }),
+        }
+    }
+}
+
+/// Runs `next` over a one-scan merge helper: the key comparison of two full rows (for tests
+/// of the prefix's consistency).
+#[cfg(test)]
+fn compare_full(order: &[SortKey], a: &[ValueRef<'_>], b: &[ValueRef<'_>]) -> Ordering {
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    a.iter().for_each(|&v| put(&mut x, v));
+    b.iter().for_each(|&v| put(&mut y, v));
+    let p = |v: &[ValueRef<'_>]| prefix(&order[0], v[0]);
+    compare_rows(order, false, (p(a), 0, &x), (p(b), 0, &y))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::ir::Expr;
+
+    fn key(descending: bool, nulls_first: bool, collation: Collation) -> SortKey {
+        SortKey {
+            expr: Expr::Column(0),
+            descending,
+            nulls_first,
+            collation,
+        }
+    }
+
+    fn values() -> Vec<Value> {
+        let mut v = vec![
+            Value::Null,
+            Value::Integer(i64::MIN),
+            Value::Integer(i64::MAX),
+            Value::Integer(9_007_199_254_740_993),
+            Value::Real(9_007_199_254_740_992.0),
+            Value::Integer(-1),
+            Value::Integer(0),
+            Value::Real(-0.0),
+            Value::Real(0.5),
+            Value::Real(-1e300),
+            Value::Real(1e300),
+            Value::Real(f64::INFINITY),
+            Value::Real(f64::NEG_INFINITY),
+            Value::Integer(1),
+            Value::Real(1.0),
+        ];
+        for t in [
+            "", "a", "A", "a ", "ab", "abcdefg", "abcdefgh", "ABCDEFGZ", "a\0b", "a\0", "Z", "é",
+        ] {
+            v.push(Value::Text(t.as_bytes().to_vec()));
+        }
+        for b in [&b""[..], b"\0", b"\0\0\0\0\0\0\0\0", b"abc", b"\xff"] {
+            v.push(Value::Blob(b.to_vec()));
+        }
+        v
+    }
+
+    #[test]
+    fn a_prefix_never_contradicts_the_full_order() {
+        let vs = values();
+        for descending in [false, true] {
+            for nulls_first in [false, true] {
+                for collation in [Collation::Binary, Collation::NoCase, Collation::RTrim] {
+                    let k = key(descending, nulls_first, collation);
+                    for a in &vs {
+                        for b in &vs {
+                            let full = compare_key_refs(&k, a.as_ref(), b.as_ref());
+                            let (pa, pb) = (prefix(&k, a.as_ref()), prefix(&k, b.as_ref()));
+                            if pa != pb {
+                                assert_eq!(pa.cmp(&pb), full, "{a:?} {b:?} under {k:?}");
+                            }
+                            let order = std::slice::from_ref(&k);
+                            assert_eq!(
+                                compare_full(order, &[a.as_ref()], &[b.as_ref()]),
+                                full,
+                                "{a:?} {b:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn records_keep_their_values() {
+        let vs = values();
+        let mut rec = Vec::new();
+        for v in &vs {
+            put(&mut rec, v.as_ref());
+        }
+        let back = record_values(&rec, 3);
+        assert_eq!(back, vs[3..]);
+    }
+
+    /// Rows spilled by a tiny budget come back from the merge in the same order as sorted
+    /// in memory, ties in rowid order.
+    #[test]
+    fn spilled_runs_merge_into_the_in_memory_order() {
+        let k = key(false, true, Collation::NoCase);
+        let order = std::slice::from_ref(&k);
+        let texts = ["b", "A", "a", "B", "c", "", "aa"];
+        let rows: Vec<(i64, Value)> = (0..40_000)
+            .map(|i| {
+                let t = texts[(i * 7 + i / 3) as usize % texts.len()];
+                (i, Value::Text(t.repeat((i % 5) as usize + 1).into_bytes()))
+            })
+            .collect();
+        let run = |space: SortSpace| -> (Vec<(i64, Value)>, SortStats) {
+            let mut b = SortBuffer::new(space);
+            for (rowid, v) in &rows {
+                b.push(
+                    order,
+                    false,
+                    &[v.as_ref()],
+                    *rowid,
+                    &[ValueRef::Integer(*rowid), v.as_ref()],
+                );
+            }
+            b.finish(order, false);
+            let mut m = SortedMerge::new(order, false, vec![(0, b)]).unwrap();
+            let mut out = Vec::new();
+            while let Some(r) = m.next_record().unwrap() {
+                let vals = record_values(r, 1);
+                let Value::Integer(id) = vals[0] else {
+                    panic!()
+                };
+                out.push((id, vals[1].clone()));
+            }
+            (out, m.stats())
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (memory, stats) = run(SortSpace::unbounded());
+        assert_eq!(stats.spilled_runs, 0);
+        let (spilled, stats) = run(SortSpace::new(0, 1, dir.path().to_path_buf()));
+        assert!(stats.spilled_runs > MAX_RUNS as u64, "{stats:?}");
+        assert_eq!(memory.len(), rows.len());
+        assert_eq!(spilled, memory);
+        let mut expected = rows.clone();
+        expected
+            .sort_by(|a, b| compare_key_refs(&k, a.1.as_ref(), b.1.as_ref()).then(a.0.cmp(&b.0)));
+        assert_eq!(memory, expected);
+        // Every run file is gone with the merge.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
