@@ -34,8 +34,22 @@ pub struct QueryArgs {
     skip_missing: bool,
     #[command(flatten)]
     scan: ScanArgs,
+    /// Memory a full sort (ORDER BY without LIMIT) may hold, all executors together, e.g.
+    /// 256M or 2G (K, M, G, T are powers of 1024); beyond it sorted runs are written to the
+    /// scratch directory ($TMPDIR, else /tmp) and merged [default: a quarter of the machine's
+    /// memory].
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    memory: Option<u64>,
     #[command(flatten)]
     output: OutputArgs,
+}
+
+/// A `--memory` size: bytes with an optional binary unit (`256M`, `2G`, `1.5G`).
+fn parse_memory(s: &str) -> Result<u64, String> {
+    parse_size::Config::new()
+        .with_binary()
+        .parse_size(s)
+        .map_err(|e| format!("{e}: expected a size such as 256M or 2G"))
 }
 
 /// Runs `corescan query`.
@@ -55,11 +69,12 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     }
     let db = files.into_iter().next().context("no database file")?;
     let planned = plan_statement(&db, sql, &args.scan)?;
-    let (executors, settings) = scan_setup_for_leaves(
+    let (executors, mut settings) = scan_setup_for_leaves(
         &args.scan,
         planned.table.header.page_size,
         planned.table.listed_leaves(),
     )?;
+    settings.memory = args.memory;
     // The first plan is the first attempt; a database read without SQLite's locks that changed
     // meanwhile is planned and scanned again (engine::consistent), as for q6: the statement
     // in full when its plan holds its subqueries' results. An error finishing the result
@@ -239,7 +254,8 @@ fn run_files(args: &QueryArgs, sql: &str, files: Vec<PathBuf>) -> anyhow::Result
         MissingTable::Fail
     };
     let planned = corescan_sql::plan_query_files(&files, sql, args.skip_missing)?;
-    let (executors, settings) = scan_setup(&args.scan, planned.table.header.page_size)?;
+    let (executors, mut settings) = scan_setup(&args.scan, planned.table.header.page_size)?;
+    settings.memory = args.memory;
     let names = planned.query.names.clone();
     let mut writer = RowWriter::new(args.output.format, names.clone(), result_stdout());
     // The executors format the rows in parallel (but for the box table, which is drawn

@@ -38,19 +38,6 @@ pub struct ScanArgs {
     /// Merge adjacent pages into reads of up to K KiB (0 = one read per page) [default: 128].
     #[arg(long, value_name = "K")]
     coalesce_kib: Option<u32>,
-    /// Memory a query's full sort (ORDER BY without LIMIT) may hold, all executors together,
-    /// e.g. 256M or 2G (K, M, G, T are powers of 1024); beyond it sorted runs are written to
-    /// the scratch directory ($TMPDIR, else /tmp) and merged [default: a quarter of the
-    /// machine's memory].
-    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
-    memory: Option<u64>,
-}
-
-/// A `--memory` size: a number of bytes with an optional binary unit (`256M`, `2G`, `1.5G`).
-fn parse_memory(s: &str) -> Result<u64, String> {
-    let cfg = parse_size::Config::new().with_binary();
-    cfg.parse_size(s)
-        .map_err(|e| format!("{e}: expected a size such as 256M or 2G"))
 }
 
 impl ScanArgs {
@@ -71,7 +58,7 @@ impl ScanArgs {
             readahead: self.readahead,
             coalesce_kib: self.coalesce_kib,
             faults: None,
-            memory: self.memory,
+            memory: None,
         }
     }
 }

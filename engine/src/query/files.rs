@@ -71,6 +71,60 @@ pub fn run_query_files(
     executors: &[ExecutorSpec],
     missing: MissingTable,
 ) -> Result<FilesOutput, QueryError> {
+    let scanned = scan_query_files(paths, base, query, settings, executors, missing)?;
+    let ScannedFiles {
+        query,
+        paths,
+        partials,
+        files,
+        units,
+        executor_of,
+        report,
+    } = scanned;
+    let rows = merge_files(&query, partials, Some(&files)).map_err(|e| match e {
+        MergeError::Eval(e) => QueryError::Eval(e),
+        MergeError::Spill(e) => QueryError::Spill(e),
+        MergeError::Row { range, failure } => {
+            let unit = units[range];
+            let cpu = executors[executor_of[unit]].cpu;
+            QueryError::Scan(failure.into_error(cpu, &paths[files[range]]))
+        }
+    })?;
+    Ok(FilesOutput {
+        names: query.names.clone(),
+        rows,
+        report,
+    })
+}
+
+/// A collected query's scan of several files, before the merge.
+pub(super) struct ScannedFiles {
+    /// The plan, its constant terms tested.
+    pub query: Arc<QueryPlan>,
+    /// The files, in the listed order.
+    pub paths: Arc<Vec<PathBuf>>,
+    /// The partials of the units that were read, in file order.
+    pub partials: Vec<Partial>,
+    /// Each partial's file (an index into `paths`).
+    pub files: Vec<usize>,
+    /// Each partial's unit.
+    pub units: Vec<usize>,
+    /// Each unit's executor.
+    pub executor_of: Vec<usize>,
+    /// The scan's report.
+    pub report: RunReport,
+}
+
+/// [`run_query_files`]'s scan: the partials, not merged (the statement's time is left set
+/// for the merge).
+pub(super) fn scan_query_files(
+    paths: Vec<PathBuf>,
+    base: &TablePlan,
+    query: QueryPlan,
+    settings: &ScanSettings,
+    executors: &[ExecutorSpec],
+    missing: MissingTable,
+) -> Result<ScannedFiles, QueryError> {
     let mut query = query;
     let now = dates::statement_time();
     test_constant_terms(&mut query, now)?;
@@ -97,18 +151,13 @@ pub fn run_query_files(
     dates::set_statement_time(now);
     let (units, partials) = in_file_order(scan.partials, &scan.file_of, &paths)?;
     let files: Vec<usize> = units.iter().map(|&u| scan.file_of[u]).collect();
-    let rows = merge_files(&query, partials, Some(&files)).map_err(|e| match e {
-        MergeError::Eval(e) => QueryError::Eval(e),
-        MergeError::Spill(e) => QueryError::Spill(e),
-        MergeError::Row { range, failure } => {
-            let unit = units[range];
-            let cpu = executors[scan.executor_of[unit]].cpu;
-            QueryError::Scan(failure.into_error(cpu, &paths[scan.file_of[unit]]))
-        }
-    })?;
-    Ok(FilesOutput {
-        names: query.names.clone(),
-        rows,
+    Ok(ScannedFiles {
+        query,
+        paths,
+        partials,
+        files,
+        units,
+        executor_of: scan.executor_of,
         report: scan.report,
     })
 }

@@ -51,11 +51,12 @@ use crate::value::{Value, ValueRef};
 
 use super::dates;
 use super::error::QueryError;
+use super::files::scan_query_files;
 use super::files::{run_query_files, MissingTable, QueryFiles, UnitStreams};
 use super::ir::{QueryPlan, Shape};
 use super::kernel::QueryKernel;
 use super::marks::sorts_fully;
-use super::merge::sorted_merge;
+use super::merge::{sorted_merge, MergeError};
 use super::row_stream::{Renderer, RowFailure, RowStream, StreamMsg, CHANNEL_CHUNKS};
 pub use super::row_stream::{RowRender, CHUNK_BYTES, CHUNK_ROWS};
 use super::run::{run_query_until, scan_query, test_constant_terms, Scanned};
@@ -406,6 +407,37 @@ pub fn run_query_files_streaming(
     render: Option<Arc<dyn RowRender>>,
     on_row: &mut dyn FnMut(FileRow<'_>) -> std::io::Result<()>,
 ) -> Result<StreamedQuery, QueryError> {
+    if sorts_fully(&query) {
+        // A full sort: the units' sorted runs are merged here as the rows are written, file
+        // by file where keys tie.
+        let scanned = scan_query_files(paths, base, query, settings, executors, missing)?;
+        let merge =
+            sorted_merge(&scanned.query, scanned.partials, Some(&scanned.files)).map_err(|e| {
+                match e {
+                    MergeError::Spill(e) => QueryError::Spill(e),
+                    other => unreachable!("a full sort's merge only reads its runs: {other:?}"),
+                }
+            })?;
+        let render = render.map(Renderer);
+        let (rows, sort) = write_sorted(
+            &scanned.query,
+            merge,
+            render.as_ref(),
+            &mut |row| match row {
+                ResultRow::Values(v) => on_row(FileRow::Values(v)),
+                ResultRow::Rendered(b) => on_row(FileRow::Rendered(b)),
+            },
+        )?;
+        return Ok(StreamedQuery {
+            names: scanned.query.names.clone(),
+            rows,
+            streamed: false,
+            waited_s: Vec::new(),
+            segments: 0,
+            sort: Some(sort),
+            report: scanned.report,
+        });
+    }
     if !streams(&query) {
         let mut out = run_query_files(paths, base, query, settings, executors, missing)?;
         let rows = out.rows.len() as u64;
@@ -563,50 +595,73 @@ fn write_sorted(
         }
         return Ok((rows, merge.stats()));
     };
+    // The merge fills chunks of records here while render threads turn the chunks before
+    // into bytes; this thread writes them in order. A chunk's buffers come back with its
+    // bytes and are reused (fresh buffers would be fresh pages, zeroed by the kernel).
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // Each thread's chunk of records and its rendered bytes, reused wave after wave (fresh
-    // buffers would be fresh pages, zeroed by the kernel, for every wave).
+    type Reply = crossbeam_channel::Sender<(RenderedRows, RenderedRows)>;
+    let (work, jobs) = crossbeam_channel::bounded::<(RenderedRows, RenderedRows, Reply)>(threads);
     let empty = || RenderedRows {
         bytes: Vec::new(),
         ends: Vec::new(),
     };
-    let mut chunks: Vec<RenderedRows> = (0..threads).map(|_| empty()).collect();
-    let mut outs: Vec<RenderedRows> = (0..threads).map(|_| empty()).collect();
-    let mut done = false;
-    while !done {
-        let mut used = 0;
-        for chunk in &mut chunks {
-            chunk.bytes.clear();
-            chunk.ends.clear();
-            while chunk.ends.len() < RENDER_WAVE_ROWS {
-                let Some(record) = merge.next_record()? else {
-                    done = true;
-                    break;
-                };
-                chunk.bytes.extend_from_slice(record);
-                chunk.ends.push(chunk.bytes.len());
-            }
-            if !chunk.ends.is_empty() {
-                used += 1;
-            }
-            if done {
-                break;
-            }
+    let mut write = |out: &RenderedRows, rows: &mut u64| -> Result<(), QueryError> {
+        let mut from = 0;
+        for &to in &out.ends {
+            on_row(ResultRow::Rendered(&out.bytes[from..to])).map_err(QueryError::Output)?;
+            from = to;
+            *rows += 1;
         }
-        std::thread::scope(|scope| {
-            for (chunk, out) in chunks.iter().zip(&mut outs).take(used) {
-                scope.spawn(move || render_records(chunk, keys, render, out));
-            }
-        });
-        for RenderedRows { bytes, ends } in &outs[..used] {
-            let mut from = 0;
-            for &to in ends {
-                on_row(ResultRow::Rendered(&bytes[from..to])).map_err(QueryError::Output)?;
-                from = to;
-                rows += 1;
-            }
+        Ok(())
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let jobs = jobs.clone();
+            scope.spawn(move || {
+                for (chunk, mut out, reply) in jobs {
+                    render_records(&chunk, keys, render, &mut out);
+                    // The writer may have failed and gone: nothing to do then.
+                    let _ = reply.send((chunk, out));
+                }
+            });
         }
-    }
+        drop(jobs);
+        let mut pending = std::collections::VecDeque::new();
+        let mut spare: Vec<(RenderedRows, RenderedRows)> = Vec::new();
+        let written = (|| -> Result<(), QueryError> {
+            loop {
+                let (mut chunk, out) = spare.pop().unwrap_or_else(|| (empty(), empty()));
+                chunk.bytes.clear();
+                chunk.ends.clear();
+                while chunk.ends.len() < RENDER_WAVE_ROWS {
+                    let Some(record) = merge.next_record()? else {
+                        break;
+                    };
+                    chunk.bytes.extend_from_slice(record);
+                    chunk.ends.push(chunk.bytes.len());
+                }
+                let last = chunk.ends.len() < RENDER_WAVE_ROWS;
+                if !chunk.ends.is_empty() {
+                    let (reply, rendered) = crossbeam_channel::bounded(1);
+                    work.send((chunk, out, reply))
+                        .expect("render threads run until the work channel closes");
+                    pending.push_back(rendered);
+                }
+                while pending.len() > 2 * threads || (last && !pending.is_empty()) {
+                    let front = pending.pop_front().expect("pending is not empty");
+                    let (chunk, out) = front.recv().expect("a render thread replies");
+                    write(&out, &mut rows)?;
+                    spare.push((chunk, out));
+                }
+                if last {
+                    return Ok(());
+                }
+            }
+        })();
+        // The render threads end once the work channel is closed.
+        drop(work);
+        written
+    })?;
     Ok((rows, merge.stats()))
 }
 

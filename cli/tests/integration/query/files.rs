@@ -105,9 +105,21 @@ fn sqlite_union_with(paths: &[PathBuf], sql: &str, file: bool) -> Answer {
 }
 
 fn corescan_files(paths: &[PathBuf], sql: &str, cores: usize, io: IoChoice) -> Answer {
+    corescan_files_in(paths, sql, cores, io, None)
+}
+
+/// [`corescan_files`] with a full sort's memory budget (`Some(1)`: every unit spills).
+fn corescan_files_in(
+    paths: &[PathBuf],
+    sql: &str,
+    cores: usize,
+    io: IoChoice,
+    memory: Option<u64>,
+) -> Answer {
     let planned = corescan_sql::plan_query_files(paths, sql, false).map_err(|e| e.to_string())?;
     let settings = ScanSettings {
         io,
+        memory,
         ..ScanSettings::defaults(planned.table.header.page_size)
     };
     let out = run_query_files(
@@ -128,9 +140,21 @@ fn corescan_files(paths: &[PathBuf], sql: &str, cores: usize, io: IoChoice) -> A
 /// [`corescan_files`] through the streaming entry point (file by file, channels drained in
 /// the listed order, for a plain projection; the others collected).
 fn corescan_streamed(paths: &[PathBuf], sql: &str, cores: usize, io: IoChoice) -> Answer {
+    corescan_streamed_in(paths, sql, cores, io, None)
+}
+
+/// [`corescan_streamed`] with a full sort's memory budget.
+fn corescan_streamed_in(
+    paths: &[PathBuf],
+    sql: &str,
+    cores: usize,
+    io: IoChoice,
+    memory: Option<u64>,
+) -> Answer {
     let planned = corescan_sql::plan_query_files(paths, sql, false).map_err(|e| e.to_string())?;
     let settings = ScanSettings {
         io,
+        memory,
         ..ScanSettings::defaults(planned.table.header.page_size)
     };
     let mut rows = Vec::new();
@@ -176,6 +200,9 @@ fn a_table_over_several_files_answers_as_sqlite_over_their_union() {
         "SELECT id, v FROM ev ORDER BY id LIMIT 4 OFFSET 3",
         "SELECT dev, n FROM ev ORDER BY n DESC, dev LIMIT 12",
         "SELECT extra, id FROM ev WHERE extra IS NOT NULL ORDER BY extra LIMIT 6",
+        // Full sorts: the units' sorted runs merged, ties by file, then rowid.
+        "SELECT dev, n, id FROM ev ORDER BY n DESC, dev",
+        "SELECT extra, id, v FROM ev ORDER BY extra",
     ];
     let backends = [
         IoChoice::Fixed(IoBackend::Pread),
@@ -345,6 +372,8 @@ fn ties_between_files_go_to_the_earlier_file_as_in_sqlites_union() {
         "SELECT typeof(sum(DISTINCT a)), total(DISTINCT a) FROM k",
         "SELECT a, b FROM k ORDER BY a LIMIT 4",
         "SELECT a, b FROM k ORDER BY b COLLATE NOCASE, a LIMIT 5 OFFSET 1",
+        "SELECT a, b FROM k ORDER BY a",
+        "SELECT a, b FROM k ORDER BY b COLLATE NOCASE DESC",
         "SELECT group_concat(a), group_concat(b, '') FROM k",
         "SELECT b COLLATE NOCASE, group_concat(a, ';') FROM k GROUP BY 1",
         "SELECT DISTINCT a FROM k",
@@ -475,13 +504,18 @@ fn a_large_file_among_small_ones_is_split_among_the_executors() {
         "SELECT id, n FROM ev WHERE n = 1000",
         "SELECT id, n FROM ev LIMIT 3 OFFSET 60299",
         "SELECT id, n FROM ev ORDER BY n DESC, id LIMIT 5",
+        "SELECT dev, n, id FROM ev ORDER BY dev, n",
     ] {
         let want = sqlite_union(&paths, sql);
         for cores in [2, 3] {
             let io = IoChoice::Fixed(IoBackend::Mmap);
+            // A one-byte budget: a full sort's units spill their rows (and the large file's
+            // shares merge their many runs) before the merge across files.
             for got in [
                 corescan_files(&paths, sql, cores, io),
                 corescan_streamed(&paths, sql, cores, io),
+                corescan_files_in(&paths, sql, cores, io, Some(1)),
+                corescan_streamed_in(&paths, sql, cores, io, Some(1)),
             ] {
                 if let Some(d) = difference(&want, &got, true) {
                     panic!("{sql} ({cores} executors): {d}");
