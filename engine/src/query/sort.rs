@@ -26,7 +26,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as Atomic};
 use std::sync::Arc;
@@ -352,16 +352,17 @@ impl SortStats {
     }
 }
 
-/// A sorted run written to the scratch directory (removed when the last handle goes).
+/// A sorted run written to the scratch directory: an unnamed file (`O_TMPFILE`, or unlinked
+/// as soon as it is made), so that nothing is left behind, even by a killed process.
 #[derive(Clone)]
 struct SpillFile {
-    path: Arc<tempfile::TempPath>,
+    file: Arc<File>,
     rows: u64,
 }
 
 impl fmt::Debug for SpillFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({} rows)", self.path.display(), self.rows)
+        write!(f, "a sorted run of {} rows", self.rows)
     }
 }
 
@@ -613,18 +614,16 @@ fn write_run(
     rows: u64,
     write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
 ) -> io::Result<(SpillFile, u64)> {
-    let file = tempfile::Builder::new()
-        .prefix("corescan-sort-")
-        .tempfile_in(dir)?;
+    let file = tempfile::tempfile_in(dir)?;
     {
-        let mut out = BufWriter::with_capacity(READ_BUFFER, file.as_file());
+        let mut out = BufWriter::with_capacity(READ_BUFFER, &file);
         write(&mut out)?;
         out.flush()?;
     }
-    let bytes = file.as_file().metadata()?.len();
+    let bytes = file.metadata()?.len();
     Ok((
         SpillFile {
-            path: Arc::new(file.into_temp_path()),
+            file: Arc::new(file),
             rows,
         },
         bytes,
@@ -653,20 +652,21 @@ enum Cursor {
         prefix: u64,
         rowid: i64,
         record: Vec<u8>,
-        _path: Arc<tempfile::TempPath>,
     },
 }
 
 impl Cursor {
     fn open(s: SpillFile) -> io::Result<Cursor> {
-        let reader = BufReader::with_capacity(READ_BUFFER, File::open(&*s.path)?);
+        // A handle of its own on the run (each run has one reader), from its start.
+        let mut file = s.file.try_clone()?;
+        file.seek(SeekFrom::Start(0))?;
+        let reader = BufReader::with_capacity(READ_BUFFER, file);
         let mut c = Cursor::File {
             reader,
             left: s.rows,
             prefix: 0,
             rowid: 0,
             record: Vec::new(),
-            _path: s.path,
         };
         c.read_next()?;
         Ok(c)
@@ -1040,7 +1040,7 @@ mod tests {
         expected
             .sort_by(|a, b| compare_key_refs(&k, a.1.as_ref(), b.1.as_ref()).then(a.0.cmp(&b.0)));
         assert_eq!(memory, expected);
-        // Every run file is gone with the merge.
+        // The runs were never named in the directory.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

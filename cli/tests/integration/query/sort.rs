@@ -89,7 +89,7 @@ fn the_report_says_what_spilled_and_the_scratch_directory_is_left_empty() {
         "{spilled}"
     );
     assert_eq!(spilled["rows"], in_memory["rows"]);
-    // Every run was removed once merged.
+    // No run is left (they are unnamed files, gone with the process however it ends).
     assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
     // The human report's line.
     let out = corescan_with_env(
