@@ -20,7 +20,7 @@
 use std::cmp::Ordering;
 
 use crate::datatype3::compare_values;
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 
 use super::ir::{QueryPlan, Shape, SortKey};
 use super::row_stream::{OutRow, RowFailure};
@@ -111,24 +111,20 @@ pub(super) fn past_end(end: Option<i64>, backward: bool, rowid: i64) -> bool {
 
 /// Orders two values as one `ORDER BY` term does.
 pub fn compare_key(k: &SortKey, a: &Value, b: &Value) -> Ordering {
+    compare_key_ref(k, a.as_ref(), b.as_ref())
+}
+
+/// [`compare_key`] on borrowed values: NULLs placed by `NULLS FIRST/LAST`, then SQLite's order
+/// of values under the term's collation, reversed for `DESC`.
+pub fn compare_key_ref(k: &SortKey, a: ValueRef<'_>, b: ValueRef<'_>) -> Ordering {
     match (a.is_null(), b.is_null()) {
         (true, true) => Ordering::Equal,
-        (true, false) => {
-            if k.nulls_first {
-                Ordering::Less
-            } else {
-                Ordering::Greater
-            }
-        }
-        (false, true) => {
-            if k.nulls_first {
-                Ordering::Greater
-            } else {
-                Ordering::Less
-            }
-        }
+        (true, false) if k.nulls_first => Ordering::Less,
+        (true, false) => Ordering::Greater,
+        (false, true) if k.nulls_first => Ordering::Greater,
+        (false, true) => Ordering::Less,
         _ => {
-            let o = compare_values(a.as_ref(), b.as_ref(), k.collation);
+            let o = compare_values(a, b, k.collation);
             if k.descending {
                 o.reverse()
             } else {

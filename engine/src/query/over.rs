@@ -30,7 +30,7 @@ use super::ir::{
     AggFunc, AggSpec, ArithOp, Expr, Frame, FrameBound, FrameUnits, SortKey, WindowCall,
     WindowFunc, WindowPass, WindowStage,
 };
-use super::marks::{compare_key, compare_keys};
+use super::marks::{compare_key, compare_key_ref, compare_keys};
 
 /// Rows from which a pass's partitions are computed on several threads.
 const PARALLEL_ROWS: usize = 32 * 1024;
@@ -156,25 +156,6 @@ fn parallel_sort<T: Send + Copy>(
         runs = next;
     }
     runs.pop().unwrap_or_default()
-}
-
-/// [`compare_key`] on borrowed values.
-fn compare_key_ref(k: &SortKey, a: ValueRef<'_>, b: ValueRef<'_>) -> Ordering {
-    match (a.is_null(), b.is_null()) {
-        (true, true) => Ordering::Equal,
-        (true, false) if k.nulls_first => Ordering::Less,
-        (true, false) => Ordering::Greater,
-        (false, true) if k.nulls_first => Ordering::Greater,
-        (false, true) => Ordering::Less,
-        _ => {
-            let o = crate::datatype3::compare_values(a, b, k.collation);
-            if k.descending {
-                o.reverse()
-            } else {
-                o
-            }
-        }
-    }
 }
 
 /// The output columns of the rows in `order`, sorted by the stage's `ORDER BY`, with its

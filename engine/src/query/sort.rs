@@ -31,11 +31,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as Atomic};
 use std::sync::Arc;
 
-use crate::datatype3::{compare_values, Collation};
+use crate::datatype3::Collation;
 use crate::settings::ScanSettings;
 use crate::value::{Value, ValueRef};
 
 use super::ir::SortKey;
+use super::marks::compare_key_ref;
 
 /// At most this many spilled runs per executor reach the final merge: beyond it, the
 /// executor merges its runs into fewer files first.
@@ -209,26 +210,6 @@ pub fn record_values(record: &[u8], keys: usize) -> Vec<Value> {
     refs.into_iter().map(ValueRef::to_owned).collect()
 }
 
-/// Orders two values as one `ORDER BY` term does (NULLs placed by `NULLS FIRST/LAST`, then
-/// SQLite's order of values under the term's collation, reversed for `DESC`).
-pub fn compare_key_refs(k: &SortKey, a: ValueRef<'_>, b: ValueRef<'_>) -> Ordering {
-    match (a.is_null(), b.is_null()) {
-        (true, true) => Ordering::Equal,
-        (true, false) if k.nulls_first => Ordering::Less,
-        (true, false) => Ordering::Greater,
-        (false, true) if k.nulls_first => Ordering::Greater,
-        (false, true) => Ordering::Less,
-        _ => {
-            let o = compare_values(a, b, k.collation);
-            if k.descending {
-                o.reverse()
-            } else {
-                o
-            }
-        }
-    }
-}
-
 /// The first 7 bytes of `bytes`, big-endian in the low 56 bits (zero-padded): monotone in
 /// the bytes' `memcmp` order.
 fn head7(bytes: impl Iterator<Item = u8>) -> u64 {
@@ -301,7 +282,7 @@ fn double_bits(r: f64) -> u64 {
 fn compare_records(order: &[SortKey], mut a: &[u8], mut b: &[u8]) -> Ordering {
     for k in order {
         let (x, y) = (take(&mut a), take(&mut b));
-        let o = compare_key_refs(k, x, y);
+        let o = compare_key_ref(k, x, y);
         if o != Ordering::Equal {
             return o;
         }
@@ -488,24 +469,27 @@ impl SortBuffer {
                 }
                 Ok(())
             });
-            match written {
-                Ok((file, bytes)) => {
-                    self.spills.push(file);
-                    self.stats.spilled_runs += 1;
-                    self.stats.spilled_bytes += bytes;
-                }
-                Err(e) => self.failed = Some(self.spill_error("writing a sorted run", &e)),
-            }
+            self.add_run(written, "writing a sorted run");
         }
         self.arena.clear();
         self.entries.clear();
         self.sorted = false;
     }
 
-    fn spill_error(&self, doing: &str, e: &io::Error) -> SpillError {
-        SpillError {
-            dir: self.space.dir.clone(),
-            what: format!("{doing}: {e}"),
+    /// Keeps a run just written, or the failure of `doing` it as the buffer's error.
+    fn add_run(&mut self, written: io::Result<(SpillFile, u64)>, doing: &str) {
+        match written {
+            Ok((file, bytes)) => {
+                self.spills.push(file);
+                self.stats.spilled_runs += 1;
+                self.stats.spilled_bytes += bytes;
+            }
+            Err(e) => {
+                self.failed = Some(SpillError {
+                    dir: self.space.dir.clone(),
+                    what: format!("{doing}: {e}"),
+                })
+            }
         }
     }
 
@@ -556,14 +540,7 @@ impl SortBuffer {
                     Ok(())
                 })
             });
-            match merged {
-                Ok((file, bytes)) => {
-                    self.spills.push(file);
-                    self.stats.spilled_runs += 1;
-                    self.stats.spilled_bytes += bytes;
-                }
-                Err(e) => self.failed = Some(self.spill_error("merging sorted runs", &e)),
-            }
+            self.add_run(merged, "merging sorted runs");
         }
     }
 
@@ -964,7 +941,7 @@ mod tests {
                     let k = key(descending, nulls_first, collation);
                     for a in &vs {
                         for b in &vs {
-                            let full = compare_key_refs(&k, a.as_ref(), b.as_ref());
+                            let full = compare_key_ref(&k, a.as_ref(), b.as_ref());
                             let (pa, pb) = (prefix(&k, a.as_ref()), prefix(&k, b.as_ref()));
                             if pa != pb {
                                 assert_eq!(pa.cmp(&pb), full, "{a:?} {b:?} under {k:?}");
@@ -1038,7 +1015,7 @@ mod tests {
         assert_eq!(spilled, memory);
         let mut expected = rows.clone();
         expected
-            .sort_by(|a, b| compare_key_refs(&k, a.1.as_ref(), b.1.as_ref()).then(a.0.cmp(&b.0)));
+            .sort_by(|a, b| compare_key_ref(&k, a.1.as_ref(), b.1.as_ref()).then(a.0.cmp(&b.0)));
         assert_eq!(memory, expected);
         // The runs were never named in the directory.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
