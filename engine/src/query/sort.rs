@@ -4,11 +4,11 @@
 //! run (k-way) into a stream of rows in the result's order.
 //!
 //! - **Rows as bytes** ([`SortBuffer`]): a row is one record in an arena (its `ORDER BY`
-//!   values, then its output values, each a tag and its bytes), found through a 24-byte entry
-//!   holding the record's place, its rowid and a [`prefix`] of its first key: a `u64` such
+//!   values, then its output values, each a tag and its bytes), found through a 32-byte entry
+//!   holding the record's place, its rowid and a [`prefix`] of its first key: a `u128` such
 //!   that `prefix(a) < prefix(b)` implies `a < b` under the key's storage-class order,
 //!   collation, `DESC` and `NULLS FIRST/LAST`. Most comparisons end at the prefixes; ties
-//!   compare the encoded keys as SQLite does ([`compare_key_refs`]), then the scan order. No
+//!   compare the encoded keys as SQLite does ([`compare_key_ref`]), then the scan order. No
 //!   row is an allocation of its own.
 //! - **Bounded memory** ([`SortSpace`]): a query's budget (`--memory`) is split in two: half
 //!   for the executors' buffers while they scan (a buffer that would grow past its share is
@@ -126,7 +126,7 @@ pub fn default_budget() -> u64 {
 /// in the arena (a `u32` length, then the record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Entry {
-    prefix: u64,
+    prefix: u128,
     rowid: i64,
     at: u64,
 }
@@ -210,38 +210,38 @@ pub fn record_values(record: &[u8], keys: usize) -> Vec<Value> {
     refs.into_iter().map(ValueRef::to_owned).collect()
 }
 
-/// The first 7 bytes of `bytes`, big-endian in the low 56 bits (zero-padded): monotone in
+/// The first 15 bytes of `bytes`, big-endian in the low 120 bits (zero-padded): monotone in
 /// the bytes' `memcmp` order.
-fn head7(bytes: impl Iterator<Item = u8>) -> u64 {
-    let mut p = 0u64;
+fn head15(bytes: impl Iterator<Item = u8>) -> u128 {
+    let mut p = 0u128;
     let mut n = 0;
-    for b in bytes.take(7) {
-        p = (p << 8) | u64::from(b);
+    for b in bytes.take(15) {
+        p = (p << 8) | u128::from(b);
         n += 1;
     }
-    p << (8 * (7 - n))
+    p << (8 * (15 - n))
 }
 
 /// An order-preserving prefix of the value `v` of `ORDER BY` term `k`: the top byte is the
-/// value's place among NULLs, numbers, texts and blobs (as `k` orders them), the low 56 bits
-/// a monotone digest of the value (a number's double, truncated; a text's first bytes under
-/// its collation; a blob's first bytes), inverted for `DESC`. Equal prefixes say nothing.
-pub fn prefix(k: &SortKey, v: ValueRef<'_>) -> u64 {
-    const LOW: u64 = (1 << 56) - 1;
+/// value's place among NULLs, numbers, texts and blobs (as `k` orders them), the low 120 bits
+/// a monotone digest of the value (a number's double; a text's first 15 bytes under its
+/// collation; a blob's first 15 bytes), inverted for `DESC`. Equal prefixes say nothing.
+pub fn prefix(k: &SortKey, v: ValueRef<'_>) -> u128 {
+    const LOW: u128 = (1 << 120) - 1;
     let (class, digest) = match v {
-        ValueRef::Null => return if k.nulls_first { 0 } else { u64::MAX },
+        ValueRef::Null => return if k.nulls_first { 0 } else { u128::MAX },
         // An integer rounds to its nearest double: monotone, and never on the wrong side of
         // a real it is exactly compared with (sqlite3IntFloatCompare).
-        ValueRef::Integer(i) => (1u64, double_bits(i as f64) >> 8),
-        ValueRef::Real(r) => (1, double_bits(r) >> 8),
+        ValueRef::Integer(i) => (1u128, u128::from(double_bits(i as f64)) << 56),
+        ValueRef::Real(r) => (1, u128::from(double_bits(r)) << 56),
         ValueRef::Text(t) => (
             2,
             match k.collation {
-                Collation::Binary => head7(t.iter().copied()),
+                Collation::Binary => head15(t.iter().copied()),
                 // Folded up to the first NUL, zero after it: the key NOCASE compares by.
                 Collation::NoCase => {
                     let nul = t.iter().position(|&c| c == 0).unwrap_or(t.len());
-                    head7(t.iter().enumerate().map(|(i, c)| {
+                    head15(t.iter().enumerate().map(|(i, c)| {
                         if i < nul {
                             c.to_ascii_lowercase()
                         } else {
@@ -251,16 +251,16 @@ pub fn prefix(k: &SortKey, v: ValueRef<'_>) -> u64 {
                 }
                 Collation::RTrim => {
                     let end = t.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
-                    head7(t[..end].iter().copied())
+                    head15(t[..end].iter().copied())
                 }
             },
         ),
-        ValueRef::Blob(b) => (3, head7(b.iter().copied())),
+        ValueRef::Blob(b) => (3, head15(b.iter().copied())),
     };
     if k.descending {
-        ((4 - class) << 56) | (!digest & LOW)
+        ((4 - class) << 120) | (!digest & LOW)
     } else {
-        (class << 56) | digest
+        (class << 120) | digest
     }
 }
 
@@ -294,8 +294,8 @@ fn compare_records(order: &[SortKey], mut a: &[u8], mut b: &[u8]) -> Ordering {
 fn compare_rows(
     order: &[SortKey],
     backward: bool,
-    a: (u64, i64, &[u8]),
-    b: (u64, i64, &[u8]),
+    a: (u128, i64, &[u8]),
+    b: (u128, i64, &[u8]),
 ) -> Ordering {
     a.0.cmp(&b.0)
         .then_with(|| compare_records(order, a.2, b.2))
@@ -611,7 +611,7 @@ fn write_run(
 #[derive(Debug, Clone, Copy)]
 pub struct Head<'a> {
     /// Its first key's prefix.
-    prefix: u64,
+    prefix: u128,
     /// Its rowid.
     rowid: i64,
     /// Its record: the `ORDER BY` values, then the output values.
@@ -626,7 +626,7 @@ enum Cursor {
     File {
         reader: BufReader<File>,
         left: u64,
-        prefix: u64,
+        prefix: u128,
         rowid: i64,
         record: Vec<u8>,
     },
@@ -663,9 +663,10 @@ impl Cursor {
             if *left == 0 {
                 return Ok(());
             }
+            let mut wide = [0u8; 16];
+            reader.read_exact(&mut wide)?;
+            *prefix = u128::from_le_bytes(wide);
             let mut word = [0u8; 8];
-            reader.read_exact(&mut word)?;
-            *prefix = u64::from_le_bytes(word);
             reader.read_exact(&mut word)?;
             *rowid = i64::from_le_bytes(word);
             let mut len = [0u8; 4];
@@ -878,8 +879,8 @@ impl<'p> SortedMerge<'p> {
     }
 }
 
-/// Runs `next` over a one-scan merge helper: the key comparison of two full rows (for tests
-/// of the prefix's consistency).
+/// How two rows of keys `a` and `b` compare through their prefixes and records, as a sort
+/// compares them (for the tests of the prefix's consistency).
 #[cfg(test)]
 fn compare_full(order: &[SortKey], a: &[ValueRef<'_>], b: &[ValueRef<'_>]) -> Ordering {
     let (mut x, mut y) = (Vec::new(), Vec::new());
