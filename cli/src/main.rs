@@ -51,5 +51,25 @@ fn main() -> std::process::ExitCode {
         // can read the environment concurrently). A user's own setting is left alone.
         unsafe { std::env::set_var("HWLOC_PLUGINS_BLACKLIST", UNUSED_HWLOC_PLUGINS) };
     }
+    raise_open_files_limit();
     command::main()
+}
+
+/// Raises the soft limit of open files to the hard one: a sort's final merge holds each of
+/// its spilled runs open (up to 256), and a query over many files opens them in turn; the
+/// usual soft limit of 1,024 is a default, not a decision.
+fn raise_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            // A failure leaves the limit as it was: nothing depends on it.
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }

@@ -150,12 +150,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
             let mut json = serde_json::to_value(&out.report).context("serializing the report")?;
             json["stream_wait_s"] = serde_json::json!(waited);
             json["stream_segments"] = serde_json::json!(out.streamed.then_some(out.segments));
-            json["sort"] = serde_json::json!(out.sort.map(|s| serde_json::json!({
-                "rows": s.rows,
-                "spilled_runs": s.spilled_runs,
-                "spilled_bytes": s.spilled_bytes,
-                "buffer_bytes": s.buffer_bytes,
-            })));
+            json["sort"] = sort_json(out.sort.as_ref());
             json["sqlite_plan"] = serde_json::json!(planned
                 .index_plan
                 .as_ref()
@@ -281,16 +276,26 @@ fn run_files(args: &QueryArgs, sql: &str, files: Vec<PathBuf>) -> anyhow::Result
     finished.context("writing the result")?;
     if args.output.report {
         if args.output.json() {
-            eprintln!(
-                "{}",
-                serde_json::to_value(&out.report).context("serializing the report")?
-            );
+            let mut json = serde_json::to_value(&out.report).context("serializing the report")?;
+            json["sort"] = sort_json(out.sort.as_ref());
+            eprintln!("{json}");
         } else {
-            eprint!(
-                "{}",
-                report::human(&out.report, &format!("{rows} result rows"))
-            );
+            let mut text = report::human(&out.report, &format!("{rows} result rows"));
+            if let Some(s) = &out.sort {
+                text.push_str(&report::line("sorted", &sort_line(s)));
+            }
+            eprint!("{text}");
         }
     }
     Ok(())
+}
+
+/// The JSON report's `sort`: a full sort's figures, or null.
+fn sort_json(s: Option<&engine::query::sort::SortStats>) -> serde_json::Value {
+    serde_json::json!(s.map(|s| serde_json::json!({
+        "rows": s.rows,
+        "spilled_runs": s.spilled_runs,
+        "spilled_bytes": s.spilled_bytes,
+        "buffer_bytes": s.buffer_bytes,
+    })))
 }

@@ -39,8 +39,12 @@ use super::ir::SortKey;
 use super::marks::compare_key_ref;
 
 /// At most this many spilled runs per executor reach the final merge: beyond it, the
-/// executor merges its runs into fewer files first.
+/// executor merges its runs into fewer files first (16 at a time).
 pub const MAX_RUNS: usize = 16;
+
+/// The files all executors together hand the final merge, at most (each executor's share is
+/// at least 2): the merge holds each open, and the usual limit of open files is 1,024.
+const MERGE_FILES: usize = 256;
 
 /// Bytes of a spilled run's read buffer in a merge.
 const READ_BUFFER: usize = 256 * 1024;
@@ -63,6 +67,8 @@ pub struct SortSpace {
     held: Arc<AtomicU64>,
     /// The scratch directory spilled runs are written to.
     dir: PathBuf,
+    /// The files one executor may hand the final merge.
+    max_runs: usize,
 }
 
 impl SortSpace {
@@ -76,6 +82,7 @@ impl SortSpace {
             held_limit: half,
             held: Arc::new(AtomicU64::new(0)),
             dir,
+            max_runs: (MERGE_FILES / executors.max(1)).clamp(2, MAX_RUNS),
         }
     }
 
@@ -97,6 +104,7 @@ impl SortSpace {
             held_limit: u64::MAX,
             held: Arc::new(AtomicU64::new(0)),
             dir: std::env::temp_dir(),
+            max_runs: MAX_RUNS,
         }
     }
 
@@ -513,7 +521,8 @@ impl SortBuffer {
 
     /// Ends the scan: sorts the rows in memory, keeps them there if the finished runs of
     /// all executors fit the budget's half for them (else writes them out too), and merges
-    /// the executor's files into at most [`MAX_RUNS`].
+    /// the executor's files into at most [`MAX_RUNS`] (fewer with many executors: all of them
+    /// together hand the final merge at most 256).
     pub fn finish(&mut self, order: &[SortKey], backward: bool) {
         self.stats.buffer_bytes = self.stats.buffer_bytes.max(self.bytes() as u64);
         let bytes = (self.arena.len() + self.entries.len() * ENTRY_BYTES) as u64;
@@ -528,9 +537,13 @@ impl SortBuffer {
         }
         self.arena.shrink_to_fit();
         self.entries.shrink_to_fit();
-        while self.spills.len() > MAX_RUNS && self.failed.is_none() {
-            // Merge the oldest MAX_RUNS files into one (runs of one scan: no file order).
-            let group: Vec<SpillFile> = self.spills.drain(..MAX_RUNS).collect();
+        while self.spills.len() > self.space.max_runs && self.failed.is_none() {
+            // Merge the oldest files, up to MAX_RUNS, into one (runs of one scan: no file
+            // order).
+            let group: Vec<SpillFile> = self
+                .spills
+                .drain(..MAX_RUNS.min(self.spills.len()))
+                .collect();
             let rows = group.iter().map(|s| s.rows).sum();
             let merged = SortedMerge::of_files(order, backward, group).and_then(|mut merge| {
                 write_run(&self.space.dir, rows, |out| {
@@ -984,7 +997,7 @@ mod tests {
                 (i, Value::Text(t.repeat((i % 5) as usize + 1).into_bytes()))
             })
             .collect();
-        let run = |space: SortSpace| -> (Vec<(i64, Value)>, SortStats) {
+        let run = |space: SortSpace| -> (Vec<(i64, Value)>, SortStats, usize) {
             let mut b = SortBuffer::new(space);
             for (rowid, v) in &rows {
                 b.push(
@@ -996,6 +1009,7 @@ mod tests {
                 );
             }
             b.finish(order, false);
+            let files = b.spills.len();
             let mut m = SortedMerge::new(order, false, vec![(0, b)]).unwrap();
             let mut out = Vec::new();
             while let Some(r) = m.next_record().unwrap() {
@@ -1005,14 +1019,19 @@ mod tests {
                 };
                 out.push((id, vals[1].clone()));
             }
-            (out, m.stats())
+            (out, m.stats(), files)
         };
         let dir = tempfile::tempdir().unwrap();
-        let (memory, stats) = run(SortSpace::unbounded());
+        let (memory, stats, _) = run(SortSpace::unbounded());
         assert_eq!(stats.spilled_runs, 0);
-        let (spilled, stats) = run(SortSpace::new(0, 1, dir.path().to_path_buf()));
+        let (spilled, stats, files) = run(SortSpace::new(0, 1, dir.path().to_path_buf()));
         assert!(stats.spilled_runs > MAX_RUNS as u64, "{stats:?}");
+        assert!(files <= MAX_RUNS, "{files} files handed over");
         assert_eq!(memory.len(), rows.len());
+        assert_eq!(spilled, memory);
+        // As one of 128 executors, the buffer hands over at most 2 files (256 in all).
+        let (spilled, _, files) = run(SortSpace::new(0, 128, dir.path().to_path_buf()));
+        assert!(files <= 2, "{files} files handed over");
         assert_eq!(spilled, memory);
         let mut expected = rows.clone();
         expected
