@@ -153,7 +153,7 @@ fn merge_scan(
     }
     match &plan.shape {
         Shape::Rows { .. } if partials.iter().any(|p| matches!(p, Partial::Sorted(_))) => {
-            let mut merge = sorted_merge(plan, partials, file_of)?;
+            let mut merge = sorted_merge(plan, partials, file_of).map_err(MergeError::Spill)?;
             // A full sort has no marked rows: its failing rows failed their executors.
             let (mut out, mut skipped) = (Vec::new(), 0usize);
             while out.len() < limit {
@@ -353,7 +353,7 @@ pub fn sorted_merge<'p>(
     plan: &'p QueryPlan,
     partials: Vec<Partial>,
     file_of: Option<&[usize]>,
-) -> Result<SortedMerge<'p>, MergeError> {
+) -> Result<SortedMerge<'p>, SpillError> {
     let runs = partials
         .into_iter()
         .enumerate()
@@ -362,7 +362,7 @@ pub fn sorted_merge<'p>(
             _ => None,
         })
         .collect();
-    SortedMerge::new(&plan.order_by, plan.backward, runs).map_err(MergeError::Spill)
+    SortedMerge::new(&plan.order_by, plan.backward, runs)
 }
 
 /// Merges runs of groups, each sorted by key with no key twice (what executors hand over,

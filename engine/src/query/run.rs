@@ -124,11 +124,7 @@ pub(super) fn scan_query(
 }
 
 /// The query's error for a merge's: a marked row names its executor's CPU and the file.
-pub(super) fn merge_error(
-    e: MergeError,
-    table: &TablePlan,
-    executors: &[ExecutorSpec],
-) -> QueryError {
+fn merge_error(e: MergeError, table: &TablePlan, executors: &[ExecutorSpec]) -> QueryError {
     match e {
         MergeError::Eval(e) => QueryError::Eval(e),
         MergeError::Spill(e) => QueryError::Spill(e),

@@ -51,12 +51,11 @@ use crate::value::{Value, ValueRef};
 
 use super::dates;
 use super::error::QueryError;
-use super::files::scan_query_files;
-use super::files::{run_query_files, MissingTable, QueryFiles, UnitStreams};
+use super::files::{run_query_files, scan_query_files, MissingTable, QueryFiles, UnitStreams};
 use super::ir::{QueryPlan, Shape};
 use super::kernel::QueryKernel;
 use super::marks::sorts_fully;
-use super::merge::{sorted_merge, MergeError};
+use super::merge::sorted_merge;
 use super::row_stream::{Renderer, RowFailure, RowStream, StreamMsg, CHANNEL_CHUNKS};
 pub use super::row_stream::{RowRender, CHUNK_BYTES, CHUNK_ROWS};
 use super::run::{run_query_until, scan_query, test_constant_terms, Scanned};
@@ -189,8 +188,7 @@ fn run(
             partials,
             report,
         } = scan_query(table, query, settings, executors, abandoned)?;
-        let merge = sorted_merge(&query, partials, None)
-            .map_err(|e| super::run::merge_error(e, table, executors))?;
+        let merge = sorted_merge(&query, partials, None)?;
         let (rows, sort) = write_sorted(&query, merge, render.as_ref(), on_row)?;
         return Ok(StreamedQuery {
             names: query.names.clone(),
@@ -411,13 +409,7 @@ pub fn run_query_files_streaming(
         // A full sort: the units' sorted runs are merged here as the rows are written, file
         // by file where keys tie.
         let scanned = scan_query_files(paths, base, query, settings, executors, missing)?;
-        let merge =
-            sorted_merge(&scanned.query, scanned.partials, Some(&scanned.files)).map_err(|e| {
-                match e {
-                    MergeError::Spill(e) => QueryError::Spill(e),
-                    other => unreachable!("a full sort's merge only reads its runs: {other:?}"),
-                }
-            })?;
+        let merge = sorted_merge(&scanned.query, scanned.partials, Some(&scanned.files))?;
         let render = render.map(Renderer);
         let (rows, sort) = write_sorted(
             &scanned.query,
@@ -572,8 +564,8 @@ fn render_collected(
 }
 
 /// Hands the rows of a full sort's `merge` to `on_row` in order, after the `OFFSET`: as
-/// values, or rendered by `render` on every core in waves of [`RENDER_WAVE_ROWS`] records per
-/// thread (the merge itself runs here). Returns the rows written and the sort's figures.
+/// values, or rendered by `render` on every core in chunks of [`RENDER_WAVE_ROWS`] records
+/// while this thread merges the next. Returns the rows written and the sort's figures.
 fn write_sorted(
     plan: &QueryPlan,
     mut merge: SortedMerge<'_>,

@@ -104,6 +104,15 @@ fn sqlite_union_with(paths: &[PathBuf], sql: &str, file: bool) -> Answer {
     answer_on(&conn, sql)
 }
 
+/// The default settings for `table`'s page size, with backend `io` and a sort budget.
+fn settings_for(table: &partitioner::TablePlan, io: IoChoice, memory: Option<u64>) -> ScanSettings {
+    ScanSettings {
+        io,
+        memory,
+        ..ScanSettings::defaults(table.header.page_size)
+    }
+}
+
 fn corescan_files(paths: &[PathBuf], sql: &str, cores: usize, io: IoChoice) -> Answer {
     corescan_files_in(paths, sql, cores, io, None)
 }
@@ -117,11 +126,7 @@ fn corescan_files_in(
     memory: Option<u64>,
 ) -> Answer {
     let planned = corescan_sql::plan_query_files(paths, sql, false).map_err(|e| e.to_string())?;
-    let settings = ScanSettings {
-        io,
-        memory,
-        ..ScanSettings::defaults(planned.table.header.page_size)
-    };
+    let settings = settings_for(&planned.table, io, memory);
     let out = run_query_files(
         paths.to_vec(),
         &planned.table,
@@ -152,11 +157,7 @@ fn corescan_streamed_in(
     memory: Option<u64>,
 ) -> Answer {
     let planned = corescan_sql::plan_query_files(paths, sql, false).map_err(|e| e.to_string())?;
-    let settings = ScanSettings {
-        io,
-        memory,
-        ..ScanSettings::defaults(planned.table.header.page_size)
-    };
+    let settings = settings_for(&planned.table, io, memory);
     let mut rows = Vec::new();
     let out = run_query_files_streaming(
         paths.to_vec(),
