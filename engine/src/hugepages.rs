@@ -26,10 +26,12 @@
 //!
 //! Layering: a leaf of the crate (imports nothing from it); backends and the policy use it.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use memmap2::{Advice, MmapMut, MmapOptions};
+use mimalloc::MiMalloc;
 
 /// The size of a transparent huge page on x86-64 and most arm64 kernels.
 pub const HUGE_PAGE: usize = 2 << 20;
@@ -114,7 +116,7 @@ pub fn huge_page_bytes(addr: *const u8) -> Option<u64> {
 
 /// A global allocator that puts every allocation of at least [`HUGE_PAGE`] bytes in its own
 /// huge-page-aligned anonymous mapping advised `MADV_HUGEPAGE`, and hands everything smaller to
-/// [`System`]. Growing such a block with `realloc` moves its pages with `mremap` rather than
+/// mimalloc. Growing such a block with `realloc` moves its pages with `mremap` rather than
 /// copying them (it may then start on an ordinary page boundary; its aligned 2 MiB stretches
 /// still get huge pages). Install it in a binary that uses the `dma` backend:
 ///
@@ -122,8 +124,40 @@ pub fn huge_page_bytes(addr: *const u8) -> Option<u64> {
 /// #[global_allocator]
 /// static ALLOC: engine::hugepages::HugePageAlloc = engine::hugepages::HugePageAlloc;
 /// ```
+///
+/// Small blocks go to mimalloc rather than glibc's allocator: a grouped query frees millions of
+/// small blocks (group keys and states) on the merge threads that the executors' threads
+/// allocated, which glibc serializes on its arenas' locks (`GROUP BY` over 632k keys: 0.99 s
+/// -> 0.81 s, 1.5M keys 1.62 s -> 1.35 s, medians, `--io pread`, 2 executors). mimalloc's
+/// arenas are committed lazily ([`small`]): eager commit on top of transparent huge pages
+/// held 35 MiB resident where a streamed export needs 14.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HugePageAlloc;
+
+/// Whether mimalloc's options were set.
+static SMALL_READY: AtomicBool = AtomicBool::new(false);
+
+/// mimalloc's `mi_option_arena_eager_commit` (the same place in its v2 and v3 option lists).
+const MI_OPTION_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
+
+/// The allocator for blocks below [`HUGE_PAGE`], its options set before its first allocation
+/// (mimalloc reads an option when it first needs it, and commits an arena's memory as it is
+/// used when eager commit is off).
+#[inline(always)]
+fn small() -> MiMalloc {
+    if !SMALL_READY.load(AtomicOrdering::Relaxed) {
+        set_small_options();
+    }
+    MiMalloc
+}
+
+#[cold]
+fn set_small_options() {
+    // SAFETY: sets a value in mimalloc's option table; allocates nothing. Two threads racing
+    // here both set the same value.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0) };
+    SMALL_READY.store(true, AtomicOrdering::Relaxed);
+}
 
 impl HugePageAlloc {
     fn is_huge(layout: Layout) -> bool {
@@ -170,7 +204,7 @@ impl HugePageAlloc {
 // SAFETY: large blocks come from private anonymous mappings of at least the layout's size,
 // aligned to HUGE_PAGE (>= the layout's alignment) or, after an mremap, to a page (>= the
 // layout's alignment, which mremap is only used for), and are unmapped with the same rounded
-// size; every other request goes to System unchanged. `is_huge` depends on the layout only, so a block is
+// size; every other request goes to mimalloc unchanged. `is_huge` depends on the layout only, so a block is
 // always freed by the path that allocated it.
 unsafe impl GlobalAlloc for HugePageAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -179,7 +213,7 @@ unsafe impl GlobalAlloc for HugePageAlloc {
             unsafe { Self::map(layout.size().next_multiple_of(HUGE_PAGE)) }
         } else {
             // SAFETY: forwarded with the caller's guarantees.
-            unsafe { System.alloc(layout) }
+            unsafe { small().alloc(layout) }
         }
     }
 
@@ -190,7 +224,7 @@ unsafe impl GlobalAlloc for HugePageAlloc {
             unsafe { self.alloc(layout) }
         } else {
             // SAFETY: forwarded with the caller's guarantees.
-            unsafe { System.alloc_zeroed(layout) }
+            unsafe { small().alloc_zeroed(layout) }
         }
     }
 
@@ -202,7 +236,7 @@ unsafe impl GlobalAlloc for HugePageAlloc {
             }
         } else {
             // SAFETY: forwarded with the caller's guarantees.
-            unsafe { System.dealloc(ptr, layout) }
+            unsafe { small().dealloc(ptr, layout) }
         }
     }
 
@@ -211,7 +245,7 @@ unsafe impl GlobalAlloc for HugePageAlloc {
         let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
         if !Self::is_huge(layout) && !Self::is_huge(new_layout) {
             // SAFETY: forwarded with the caller's guarantees.
-            return unsafe { System.realloc(ptr, layout, new_size) };
+            return unsafe { small().realloc(ptr, layout, new_size) };
         }
         if Self::is_huge(layout) && Self::is_huge(new_layout) {
             let old = layout.size().next_multiple_of(HUGE_PAGE);

@@ -15,7 +15,8 @@
 //!   and `1.0` in a column without a type): in which of them `min()`, `max()`, a `DISTINCT`
 //!   aggregate or a group key returns. corescan reads a group's rows in rowid order, which is
 //!   the index's order when every key column of the index is a group key or made constant by
-//!   `WHERE`; other such queries are refused.
+//!   `WHERE`; other such queries are refused. A scan of the table delivers a `GROUP BY` that
+//!   holds the rowid (each group is one row): groups in rowid order.
 //! - A loop corescan cannot follow (`MULTI-INDEX OR`: the rows of one index, then those of
 //!   the next not yet seen) is refused where the answer depends on its order.
 //!
@@ -138,7 +139,9 @@ pub(crate) fn follow(
             keys, aggregates, ..
         } => {
             let (name, b, key) = match &choice.access {
-                Access::Rowid { .. } => return Ok((order_by, backward)),
+                Access::Rowid { .. } => {
+                    return Ok((rowid_group_order(r, keys, choice, order_by), backward))
+                }
                 Access::Index {
                     name,
                     backward,
@@ -187,6 +190,7 @@ pub(crate) fn follow(
             if !sorted && !keys.is_empty() {
                 // The groups come in the loop's order of their keys.
                 let mut placed = vec![false; keys.len()];
+                let mut whole = true;
                 for k in &key {
                     if let Some(g) = group_key(k) {
                         if !placed[g] {
@@ -200,8 +204,25 @@ pub(crate) fn follow(
                             });
                         }
                     } else if !constant(k) {
+                        whole = false;
                         break;
                     }
+                }
+                // Past its key columns an index is in rowid order: a rowid among the group
+                // keys comes next (`GROUP BY status, id` over an index on `status`).
+                let rowid = r.rowid_if_read();
+                let rowid_slot = keys.iter().position(|(e, _)| Some(e) == rowid.as_ref());
+                // Once it is placed no two groups tie: the keys not placed never order them.
+                if let (true, Some(g)) = (whole, rowid_slot) {
+                    if !placed[g] {
+                        order_by.push(SortKey {
+                            expr: Expr::Column(g),
+                            descending: b,
+                            nulls_first: !b,
+                            collation: Collation::Binary,
+                        });
+                    }
+                    placed.fill(true);
                 }
                 if placed.iter().any(|p| !p) {
                     return Err(SqlError::Unsupported(format!(
@@ -214,6 +235,33 @@ pub(crate) fn follow(
             Ok((order_by, backward))
         }
     }
+}
+
+/// `order_by` with the order in which SQLite's scan of the table (`choice`) delivers the
+/// groups of a `GROUP BY` that holds the rowid without sorting them: each group is one row,
+/// and they come in the loop's rowid order (`SELECT i, id, ... GROUP BY i, id` with `id` the
+/// `INTEGER PRIMARY KEY`: found by the differential tester), which breaks the ties of the
+/// query's `ORDER BY`. Unchanged where SQLite sorts the groups (`GROUP BY i, +id`).
+pub(crate) fn rowid_group_order(
+    r: &Resolver<'_>,
+    keys: &[(Expr, Collation)],
+    choice: &SqliteChoice,
+    mut order_by: Vec<SortKey>,
+) -> Vec<SortKey> {
+    let Access::Rowid { backward } = choice.access else {
+        return order_by;
+    };
+    let rowid = r.rowid_if_read();
+    let slot = keys.iter().position(|(e, _)| Some(e) == rowid.as_ref());
+    if let (false, Some(g)) = (choice.sorts_groups, slot) {
+        order_by.push(SortKey {
+            expr: Expr::Column(g),
+            descending: backward,
+            nulls_first: !backward,
+            collation: Collation::Binary,
+        });
+    }
+    order_by
 }
 
 /// The most rows ([`first_rows`]) read from an index before the scan; a larger `LIMIT` plus

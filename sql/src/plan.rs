@@ -16,11 +16,13 @@ use super::expr::{
     collation_named, renumber_results, sort_key, GroupContext, Resolver, Stage, Typed,
     WindowContext,
 };
-use super::index_order::{first_rows, follow, range_seek, rowid_in, seek_target, SeekTarget};
+use super::index_order::{
+    first_rows, follow, range_seek, rowid_group_order, rowid_in, seek_target, SeekTarget,
+};
 use super::order::{scan_order, ScanOrder};
 use super::position::{position_term, skip_collate};
 use super::source::offset_of;
-use super::sqlite_plan::{choose, Access};
+use super::sqlite_plan::{ask, choose, Access};
 use super::subquery::{has_subquery, DefaultScans, PlannedSubquery, Subqueries, SubqueryRunner};
 
 /// A planned query and the table it scans.
@@ -875,7 +877,27 @@ fn plan_select(
     let (order_by, backward) = if order == Order::Sqlite {
         let others = subqueries.map(Subqueries::tables).unwrap_or_default();
         match choose(table, planner_sql, &others) {
-            Ok(None) => (order_by, backward),
+            // A table without an index: SQLite scans it, and may deliver a GROUP BY that
+            // holds the rowid without sorting (asked of SQLite only then).
+            Ok(None) => match &shape {
+                Shape::Groups { keys, .. }
+                    if window_stage.is_none()
+                        && !distinct
+                        && r.rowid_if_read()
+                            .is_some_and(|t| keys.iter().any(|(e, _)| *e == t)) =>
+                {
+                    match ask(table, planner_sql, &others) {
+                        Ok(choice) => (rowid_group_order(&r, keys, &choice, order_by), backward),
+                        Err(e) => {
+                            return Err(SqlError::Unsupported(format!(
+                                "the order of this query's groups: SQLite's plan could not be \
+                             asked ({e})"
+                            )))
+                        }
+                    }
+                }
+                _ => (order_by, backward),
+            },
             Ok(Some(choice)) if window_stage.is_some() => {
                 // The windows' rows in the loop's order; the stage sorts them (stably).
                 let followed = match choice.access {

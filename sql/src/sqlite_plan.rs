@@ -107,6 +107,16 @@ pub fn choose(
     if table.indexes.is_empty() {
         return Ok(None);
     }
+    ask(table, sql, others).map(Some)
+}
+
+/// [`choose`] asked of SQLite even for a table without an index (whose loop is a scan of the
+/// table, forward or backward, which may still deliver a `GROUP BY` that holds the rowid).
+pub fn ask(
+    table: &TablePlan,
+    sql: &str,
+    others: &[TablePlan],
+) -> Result<SqliteChoice, ChoiceError> {
     let db = replica(table, others)?;
     let lines = outer_lines(query_plan(&db, sql)?);
     // SQLite 3.5x may run an uncorrelated `EXISTS` as a loop of the statement's own
@@ -137,11 +147,11 @@ pub fn choose(
     let sorts_groups = lines
         .iter()
         .any(|l| l.contains("USE TEMP B-TREE FOR GROUP BY"));
-    Ok(Some(SqliteChoice {
+    Ok(SqliteChoice {
         lines,
         access,
         sorts_groups,
-    }))
+    })
 }
 
 /// `EXPLAIN QUERY PLAN`'s lines without those of the statement's subqueries (a `SCALAR

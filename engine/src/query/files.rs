@@ -81,15 +81,16 @@ pub fn run_query_files(
         executor_of,
         report,
     } = scanned;
-    let rows = merge_files(&query, partials, Some(&files)).map_err(|e| match e {
-        MergeError::Eval(e) => QueryError::Eval(e),
-        MergeError::Spill(e) => QueryError::Spill(e),
-        MergeError::Row { range, failure } => {
-            let unit = units[range];
-            let cpu = executors[executor_of[unit]].cpu;
-            QueryError::Scan(failure.into_error(cpu, &paths[files[range]]))
-        }
-    })?;
+    let rows =
+        merge_files(&query, partials, Some(&files), executors.len()).map_err(|e| match e {
+            MergeError::Eval(e) => QueryError::Eval(e),
+            MergeError::Spill(e) => QueryError::Spill(e),
+            MergeError::Row { range, failure } => {
+                let unit = units[range];
+                let cpu = executors[executor_of[unit]].cpu;
+                QueryError::Scan(failure.into_error(cpu, &paths[files[range]]))
+            }
+        })?;
     Ok(FilesOutput {
         names: query.names.clone(),
         rows,

@@ -5,7 +5,8 @@
 //! are the same group when SQLite calls every part equal under the key's collation (`1` and
 //! `1.0`; `'a'` and `'A'` under NOCASE; `'a'` and `'a  '` under RTRIM): the hash is computed
 //! from the borrowed parts normalized on the fly, and the equality test compares them with the
-//! stored normalized key ([`KeyPart`]). An owned key is built only when a new group is created.
+//! group's stored key values under the same rules ([`same_key`]), so a group owns nothing but
+//! its key values and states (no normalized copy of its key).
 
 use std::cmp::Ordering;
 use std::hash::{BuildHasher, Hasher};
@@ -16,9 +17,10 @@ use crate::datatype3::{compare_values, Collation};
 use crate::value::{Value, ValueRef};
 
 use super::aggregate::{rtrim, AggState, KeyPart};
+use super::sort::prefix_under;
 
 /// One group: its key values and aggregate states.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Group {
     /// The key values SQLite shows for the group (they differ from row to row only under
     /// NOCASE or RTRIM, or as 1 and 1.0): those of its row with the lowest rowid, or, with a
@@ -41,8 +43,6 @@ pub struct GroupTable {
     /// Indices into `groups`, hashed by normalized key.
     index: HashTable<usize>,
     hasher: DefaultHashBuilder,
-    /// The normalized key of each group (parallel to `groups`).
-    parts: Vec<Vec<KeyPart>>,
     /// The hash of each group's key (parallel to `groups`), so that growing the index does
     /// not hash every key again.
     hashes: Vec<u64>,
@@ -118,11 +118,6 @@ fn hash_value(v: ValueRef<'_>, collation: Collation, h: &mut impl Hasher) {
     }
 }
 
-/// Hashes a stored key part as [`hash_value`] hashes a value with that key.
-fn hash_part(p: &KeyPart, collation: Collation, h: &mut impl Hasher) {
-    hash_value(p.as_value_ref(), collation, h);
-}
-
 /// Byte equality, inline: group keys are mostly short (flags, codes, dates), where a call to
 /// `memcmp` costs more than the comparison.
 #[inline(always)]
@@ -135,26 +130,23 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
         }
 }
 
-/// Whether `v` has the normalized key `p` under `collation` (`KeyPart::of(v) == *p`).
+/// Whether the stored key value `k` and the value `v` are one group under `collation`
+/// (what `KeyPart::of(k) == KeyPart::of(v)` says, without building either).
 #[inline]
-fn part_matches(p: &KeyPart, v: ValueRef<'_>, collation: Collation) -> bool {
-    match (p, v) {
-        (KeyPart::Null, ValueRef::Null) => true,
-        (KeyPart::Integer(a), ValueRef::Integer(b)) => *a == b,
-        (KeyPart::Integer(a), ValueRef::Real(r)) => {
-            matches!(KeyPart::of_real(r), KeyPart::Integer(b) if b == *a)
+fn same_key(k: &Value, v: ValueRef<'_>, collation: Collation) -> bool {
+    match (k.as_ref(), v) {
+        (ValueRef::Null, ValueRef::Null) => true,
+        (ValueRef::Integer(a), ValueRef::Integer(b)) => a == b,
+        (ValueRef::Integer(a), ValueRef::Real(r)) | (ValueRef::Real(r), ValueRef::Integer(a)) => {
+            matches!(KeyPart::of_real(r), KeyPart::Integer(b) if b == a)
         }
-        (KeyPart::Real(a), ValueRef::Real(r)) => {
-            matches!(KeyPart::of_real(r), KeyPart::Real(b) if b == *a)
-        }
-        (KeyPart::Text(a), ValueRef::Text(t)) => match collation {
+        (ValueRef::Real(a), ValueRef::Real(b)) => KeyPart::of_real(a) == KeyPart::of_real(b),
+        (ValueRef::Text(a), ValueRef::Text(t)) => match collation {
             Collation::Binary => same_bytes(a, t),
-            // `a` is a NOCASE key (`datatype3::nocase_key`), equal to `t` under NOCASE exactly
-            // when NOCASE says they are equal.
-            Collation::NoCase => Collation::NoCase.compare(a, t) == std::cmp::Ordering::Equal,
-            Collation::RTrim => a.as_slice() == rtrim(t),
+            Collation::NoCase => Collation::NoCase.compare(a, t) == Ordering::Equal,
+            Collation::RTrim => rtrim(a) == rtrim(t),
         },
-        (KeyPart::Blob(a), ValueRef::Blob(b)) => same_bytes(a, b),
+        (ValueRef::Blob(a), ValueRef::Blob(b)) => same_bytes(a, b),
         _ => false,
     }
 }
@@ -163,11 +155,12 @@ impl GroupTable {
     /// Whether group `g`'s key is `values`.
     #[inline]
     fn matches(&self, g: usize, values: &[ValueRef<'_>], collations: &[Collation]) -> bool {
-        self.parts[g]
+        self.groups[g]
+            .keys
             .iter()
             .zip(values)
             .zip(collations)
-            .all(|((p, v), c)| part_matches(p, *v, *c))
+            .all(|((k, v), c)| same_key(k, *v, *c))
     }
 
     fn hash_values(&self, values: &[ValueRef<'_>], collations: &[Collation]) -> u64 {
@@ -233,33 +226,53 @@ impl GroupTable {
 
     /// The groups sorted by key (SQLite's group order, [`compare_group_keys`]); the lookup
     /// is given up. No two groups of a table have equal keys, so the order is total.
+    ///
+    /// Sorted by [`key_prefix`] first, so that most comparisons are one of two integers
+    /// beside each other in memory rather than of values behind two pointers.
     pub fn into_key_order(self, collations: &[Collation]) -> Vec<Group> {
         let mut groups = self.groups;
-        groups.sort_unstable_by(|a, b| compare_group_keys(a, b, collations));
+        let mut order: Vec<(u128, usize)> = groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (key_prefix(g, collations), i))
+            .collect();
+        order.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| compare_group_keys(&groups[a.1], &groups[b.1], collations))
+        });
+        // The groups moved into that order in place, a cycle of the permutation at a time
+        // (place `at` takes the group at `order[at].1`; a followed place is marked done).
+        const DONE: usize = usize::MAX;
+        for start in 0..order.len() {
+            let mut at = start;
+            while order[at].1 != DONE {
+                let from = std::mem::replace(&mut order[at].1, DONE);
+                if from == start {
+                    break;
+                }
+                groups.swap(at, from);
+                at = from;
+            }
+        }
         groups
     }
 
     /// Adds `group`, whose key no group has yet; returns its index.
     pub fn push(&mut self, group: Group, collations: &[Collation]) -> usize {
-        let parts: Vec<KeyPart> = group
-            .keys
-            .iter()
-            .zip(collations)
-            .map(|(v, c)| KeyPart::of(v.as_ref(), *c))
-            .collect();
         let g = self.groups.len();
         let mut hash = 0;
-        if !parts.is_empty() {
+        if !group.keys.is_empty() {
+            // `hash_value` normalizes as it goes: equal keys hash alike whatever their
+            // spelling.
             let mut h = self.hasher.build_hasher();
-            for (p, c) in parts.iter().zip(collations) {
-                hash_part(p, *c, &mut h);
+            for (v, c) in group.keys.iter().zip(collations) {
+                hash_value(v.as_ref(), *c, &mut h);
             }
             hash = h.finish();
             let hashes = &self.hashes;
             self.index.insert_unique(hash, g, |&i| hashes[i]);
         }
         self.hashes.push(hash);
-        self.parts.push(parts);
         self.groups.push(group);
         self.last = Some(g);
         g
@@ -269,13 +282,29 @@ impl GroupTable {
 /// Orders two groups by their keys as SQLite's grouping sorter does (each key under its
 /// collation); `Equal` exactly when they are the same group.
 pub fn compare_group_keys(a: &Group, b: &Group, collations: &[Collation]) -> Ordering {
-    for ((x, y), c) in a.keys.iter().zip(&b.keys).zip(collations) {
+    compare_key_values(&a.keys, &b.keys, collations)
+}
+
+/// [`compare_group_keys`] of two groups' key values.
+pub fn compare_key_values(a: &[Value], b: &[Value], collations: &[Collation]) -> Ordering {
+    for ((x, y), c) in a.iter().zip(b).zip(collations) {
         let o = compare_values(x.as_ref(), y.as_ref(), *c);
         if o != Ordering::Equal {
             return o;
         }
     }
     Ordering::Equal
+}
+
+/// An order-preserving prefix of a group's key (its first part, as SQLite's grouping sorter
+/// orders it: NULLs first, then numbers, texts under the key's collation, blobs): a lower
+/// prefix is a lower key; equal prefixes say nothing ([`super::sort::prefix_under`]).
+#[inline]
+pub fn key_prefix(g: &Group, collations: &[Collation]) -> u128 {
+    match (g.keys.first(), collations.first()) {
+        (Some(v), Some(c)) => prefix_under(v.as_ref(), *c, false, true),
+        _ => 0,
+    }
 }
 
 /// One key part as a number for [`packed_key`]: NULL is 0, a text of at most seven bytes under

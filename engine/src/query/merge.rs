@@ -4,16 +4,14 @@
 //! fails the query), groups merged, finished, filtered by `HAVING` and ordered.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 use crate::datatype3::Collation;
-use crate::value::{Value, ValueRef};
+use crate::value::Value;
 
 use super::aggregate::AggState;
-use super::eval::{eval, holds};
-use super::groups::{compare_group_keys, Group, GroupTable};
+use super::group_merge::GroupQuery;
+use super::groups::{Group, GroupTable};
 use super::ir::{QueryPlan, Shape};
-use super::key_row::{self, KeyRow};
 use super::marks::{compare_keys, compare_rows, sorts_with_limit};
 use super::row_stream::{OutRow, RowFailure};
 use super::sort::{record_values, SortBuffer, SortedMerge, SpillError};
@@ -115,20 +113,24 @@ pub enum MergeError {
     Spill(SpillError),
 }
 
-/// Combines the executors' partials (in range order) into the result rows.
+/// Combines the executors' partials (in range order) into the result rows; a grouped
+/// query's groups are merged on one thread per partial ([`super::group_merge`]).
 pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>, MergeError> {
-    merge_files(plan, partials, None)
+    let threads = partials.len();
+    merge_files(plan, partials, None, threads)
 }
 
 /// [`merge`] of partials read from several files: `file_of[i]` is partial `i`'s file, in
 /// the listed order, and rows of different files are in scan order by file first (rowids
-/// repeat across files), as ties of a sort are.
+/// repeat across files), as ties of a sort are. A grouped query's groups are merged on up to
+/// `threads` threads (the executors' count: their cores are idle once the scan is done).
 pub fn merge_files(
     plan: &QueryPlan,
     partials: Vec<Partial>,
     file_of: Option<&[usize]>,
+    threads: usize,
 ) -> Result<Vec<Vec<Value>>, MergeError> {
-    let rows = merge_scan(plan, partials, file_of)?;
+    let rows = merge_scan(plan, partials, file_of, threads)?;
     match &plan.windows {
         // The scan's rows are the window stage's input, in the loop's order.
         Some(stage) => super::over::apply(stage, rows).map_err(MergeError::Eval),
@@ -141,6 +143,7 @@ fn merge_scan(
     plan: &QueryPlan,
     partials: Vec<Partial>,
     file_of: Option<&[usize]>,
+    threads: usize,
 ) -> Result<Vec<Vec<Value>>, MergeError> {
     let file = |range: usize| file_of.map_or(0, |f| f[range]);
     let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
@@ -243,7 +246,6 @@ fn merge_scan(
             outputs,
         } => {
             let collations: Vec<Collation> = keys.iter().map(|k| k.1).collect();
-            let key_row = KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr));
             let runs: Vec<Vec<Group>> = partials
                 .into_iter()
                 .filter_map(|p| match p {
@@ -252,97 +254,14 @@ fn merge_scan(
                     Partial::Rows(_) | Partial::Sorted(_) => None,
                 })
                 .collect();
-            // Without ORDER BY, SQLite finishes groups in key order only until the LIMIT is
-            // reached: an error in a later group (integer overflow) never happens; and the
-            // OFFSET skips a group after its HAVING, before its output columns are computed
-            // (selectInnerLoop codes the OFFSET first when there is no sorter).
-            // DISTINCT's groups come in the order of their first rows: all of them are
-            // finished, then ordered.
-            let in_order = plan.order_by.is_empty() && !plan.distinct;
-            // With ORDER BY and LIMIT only the best `OFFSET + LIMIT` rows are kept: the buffer
-            // is cut back to them whenever it holds twice as many.
-            let keep = (!in_order && limit != usize::MAX).then(|| offset.saturating_add(limit));
-            // Sort keys, the group's place in key order (ties keep it; for DISTINCT, its
-            // first row's rowid), output values.
-            let mut out: Vec<(Vec<Value>, i64, Vec<Value>)> = Vec::new();
-            let order = |a: &(Vec<Value>, i64, Vec<Value>), b: &(Vec<Value>, i64, Vec<Value>)| {
-                compare_keys(&plan.order_by, &a.0, &b.0).then(a.1.cmp(&b.1))
-            };
-            let mut skipped = 0usize;
-            let mut finish_group = |seq: usize, g: Group| -> Result<bool, MergeError> {
-                if in_order && out.len() >= limit {
-                    return Ok(false);
-                }
-                let seq = if plan.distinct {
-                    g.keys_rowid
-                } else {
-                    seq as i64
-                };
-                let mut slots = g.keys;
-                for (spec, s) in aggregates.iter().zip(g.states) {
-                    slots.push(s.finish(spec).map_err(MergeError::Eval)?);
-                }
-                let refs: Vec<ValueRef<'_>> = slots.iter().map(Value::as_ref).collect();
-                if let Some(h) = having {
-                    if !holds(h, &refs).map_err(MergeError::Eval)? {
-                        return Ok(true);
-                    }
-                }
-                if in_order && skipped < offset {
-                    skipped += 1;
-                    return Ok(true);
-                }
-                let sort = plan
-                    .order_by
-                    .iter()
-                    .map(|k| eval(&k.expr, &refs))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(MergeError::Eval)?;
-                let values = outputs
-                    .iter()
-                    .map(|e| eval(e, &refs))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(MergeError::Eval)?;
-                out.push((sort, seq, values));
-                if let Some(k) = keep.filter(|&k| k > 0 && out.len() >= k.saturating_mul(2)) {
-                    out.select_nth_unstable_by(k - 1, order);
-                    out.truncate(k);
-                }
-                Ok(true)
-            };
-            let merged = merge_key_order(
-                runs,
-                &collations,
-                |into, later| {
-                    key_row::merge(key_row, into, later, |into, later| {
-                        for ((spec, s), later) in aggregates.iter().zip(&mut into.states).zip(later)
-                        {
-                            s.merge(spec, later);
-                        }
-                    })
-                },
-                &mut finish_group,
-            )?;
-            if keys.is_empty() && merged == 0 {
-                // An aggregate over no rows is one group.
-                let states = aggregates.iter().map(AggState::new).collect();
-                finish_group(
-                    0,
-                    Group {
-                        keys: Vec::new(),
-                        keys_rowid: i64::MIN,
-                        states,
-                    },
-                )?;
+            GroupQuery {
+                plan,
+                collations,
+                aggregates,
+                having: having.as_ref(),
+                outputs,
             }
-            out.sort_unstable_by(order);
-            let skip = if in_order { 0 } else { offset };
-            Ok(out
-                .into_iter()
-                .skip(skip)
-                .take(limit)
-                .map(|r| r.2)
-                .collect())
+            .merge(runs, threads)
         }
     }
 }
@@ -363,87 +282,4 @@ pub fn sorted_merge<'p>(
         })
         .collect();
     SortedMerge::new(&plan.order_by, plan.backward, runs)
-}
-
-/// Merges runs of groups, each sorted by key with no key twice (what executors hand over,
-/// [`Partial::KeyOrder`]), into one run in key order: groups of equal keys are combined by
-/// `combine(earlier, later)` in run order (runs are in range order, which the aggregate states
-/// and the shown keys depend on), and each merged group goes to `each` with its place in key
-/// order, until `each` says stop. Returns how many groups went to `each`.
-///
-/// A k-way merge: O(groups x log runs), with no hash table and no sort on the coordinator.
-fn merge_key_order(
-    runs: Vec<Vec<Group>>,
-    collations: &[Collation],
-    mut combine: impl FnMut(&mut Group, Group),
-    mut each: impl FnMut(usize, Group) -> Result<bool, MergeError>,
-) -> Result<usize, MergeError> {
-    struct Head<'c> {
-        group: Group,
-        run: usize,
-        collations: &'c [Collation],
-    }
-    impl Head<'_> {
-        fn rank(&self, other: &Self) -> Ordering {
-            compare_group_keys(&self.group, &other.group, self.collations)
-                .then(self.run.cmp(&other.run))
-        }
-    }
-    impl PartialEq for Head<'_> {
-        fn eq(&self, other: &Self) -> bool {
-            self.rank(other) == Ordering::Equal
-        }
-    }
-    impl Eq for Head<'_> {}
-    impl PartialOrd for Head<'_> {
-        fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-            Some(self.cmp(other))
-        }
-    }
-    impl Ord for Head<'_> {
-        // Reversed: the heap's top is the lowest key, of the earliest run.
-        fn cmp(&self, other: &Self) -> Ordering {
-            other.rank(self)
-        }
-    }
-    let mut runs: Vec<std::vec::IntoIter<Group>> = runs.into_iter().map(Vec::into_iter).collect();
-    let mut heap = BinaryHeap::with_capacity(runs.len());
-    for (run, groups) in runs.iter_mut().enumerate() {
-        if let Some(group) = groups.next() {
-            heap.push(Head {
-                group,
-                run,
-                collations,
-            });
-        }
-    }
-    let mut current: Option<Group> = None;
-    let mut emitted = 0usize;
-    while let Some(Head { group, run, .. }) = heap.pop() {
-        if let Some(next) = runs[run].next() {
-            heap.push(Head {
-                group: next,
-                run,
-                collations,
-            });
-        }
-        match &mut current {
-            Some(c) if compare_group_keys(c, &group, collations) == Ordering::Equal => {
-                combine(c, group);
-            }
-            _ => {
-                if let Some(done) = current.replace(group) {
-                    emitted += 1;
-                    if !each(emitted - 1, done)? {
-                        return Ok(emitted);
-                    }
-                }
-            }
-        }
-    }
-    if let Some(done) = current {
-        emitted += 1;
-        each(emitted - 1, done)?;
-    }
-    Ok(emitted)
 }

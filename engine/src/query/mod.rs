@@ -28,6 +28,8 @@
 //! - [`over`]: window functions (`OVER`), a stage on the coordinator over the scan's rows;
 //! - [`window`]: the text range the decoder itself applies for such a query's filter;
 //! - [`groups`]: the group table, looked up by borrowed key values;
+//! - [`group_merge`]: the executors' groups merged and finished in slices of the key space,
+//!   one thread per executor;
 //! - [`page_groups`]: a page's rows' groups, looked up once per distinct packed key;
 //! - [`kernel`]: one executor's work ([`kernel::QueryKernel`]: filter, projection, partial
 //!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`];
@@ -53,6 +55,7 @@ pub mod exact_sum;
 pub mod files;
 pub mod fold;
 pub mod functions;
+pub mod group_merge;
 pub mod groups;
 pub mod in_set;
 pub mod ir;

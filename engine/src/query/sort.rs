@@ -235,16 +235,27 @@ fn head15(bytes: impl Iterator<Item = u8>) -> u128 {
 /// a monotone digest of the value (a number's double; a text's first 15 bytes under its
 /// collation; a blob's first 15 bytes), inverted for `DESC`. Equal prefixes say nothing.
 pub fn prefix(k: &SortKey, v: ValueRef<'_>) -> u128 {
+    prefix_under(v, k.collation, k.descending, k.nulls_first)
+}
+
+/// [`prefix`] of `v` ordered under `collation`, descending or not, with NULLs first or last:
+/// `prefix_under(v, c, false, true)` orders as SQLite's grouping sorter orders group keys.
+pub fn prefix_under(
+    v: ValueRef<'_>,
+    collation: Collation,
+    descending: bool,
+    nulls_first: bool,
+) -> u128 {
     const LOW: u128 = (1 << 120) - 1;
     let (class, digest) = match v {
-        ValueRef::Null => return if k.nulls_first { 0 } else { u128::MAX },
+        ValueRef::Null => return if nulls_first { 0 } else { u128::MAX },
         // An integer rounds to its nearest double: monotone, and never on the wrong side of
         // a real it is exactly compared with (sqlite3IntFloatCompare).
         ValueRef::Integer(i) => (1u128, u128::from(double_bits(i as f64)) << 56),
         ValueRef::Real(r) => (1, u128::from(double_bits(r)) << 56),
         ValueRef::Text(t) => (
             2,
-            match k.collation {
+            match collation {
                 Collation::Binary => head15(t.iter().copied()),
                 // Folded up to the first NUL, zero after it: the key NOCASE compares by.
                 Collation::NoCase => {
@@ -265,7 +276,7 @@ pub fn prefix(k: &SortKey, v: ValueRef<'_>) -> u128 {
         ),
         ValueRef::Blob(b) => (3, head15(b.iter().copied())),
     };
-    if k.descending {
+    if descending {
         ((4 - class) << 120) | (!digest & LOW)
     } else {
         (class << 120) | digest

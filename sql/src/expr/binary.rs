@@ -21,6 +21,16 @@ impl Resolver<'_> {
         stage: &mut Stage<'_>,
         d: usize,
     ) -> Result<Typed, SqlError> {
+        if *op == BinaryOperator::StringConcat {
+            let whole = ast::Expr::BinaryOp {
+                left: Box::new(left.clone()),
+                op: op.clone(),
+                right: Box::new(right.clone()),
+            };
+            if let Some(rotated) = concat_binds_tighter(&whole) {
+                return self.resolve(&rotated, stage, d);
+            }
+        }
         let l = self.resolve(left, stage, d)?;
         let r = self.resolve(right, stage, d)?;
         // `->` and `->>`: the JSON functions of those names.
@@ -118,5 +128,41 @@ fn binary(op: &BinaryOperator, l: Typed, r: Typed, truth: (bool, bool)) -> Resul
             })
         },
         other => return unsupported(format!("operator {other}")),
+    })
+}
+
+/// SQLite's `||` binds tighter than `*`, `/` and `%`; sqlparser gives them one precedence,
+/// left to right, so SQLite's `a / b || c` (`a / (b || c)`) arrives as `(a / b) || c`. For a
+/// `||` whose left operand (unparenthesized, after this same rotation) is such an operator,
+/// the tree SQLite builds; `None` when there is nothing to rotate. (`a || b * c` arrives as
+/// SQLite reads it, `(a || b) * c`.) Found by the differential tester (run seed
+/// 1796379924821803153: `7 / 2 || 'y'` gave `'3y'`, SQLite 3).
+pub(super) fn concat_binds_tighter(e: &ast::Expr) -> Option<ast::Expr> {
+    let ast::Expr::BinaryOp {
+        left,
+        op: BinaryOperator::StringConcat,
+        right,
+    } = e
+    else {
+        return None;
+    };
+    let left = concat_binds_tighter(left).unwrap_or_else(|| (**left).clone());
+    let ast::Expr::BinaryOp {
+        left: x,
+        op: op @ (BinaryOperator::Multiply | BinaryOperator::Divide | BinaryOperator::Modulo),
+        right: y,
+    } = left
+    else {
+        return None;
+    };
+    let inner = ast::Expr::BinaryOp {
+        left: y,
+        op: BinaryOperator::StringConcat,
+        right: right.clone(),
+    };
+    Some(ast::Expr::BinaryOp {
+        left: x,
+        op,
+        right: Box::new(concat_binds_tighter(&inner).unwrap_or(inner)),
     })
 }

@@ -101,6 +101,12 @@ impl Resolver<'_> {
         })
     }
 
+    /// The rowid as an expression if the query reads it already (`None` otherwise: nothing
+    /// is added to what the scan decodes).
+    pub(crate) fn rowid_if_read(&self) -> Option<Expr> {
+        self.slot_of.get(&SlotKey::Rowid).map(|&s| Expr::Column(s))
+    }
+
     /// Whether slot `slot` reads the rowid or a stored column whose equal values are equal
     /// in every way (`BINARY` collation aside): an `INTEGER`, `REAL`, `NUMERIC` or `TEXT`
     /// affinity converts what it stores, so `1` and `1.0` (or `'1'`) never sit side by side

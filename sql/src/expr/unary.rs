@@ -5,6 +5,7 @@ use engine::query::ir::{Expr, Function};
 use engine::value::Value;
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator};
 
+use super::binary::concat_binds_tighter;
 use super::truth::never_null_literal;
 use super::typed::{collation_named, first_explicit, Typed};
 use super::{Resolver, Stage};
@@ -33,6 +34,14 @@ impl Resolver<'_> {
             };
             return self.resolve(&rotated, stage, d);
         }
+        // A sign over `~` that took in a binary operator (below): `-~a || b` is SQLite's
+        // `(-(~a)) || b`, which sqlparser gives as `-(~(a || b))` (the differential tester's
+        // run seed 1796379924821803153).
+        if matches!(op, UnaryOperator::Minus | UnaryOperator::Plus) {
+            if let Some(rotated) = sign_over_swallowing_not(op, expr) {
+                return self.resolve(&rotated, stage, d);
+            }
+        }
         if let (UnaryOperator::Minus, ast::Expr::Value(v)) = (op, expr) {
             if matches!(
                 v.value,
@@ -44,6 +53,8 @@ impl Resolver<'_> {
         // sqlparser parses the operand of `~` at the precedence of binary `+`, so it
         // takes in `*`, `/`, `%` and `||`; SQLite's `~` binds tighter than any binary
         // operator: `~a || b` is `(~a) || b` (the differential tester's default seed).
+        // (The operand first as SQLite groups `||` with `*`, `/`, `%`.)
+        let concat = concat_binds_tighter(expr);
         if let (
             UnaryOperator::BitwiseNot,
             ast::Expr::BinaryOp {
@@ -51,7 +62,7 @@ impl Resolver<'_> {
                 op: inner,
                 right,
             },
-        ) = (op, expr)
+        ) = (op, concat.as_ref().unwrap_or(expr))
         {
             if matches!(
                 inner,
@@ -163,4 +174,50 @@ impl Resolver<'_> {
             collation: Some((collation_named(collation)?, true)),
         })
     }
+}
+
+/// `op` over a chain of signs ending in a `~` whose operand is a binary `*`, `/`, `%` or `||`
+/// (what sqlparser makes of SQLite's `-~a || b`): the tree with the whole prefix chain on the
+/// binary operator's left operand, as SQLite binds prefix operators tighter than any binary
+/// one. `None` for any other shape.
+fn sign_over_swallowing_not(op: &UnaryOperator, expr: &ast::Expr) -> Option<ast::Expr> {
+    let mut ops = vec![*op];
+    let mut e = expr;
+    while let ast::Expr::UnaryOp {
+        op: o @ (UnaryOperator::Minus | UnaryOperator::Plus | UnaryOperator::BitwiseNot),
+        expr: inner,
+    } = e
+    {
+        ops.push(*o);
+        e = inner;
+    }
+    if ops.last() != Some(&UnaryOperator::BitwiseNot) {
+        return None;
+    }
+    let concat = concat_binds_tighter(e);
+    let e = concat.as_ref().unwrap_or(e);
+    let ast::Expr::BinaryOp {
+        left,
+        op:
+            inner @ (BinaryOperator::Multiply
+            | BinaryOperator::Divide
+            | BinaryOperator::Modulo
+            | BinaryOperator::StringConcat),
+        right,
+    } = e
+    else {
+        return None;
+    };
+    let mut operand = (**left).clone();
+    for o in ops.into_iter().rev() {
+        operand = ast::Expr::UnaryOp {
+            op: o,
+            expr: Box::new(operand),
+        };
+    }
+    Some(ast::Expr::BinaryOp {
+        left: Box::new(operand),
+        op: inner.clone(),
+        right: right.clone(),
+    })
 }

@@ -293,6 +293,12 @@ fn regressions_found_by_the_differential_tester() {
         // `~` binds tighter than every binary operator (sqlparser took `||`, `*`, `/`, `%`
         // into its operand: the default seed with the widened generator, `~(b) || rt`).
         "SELECT id, ~(b) || rt, ~i * 2, ~i || 'x', ~i % 3, ~(i) / 2 * 3, ~(i || 1), ~-i || i FROM t",
+        // ... and a sign over such a `~` binds tighter too (run seed 1796379924821803153:
+        // `-~(n) || CASE ... END` was `-(~(n) || ...)`).
+        "SELECT id, -~(n) || 'x', +~i * 2, - -~i || i, -~-i % 3, -~i / 2 || 'y' FROM t",
+        // `||` binds tighter than `*`, `/`, `%` (sqlparser: one precedence, left to right).
+        "SELECT id, 7 / 2 || 'y', 8 % 3 || '1', i * 2 || 1, i * 2 || 1 || 0, (i / 2) || 'y', \
+         i || 2 * 3, ~i / 2 || 'y', r * i / 2 || s, i % 7 || id * 2 || '' FROM t",
         // A sign binds tighter than COLLATE: `-9223372036854775808 COLLATE NOCASE` is the
         // smallest integer (run seed 1796142816714926668).
         "SELECT id, 1 + (-9223372036854775808 COLLATE NOCASE), typeof(-9223372036854775808 COLLATE RTRIM), -9223372036854775808 COLLATE NOCASE COLLATE BINARY < 0, - -1 COLLATE NOCASE, -(9223372036854775808 COLLATE NOCASE), -i COLLATE NOCASE = -i FROM t",

@@ -852,10 +852,15 @@ impl Gen<'_> {
                     "CAST(r AS INTEGER) / 100",
                     "added2",
                 ];
+                // Or keys with about as many groups as rows (issue 27: groups spread over
+                // every executor's run and every slice of the parallel merge): every storage
+                // class (`x` is untyped), NOCASE and RTRIM texts with equal spellings, NULLs,
+                // reals equal to integers.
+                let spread = ["x", "s", "c", "rt", "b", "r", "n", "id", "i", "added2"];
+                let keys: &[&str] = if self.rng.percent(40) { &spread } else { &keys };
                 let k = 1 + self.rng.below(2) as usize;
-                let mut items: Vec<String> = (0..k)
-                    .map(|_| (*self.rng.pick(&keys)).to_string())
-                    .collect();
+                let mut items: Vec<String> =
+                    (0..k).map(|_| (*self.rng.pick(keys)).to_string()).collect();
                 let aggs = 1 + self.rng.below(3);
                 for _ in 0..aggs {
                     items.push(self.aggregate());
@@ -1070,8 +1075,11 @@ fn compare(path: &Path, sql: &str, config: &Config) -> Outcome {
                 .unwrap()
                 .collect::<Result<_, _>>()
                 .unwrap();
-            plan.iter()
-                .any(|l| l.contains(" INDEX ") || l.contains("MULTI-INDEX"))
+            // An EXISTS loop of the statement's own over the table (`SEARCH t EXISTS`) is a
+            // second loop corescan refuses to guess the order of (sql/src/sqlite_plan.rs).
+            plan.iter().any(|l| {
+                l.contains(" INDEX ") || l.contains("MULTI-INDEX") || l.contains(" EXISTS")
+            })
         };
         if e.contains("not supported")
             && (e.contains("index") || e.contains("how SQLite reads"))

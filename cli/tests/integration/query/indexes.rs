@@ -174,6 +174,13 @@ const QUERIES: &[&str] = &[
     "SELECT * FROM ev ORDER BY dev LIMIT 5",
     "SELECT id FROM ev WHERE dev IN (2, 7) LIMIT 8",
     "SELECT count(*) FROM ev WHERE dev = 4",
+    // A rowid among the group keys: each group is one row, and SQLite's scan delivers the
+    // groups in rowid order, or an index in its order (found by the differential tester).
+    "SELECT title, id, count(*) FROM urls GROUP BY 1, 2 LIMIT 6",
+    "SELECT title, id, count(*) FROM urls GROUP BY 1, 2 ORDER BY 3 LIMIT 6 OFFSET 2",
+    "SELECT status, id FROM o GROUP BY status, id LIMIT 6",
+    "SELECT status, id, note FROM o GROUP BY status, id, note LIMIT 6 OFFSET 1",
+    "SELECT total, id, count(*) FROM o GROUP BY total, id ORDER BY 3 DESC LIMIT 5",
 ];
 
 #[test]

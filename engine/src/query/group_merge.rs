@@ -1,0 +1,651 @@
+//! The coordinator's side of a grouped query, in parallel: the executors' partial groups
+//! (each executor's run sorted by key, [`super::merge::Partial::KeyOrder`]) are cut into
+//! slices of the key space, one per executor, and each slice is merged, finished (aggregates,
+//! `HAVING`, output columns) and, for `ORDER BY ... LIMIT`, cut to its best rows on a thread
+//! of its own; the coordinator then only concatenates the slices in key order, or merges
+//! their best rows.
+//!
+//! The slices are ranges of keys, not hashes of them: every group of one key lands in one
+//! slice (the cuts are found by binary search in each sorted run), and the slices in order
+//! are SQLite's group order, so the answer is the same rows in the same order as a serial
+//! merge's for every core count, with the same first error: a slice stops at its first
+//! failing group, and the coordinator reports the failure only where a serial merge would have
+//! reached it (before the `LIMIT` is filled, after the `OFFSET`'s groups; with `ORDER BY`, the
+//! first in key order).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use crate::datatype3::Collation;
+use crate::value::{Value, ValueRef};
+
+use super::aggregate::AggState;
+use super::eval::{eval, holds};
+use super::groups::{compare_group_keys, compare_key_values, key_prefix, Group};
+use super::ir::{AggSpec, Expr, QueryPlan};
+use super::key_row::{self, KeyRow};
+use super::marks::compare_keys;
+use super::merge::MergeError;
+
+/// What a grouped query's merge needs of its plan.
+pub(super) struct GroupQuery<'p> {
+    /// The plan (its `ORDER BY`, `LIMIT`, `OFFSET`, `DISTINCT`).
+    pub plan: &'p QueryPlan,
+    /// The collation of each key.
+    pub collations: Vec<Collation>,
+    /// The aggregates.
+    pub aggregates: &'p [AggSpec],
+    /// `HAVING`.
+    pub having: Option<&'p Expr>,
+    /// The output columns.
+    pub outputs: &'p [Expr],
+}
+
+/// A finished group: its `ORDER BY` values, its place for ties (its place in key order, or
+/// for `DISTINCT` its first row's rowid), its output values.
+type Finished = (Vec<Value>, i64, Vec<Value>);
+
+/// What one slice's merge produced.
+struct Slice {
+    /// Without `ORDER BY`: the groups that passed `HAVING`, in key order, each with its
+    /// output columns or their failure (which matters only if the `OFFSET` does not skip the
+    /// group).
+    listed: Vec<Result<Finished, MergeError>>,
+    /// With `ORDER BY`: the groups that passed `HAVING`, or with a `LIMIT` the best of them.
+    ranked: Vec<Finished>,
+    /// The failure that ended the slice after its rows (finishing an aggregate, `HAVING`;
+    /// with `ORDER BY`, the output columns too).
+    failed: Option<MergeError>,
+    /// Whether the slice had any group.
+    any: bool,
+}
+
+impl Slice {
+    fn failed(e: MergeError) -> Slice {
+        Slice {
+            listed: Vec::new(),
+            ranked: Vec::new(),
+            failed: Some(e),
+            any: true,
+        }
+    }
+}
+
+impl GroupQuery<'_> {
+    /// Without `ORDER BY` (and not `DISTINCT`), groups come out in key order and the loop
+    /// stops at the `LIMIT`.
+    fn in_order(&self) -> bool {
+        self.plan.order_by.is_empty() && !self.plan.distinct
+    }
+
+    fn offset(&self) -> usize {
+        usize::try_from(self.plan.offset).unwrap_or(usize::MAX)
+    }
+
+    fn limit(&self) -> usize {
+        self.plan
+            .limit
+            .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX))
+    }
+
+    /// The tie order of two finished groups.
+    fn order(&self, a: &Finished, b: &Finished) -> Ordering {
+        compare_keys(&self.plan.order_by, &a.0, &b.0).then(a.1.cmp(&b.1))
+    }
+
+    /// Merges the runs (sorted by key, in range order) on up to `threads` threads into the
+    /// result rows.
+    pub fn merge(
+        &self,
+        runs: Vec<Vec<Group>>,
+        threads: usize,
+    ) -> Result<Vec<Vec<Value>>, MergeError> {
+        let no_keys = self.collations.is_empty();
+        let mut runs = runs;
+        let slices = split_runs(&mut runs, &self.collations, threads);
+        let count = slices.len();
+        let mut done: Vec<Slice> = std::thread::scope(|scope| {
+            let mut slices = slices.into_iter().enumerate();
+            let first = slices.next();
+            let handles: Vec<_> = slices
+                .map(|(i, runs)| {
+                    std::thread::Builder::new()
+                        .name(format!("corescan-merge{i}"))
+                        .spawn_scoped(scope, move || self.merge_slice(i, runs))
+                })
+                .collect();
+            let mut out = Vec::with_capacity(count);
+            if let Some((i, runs)) = first {
+                out.push(self.merge_slice(i, runs));
+            }
+            for h in handles {
+                out.push(match h {
+                    Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    Err(e) => Slice::failed(MergeError::Eval(format!(
+                        "could not start a thread to merge groups: {e}"
+                    ))),
+                });
+            }
+            out
+        });
+        if no_keys && !done.iter().any(|s| s.any) {
+            // An aggregate over no rows is one group.
+            let states = self.aggregates.iter().map(AggState::new).collect();
+            let empty = Group {
+                keys: Vec::new(),
+                keys_rowid: i64::MIN,
+                states,
+            };
+            done = vec![self.merge_slice(0, vec![&mut [empty][..]])];
+        }
+        self.combine(done)
+    }
+
+    /// The result rows from the slices, in key order.
+    fn combine(&self, slices: Vec<Slice>) -> Result<Vec<Vec<Value>>, MergeError> {
+        let (offset, limit) = (self.offset(), self.limit());
+        if self.in_order() {
+            // As the serial loop goes: the OFFSET skips groups (after HAVING, before their
+            // output columns, so a skipped group's failing output is no error), a failure
+            // before the LIMIT is filled ends the query, nothing after it is looked at.
+            let (mut out, mut skipped) = (Vec::new(), 0usize);
+            for slice in slices {
+                for row in slice.listed {
+                    if out.len() >= limit {
+                        return Ok(out);
+                    }
+                    if skipped < offset {
+                        skipped += 1;
+                        continue;
+                    }
+                    out.push(row?.2);
+                }
+                if let Some(e) = slice.failed {
+                    if out.len() < limit {
+                        return Err(e);
+                    }
+                }
+            }
+            return Ok(out);
+        }
+        // Every group is finished: the first failure in key order is the query's.
+        let mut all: Vec<Finished> = Vec::new();
+        for slice in slices {
+            all.extend(slice.ranked);
+            if let Some(e) = slice.failed {
+                return Err(e);
+            }
+        }
+        // Each slice's rows are in key order (or are its best, in any order): the stable
+        // sort merges runs.
+        all.sort_by(|a, b| self.order(a, b));
+        Ok(all
+            .into_iter()
+            .skip(offset)
+            .take(limit)
+            .map(|r| r.2)
+            .collect())
+    }
+
+    /// Merges and finishes one slice (number `index`, of runs in range order); its groups
+    /// are taken out of the runs.
+    fn merge_slice(&self, index: usize, runs: Vec<&mut [Group]>) -> Slice {
+        let key_row = KeyRow::of(&self.plan.shape, self.plan.order_by.iter().map(|k| &k.expr));
+        let in_order = self.in_order();
+        // Without ORDER BY no slice needs more than OFFSET + LIMIT groups past HAVING: the
+        // slices before it can only take some of those places.
+        let enough = self.offset().saturating_add(self.limit());
+        // With ORDER BY and LIMIT only the best `OFFSET + LIMIT` rows are kept: the buffer
+        // is cut back to them whenever it holds twice as many.
+        let keep = (!in_order && self.plan.limit.is_some()).then_some(enough);
+        let mut slice = Slice {
+            listed: Vec::new(),
+            ranked: Vec::new(),
+            failed: None,
+            any: false,
+        };
+        let base = (index as i64) << 40;
+        let mut finish = |seq: usize, g: Group| -> Result<bool, MergeError> {
+            if in_order && slice.listed.len() >= enough {
+                return Ok(false);
+            }
+            let seq = if self.plan.distinct {
+                g.keys_rowid
+            } else {
+                base + seq as i64
+            };
+            let mut slots = g.keys;
+            for (spec, s) in self.aggregates.iter().zip(g.states) {
+                slots.push(s.finish(spec).map_err(MergeError::Eval)?);
+            }
+            let refs: Vec<ValueRef<'_>> = slots.iter().map(Value::as_ref).collect();
+            if let Some(h) = self.having {
+                if !holds(h, &refs).map_err(MergeError::Eval)? {
+                    return Ok(true);
+                }
+            }
+            let row = self.output(&refs).map(|(sort, values)| (sort, seq, values));
+            if in_order {
+                slice.listed.push(row);
+                return Ok(true);
+            }
+            slice.ranked.push(row?);
+            if let Some(k) = keep.filter(|&k| k > 0 && slice.ranked.len() >= k.saturating_mul(2)) {
+                slice
+                    .ranked
+                    .select_nth_unstable_by(k - 1, |a, b| self.order(a, b));
+                slice.ranked.truncate(k);
+            }
+            Ok(true)
+        };
+        let merged = merge_key_order(
+            runs,
+            &self.collations,
+            |into, later| {
+                key_row::merge(key_row, into, later, |into, later| {
+                    for ((spec, s), later) in
+                        self.aggregates.iter().zip(&mut into.states).zip(later)
+                    {
+                        s.merge(spec, later);
+                    }
+                })
+            },
+            &mut finish,
+        );
+        match merged {
+            Ok(n) => slice.any = n > 0,
+            // Only a group's finishing fails.
+            Err(e) => {
+                slice.failed = Some(e);
+                slice.any = true;
+            }
+        }
+        slice
+    }
+
+    /// A finished group's `ORDER BY` values and output values.
+    fn output(&self, refs: &[ValueRef<'_>]) -> Result<(Vec<Value>, Vec<Value>), MergeError> {
+        let sort = self
+            .plan
+            .order_by
+            .iter()
+            .map(|k| eval(&k.expr, refs))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(MergeError::Eval)?;
+        let values = self
+            .outputs
+            .iter()
+            .map(|e| eval(e, refs))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(MergeError::Eval)?;
+        Ok((sort, values))
+    }
+}
+
+/// Cuts runs of groups sorted by key into at most `slices` slices of the key space: slice
+/// `i` holds, from every run in run order, the groups between splitter `i - 1` and splitter
+/// `i` (taken at even places of the largest run), so each key is in one slice and the slices
+/// are in key order. Few groups stay one slice. Nothing is copied: a slice borrows its parts
+/// of the runs.
+fn split_runs<'r>(
+    runs: &'r mut [Vec<Group>],
+    collations: &[Collation],
+    slices: usize,
+) -> Vec<Vec<&'r mut [Group]>> {
+    let total: usize = runs.iter().map(Vec::len).sum();
+    let slices = slices.min(total / 2);
+    let whole = |runs: &'r mut [Vec<Group>]| vec![runs.iter_mut().map(|r| &mut r[..]).collect()];
+    let Some(largest) = runs.iter().max_by_key(|r| r.len()) else {
+        return whole(runs);
+    };
+    if slices <= 1 || collations.is_empty() {
+        return whole(runs);
+    }
+    // Distinct places of one run are distinct keys.
+    let mut places: Vec<usize> = (1..slices)
+        .map(|i| largest.len() * i / slices)
+        .filter(|&p| p > 0)
+        .collect();
+    places.dedup();
+    let splitters: Vec<(u128, Vec<Value>)> = places
+        .into_iter()
+        .map(|p| (key_prefix(&largest[p], collations), largest[p].keys.clone()))
+        .collect();
+    let mut out: Vec<Vec<&mut [Group]>> = (0..=splitters.len())
+        .map(|_| Vec::with_capacity(runs.len()))
+        .collect();
+    for run in runs.iter_mut() {
+        let cuts: Vec<usize> = splitters
+            .iter()
+            .map(|(prefix, keys)| {
+                run.partition_point(|g| {
+                    key_prefix(g, collations)
+                        .cmp(prefix)
+                        .then_with(|| compare_key_values(&g.keys, keys, collations))
+                        == Ordering::Less
+                })
+            })
+            .collect();
+        let mut rest: &mut [Group] = run;
+        let mut taken = 0;
+        for (i, &cut) in cuts.iter().enumerate() {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(cut - taken);
+            out[i].push(head);
+            rest = tail;
+            taken = cut;
+        }
+        out[cuts.len()].push(rest);
+    }
+    out
+}
+
+/// Merges runs of groups, each sorted by key with no key twice (what executors hand over,
+/// [`super::merge::Partial::KeyOrder`]), into one run in key order: groups of equal keys are
+/// combined by `combine(earlier, later)` in run order (runs are in range order, which the
+/// aggregate states and the shown keys depend on), and each merged group goes to `each` with
+/// its place in key order, until `each` says stop. Returns how many groups went to `each`.
+///
+/// A k-way merge: O(groups x log runs), with no hash table and no sort; keys are compared by
+/// their [`key_prefix`] first.
+fn merge_key_order(
+    runs: Vec<&mut [Group]>,
+    collations: &[Collation],
+    mut combine: impl FnMut(&mut Group, Group),
+    mut each: impl FnMut(usize, Group) -> Result<bool, MergeError>,
+) -> Result<usize, MergeError> {
+    struct Head<'c> {
+        prefix: u128,
+        group: Group,
+        run: usize,
+        collations: &'c [Collation],
+    }
+    impl Head<'_> {
+        fn rank(&self, other: &Self) -> Ordering {
+            self.prefix
+                .cmp(&other.prefix)
+                .then_with(|| compare_group_keys(&self.group, &other.group, self.collations))
+                .then(self.run.cmp(&other.run))
+        }
+    }
+    impl PartialEq for Head<'_> {
+        fn eq(&self, other: &Self) -> bool {
+            self.rank(other) == Ordering::Equal
+        }
+    }
+    impl Eq for Head<'_> {}
+    impl PartialOrd for Head<'_> {
+        fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Head<'_> {
+        // Reversed: the heap's top is the lowest key, of the earliest run.
+        fn cmp(&self, other: &Self) -> Ordering {
+            other.rank(self)
+        }
+    }
+    let head = |group: Group, run: usize| Head {
+        prefix: key_prefix(&group, collations),
+        group,
+        run,
+        collations,
+    };
+    let mut runs: Vec<_> = runs
+        .into_iter()
+        .map(|r| r.iter_mut().map(std::mem::take))
+        .collect();
+    let mut heap = BinaryHeap::with_capacity(runs.len());
+    for (run, groups) in runs.iter_mut().enumerate() {
+        if let Some(group) = groups.next() {
+            heap.push(head(group, run));
+        }
+    }
+    let mut current: Option<(u128, Group)> = None;
+    let mut emitted = 0usize;
+    while let Some(Head {
+        prefix, group, run, ..
+    }) = heap.pop()
+    {
+        if let Some(next) = runs[run].next() {
+            heap.push(head(next, run));
+        }
+        match &mut current {
+            Some((p, c))
+                if *p == prefix && compare_group_keys(c, &group, collations) == Ordering::Equal =>
+            {
+                combine(c, group);
+            }
+            _ => {
+                if let Some((_, done)) = current.replace((prefix, group)) {
+                    emitted += 1;
+                    if !each(emitted - 1, done)? {
+                        return Ok(emitted);
+                    }
+                }
+            }
+        }
+    }
+    if let Some((_, done)) = current {
+        emitted += 1;
+        each(emitted - 1, done)?;
+    }
+    Ok(emitted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::ir::{AggFunc, ColumnRead, Shape, SortKey};
+
+    fn sum_spec() -> AggSpec {
+        AggSpec {
+            func: AggFunc::Sum,
+            arg: Some(Expr::Column(1)),
+            distinct: false,
+            collation: Collation::Binary,
+            separator: None,
+        }
+    }
+
+    /// `SELECT k, sum(v) FROM t GROUP BY k [ORDER BY 2 DESC, 1] [LIMIT l OFFSET o]` over a
+    /// key `k` under `collation`.
+    fn plan(collation: Collation, ordered: bool, limit: Option<u64>, offset: u64) -> QueryPlan {
+        QueryPlan {
+            columns: vec![ColumnRead::Rowid],
+            constant_terms: Vec::new(),
+            filter: None,
+            shape: Shape::Groups {
+                keys: vec![(Expr::Column(0), collation)],
+                aggregates: vec![sum_spec()],
+                having: None,
+                outputs: vec![Expr::Column(0), Expr::Column(1)],
+            },
+            order_by: if ordered {
+                vec![
+                    SortKey {
+                        expr: Expr::Column(1),
+                        descending: true,
+                        nulls_first: false,
+                        collation: Collation::Binary,
+                    },
+                    SortKey {
+                        expr: Expr::Column(0),
+                        descending: false,
+                        nulls_first: true,
+                        collation,
+                    },
+                ]
+            } else {
+                Vec::new()
+            },
+            backward: false,
+            limit,
+            offset,
+            names: vec!["k".into(), "sum".into()],
+            distinct: false,
+            windows: None,
+        }
+    }
+
+    /// A key of every storage class, and under NOCASE spellings that are one group.
+    fn key(i: u64) -> Value {
+        match i % 6 {
+            0 => Value::Null,
+            1 => Value::Integer(i as i64 / 6),
+            2 => Value::Real(i as f64 / 12.0),
+            3 => Value::text(format!("k{}", i / 6)),
+            4 => Value::text(format!("K{}", i / 6)),
+            _ => Value::Blob(vec![(i / 6) as u8, 1]),
+        }
+    }
+
+    /// `runs` runs of groups in key order, as executors hand them over: each run's groups
+    /// from its own rows (a key's group in several runs), sums from `value`.
+    fn runs(
+        collation: Collation,
+        runs: usize,
+        groups: u64,
+        value: impl Fn(u64) -> i64,
+    ) -> Vec<Vec<Group>> {
+        let spec = sum_spec();
+        (0..runs)
+            .map(|r| {
+                let mut table = crate::query::groups::GroupTable::default();
+                for i in
+                    (r as u64..groups)
+                        .step_by(runs.max(1))
+                        .chain([0, 7, groups / 2, groups - 1])
+                {
+                    let k = key(i);
+                    let g = table.find_or_insert(
+                        &[k.as_ref()],
+                        &[collation],
+                        (r as i64) << 32 | i as i64,
+                        true,
+                        || vec![AggState::new(&spec)],
+                    );
+                    if let AggState::Sum(s) = &mut table.groups[g].states[0] {
+                        s.update(ValueRef::Integer(value(i)));
+                    }
+                }
+                table.into_key_order(&[collation])
+            })
+            .collect()
+    }
+
+    fn merged(
+        plan: &QueryPlan,
+        runs: Vec<Vec<Group>>,
+        threads: usize,
+    ) -> Result<Vec<Vec<Value>>, MergeError> {
+        let Shape::Groups {
+            keys,
+            aggregates,
+            having,
+            outputs,
+        } = &plan.shape
+        else {
+            unreachable!()
+        };
+        GroupQuery {
+            plan,
+            collations: keys.iter().map(|k| k.1).collect(),
+            aggregates,
+            having: having.as_ref(),
+            outputs,
+        }
+        .merge(runs, threads)
+    }
+
+    #[test]
+    fn every_thread_count_merges_the_same_rows_in_the_same_order() {
+        for collation in [Collation::Binary, Collation::NoCase] {
+            for (ordered, limit, offset) in [
+                (false, None, 0),
+                (false, Some(5), 3),
+                (true, None, 0),
+                (true, Some(4), 2),
+                (false, Some(0), 0),
+            ] {
+                let plan = plan(collation, ordered, limit, offset);
+                let serial = merged(&plan, runs(collation, 3, 900, |i| i as i64 % 17), 1).unwrap();
+                assert!(!serial.is_empty() || limit == Some(0));
+                for threads in [2, 3, 8] {
+                    let parallel =
+                        merged(&plan, runs(collation, 3, 900, |i| i as i64 % 17), threads).unwrap();
+                    assert_eq!(
+                        parallel, serial,
+                        "{collation:?} {ordered} {limit:?} {offset} x{threads}"
+                    );
+                }
+            }
+        }
+        // The slices really are several: the runs split at keys of the largest run.
+        let mut all = runs(Collation::Binary, 3, 900, |_| 1);
+        let split = split_runs(&mut all, &[Collation::Binary], 4);
+        assert_eq!(split.len(), 4);
+        let sizes: Vec<Vec<usize>> = split
+            .iter()
+            .map(|s| s.iter().map(|r| r.len()).collect())
+            .collect();
+        assert!(
+            sizes
+                .iter()
+                .all(|s| s.len() == 3 && s.iter().sum::<usize>() > 50),
+            "{sizes:?}"
+        );
+    }
+
+    #[test]
+    fn an_overflow_fails_where_a_serial_merge_reaches_it() {
+        // The last group in key order (a blob) overflows its integer sum.
+        let groups = 600;
+        let bad = |i: u64| if i == groups - 1 { i64::MAX } else { 1 };
+        for threads in [1, 2, 4] {
+            // Every group is finished: the overflow is the error.
+            let plan_all = plan(Collation::Binary, true, Some(3), 0);
+            let e = merged(&plan_all, runs(Collation::Binary, 2, groups, bad), threads);
+            assert_eq!(
+                e,
+                Err(MergeError::Eval("integer overflow".into())),
+                "x{threads}"
+            );
+            // Without ORDER BY the LIMIT is filled long before that group: no error.
+            let plan_first = plan(Collation::Binary, false, Some(10), 5);
+            let rows = merged(
+                &plan_first,
+                runs(Collation::Binary, 2, groups, bad),
+                threads,
+            )
+            .unwrap();
+            assert_eq!(rows.len(), 10, "x{threads}");
+            // Without a LIMIT it is reached.
+            let plan_every = plan(Collation::Binary, false, None, 0);
+            let e = merged(
+                &plan_every,
+                runs(Collation::Binary, 2, groups, bad),
+                threads,
+            );
+            assert_eq!(
+                e,
+                Err(MergeError::Eval("integer overflow".into())),
+                "x{threads}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_aggregate_over_no_rows_is_one_group() {
+        let mut plan = plan(Collation::Binary, false, None, 0);
+        if let Shape::Groups { keys, outputs, .. } = &mut plan.shape {
+            keys.clear();
+            *outputs = vec![Expr::Column(0)];
+        }
+        for threads in [1, 2] {
+            assert_eq!(
+                merged(&plan, vec![Vec::new(), Vec::new()], threads).unwrap(),
+                vec![vec![Value::Null]]
+            );
+        }
+    }
+}
