@@ -25,7 +25,10 @@ use super::groups::{compare_group_keys, compare_key_values, key_prefix, Group};
 use super::ir::{AggSpec, Expr, QueryPlan};
 use super::key_row::{self, KeyRow};
 use super::marks::compare_keys;
-use super::merge::MergeError;
+
+/// Why finishing a group failed (`integer overflow`, an output column's error): SQLite's
+/// message.
+type GroupError = String;
 
 /// What a grouped query's merge needs of its plan.
 pub(super) struct GroupQuery<'p> {
@@ -50,18 +53,18 @@ struct Slice {
     /// Without `ORDER BY`: the groups that passed `HAVING`, in key order, each with its
     /// output columns or their failure (which matters only if the `OFFSET` does not skip the
     /// group).
-    listed: Vec<Result<Finished, MergeError>>,
+    listed: Vec<Result<Finished, GroupError>>,
     /// With `ORDER BY`: the groups that passed `HAVING`, or with a `LIMIT` the best of them.
     ranked: Vec<Finished>,
     /// The failure that ended the slice after its rows (finishing an aggregate, `HAVING`;
     /// with `ORDER BY`, the output columns too).
-    failed: Option<MergeError>,
+    failed: Option<GroupError>,
     /// Whether the slice had any group.
     any: bool,
 }
 
 impl Slice {
-    fn failed(e: MergeError) -> Slice {
+    fn failed(e: GroupError) -> Slice {
         Slice {
             listed: Vec::new(),
             ranked: Vec::new(),
@@ -99,7 +102,7 @@ impl GroupQuery<'_> {
         &self,
         runs: Vec<Vec<Group>>,
         threads: usize,
-    ) -> Result<Vec<Vec<Value>>, MergeError> {
+    ) -> Result<Vec<Vec<Value>>, GroupError> {
         let no_keys = self.collations.is_empty();
         let mut runs = runs;
         let slices = split_runs(&mut runs, &self.collations, threads);
@@ -121,9 +124,9 @@ impl GroupQuery<'_> {
             for h in handles {
                 out.push(match h {
                     Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                    Err(e) => Slice::failed(MergeError::Eval(format!(
-                        "could not start a thread to merge groups: {e}"
-                    ))),
+                    Err(e) => {
+                        Slice::failed(format!("could not start a thread to merge groups: {e}"))
+                    }
                 });
             }
             out
@@ -142,7 +145,7 @@ impl GroupQuery<'_> {
     }
 
     /// The result rows from the slices, in key order.
-    fn combine(&self, slices: Vec<Slice>) -> Result<Vec<Vec<Value>>, MergeError> {
+    fn combine(&self, slices: Vec<Slice>) -> Result<Vec<Vec<Value>>, GroupError> {
         let (offset, limit) = (self.offset(), self.limit());
         if self.in_order() {
             // As the serial loop goes: the OFFSET skips groups (after HAVING, before their
@@ -205,7 +208,7 @@ impl GroupQuery<'_> {
             any: false,
         };
         let base = (index as i64) << 40;
-        let mut finish = |seq: usize, g: Group| -> Result<bool, MergeError> {
+        let mut finish = |seq: usize, g: Group| -> Result<bool, GroupError> {
             if in_order && slice.listed.len() >= enough {
                 return Ok(false);
             }
@@ -216,11 +219,11 @@ impl GroupQuery<'_> {
             };
             let mut slots = g.keys;
             for (spec, s) in self.aggregates.iter().zip(g.states) {
-                slots.push(s.finish(spec).map_err(MergeError::Eval)?);
+                slots.push(s.finish(spec)?);
             }
             let refs: Vec<ValueRef<'_>> = slots.iter().map(Value::as_ref).collect();
             if let Some(h) = self.having {
-                if !holds(h, &refs).map_err(MergeError::Eval)? {
+                if !holds(h, &refs)? {
                     return Ok(true);
                 }
             }
@@ -264,20 +267,18 @@ impl GroupQuery<'_> {
     }
 
     /// A finished group's `ORDER BY` values and output values.
-    fn output(&self, refs: &[ValueRef<'_>]) -> Result<(Vec<Value>, Vec<Value>), MergeError> {
+    fn output(&self, refs: &[ValueRef<'_>]) -> Result<(Vec<Value>, Vec<Value>), GroupError> {
         let sort = self
             .plan
             .order_by
             .iter()
             .map(|k| eval(&k.expr, refs))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(MergeError::Eval)?;
+            .collect::<Result<Vec<_>, _>>()?;
         let values = self
             .outputs
             .iter()
             .map(|e| eval(e, refs))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(MergeError::Eval)?;
+            .collect::<Result<Vec<_>, _>>()?;
         Ok((sort, values))
     }
 }
@@ -351,8 +352,8 @@ fn merge_key_order(
     runs: Vec<&mut [Group]>,
     collations: &[Collation],
     mut combine: impl FnMut(&mut Group, Group),
-    mut each: impl FnMut(usize, Group) -> Result<bool, MergeError>,
-) -> Result<usize, MergeError> {
+    mut each: impl FnMut(usize, Group) -> Result<bool, GroupError>,
+) -> Result<usize, GroupError> {
     struct Head<'c> {
         prefix: u128,
         group: Group,
@@ -537,7 +538,7 @@ mod tests {
         plan: &QueryPlan,
         runs: Vec<Vec<Group>>,
         threads: usize,
-    ) -> Result<Vec<Vec<Value>>, MergeError> {
+    ) -> Result<Vec<Vec<Value>>, GroupError> {
         let Shape::Groups {
             keys,
             aggregates,
@@ -605,11 +606,7 @@ mod tests {
             // Every group is finished: the overflow is the error.
             let plan_all = plan(Collation::Binary, true, Some(3), 0);
             let e = merged(&plan_all, runs(Collation::Binary, 2, groups, bad), threads);
-            assert_eq!(
-                e,
-                Err(MergeError::Eval("integer overflow".into())),
-                "x{threads}"
-            );
+            assert_eq!(e, Err("integer overflow".to_string()), "x{threads}");
             // Without ORDER BY the LIMIT is filled long before that group: no error.
             let plan_first = plan(Collation::Binary, false, Some(10), 5);
             let rows = merged(
@@ -626,11 +623,7 @@ mod tests {
                 runs(Collation::Binary, 2, groups, bad),
                 threads,
             );
-            assert_eq!(
-                e,
-                Err(MergeError::Eval("integer overflow".into())),
-                "x{threads}"
-            );
+            assert_eq!(e, Err("integer overflow".to_string()), "x{threads}");
         }
     }
 

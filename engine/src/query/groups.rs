@@ -37,19 +37,45 @@ pub struct Group {
 /// (no hash to compute); beyond, through the hash index.
 const LINEAR_GROUPS: usize = 8;
 
+/// An entry of [`GroupTable`]'s index: a group, and its one-part key packed into a number
+/// ([`packed_part`]) when it packs, so that looking up such a key compares two numbers in the
+/// index itself instead of reaching for the group and its key values (two cache misses a row
+/// when the groups are many).
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// The packed key, or [`UNPACKED`].
+    packed: u64,
+    /// The group's index in `groups`.
+    group: usize,
+}
+
+/// No packed key: a real, a NOCASE or RTRIM text, a long text, a blob, several parts.
+/// ([`packed_part`] never gives it: its top byte is at most 8 or 0x80.)
+const UNPACKED: u64 = u64::MAX;
+
+/// The packed form of a one-part key, or [`UNPACKED`]. Two packed keys are the same group
+/// exactly when they are equal; a packed and an unpacked key (`1` and `1.0`) may still be.
+#[inline(always)]
+fn packed_of(values: &[ValueRef<'_>], collations: &[Collation]) -> u64 {
+    match (values, collations) {
+        ([v], [c]) => packed_part(*v, *c).unwrap_or(UNPACKED),
+        _ => UNPACKED,
+    }
+}
+
 /// Groups by normalized key, in order of first appearance.
 #[derive(Debug, Clone, Default)]
 pub struct GroupTable {
-    /// Indices into `groups`, hashed by normalized key.
-    index: HashTable<usize>,
+    /// Indices into `groups`, hashed by normalized key, each beside its packed key.
+    index: HashTable<Slot>,
     hasher: DefaultHashBuilder,
     /// The hash of each group's key (parallel to `groups`), so that growing the index does
     /// not hash every key again.
     hashes: Vec<u64>,
     /// The groups in order of first appearance.
     pub groups: Vec<Group>,
-    /// The group the last row went to.
-    last: Option<usize>,
+    /// The group the last row went to, and its packed key (or [`UNPACKED`]).
+    last: Option<(usize, u64)>,
 }
 
 impl PartialEq for GroupTable {
@@ -173,6 +199,17 @@ impl GroupTable {
 
     /// The group whose key is `values` (one per key, under `collations`), if there is one.
     pub fn find(&self, values: &[ValueRef<'_>], collations: &[Collation]) -> Option<usize> {
+        self.find_packed(values, collations, packed_of(values, collations))
+    }
+
+    /// [`Self::find`] of a key whose packed form is `packed` ([`packed_of`]).
+    #[inline]
+    fn find_packed(
+        &self,
+        values: &[ValueRef<'_>],
+        collations: &[Collation],
+        packed: u64,
+    ) -> Option<usize> {
         if values.is_empty() {
             return (!self.groups.is_empty()).then_some(0);
         }
@@ -181,8 +218,14 @@ impl GroupTable {
         }
         let hash = self.hash_values(values, collations);
         self.index
-            .find(hash, |&g| self.matches(g, values, collations))
-            .copied()
+            .find(hash, |s| {
+                if packed != UNPACKED && s.packed != UNPACKED {
+                    s.packed == packed
+                } else {
+                    self.matches(s.group, values, collations)
+                }
+            })
+            .map(|s| s.group)
     }
 
     /// The group of the row `rowid` whose key is `values`, created with `states` when new;
@@ -196,9 +239,18 @@ impl GroupTable {
         lowest_rowid_keys: bool,
         states: impl FnOnce() -> Vec<AggState>,
     ) -> usize {
-        // Neighbouring rows often share a group: try the last one before hashing.
-        let last = self.last.filter(|&g| self.matches(g, values, collations));
-        let found = last.or_else(|| self.find(values, collations));
+        // Neighbouring rows often share a group: try the last one before hashing (by its
+        // packed key when both pack, without reaching for its key values).
+        let packed = packed_of(values, collations);
+        let last = self.last.and_then(|(g, p)| {
+            let same = if packed != UNPACKED && p != UNPACKED {
+                p == packed
+            } else {
+                self.matches(g, values, collations)
+            };
+            same.then_some(g)
+        });
+        let found = last.or_else(|| self.find_packed(values, collations, packed));
         match found {
             Some(g) => {
                 let group = &mut self.groups[g];
@@ -210,7 +262,7 @@ impl GroupTable {
                     }
                     group.keys_rowid = rowid;
                 }
-                self.last = Some(g);
+                self.last = Some((g, packed));
                 g
             }
             None => self.push(
@@ -260,7 +312,7 @@ impl GroupTable {
     /// Adds `group`, whose key no group has yet; returns its index.
     pub fn push(&mut self, group: Group, collations: &[Collation]) -> usize {
         let g = self.groups.len();
-        let mut hash = 0;
+        let (mut hash, mut packed) = (0, UNPACKED);
         if !group.keys.is_empty() {
             // `hash_value` normalizes as it goes: equal keys hash alike whatever their
             // spelling.
@@ -269,12 +321,16 @@ impl GroupTable {
                 hash_value(v.as_ref(), *c, &mut h);
             }
             hash = h.finish();
+            let refs: smallvec::SmallVec<[ValueRef<'_>; 2]> =
+                group.keys.iter().map(Value::as_ref).collect();
+            packed = packed_of(&refs, collations);
+            let slot = Slot { packed, group: g };
             let hashes = &self.hashes;
-            self.index.insert_unique(hash, g, |&i| hashes[i]);
+            self.index.insert_unique(hash, slot, |s| hashes[s.group]);
         }
         self.hashes.push(hash);
         self.groups.push(group);
-        self.last = Some(g);
+        self.last = Some((g, packed));
         g
     }
 }

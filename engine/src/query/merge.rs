@@ -262,6 +262,7 @@ fn merge_scan(
                 outputs,
             }
             .merge(runs, threads)
+            .map_err(MergeError::Eval)
         }
     }
 }
