@@ -88,8 +88,9 @@ pub enum Format {
     Line,
 }
 
-/// Appends a value as text (NULL is empty; blobs are their bytes, up to a NUL as the shell
-/// shows them; bytes that are not UTF-8 replaced, as `String::from_utf8_lossy` does).
+/// Appends a value as text (NULL is empty; texts and blobs are their bytes up to the first
+/// NUL, as the shell shows them, reading C strings; bytes that are not UTF-8 replaced, as
+/// `String::from_utf8_lossy` does).
 fn push_text(out: &mut Vec<u8>, v: ValueRef<'_>) {
     push_text_as(out, v, Bytes::Utf8);
 }
@@ -113,8 +114,7 @@ fn push_text_as(out: &mut Vec<u8>, v: ValueRef<'_>, bytes: Bytes) {
         ValueRef::Null => {}
         ValueRef::Integer(i) => out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
         ValueRef::Real(r) => push_real_text(r, out),
-        ValueRef::Text(t) => text(out, t),
-        ValueRef::Blob(b) => {
+        ValueRef::Text(b) | ValueRef::Blob(b) => {
             let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
             text(out, &b[..end]);
         }
@@ -539,5 +539,23 @@ mod tests {
         assert_eq!(bytes(Format::Line), b"    v = a\xff\n");
         // JSON must be UTF-8: the byte is replaced.
         assert_eq!(bytes(Format::Jsonl), "{\"v\":\"a\u{fffd}\"}\n".as_bytes());
+    }
+
+    #[test]
+    fn text_ends_at_its_first_nul_as_the_shell_shows_it() {
+        // The shell reads values as C strings: `'ab' || char(0) || 'cd'` shows as `ab` in
+        // every mode (its CSV unquoted, as any plain text).
+        let names = vec!["v".to_string(), "w".to_string()];
+        let rows = vec![vec![Value::text("ab\0cd"), Value::text("x")]];
+        assert_eq!(render(Format::Csv, &names, &rows), "v,w\nab,x\n");
+        assert_eq!(
+            render(Format::Jsonl, &names, &rows),
+            "{\"v\":\"ab\",\"w\":\"x\"}\n"
+        );
+        assert_eq!(
+            render(Format::Line, &names, &rows),
+            "    v = ab\n    w = x\n"
+        );
+        assert!(render(Format::Table, &names, &rows).contains("│ ab │ x │"));
     }
 }
