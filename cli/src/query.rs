@@ -34,10 +34,10 @@ pub struct QueryArgs {
     skip_missing: bool,
     #[command(flatten)]
     scan: ScanArgs,
-    /// Memory a full sort (ORDER BY without LIMIT) may hold, all executors together, e.g.
-    /// 256M or 2G (K, M, G, T are powers of 1024); beyond it sorted runs are written to the
-    /// scratch directory ($TMPDIR, else /tmp) and merged [default: a quarter of the machine's
-    /// memory].
+    /// Memory a full sort (ORDER BY without LIMIT) or a grouped query's group tables may
+    /// hold, all executors together, e.g. 256M or 2G (K, M, G, T are powers of 1024); beyond
+    /// it sorted runs of rows or groups are written to the scratch directory ($TMPDIR, else
+    /// /tmp) and merged [default: a quarter of the machine's memory].
     #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
     memory: Option<u64>,
     #[command(flatten)]
@@ -151,6 +151,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
             json["stream_wait_s"] = serde_json::json!(waited);
             json["stream_segments"] = serde_json::json!(out.streamed.then_some(out.segments));
             json["sort"] = sort_json(out.sort.as_ref());
+            json["groups"] = groups_json(out.groups.as_ref());
             json["sqlite_plan"] = serde_json::json!(planned
                 .index_plan
                 .as_ref()
@@ -182,6 +183,9 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
             }
             if let Some(s) = out.sort {
                 text.push_str(&report::line("sorted", &sort_line(&s)));
+            }
+            if let Some(g) = out.groups {
+                text.push_str(&report::line("grouped", &groups_line(&g)));
             }
             eprint!("{text}");
         }
@@ -278,16 +282,47 @@ fn run_files(args: &QueryArgs, sql: &str, files: Vec<PathBuf>) -> anyhow::Result
         if args.output.json() {
             let mut json = serde_json::to_value(&out.report).context("serializing the report")?;
             json["sort"] = sort_json(out.sort.as_ref());
+            json["groups"] = groups_json(out.groups.as_ref());
             eprintln!("{json}");
         } else {
             let mut text = report::human(&out.report, &format!("{rows} result rows"));
             if let Some(s) = &out.sort {
                 text.push_str(&report::line("sorted", &sort_line(s)));
             }
+            if let Some(g) = &out.groups {
+                text.push_str(&report::line("grouped", &groups_line(g)));
+            }
             eprint!("{text}");
         }
     }
     Ok(())
+}
+
+/// The report's line for a grouped query: its groups, the executors' tables and what spilled.
+fn groups_line(g: &engine::query::group_spill::GroupStats) -> String {
+    let mib = |b: u64| b as f64 / f64::from(1 << 20);
+    let spilled = match g.spilled_runs {
+        0 => "nothing spilled".to_string(),
+        n => format!(
+            "{n} runs of groups ({:.1} MiB) written to the scratch directory and merged",
+            mib(g.spilled_bytes)
+        ),
+    };
+    format!(
+        "{} groups in executor tables of up to {:.1} MiB together (estimated); {spilled}",
+        g.groups,
+        mib(g.table_bytes)
+    )
+}
+
+/// The JSON report's `groups`: a grouped query's figures, or null.
+fn groups_json(g: Option<&engine::query::group_spill::GroupStats>) -> serde_json::Value {
+    serde_json::json!(g.map(|g| serde_json::json!({
+        "groups": g.groups,
+        "table_bytes": g.table_bytes,
+        "spilled_runs": g.spilled_runs,
+        "spilled_bytes": g.spilled_bytes,
+    })))
 }
 
 /// The JSON report's `sort`: a full sort's figures, or null.

@@ -16,7 +16,7 @@ use std::fmt;
 use partitioner::numeric_text::{atof, atoi64, real_same_as_int, real_to_i64};
 
 /// A value owned by the caller: one of SQLite's storage classes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Value {
     /// NULL.
     Null,

@@ -22,7 +22,7 @@ use super::ir::{AggFunc, AggSpec};
 
 /// One part of a group or `DISTINCT` key, normalized so that values SQLite calls equal
 /// (`1` and `1.0`; `'a'` and `'A'` under NOCASE) hash and compare equal.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum KeyPart {
     /// NULL (all NULLs form one group).
     Null,
@@ -88,7 +88,7 @@ pub(super) fn rtrim(t: &[u8]) -> &[u8] {
 /// Integer inputs are summed in an `i128` (exact for up to 2^64 of them) and real inputs in an
 /// [`ExactSum`]; the two meet only when the result is read, so adding an integer is an `i128`
 /// addition plus the overflow bookkeeping, and adding a real a few limb additions.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SumState {
     /// Non-NULL inputs.
     pub count: i64,
@@ -184,8 +184,35 @@ impl SumState {
     }
 }
 
-/// One aggregate's running state.
-#[derive(Debug, Clone, PartialEq)]
+thread_local! {
+    /// Bytes the `DISTINCT` and `group_concat` states updated on this thread grew by since
+    /// [`take_growth`] last read them (states that grow with their group's rows: the group
+    /// table counts them toward its memory budget, see [`super::group_spill`]).
+    static GROWTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// What the growing states updated on this thread grew by since the last call (a kernel runs
+/// on its executor's thread, and reads this after each page).
+pub fn take_growth() -> usize {
+    GROWTH.with(|g| g.replace(0))
+}
+
+#[inline(never)]
+fn grew(bytes: usize) {
+    GROWTH.with(|g| g.set(g.get().saturating_add(bytes)));
+}
+
+/// The bytes a value held in a growing state takes beyond its place.
+fn heap_bytes(v: ValueRef<'_>) -> usize {
+    match v {
+        ValueRef::Text(b) | ValueRef::Blob(b) => b.len(),
+        _ => 0,
+    }
+}
+
+/// One aggregate's running state (serialized when a grouped query's groups spill:
+/// [`super::group_spill`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum AggState {
     /// `count`.
     Count(i64),
@@ -245,6 +272,7 @@ impl AggState {
             }
             AggState::Concat(parts) => {
                 if let Some(t) = v.to_text() {
+                    grew(std::mem::size_of::<(i64, Vec<u8>)>() + t.len());
                     parts.push((rowid, t.into_owned()));
                 }
             }
@@ -259,7 +287,13 @@ impl AggState {
                             *at = rowid;
                         }
                     })
-                    .or_insert_with(|| (v.to_owned(), rowid));
+                    .or_insert_with(|| {
+                        // The entry (at the map's lowest load), the key's and the value's bytes.
+                        grew(
+                            2 * std::mem::size_of::<(KeyPart, (Value, i64))>() + 2 * heap_bytes(v),
+                        );
+                        (v.to_owned(), rowid)
+                    });
             }
         }
     }

@@ -14,6 +14,9 @@ pub struct QueryOutput {
     pub names: Vec<String>,
     /// The result rows.
     pub rows: Vec<Vec<Value>>,
+    /// A grouped query's groups: how many, their tables' memory, what spilled (`None` for
+    /// other queries).
+    pub groups: Option<super::group_spill::GroupStats>,
     /// The scan's report.
     pub report: RunReport,
 }
@@ -34,8 +37,8 @@ pub enum QueryError {
     /// Writing a result row failed (the output was closed, the disk is full).
     #[error("writing the result: {0}")]
     Output(std::io::Error),
-    /// A full sort could not write or read its runs in the scratch directory (full, not
-    /// writable).
+    /// A full sort or a grouped query could not write or read its runs in the scratch
+    /// directory (full, not writable).
     #[error(transparent)]
     Spill(#[from] super::sort::SpillError),
     /// The caller gave the query up (an embedder dropped its [`crate::Scan`]) before it ended.

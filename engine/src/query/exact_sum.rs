@@ -34,15 +34,43 @@ const FIXED_LOWEST_EXP: u64 = (1075 - FIXED_BITS) as u64;
 const FIXED_MAX_SHIFT: u64 = 126 - 53;
 
 /// An exact sum of doubles and integers.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ExactSum {
     /// The fixed-point window: part of the sum, in units of 2^-FIXED_BITS.
     fixed: i128,
     /// The wide accumulator, allocated by the first term that does not fit the window.
+    #[serde(with = "wide")]
     limbs: Option<Box<[i64; LIMBS]>>,
     pending: u32,
     pos_inf: bool,
     neg_inf: bool,
+}
+
+/// The wide accumulator in serde's data model: its limbs as a sequence (serde derives arrays
+/// of at most 32 elements only).
+mod wide {
+    use serde::{de::Error, Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::LIMBS;
+
+    pub fn serialize<S: Serializer>(
+        limbs: &Option<Box<[i64; LIMBS]>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        limbs.as_deref().map(|l| &l[..]).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Box<[i64; LIMBS]>>, D::Error> {
+        Option::<Vec<i64>>::deserialize(d)?
+            .map(|v| {
+                let n = v.len();
+                <Box<[i64; LIMBS]>>::try_from(v.into_boxed_slice())
+                    .map_err(|_| D::Error::invalid_length(n, &"the accumulator's limbs"))
+            })
+            .transpose()
+    }
 }
 
 impl std::fmt::Debug for ExactSum {

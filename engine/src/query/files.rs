@@ -56,6 +56,9 @@ pub struct FilesOutput {
     pub names: Vec<String>,
     /// The result rows.
     pub rows: Vec<Vec<Value>>,
+    /// A grouped query's groups: how many, their tables' memory, what spilled (`None` for
+    /// other queries).
+    pub groups: Option<super::group_spill::GroupStats>,
     /// The scan's report, with [`RunReport::files`].
     pub report: RunReport,
 }
@@ -81,7 +84,7 @@ pub fn run_query_files(
         executor_of,
         report,
     } = scanned;
-    let rows =
+    let merged =
         merge_files(&query, partials, Some(&files), executors.len()).map_err(|e| match e {
             MergeError::Eval(e) => QueryError::Eval(e),
             MergeError::Spill(e) => QueryError::Spill(e),
@@ -93,7 +96,8 @@ pub fn run_query_files(
         })?;
     Ok(FilesOutput {
         names: query.names.clone(),
-        rows,
+        rows: merged.rows,
+        groups: merged.groups,
         report,
     })
 }

@@ -12,6 +12,11 @@
 //! failing group, and the coordinator reports the failure only where a serial merge would have
 //! reached it (before the `LIMIT` is filled, after the `OFFSET`'s groups; with `ORDER BY`, the
 //! first in key order).
+//!
+//! A run may be a file ([`super::group_spill`]: an executor's groups beyond its memory
+//! budget): it is cut at the same keys, each slice reading its part from the run's nearest
+//! mark. [`GroupQuery::compact`] merges an executor's spilled runs into one without finishing
+//! them, so that no merge reads more than a bounded number of files.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -21,14 +26,51 @@ use crate::value::{Value, ValueRef};
 
 use super::aggregate::AggState;
 use super::eval::{eval, holds};
-use super::groups::{compare_group_keys, compare_key_values, key_prefix, Group};
-use super::ir::{AggSpec, Expr, QueryPlan};
+use super::group_spill::{compare_to_bound, GroupReader, GroupWriter, KeyBound, SpilledGroups};
+use super::groups::{compare_group_keys, key_prefix, Group};
+use super::ir::{AggSpec, Expr, QueryPlan, Shape};
 use super::key_row::{self, KeyRow};
 use super::marks::compare_keys;
+use super::sort::SpillError;
 
 /// Why finishing a group failed (`integer overflow`, an output column's error): SQLite's
 /// message.
 type GroupError = String;
+
+/// One executor's run of groups sorted by key, as the merge takes it.
+#[derive(Debug)]
+pub enum Run {
+    /// In memory.
+    Memory(Vec<Group>),
+    /// Spilled to the scratch directory.
+    File(SpilledGroups),
+}
+
+impl Run {
+    fn len(&self) -> usize {
+        match self {
+            Run::Memory(g) => g.len(),
+            Run::File(f) => f.groups,
+        }
+    }
+}
+
+/// Where a slice's merge reads one run's groups.
+enum Cursor<'r> {
+    /// A part of a run in memory (its groups are taken out).
+    Memory(std::slice::IterMut<'r, Group>),
+    /// A range of keys of a spilled run.
+    File(Box<GroupReader>),
+}
+
+impl Cursor<'_> {
+    fn next_group(&mut self) -> Result<Option<Group>, SpillError> {
+        match self {
+            Cursor::Memory(it) => Ok(it.next().map(std::mem::take)),
+            Cursor::File(r) => r.next_group(),
+        }
+    }
+}
 
 /// What a grouped query's merge needs of its plan.
 pub(super) struct GroupQuery<'p> {
@@ -42,6 +84,8 @@ pub(super) struct GroupQuery<'p> {
     pub having: Option<&'p Expr>,
     /// The output columns.
     pub outputs: &'p [Expr],
+    /// Which row of a group shows its keys.
+    key_row: KeyRow,
 }
 
 /// A finished group: its `ORDER BY` values, its place for ties (its place in key order, or
@@ -61,6 +105,17 @@ struct Slice {
     failed: Option<GroupError>,
     /// Whether the slice had any group.
     any: bool,
+    /// Its groups (those merged before a `LIMIT` or a failure ended it).
+    groups: u64,
+}
+
+/// A grouped query's merged answer.
+#[derive(Debug)]
+pub struct Merged {
+    /// The result rows.
+    pub rows: Vec<Vec<Value>>,
+    /// The groups merged (fewer when a `LIMIT` ended the merge early).
+    pub groups: u64,
 }
 
 impl Slice {
@@ -70,7 +125,62 @@ impl Slice {
             ranked: Vec::new(),
             failed: Some(e),
             any: true,
+            groups: 0,
         }
+    }
+}
+
+impl<'p> GroupQuery<'p> {
+    /// The merge of `plan`'s groups (`None` for a plan without groups).
+    pub fn of(plan: &'p QueryPlan) -> Option<Self> {
+        match &plan.shape {
+            Shape::Groups {
+                keys,
+                aggregates,
+                having,
+                outputs,
+            } => Some(GroupQuery {
+                plan,
+                collations: keys.iter().map(|k| k.1).collect(),
+                aggregates,
+                having: having.as_ref(),
+                outputs,
+                key_row: KeyRow::of(&plan.shape, plan.order_by.iter().map(|k| &k.expr)),
+            }),
+            Shape::Rows { .. } => None,
+        }
+    }
+
+    /// Combines a group with the same key's group from a later run.
+    fn combine(&self, into: &mut Group, later: Group) {
+        key_row::merge(self.key_row, into, later, |into, later| {
+            for ((spec, s), later) in self.aggregates.iter().zip(&mut into.states).zip(later) {
+                s.merge(spec, later);
+            }
+        })
+    }
+
+    /// Merges spilled runs (in the order written) into one run of the next level, in
+    /// `dir`, without finishing the groups.
+    pub fn compact(
+        &self,
+        runs: &[SpilledGroups],
+        dir: &std::path::Path,
+    ) -> Result<SpilledGroups, SpillError> {
+        let level = runs.iter().map(|r| r.level).max().unwrap_or(0) + 1;
+        let mut out = GroupWriter::create(dir, &self.collations, level)?;
+        let cursors = runs
+            .iter()
+            .map(|r| Cursor::File(Box::new(r.reader(&self.collations, None, None))))
+            .collect();
+        merge_key_order(
+            cursors,
+            &self.collations,
+            |into, later| self.combine(into, later),
+            |_, g| out.push(&g).map(|()| true),
+            |e| e,
+        )?;
+        out.finish()
     }
 }
 
@@ -98,11 +208,7 @@ impl GroupQuery<'_> {
 
     /// Merges the runs (sorted by key, in range order) on up to `threads` threads into the
     /// result rows.
-    pub fn merge(
-        &self,
-        runs: Vec<Vec<Group>>,
-        threads: usize,
-    ) -> Result<Vec<Vec<Value>>, GroupError> {
+    pub fn merge(&self, runs: Vec<Run>, threads: usize) -> Result<Merged, GroupError> {
         let no_keys = self.collations.is_empty();
         let mut runs = runs;
         let slices = split_runs(&mut runs, &self.collations, threads);
@@ -139,13 +245,18 @@ impl GroupQuery<'_> {
                 keys_rowid: i64::MIN,
                 states,
             };
-            done = vec![self.merge_slice(0, vec![&mut [empty][..]])];
+            let mut one = [empty];
+            done = vec![self.merge_slice(0, vec![Cursor::Memory(one.iter_mut())])];
         }
-        self.combine(done)
+        let groups = done.iter().map(|s| s.groups).sum();
+        Ok(Merged {
+            rows: self.combine_slices(done)?,
+            groups,
+        })
     }
 
     /// The result rows from the slices, in key order.
-    fn combine(&self, slices: Vec<Slice>) -> Result<Vec<Vec<Value>>, GroupError> {
+    fn combine_slices(&self, slices: Vec<Slice>) -> Result<Vec<Vec<Value>>, GroupError> {
         let (offset, limit) = (self.offset(), self.limit());
         if self.in_order() {
             // As the serial loop goes: the OFFSET skips groups (after HAVING, before their
@@ -192,8 +303,7 @@ impl GroupQuery<'_> {
 
     /// Merges and finishes one slice (number `index`, of runs in range order); its groups
     /// are taken out of the runs.
-    fn merge_slice(&self, index: usize, runs: Vec<&mut [Group]>) -> Slice {
-        let key_row = KeyRow::of(&self.plan.shape, self.plan.order_by.iter().map(|k| &k.expr));
+    fn merge_slice(&self, index: usize, runs: Vec<Cursor<'_>>) -> Slice {
         let in_order = self.in_order();
         // Without ORDER BY no slice needs more than OFFSET + LIMIT groups past HAVING: the
         // slices before it can only take some of those places.
@@ -206,6 +316,7 @@ impl GroupQuery<'_> {
             ranked: Vec::new(),
             failed: None,
             any: false,
+            groups: 0,
         };
         let base = (index as i64) << 40;
         let mut finish = |seq: usize, g: Group| -> Result<bool, GroupError> {
@@ -244,19 +355,15 @@ impl GroupQuery<'_> {
         let merged = merge_key_order(
             runs,
             &self.collations,
-            |into, later| {
-                key_row::merge(key_row, into, later, |into, later| {
-                    for ((spec, s), later) in
-                        self.aggregates.iter().zip(&mut into.states).zip(later)
-                    {
-                        s.merge(spec, later);
-                    }
-                })
-            },
+            |into, later| self.combine(into, later),
             &mut finish,
+            |e| e.to_string(),
         );
         match merged {
-            Ok(n) => slice.any = n > 0,
+            Ok(n) => {
+                slice.any = n > 0;
+                slice.groups = n as u64;
+            }
             // Only a group's finishing fails.
             Err(e) => {
                 slice.failed = Some(e);
@@ -287,55 +394,63 @@ impl GroupQuery<'_> {
 /// `i` holds, from every run in run order, the groups between splitter `i - 1` and splitter
 /// `i` (taken at even places of the largest run), so each key is in one slice and the slices
 /// are in key order. Few groups stay one slice. Nothing is copied: a slice borrows its parts
-/// of the runs.
+/// of the runs in memory, and reads its range of keys of a spilled run.
 fn split_runs<'r>(
-    runs: &'r mut [Vec<Group>],
+    runs: &'r mut [Run],
     collations: &[Collation],
     slices: usize,
-) -> Vec<Vec<&'r mut [Group]>> {
-    let total: usize = runs.iter().map(Vec::len).sum();
+) -> Vec<Vec<Cursor<'r>>> {
+    let total: usize = runs.iter().map(Run::len).sum();
     let slices = slices.min(total / 2);
-    let whole = |runs: &'r mut [Vec<Group>]| vec![runs.iter_mut().map(|r| &mut r[..]).collect()];
-    let Some(largest) = runs.iter().max_by_key(|r| r.len()) else {
-        return whole(runs);
+    let splitters: Vec<KeyBound> = match runs.iter().max_by_key(|r| r.len()) {
+        _ if slices <= 1 || collations.is_empty() => Vec::new(),
+        None => Vec::new(),
+        Some(Run::File(f)) => f.splitters(slices),
+        Some(Run::Memory(largest)) => {
+            // Distinct places of one run are distinct keys.
+            let mut places: Vec<usize> = (1..slices)
+                .map(|i| largest.len() * i / slices)
+                .filter(|&p| p > 0)
+                .collect();
+            places.dedup();
+            places
+                .into_iter()
+                .map(|p| (key_prefix(&largest[p], collations), largest[p].keys.clone()))
+                .collect()
+        }
     };
-    if slices <= 1 || collations.is_empty() {
-        return whole(runs);
-    }
-    // Distinct places of one run are distinct keys.
-    let mut places: Vec<usize> = (1..slices)
-        .map(|i| largest.len() * i / slices)
-        .filter(|&p| p > 0)
-        .collect();
-    places.dedup();
-    let splitters: Vec<(u128, Vec<Value>)> = places
-        .into_iter()
-        .map(|p| (key_prefix(&largest[p], collations), largest[p].keys.clone()))
-        .collect();
-    let mut out: Vec<Vec<&mut [Group]>> = (0..=splitters.len())
+    let mut out: Vec<Vec<Cursor<'r>>> = (0..=splitters.len())
         .map(|_| Vec::with_capacity(runs.len()))
         .collect();
     for run in runs.iter_mut() {
-        let cuts: Vec<usize> = splitters
-            .iter()
-            .map(|(prefix, keys)| {
-                run.partition_point(|g| {
-                    key_prefix(g, collations)
-                        .cmp(prefix)
-                        .then_with(|| compare_key_values(&g.keys, keys, collations))
-                        == Ordering::Less
-                })
-            })
-            .collect();
-        let mut rest: &mut [Group] = run;
-        let mut taken = 0;
-        for (i, &cut) in cuts.iter().enumerate() {
-            let (head, tail) = std::mem::take(&mut rest).split_at_mut(cut - taken);
-            out[i].push(head);
-            rest = tail;
-            taken = cut;
+        match run {
+            Run::Memory(run) => {
+                let cuts: Vec<usize> = splitters
+                    .iter()
+                    .map(|s| {
+                        run.partition_point(|g| {
+                            compare_to_bound(g, s, collations) == Ordering::Less
+                        })
+                    })
+                    .collect();
+                let mut rest: &mut [Group] = run;
+                let mut taken = 0;
+                for (i, &cut) in cuts.iter().enumerate() {
+                    let (head, tail) = std::mem::take(&mut rest).split_at_mut(cut - taken);
+                    out[i].push(Cursor::Memory(head.iter_mut()));
+                    rest = tail;
+                    taken = cut;
+                }
+                out[cuts.len()].push(Cursor::Memory(rest.iter_mut()));
+            }
+            Run::File(f) => {
+                for (i, slice) in out.iter_mut().enumerate() {
+                    let lower = i.checked_sub(1).map(|j| splitters[j].clone());
+                    let upper = splitters.get(i).cloned();
+                    slice.push(Cursor::File(Box::new(f.reader(collations, lower, upper))));
+                }
+            }
         }
-        out[cuts.len()].push(rest);
     }
     out
 }
@@ -348,12 +463,13 @@ fn split_runs<'r>(
 ///
 /// A k-way merge: O(groups x log runs), with no hash table and no sort; keys are compared by
 /// their [`key_prefix`] first.
-fn merge_key_order(
-    runs: Vec<&mut [Group]>,
+fn merge_key_order<E>(
+    runs: Vec<Cursor<'_>>,
     collations: &[Collation],
     mut combine: impl FnMut(&mut Group, Group),
-    mut each: impl FnMut(usize, Group) -> Result<bool, GroupError>,
-) -> Result<usize, GroupError> {
+    mut each: impl FnMut(usize, Group) -> Result<bool, E>,
+    read_failed: impl Fn(SpillError) -> E,
+) -> Result<usize, E> {
     struct Head<'c> {
         prefix: u128,
         group: Group,
@@ -391,13 +507,10 @@ fn merge_key_order(
         run,
         collations,
     };
-    let mut runs: Vec<_> = runs
-        .into_iter()
-        .map(|r| r.iter_mut().map(std::mem::take))
-        .collect();
+    let mut runs = runs;
     let mut heap = BinaryHeap::with_capacity(runs.len());
     for (run, groups) in runs.iter_mut().enumerate() {
-        if let Some(group) = groups.next() {
+        if let Some(group) = groups.next_group().map_err(&read_failed)? {
             heap.push(head(group, run));
         }
     }
@@ -407,7 +520,7 @@ fn merge_key_order(
         prefix, group, run, ..
     }) = heap.pop()
     {
-        if let Some(next) = runs[run].next() {
+        if let Some(next) = runs[run].next_group().map_err(&read_failed)? {
             heap.push(head(next, run));
         }
         match &mut current {
@@ -539,23 +652,11 @@ mod tests {
         runs: Vec<Vec<Group>>,
         threads: usize,
     ) -> Result<Vec<Vec<Value>>, GroupError> {
-        let Shape::Groups {
-            keys,
-            aggregates,
-            having,
-            outputs,
-        } = &plan.shape
-        else {
-            unreachable!()
-        };
-        GroupQuery {
-            plan,
-            collations: keys.iter().map(|k| k.1).collect(),
-            aggregates,
-            having: having.as_ref(),
-            outputs,
-        }
-        .merge(runs, threads)
+        let runs = runs.into_iter().map(Run::Memory).collect();
+        GroupQuery::of(plan)
+            .unwrap()
+            .merge(runs, threads)
+            .map(|m| m.rows)
     }
 
     #[test]
@@ -582,12 +683,22 @@ mod tests {
             }
         }
         // The slices really are several: the runs split at keys of the largest run.
-        let mut all = runs(Collation::Binary, 3, 900, |_| 1);
+        let mut all: Vec<Run> = runs(Collation::Binary, 3, 900, |_| 1)
+            .into_iter()
+            .map(Run::Memory)
+            .collect();
         let split = split_runs(&mut all, &[Collation::Binary], 4);
         assert_eq!(split.len(), 4);
         let sizes: Vec<Vec<usize>> = split
             .iter()
-            .map(|s| s.iter().map(|r| r.len()).collect())
+            .map(|s| {
+                s.iter()
+                    .map(|r| match r {
+                        Cursor::Memory(it) => it.len(),
+                        Cursor::File(_) => unreachable!(),
+                    })
+                    .collect()
+            })
             .collect();
         assert!(
             sizes
@@ -595,6 +706,43 @@ mod tests {
                 .all(|s| s.len() == 3 && s.iter().sum::<usize>() > 50),
             "{sizes:?}"
         );
+    }
+
+    #[test]
+    fn spilled_runs_merge_as_the_same_runs_in_memory() {
+        // Each executor's run cut in two, the first half spilled (its earlier rows), and
+        // runs compacted into one: the same rows for every thread count.
+        let dir = tempfile::tempdir().unwrap();
+        for collation in [Collation::Binary, Collation::NoCase] {
+            for (ordered, limit, offset) in [(false, None, 0), (true, Some(4), 2)] {
+                let plan = plan(collation, ordered, limit, offset);
+                let query = GroupQuery::of(&plan).unwrap();
+                let serial = merged(&plan, runs(collation, 3, 1500, |i| i as i64 % 17), 1).unwrap();
+                let spilled = |compacted: bool| -> Vec<Run> {
+                    let mut out = Vec::new();
+                    for mut run in runs(collation, 3, 1500, |i| i as i64 % 17) {
+                        // Halves by key: as if the executor had met them in turn.
+                        let later = run.split_off(run.len() / 2);
+                        let file = super::super::group_spill::spill(dir.path(), &[collation], run)
+                            .unwrap();
+                        let file = if compacted {
+                            query.compact(&[file], dir.path()).unwrap()
+                        } else {
+                            file
+                        };
+                        out.push(Run::File(file));
+                        out.push(Run::Memory(later));
+                    }
+                    out
+                };
+                for threads in [1, 2, 3] {
+                    for compacted in [false, true] {
+                        let rows = query.merge(spilled(compacted), threads).unwrap().rows;
+                        assert_eq!(rows, serial, "{collation:?} {ordered} x{threads}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ use super::aggregate::{rtrim, AggState, KeyPart};
 use super::sort::prefix_under;
 
 /// One group: its key values and aggregate states.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Group {
     /// The key values SQLite shows for the group (they differ from row to row only under
     /// NOCASE or RTRIM, or as 1 and 1.0): those of its row with the lowest rowid, or, with a
@@ -76,6 +76,27 @@ pub struct GroupTable {
     pub groups: Vec<Group>,
     /// The group the last row went to, and its packed key (or [`UNPACKED`]).
     last: Option<(usize, u64)>,
+    /// An estimate of the bytes the table holds ([`group_bytes`] of each group when it was
+    /// made, plus what [`Self::add_bytes`] adds).
+    bytes: usize,
+}
+
+/// An estimate of the bytes group `g` takes in a table: the group, its index entry (at the
+/// index's lowest load), its hash, the entry that sorts it by key when the table is handed
+/// over or spilled, its key values and their bytes, and its aggregate states as made.
+pub fn group_bytes(g: &Group) -> usize {
+    use std::mem::size_of;
+    let heap = |v: &Value| match v {
+        Value::Text(b) | Value::Blob(b) => b.capacity(),
+        _ => 0,
+    };
+    size_of::<Group>()
+        + 2 * size_of::<Slot>()
+        + size_of::<u64>()
+        + size_of::<(u128, usize)>()
+        + g.keys.capacity() * size_of::<Value>()
+        + g.keys.iter().map(heap).sum::<usize>()
+        + g.states.capacity() * size_of::<AggState>()
 }
 
 impl PartialEq for GroupTable {
@@ -309,9 +330,20 @@ impl GroupTable {
         groups
     }
 
+    /// An estimate of the bytes the table holds.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Counts `bytes` more in the table's estimate (what its groups' states grew by).
+    pub fn add_bytes(&mut self, bytes: usize) {
+        self.bytes = self.bytes.saturating_add(bytes);
+    }
+
     /// Adds `group`, whose key no group has yet; returns its index.
     pub fn push(&mut self, group: Group, collations: &[Collation]) -> usize {
         let g = self.groups.len();
+        self.bytes += group_bytes(&group);
         let (mut hash, mut packed) = (0, UNPACKED);
         if !group.keys.is_empty() {
             // `hash_value` normalizes as it goes: equal keys hash alike whatever their

@@ -21,10 +21,12 @@ use crate::datatype3::{apply_column_affinity, Collation};
 use crate::decode::{CellBatch, NeededColumns};
 use crate::value::{Value, ValueRef};
 
-use super::aggregate::{AggState, SumState};
+use super::aggregate::{take_growth, AggState, SumState};
 use super::batch::{self, Batch, Rows, Selection, Source};
 use super::dates;
 use super::eval::{eval, eval_ref, holds, Operand};
+use super::group_merge::GroupQuery;
+use super::group_spill::{self, GroupRuns, GroupStats, SpilledGroups, MAX_RUNS};
 use super::groups::packed_key;
 pub use super::groups::{Group, GroupTable};
 use super::ir::{AggFunc, ColumnRead, Expr, QueryPlan, Shape};
@@ -40,7 +42,7 @@ use super::program::{Node, RowProgram};
 use super::row_stream::RowStream;
 pub use super::row_stream::{OutRow, RowFailure};
 use super::sink::SinkRows;
-use super::sort::{SortBuffer, SortSpace};
+use super::sort::{SortBuffer, SortSpace, SpillError};
 use super::window;
 use crate::scan::{RecordOutcome, RowError, ScanKernel, Spill};
 
@@ -105,6 +107,21 @@ pub struct QueryKernel {
     /// fail: the output columns' slots. Its pages (those without records on overflow pages)
     /// go to the sink straight from the decoded cells ([`QueryKernel::eval_columnar`]).
     columnar: Option<Vec<usize>>,
+    /// A grouped query's groups beyond its memory budget ([`super::group_spill`]).
+    spilled: GroupSpill,
+}
+
+/// What an executor's grouped query spilled: a table past its share of the budget is sorted
+/// by key and written to the scratch directory between two pages.
+#[derive(Debug, Clone, Default)]
+struct GroupSpill {
+    /// The budget and scratch directory (`None`: the table is never spilled).
+    space: Option<SortSpace>,
+    /// The runs written, in order (earlier rows first).
+    runs: Vec<SpilledGroups>,
+    /// The first failure to write or merge runs: the query's error.
+    failed: Option<SpillError>,
+    stats: GroupStats,
 }
 
 impl QueryKernel {
@@ -179,6 +196,7 @@ impl QueryKernel {
             unresolved: false,
             abandoned: None,
             columnar: None,
+            spilled: GroupSpill::default(),
             needed,
             batch_filter: batch_filter.as_ref().map(batch::BatchFilter::new),
             record_slots,
@@ -229,6 +247,14 @@ impl QueryKernel {
         match self.partial {
             Partial::Sorted(_) => QueryKernel {
                 partial: Partial::Sorted(SortBuffer::new(space.clone())),
+                ..self
+            },
+            // A grouped query's table within the same budget: spilled beyond it.
+            Partial::Groups(_) => QueryKernel {
+                spilled: GroupSpill {
+                    space: Some(space.clone()),
+                    ..GroupSpill::default()
+                },
                 ..self
             },
             _ => self,
@@ -367,24 +393,15 @@ impl ScanKernel for QueryKernel {
             rows.clear();
             stream.finish();
         }
-        if let (Some(program), Partial::Groups(table)) = (&self.program, &mut self.partial) {
-            // Aggregates that shared a state during the scan get their own copy.
-            for group in &mut table.groups {
-                for j in 0..group.states.len() {
-                    let from = program.shares(j);
-                    if from != j {
-                        group.states[j] = group.states[from].clone();
-                    }
-                }
-            }
-        }
-        if let (Shape::Groups { keys, .. }, Partial::Groups(table)) =
-            (&self.plan.shape, &mut self.partial)
-        {
+        if let Some(groups) = self.take_groups() {
             // Sorted here, on the executor, so the coordinator only merges sorted runs.
-            let collations: Vec<_> = keys.iter().map(|k| k.1).collect();
-            let groups = std::mem::take(table).into_key_order(&collations);
-            self.partial = Partial::KeyOrder(groups);
+            let spilled = std::mem::take(&mut self.spilled);
+            self.partial = Partial::KeyOrder(GroupRuns {
+                spilled: spilled.runs,
+                memory: groups,
+                failed: spilled.failed,
+                stats: spilled.stats,
+            });
         }
         if let Partial::Sorted(buffer) = &mut self.partial {
             buffer.finish(&self.plan.order_by, self.plan.backward);
@@ -413,6 +430,7 @@ impl ScanKernel for QueryKernel {
         next: &[u8],
         spills: &mut Vec<Spill>,
     ) -> Result<(), String> {
+        self.spill_groups_if_full();
         dates::set_statement_time(self.now);
         let cells =
             self.cells
@@ -451,6 +469,88 @@ impl ScanKernel for QueryKernel {
 }
 
 impl QueryKernel {
+    /// A grouped query's groups sorted by key, its table emptied (`None` for other
+    /// queries); its peak size counted in the figures.
+    fn take_groups(&mut self) -> Option<Vec<Group>> {
+        let (Shape::Groups { keys, .. }, Partial::Groups(table)) =
+            (&self.plan.shape, &mut self.partial)
+        else {
+            return None;
+        };
+        if let Some(program) = &self.program {
+            // Aggregates that shared a state during the scan get their own copy.
+            for group in &mut table.groups {
+                for j in 0..group.states.len() {
+                    let from = program.shares(j);
+                    if from != j {
+                        group.states[j] = group.states[from].clone();
+                    }
+                }
+            }
+        }
+        table.add_bytes(take_growth());
+        let stats = &mut self.spilled.stats;
+        stats.table_bytes = stats.table_bytes.max(table.bytes() as u64);
+        let collations: Vec<_> = keys.iter().map(|k| k.1).collect();
+        Some(std::mem::take(table).into_key_order(&collations))
+    }
+
+    /// Writes a grouped query's table to the scratch directory if it is past its share of
+    /// the budget (between pages: every row of the last page has updated its group), and
+    /// merges the executor's runs once [`MAX_RUNS`] of them have one level.
+    fn spill_groups_if_full(&mut self) {
+        let (Some(space), Partial::Groups(table)) = (&self.spilled.space, &mut self.partial) else {
+            return;
+        };
+        table.add_bytes(take_growth());
+        if table.bytes() < space.buffer_limit()
+            || table.groups.len() < 2
+            || self.spilled.failed.is_some()
+        {
+            return;
+        }
+        let dir = space.dir().to_path_buf();
+        let Some(groups) = self.take_groups() else {
+            return;
+        };
+        let collations: Vec<Collation> = match &self.plan.shape {
+            Shape::Groups { keys, .. } => keys.iter().map(|k| k.1).collect(),
+            Shape::Rows { .. } => Vec::new(),
+        };
+        let spill = &mut self.spilled;
+        match group_spill::spill(&dir, &collations, groups) {
+            Ok(run) => {
+                spill.stats.spilled_runs += 1;
+                spill.stats.spilled_bytes += run.bytes;
+                spill.runs.push(run);
+            }
+            Err(e) => {
+                spill.failed = Some(e);
+                return;
+            }
+        }
+        let query = GroupQuery::of(&self.plan).expect("a grouped plan");
+        while spill.runs.len() >= MAX_RUNS {
+            let from = spill.runs.len() - MAX_RUNS;
+            let level = spill.runs[from].level;
+            if spill.runs[from..].iter().any(|r| r.level != level) {
+                break;
+            }
+            match query.compact(&spill.runs[from..], &dir) {
+                Ok(run) => {
+                    spill.stats.spilled_runs += 1;
+                    spill.stats.spilled_bytes += run.bytes;
+                    spill.runs.truncate(from);
+                    spill.runs.push(run);
+                }
+                Err(e) => {
+                    spill.failed = Some(e);
+                    return;
+                }
+            }
+        }
+    }
+
     /// Whether the row `rowid` comes after the row the result ends at, in the scan's order
     /// ([`QueryKernel::end_at`]).
     fn beyond_end(&self, rowid: i64) -> bool {

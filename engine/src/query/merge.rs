@@ -8,9 +8,9 @@ use std::cmp::Ordering;
 use crate::datatype3::Collation;
 use crate::value::Value;
 
-use super::aggregate::AggState;
-use super::group_merge::GroupQuery;
-use super::groups::{Group, GroupTable};
+use super::group_merge::{GroupQuery, Run};
+use super::group_spill::{for_each_tag, for_each_tag_mut, GroupRuns, GroupStats};
+use super::groups::GroupTable;
 use super::ir::{QueryPlan, Shape};
 use super::marks::{compare_keys, compare_rows, sorts_with_limit};
 use super::row_stream::{OutRow, RowFailure};
@@ -26,8 +26,8 @@ pub enum Partial {
     Groups(GroupTable),
     /// A grouped query's partial groups sorted by key (SQLite's group order), as an executor
     /// hands them over: sorted on the executors, in parallel, so the coordinator only merges
-    /// sorted runs.
-    KeyOrder(Vec<Group>),
+    /// sorted runs (those it spilled beyond its memory budget, then those in memory).
+    KeyOrder(GroupRuns),
     /// A full sort's rows (`ORDER BY` without `LIMIT`) as encoded, sorted runs, in memory or
     /// spilled ([`super::sort`]). Their rowids are not tags: the merge orders the runs of
     /// several files by file, then rowid.
@@ -52,26 +52,25 @@ impl Partial {
     /// those of partials tagged below the shifted span: how partials read from several files
     /// are ordered file by file (the tags must not overflow; see [`Partial::rowid_span`]).
     pub fn shift_rowids(&mut self, by: i64) {
+        if let Partial::KeyOrder(runs) = self {
+            runs.spilled.iter_mut().for_each(|r| r.shift_rowids(by));
+        }
         self.for_each_tag_mut(|t| *t += by);
     }
 
     fn for_each_tag(&self, mut f: impl FnMut(i64)) {
-        let mut copy = |t: &i64| f(*t);
         match self {
-            Partial::Rows(rows) => rows.iter().for_each(|r| copy(&r.rowid)),
+            Partial::Rows(rows) => rows.iter().for_each(|r| f(r.rowid)),
             Partial::Sorted(_) => {}
-            Partial::Groups(GroupTable { groups, .. }) | Partial::KeyOrder(groups) => {
-                for g in groups {
-                    copy(&g.keys_rowid);
-                    for s in &g.states {
-                        match s {
-                            AggState::Best(Some((_, at))) => copy(at),
-                            AggState::Distinct(seen) => seen.values().for_each(|(_, at)| copy(at)),
-                            AggState::Concat(parts) => parts.iter().for_each(|(at, _)| copy(at)),
-                            _ => {}
-                        }
-                    }
+            Partial::Groups(GroupTable { groups, .. }) => {
+                groups.iter().for_each(|g| for_each_tag(g, &mut f));
+            }
+            Partial::KeyOrder(runs) => {
+                for (lo, hi) in runs.spilled.iter().filter_map(|r| r.rowid_span()) {
+                    f(lo);
+                    f(hi);
                 }
+                runs.memory.iter().for_each(|g| for_each_tag(g, &mut f));
             }
         }
     }
@@ -80,18 +79,14 @@ impl Partial {
         match self {
             Partial::Rows(rows) => rows.iter_mut().for_each(|r| f(&mut r.rowid)),
             Partial::Sorted(_) => {}
-            Partial::Groups(GroupTable { groups, .. }) | Partial::KeyOrder(groups) => {
-                for g in groups {
-                    f(&mut g.keys_rowid);
-                    for s in &mut g.states {
-                        match s {
-                            AggState::Best(Some((_, at))) => f(at),
-                            AggState::Distinct(seen) => seen.values_mut().for_each(|(_, at)| f(at)),
-                            AggState::Concat(parts) => parts.iter_mut().for_each(|(at, _)| f(at)),
-                            _ => {}
-                        }
-                    }
-                }
+            Partial::Groups(GroupTable { groups, .. }) => {
+                groups.iter_mut().for_each(|g| for_each_tag_mut(g, &mut f));
+            }
+            // (Spilled runs are shifted as they are read: `shift_rowids`.)
+            Partial::KeyOrder(runs) => {
+                runs.memory
+                    .iter_mut()
+                    .for_each(|g| for_each_tag_mut(g, &mut f));
             }
         }
     }
@@ -109,13 +104,23 @@ pub enum MergeError {
         /// The row's failure.
         failure: RowFailure,
     },
-    /// A full sort could not write or read its runs in the scratch directory.
+    /// A full sort or a grouped query could not write or read its runs in the scratch
+    /// directory.
     Spill(SpillError),
+}
+
+/// The merged answer.
+#[derive(Debug)]
+pub struct MergedRows {
+    /// The result rows.
+    pub rows: Vec<Vec<Value>>,
+    /// A grouped query's figures (`None` for other queries).
+    pub groups: Option<GroupStats>,
 }
 
 /// Combines the executors' partials (in range order) into the result rows; a grouped
 /// query's groups are merged on one thread per partial ([`super::group_merge`]).
-pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<Vec<Vec<Value>>, MergeError> {
+pub fn merge(plan: &QueryPlan, partials: Vec<Partial>) -> Result<MergedRows, MergeError> {
     let threads = partials.len();
     merge_files(plan, partials, None, threads)
 }
@@ -129,13 +134,14 @@ pub fn merge_files(
     partials: Vec<Partial>,
     file_of: Option<&[usize]>,
     threads: usize,
-) -> Result<Vec<Vec<Value>>, MergeError> {
-    let rows = merge_scan(plan, partials, file_of, threads)?;
-    match &plan.windows {
+) -> Result<MergedRows, MergeError> {
+    let (rows, groups) = merge_scan(plan, partials, file_of, threads)?;
+    let rows = match &plan.windows {
         // The scan's rows are the window stage's input, in the loop's order.
-        Some(stage) => super::over::apply(stage, rows).map_err(MergeError::Eval),
-        None => Ok(rows),
-    }
+        Some(stage) => super::over::apply(stage, rows).map_err(MergeError::Eval)?,
+        None => rows,
+    };
+    Ok(MergedRows { rows, groups })
 }
 
 /// [`merge_files`] but for a window stage.
@@ -144,7 +150,7 @@ fn merge_scan(
     partials: Vec<Partial>,
     file_of: Option<&[usize]>,
     threads: usize,
-) -> Result<Vec<Vec<Value>>, MergeError> {
+) -> Result<(Vec<Vec<Value>>, Option<GroupStats>), MergeError> {
     let file = |range: usize| file_of.map_or(0, |f| f[range]);
     let offset = usize::try_from(plan.offset).unwrap_or(usize::MAX);
     let limit = plan
@@ -152,7 +158,7 @@ fn merge_scan(
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
     if limit == 0 {
         // SQLite stops before computing anything: no error can come from a LIMIT 0 query.
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
     match &plan.shape {
         Shape::Rows { .. } if partials.iter().any(|p| matches!(p, Partial::Sorted(_))) => {
@@ -169,7 +175,7 @@ fn merge_scan(
                     out.push(record_values(record, plan.order_by.len()));
                 }
             }
-            Ok(out)
+            Ok((out, None))
         }
         Shape::Rows { .. } => {
             let mut rows: Vec<(usize, OutRow)> = Vec::new();
@@ -237,32 +243,32 @@ fn merge_scan(
                     Err(failure) => return Err(MergeError::Row { range, failure }),
                 }
             }
-            Ok(out)
+            Ok((out, None))
         }
-        Shape::Groups {
-            keys,
-            aggregates,
-            having,
-            outputs,
-        } => {
+        Shape::Groups { keys, .. } => {
             let collations: Vec<Collation> = keys.iter().map(|k| k.1).collect();
-            let runs: Vec<Vec<Group>> = partials
-                .into_iter()
-                .filter_map(|p| match p {
-                    Partial::KeyOrder(groups) => Some(groups),
-                    Partial::Groups(table) => Some(table.into_key_order(&collations)),
-                    Partial::Rows(_) | Partial::Sorted(_) => None,
-                })
-                .collect();
-            GroupQuery {
-                plan,
-                collations,
-                aggregates,
-                having: having.as_ref(),
-                outputs,
+            let mut stats = GroupStats::default();
+            let mut runs: Vec<Run> = Vec::new();
+            for p in partials {
+                let table = match p {
+                    Partial::KeyOrder(table) => table,
+                    Partial::Groups(table) => {
+                        GroupRuns::in_memory(table.into_key_order(&collations))
+                    }
+                    Partial::Rows(_) | Partial::Sorted(_) => continue,
+                };
+                if let Some(e) = table.failed {
+                    return Err(MergeError::Spill(e));
+                }
+                stats.add(&table.stats);
+                // An executor's spilled runs hold its earlier rows.
+                runs.extend(table.spilled.into_iter().map(Run::File));
+                runs.push(Run::Memory(table.memory));
             }
-            .merge(runs, threads)
-            .map_err(MergeError::Eval)
+            let query = GroupQuery::of(plan).expect("a grouped plan");
+            let merged = query.merge(runs, threads).map_err(MergeError::Eval)?;
+            stats.groups = merged.groups;
+            Ok((merged.rows, Some(stats)))
         }
     }
 }

@@ -30,6 +30,8 @@
 //! - [`groups`]: the group table, looked up by borrowed key values;
 //! - [`group_merge`]: the executors' groups merged and finished in slices of the key space,
 //!   one thread per executor;
+//! - [`group_spill`]: groups beyond the memory budget, written to the scratch directory in
+//!   runs sorted by key and read back by the merge;
 //! - [`page_groups`]: a page's rows' groups, looked up once per distinct packed key;
 //! - [`kernel`]: one executor's work ([`kernel::QueryKernel`]: filter, projection, partial
 //!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`];
@@ -56,6 +58,7 @@ pub mod files;
 pub mod fold;
 pub mod functions;
 pub mod group_merge;
+pub mod group_spill;
 pub mod groups;
 pub mod in_set;
 pub mod ir;

@@ -68,10 +68,11 @@ pub fn run_query_until(
         partials,
         report,
     } = scanned;
-    let rows = merge(&query, partials).map_err(|e| merge_error(e, table, executors))?;
+    let merged = merge(&query, partials).map_err(|e| merge_error(e, table, executors))?;
     Ok(QueryOutput {
         names: query.names.clone(),
-        rows,
+        rows: merged.rows,
+        groups: merged.groups,
         report,
     })
 }

@@ -108,6 +108,12 @@ impl SortSpace {
         }
     }
 
+    /// Bytes one executor's buffer (or a grouped query's group table) may hold before it is
+    /// spilled.
+    pub fn buffer_limit(&self) -> usize {
+        self.buffer_limit
+    }
+
     /// The scratch directory.
     pub fn dir(&self) -> &Path {
         &self.dir

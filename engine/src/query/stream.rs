@@ -97,6 +97,9 @@ pub struct StreamedQuery {
     pub segments: usize,
     /// A full sort's figures (rows, what spilled); `None` for other queries.
     pub sort: Option<SortStats>,
+    /// A grouped query's figures (groups, their tables' memory, what spilled); `None` for
+    /// other queries.
+    pub groups: Option<super::group_spill::GroupStats>,
     /// The scan's report.
     pub report: RunReport,
 }
@@ -197,6 +200,7 @@ fn run(
             waited_s: Vec::new(),
             segments: 0,
             sort: Some(sort),
+            groups: None,
             report,
         });
     }
@@ -220,6 +224,7 @@ fn run(
             waited_s: Vec::new(),
             segments: 0,
             sort: None,
+            groups: out.groups,
             report: out.report,
         });
     }
@@ -287,6 +292,7 @@ fn run(
             .collect(),
         segments: 0,
         sort: None,
+        groups: None,
         report,
     })
 }
@@ -384,6 +390,7 @@ fn run_segmented(
         waited_s: waited,
         segments: scan.executor_of.len(),
         sort: None,
+        groups: None,
         report: scan.report,
     })
 }
@@ -427,6 +434,7 @@ pub fn run_query_files_streaming(
             waited_s: Vec::new(),
             segments: 0,
             sort: Some(sort),
+            groups: None,
             report: scanned.report,
         });
     }
@@ -450,6 +458,7 @@ pub fn run_query_files_streaming(
             waited_s: Vec::new(),
             segments: 0,
             sort: None,
+            groups: out.groups,
             report: out.report,
         });
     }
@@ -518,6 +527,7 @@ pub fn run_query_files_streaming(
         waited_s: waited,
         segments: 0,
         sort: None,
+        groups: None,
         report: scan.report,
     })
 }

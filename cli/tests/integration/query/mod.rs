@@ -23,6 +23,7 @@ mod exact;
 mod files;
 mod functions;
 mod group_keys;
+mod group_spill;
 mod indexes;
 mod over;
 mod settings;

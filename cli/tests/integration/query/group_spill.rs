@@ -1,0 +1,245 @@
+//! Grouped queries beyond their memory budget: with a tiny `--memory` every executor's group
+//! table is written to the scratch directory in sorted runs many times over (and the runs
+//! merged on the executor once there are 16 of one level), and the answer is still SQLite's
+//! under every core count, backend and row path: group order, the keys each group shows,
+//! `DISTINCT` and `group_concat` states, exact sums and an integer overflow of the running
+//! sum that only the rows of two runs together reach. The report says what spilled; the
+//! scratch directory is left empty, and one that cannot be written is a clear error.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+use super::{Axis, QueryTester, RowPath};
+use crate::{corescan, corescan_with_env};
+
+/// A mixed table of every storage class, with keys of many distinct values.
+fn fixture() -> &'static Path {
+    static DB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DB.get_or_init(|| {
+        let path = crate::scratch_dir("query-group-spill").join("mixed.db");
+        super::mixed_table(&path, 1024, 3000, 41, false);
+        path
+    })
+}
+
+/// Grouped queries of high cardinality: every storage class and collation as keys (NOCASE
+/// and RTRIM spellings of one group), NULL keys, several key parts, every kind of aggregate.
+const GROUPED: &[&str] = &[
+    "SELECT x, count(*), sum(id), min(s), max(r), total(i) FROM t GROUP BY x",
+    "SELECT c, count(*), group_concat(id, '|') FROM t GROUP BY c ORDER BY 2 DESC, 1 LIMIT 20",
+    "SELECT rt, max(id), count(*) FROM t GROUP BY rt LIMIT 50 OFFSET 100",
+    "SELECT b, n, count(DISTINCT s), total(r) FROM t GROUP BY b, n HAVING count(*) > 0",
+    "SELECT id % 997 AS k, avg(r), sum(id), min(x) FROM t GROUP BY k ORDER BY 3 DESC, 1",
+    "SELECT s, min(id), max(x) FROM t GROUP BY s ORDER BY 2 DESC LIMIT 7",
+    // One max() decides which row shows the NOCASE key.
+    "SELECT c, max(r) FROM t GROUP BY c",
+    "SELECT DISTINCT i % 300, c FROM t",
+    "SELECT count(*), sum(i), group_concat(s) FROM t WHERE id < 0",
+    "SELECT i, r, count(*) FROM t WHERE id > 100 GROUP BY i, r",
+];
+
+#[test]
+fn grouped_queries_give_sqlites_rows_in_memory_and_spilled() {
+    let db = fixture();
+    for (k, sql) in GROUPED.iter().enumerate() {
+        // A one-byte budget gives each executor the smallest table (64 KiB): hundreds of
+        // groups per run. The first query under every backend, core count and path.
+        // The others under every core count, collected (grouped rows are collected on every
+        // path).
+        let (spilled, paths): (&[Axis], &[RowPath]) = if k == 0 {
+            (&[Axis::Io, Axis::Cores, Axis::Path], &RowPath::ALL)
+        } else {
+            (&[Axis::Cores], &[RowPath::Collected])
+        };
+        QueryTester::new(db, *sql)
+            .memory(1)
+            .paths(paths)
+            .span(spilled)
+            .check();
+    }
+}
+
+#[test]
+fn a_running_sum_that_overflows_across_two_runs_is_sqlites_error() {
+    // Group 0's running sum leaves the 64-bit range at its second row and comes back at its
+    // third: SQLite fails at the second row. Thousands of other groups between the rows put
+    // them in different runs of a spilled executor.
+    let path = crate::scratch_dir("query-group-spill").join("overflow.db");
+    let _ = std::fs::remove_file(&path);
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE o(k INTEGER, v INTEGER);
+         BEGIN;
+         INSERT INTO o VALUES (0, 9223372036854775807);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 4000)
+         INSERT INTO o SELECT i, i FROM n;
+         INSERT INTO o VALUES (0, 1), (0, -5);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 4000)
+         INSERT INTO o SELECT i + 4000, i FROM n;
+         COMMIT;",
+    )
+    .unwrap();
+    drop(conn);
+    QueryTester::new(&path, "SELECT k, sum(v) FROM o GROUP BY k")
+        .memory(1)
+        .span(&[Axis::Cores])
+        .fails_with("integer overflow")
+        .check();
+    // total() has no such error: the same rows, summed exactly.
+    QueryTester::new(&path, "SELECT k, total(v), count(*) FROM o GROUP BY k")
+        .memory(1)
+        .span(&[Axis::Cores])
+        .check();
+}
+
+/// The JSON report's `groups` figures of `sql` over `db` with `memory` (or the default),
+/// spilling into `tmp`, and the rows.
+fn grouped(db: &Path, sql: &str, memory: Option<&str>, tmp: &str) -> (String, serde_json::Value) {
+    let mut args = vec!["query", db.to_str().unwrap(), sql, "--format", "json"];
+    args.extend(["--report", "--cores", "2"]);
+    if let Some(m) = memory {
+        args.extend(["--memory", m]);
+    }
+    let out = corescan_with_env(&args, &[("TMPDIR", tmp)]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let report: serde_json::Value =
+        serde_json::from_str(out.stderr.trim().lines().last().unwrap()).unwrap();
+    (out.stdout, report["groups"].clone())
+}
+
+#[test]
+fn the_report_says_what_spilled_and_the_scratch_directory_is_left_empty() {
+    let db = fixture();
+    let scratch = crate::scratch_dir("query-group-spill-scratch");
+    let tmp = scratch.to_str().unwrap();
+    let sql = "SELECT id, s, count(*) FROM t GROUP BY id, s";
+    let rows: i64 = Connection::open(db)
+        .unwrap()
+        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+        .unwrap();
+    let (memory_rows, in_memory) = grouped(db, sql, None, tmp);
+    let (spilled_rows, spilled) = grouped(db, sql, Some("1"), tmp);
+    assert_eq!(spilled_rows, memory_rows);
+    assert_eq!(in_memory["groups"], rows, "{in_memory}");
+    assert_eq!(spilled["groups"], rows, "{spilled}");
+    assert_eq!(in_memory["spilled_runs"], 0, "{in_memory}");
+    // More runs than an executor keeps before merging them (16 of one level).
+    assert!(spilled["spilled_runs"].as_u64().unwrap() > 16, "{spilled}");
+    assert!(
+        spilled["spilled_bytes"].as_u64().unwrap() > 100_000,
+        "{spilled}"
+    );
+    assert!(
+        in_memory["table_bytes"].as_i64().unwrap() > rows * 100,
+        "{in_memory}"
+    );
+    // No run is left (they are unnamed files, gone with the process however it ends).
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+    // The human report's line.
+    let out = corescan_with_env(
+        [
+            "query",
+            db.to_str().unwrap(),
+            sql,
+            "--report",
+            "--memory",
+            "64K",
+        ],
+        &[("TMPDIR", tmp)],
+    );
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("{rows} groups")) && out.stderr.contains("runs of groups"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_scratch_directory_that_cannot_be_written_is_a_clear_error() {
+    let db = fixture();
+    let missing = crate::scratch_dir("query-group-spill-missing").join("not-there");
+    let sql = "SELECT id, count(*) FROM t GROUP BY id";
+    let out = corescan_with_env(
+        ["query", db.to_str().unwrap(), sql, "--memory", "1"],
+        &[("TMPDIR", missing.to_str().unwrap())],
+    );
+    out.assert_error(&["scratch directory", "not-there", "spilled groups"]);
+    // Without a spill the directory is never needed.
+    let out = corescan_with_env(
+        ["query", db.to_str().unwrap(), sql],
+        &[("TMPDIR", missing.to_str().unwrap())],
+    );
+    assert_eq!(out.status, 0, "{}", out.stderr);
+}
+
+#[test]
+fn groups_of_many_files_spill_and_keep_the_files_order() {
+    // Rows of several files in one group: group_concat lists them file by file, in rowid
+    // order within each, whether the groups spilled or not, on one core or two.
+    let dir = crate::scratch_dir("query-group-spill-files");
+    for f in 0..4 {
+        let path = dir.join(format!("f{f}.db"));
+        let _ = std::fs::remove_file(&path);
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(&format!(
+            "CREATE TABLE t(k INTEGER, v TEXT);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+             INSERT INTO t SELECT (i * 7919) % 1500, 'f{f}-' || i FROM n;"
+        ))
+        .unwrap();
+    }
+    let glob = format!("{}/*.db", dir.display());
+    let sql = "SELECT k, count(*), group_concat(v), min(_file) FROM t GROUP BY k";
+    let run = |extra: &[&str]| {
+        let mut args = vec!["query", &glob, sql, "--format", "csv"];
+        args.extend(extra);
+        let out = corescan(&args);
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        out.stdout
+    };
+    let reference = run(&["--cores", "1"]);
+    assert_eq!(reference.lines().count(), 1 + 1500);
+    // SQLite's own answer over the files' union, in the listed order.
+    let conn = Connection::open_in_memory().unwrap();
+    let mut union = Vec::new();
+    for f in 0..4 {
+        conn.execute(
+            &format!("ATTACH ?1 AS f{f}"),
+            [dir.join(format!("f{f}.db")).to_str().unwrap()],
+        )
+        .unwrap();
+        union.push(format!("SELECT k, v FROM f{f}.t"));
+    }
+    let oracle_sql = format!(
+        "SELECT k, count(*), group_concat(v) FROM ({}) GROUP BY k",
+        union.join(" UNION ALL ")
+    );
+    let mut stmt = conn.prepare(&oracle_sql).unwrap();
+    let oracle: Vec<String> = stmt
+        .query_map([], |r| {
+            Ok(format!(
+                "{},{},{}",
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let ours: Vec<String> = reference
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit_once(',').unwrap().0.replace('"', ""))
+        .collect();
+    assert_eq!(ours, oracle);
+    for cores in ["1", "2"] {
+        assert_eq!(
+            run(&["--cores", cores, "--memory", "1"]),
+            reference,
+            "{cores}"
+        );
+    }
+}
