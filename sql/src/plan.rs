@@ -790,17 +790,24 @@ fn plan_select(
             order_by.push(sort_key(term, t)?);
         }
         if distinct {
-            // Without ORDER BY, SQLite stops reading at the LIMIT: a row after it is never
-            // evaluated, so a key or WHERE that can fail would fail only here.
+            // Without ORDER BY, or ordered by the rowid first (the scan's own order: no sort),
+            // SQLite stops reading at the LIMIT: a row after it is never evaluated, so a key
+            // or WHERE that can fail would fail only here.
             let fallible = |e: &Expr| e.may_fail();
-            if order_terms.is_empty()
+            let rowid = r.rowid().ok().map(|t| t.expr);
+            let scan_order = order_by.first().is_none_or(|k| {
+                matches!(k.expr, Expr::Column(i)
+                    if ctx.keys.get(i).map(|t| &t.expr) == rowid.as_ref())
+            });
+            if scan_order
                 && query.limit_clause.is_some()
                 && (ctx.keys.iter().any(|k| fallible(&k.expr))
                     || filter.as_ref().is_some_and(fallible))
             {
                 return unsupported(
-                    "SELECT DISTINCT with LIMIT and no ORDER BY over expressions that can fail \
-                     (SQLite stops at the LIMIT and never evaluates the later rows)",
+                    "SELECT DISTINCT with LIMIT and no ORDER BY (or ordered by the rowid) over \
+                     expressions that can fail (SQLite stops at the LIMIT and never evaluates \
+                     the later rows)",
                 );
             }
         }

@@ -248,6 +248,12 @@ fn refusals_name_the_construct() {
             "SELECT s COLLATE klingon FROM t",
             "no such collation sequence",
         ),
+        // Ordered by the rowid, SQLite's DISTINCT loop stops at the LIMIT: a later row whose
+        // json_array() fails on a blob is never evaluated (run seed 1796390168940990775).
+        (
+            "SELECT DISTINCT id, json_array(b) FROM t ORDER BY 1 LIMIT 5",
+            "SELECT DISTINCT with LIMIT",
+        ),
     ] {
         check_error(db, sql, needle);
     }
@@ -268,6 +274,8 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT typeof(s), typeof(max(i * 0)) FROM t GROUP BY 1",
         // DISTINCT keeps the first of equal values in rowid order.
         "SELECT sum(DISTINCT x * 0), sum(DISTINCT r * 0 + i * 0), count(DISTINCT i * 0) FROM t",
+        // Ordered by the rowid, a DISTINCT that cannot fail is answered.
+        "SELECT DISTINCT id, i FROM t ORDER BY 1 DESC LIMIT 5 OFFSET 2",
         // Groups past the LIMIT are never finished (their sum would overflow).
         "SELECT typeof(i), sum(i) FROM t GROUP BY 1 LIMIT 1",
         "SELECT typeof(i), sum(i) FROM t WHERE typeof(i) = 'integer' GROUP BY 1 ORDER BY 2 LIMIT 0",
