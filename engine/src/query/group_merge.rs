@@ -241,7 +241,7 @@ impl GroupQuery<'_> {
             // An aggregate over no rows is one group.
             let states = self.aggregates.iter().map(AggState::new).collect();
             let empty = Group {
-                keys: Vec::new(),
+                keys: Default::default(),
                 keys_rowid: i64::MIN,
                 states,
             };
@@ -636,7 +636,7 @@ mod tests {
                         &[collation],
                         (r as i64) << 32 | i as i64,
                         true,
-                        || vec![AggState::new(&spec)],
+                        || smallvec::smallvec![AggState::new(&spec)],
                     );
                     if let AggState::Sum(s) = &mut table.groups[g].states[0] {
                         s.update(ValueRef::Integer(value(i)));

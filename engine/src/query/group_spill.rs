@@ -27,7 +27,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::datatype3::Collation;
-use crate::value::Value;
 
 use super::aggregate::AggState;
 use super::groups::{compare_key_values, key_prefix, Group};
@@ -45,7 +44,7 @@ pub const MAX_RUNS: usize = 16;
 const BUFFER: usize = 128 * 1024;
 
 /// A group's key as a bound: its [`key_prefix`] and its values.
-pub type KeyBound = (u128, Vec<Value>);
+pub type KeyBound = (u128, super::groups::GroupKeys);
 
 /// Where one group of a run starts (every [`MARK_EVERY`]th): its byte offset and its key.
 #[derive(Debug, Clone, PartialEq)]
@@ -429,6 +428,7 @@ impl GroupRuns {
 mod tests {
     use super::*;
     use crate::query::aggregate::{KeyPart, SumState};
+    use crate::value::Value;
     use std::collections::HashMap;
 
     fn group(k: i64) -> Group {
@@ -439,9 +439,9 @@ mod tests {
         let mut seen = HashMap::new();
         seen.insert(KeyPart::Text(b"x".to_vec()), (Value::text("X"), k + 1));
         Group {
-            keys: vec![Value::Integer(k), Value::text(format!("k{k}"))],
+            keys: smallvec::smallvec![Value::Integer(k), Value::text(format!("k{k}"))],
             keys_rowid: k * 10,
-            states: vec![
+            states: smallvec::smallvec![
                 AggState::Count(k),
                 AggState::Sum(sum),
                 AggState::Best(Some((Value::Blob(vec![k as u8; 3]), k))),

@@ -19,6 +19,13 @@ use crate::value::{Value, ValueRef};
 use super::aggregate::{rtrim, AggState, KeyPart};
 use super::sort::prefix_under;
 
+/// A group's key values: one is held in the group itself (no allocation of its own).
+pub type GroupKeys = smallvec::SmallVec<[Value; 1]>;
+
+/// A group's aggregate states: one is held in the group itself, beside its key, so that
+/// finding a row's group and updating its state reach for one place in memory.
+pub type GroupStates = smallvec::SmallVec<[AggState; 1]>;
+
 /// One group: its key values and aggregate states.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Group {
@@ -26,11 +33,11 @@ pub struct Group {
     /// NOCASE or RTRIM, or as 1 and 1.0): those of its row with the lowest rowid, or, with a
     /// one-argument `min()` or `max()`, of the row that aggregate chose (see
     /// `super::key_row`).
-    pub keys: Vec<Value>,
+    pub keys: GroupKeys,
     /// The rowid of the row `keys` came from.
     pub keys_rowid: i64,
     /// One state per aggregate.
-    pub states: Vec<AggState>,
+    pub states: GroupStates,
 }
 
 /// Up to this many groups, a key is looked for by comparing it with each group's key in turn
@@ -94,9 +101,17 @@ pub fn group_bytes(g: &Group) -> usize {
         + 2 * size_of::<Slot>()
         + size_of::<u64>()
         + size_of::<(u128, usize)>()
-        + g.keys.capacity() * size_of::<Value>()
+        + if g.keys.spilled() {
+            g.keys.capacity() * size_of::<Value>()
+        } else {
+            0
+        }
         + g.keys.iter().map(heap).sum::<usize>()
-        + g.states.capacity() * size_of::<AggState>()
+        + if g.states.spilled() {
+            g.states.capacity() * size_of::<AggState>()
+        } else {
+            0
+        }
 }
 
 impl PartialEq for GroupTable {
@@ -258,7 +273,7 @@ impl GroupTable {
         collations: &[Collation],
         rowid: i64,
         lowest_rowid_keys: bool,
-        states: impl FnOnce() -> Vec<AggState>,
+        states: impl FnOnce() -> GroupStates,
     ) -> usize {
         // Neighbouring rows often share a group: try the last one before hashing (by its
         // packed key when both pack, without reaching for its key values).
@@ -444,6 +459,25 @@ mod tests {
     }
 
     #[test]
+    fn a_group_of_one_key_and_one_state_is_one_block() {
+        // Its key and state inline (no allocation of their own), in at most 160 bytes.
+        let g = Group {
+            keys: smallvec::smallvec![Value::Integer(1)],
+            keys_rowid: 1,
+            states: smallvec::smallvec![AggState::Count(0)],
+        };
+        assert!(!g.keys.spilled() && !g.states.spilled());
+        assert!(std::mem::size_of::<Group>() <= 160);
+        assert_eq!(
+            group_bytes(&g),
+            std::mem::size_of::<Group>()
+                + 2 * std::mem::size_of::<Slot>()
+                + 8
+                + std::mem::size_of::<(u128, usize)>()
+        );
+    }
+
+    #[test]
     fn borrowed_keys_find_the_groups_sqlite_calls_equal() {
         use Collation::*;
         let mut t = GroupTable::default();
@@ -468,7 +502,7 @@ mod tests {
             ),
         ];
         for (i, (v, c)) in cases.iter().enumerate() {
-            assert_eq!(t.find_or_insert(v, c, i as i64, true, Vec::new), i);
+            assert_eq!(t.find_or_insert(v, c, i as i64, true, GroupStates::new), i);
         }
         // Equal under SQLite's rules: the same group, found from borrowed values.
         let q = [b'q'; 200];
@@ -523,8 +557,8 @@ mod tests {
             &[Binary, NoCase],
             -1,
             true,
-            Vec::new,
+            GroupStates::new,
         );
-        assert_eq!(t.groups[0].keys, vec![Value::Real(1.0), Value::text("A")]);
+        assert_eq!(t.groups[0].keys[..], [Value::Real(1.0), Value::text("A")]);
     }
 }

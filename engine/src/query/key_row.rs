@@ -98,7 +98,7 @@ pub fn merge(
     rule: KeyRow,
     into: &mut Group,
     later: Group,
-    merge_states: impl FnOnce(&mut Group, Vec<AggState>),
+    merge_states: impl FnOnce(&mut Group, super::groups::GroupStates),
 ) {
     let Group {
         keys,

@@ -18,9 +18,8 @@ use crate::value::ValueRef;
 
 use partitioner::format::read_be_int;
 
-use super::aggregate::AggState;
 use super::batch::{Selection, Source};
-use super::groups::{packed_part, GroupTable};
+use super::groups::{packed_part, GroupStates, GroupTable};
 
 /// Up to this many packed keys a page remembers with their groups (more distinct keys on one
 /// page take the group table's lookup).
@@ -47,7 +46,7 @@ impl PageRows<'_> {
         &self,
         table: &mut GroupTable,
         groups: &mut Vec<u32>,
-        new_group: impl Fn() -> Vec<AggState>,
+        new_group: impl Fn() -> GroupStates,
         packed: impl Fn(usize, u32) -> Option<u128>,
         part: impl Fn(usize, u32, usize) -> ValueRef<'a>,
     ) {

@@ -65,7 +65,7 @@ fn a_running_sum_that_overflows_across_two_runs_is_sqlites_error() {
     // Group 0's running sum leaves the 64-bit range at its second row and comes back at its
     // third: SQLite fails at the second row. Thousands of other groups between the rows put
     // them in different runs of a spilled executor.
-    let path = crate::scratch_dir("query-group-spill").join("overflow.db");
+    let path = crate::scratch_dir("query-group-spill-overflow").join("overflow.db");
     let _ = std::fs::remove_file(&path);
     let conn = Connection::open(&path).unwrap();
     conn.execute_batch(
