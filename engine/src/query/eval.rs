@@ -129,6 +129,13 @@ pub fn eval_ref<'a>(expr: &'a Expr, slots: &[ValueRef<'a>]) -> Result<Operand<'a
         },
         Expr::Cast(x, affinity) => Operand::from(cast(eval_ref(x, slots)?.as_ref(), *affinity)),
         Expr::Function(f, args) => call_function(*f, args, slots)?,
+        Expr::NullFirst { first, expr } => {
+            if eval_ref(first, slots)?.is_null() {
+                NULL
+            } else {
+                eval_ref(expr, slots)?
+            }
+        }
     })
 }
 

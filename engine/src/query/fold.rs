@@ -86,6 +86,18 @@ pub fn fold(expr: Expr) -> Expr {
         Expr::BitNot(x) => Expr::BitNot(fold_box(x)),
         Expr::Arith(op, a, b) => Expr::Arith(op, fold_box(a), fold_box(b)),
         Expr::Concat(a, b) => Expr::Concat(fold_box(a), fold_box(b)),
+        Expr::NullFirst { first, expr } => {
+            let (first, expr) = (fold(*first), fold(*expr));
+            return match first {
+                // A constant first operand settles whether the rest is computed.
+                Expr::Literal(Value::Null) => first,
+                Expr::Literal(_) => expr,
+                first => Expr::NullFirst {
+                    first: Box::new(first),
+                    expr: Box::new(expr),
+                },
+            };
+        }
         Expr::Compare {
             op,
             left,
@@ -221,9 +233,11 @@ pub fn reads_slots(e: &Expr) -> bool {
         | Expr::BitNot(x)
         | Expr::IsNull(x, _)
         | Expr::Cast(x, _) => reads_slots(x),
-        Expr::Arith(_, a, b) | Expr::Concat(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
-            reads_slots(a) || reads_slots(b)
-        }
+        Expr::Arith(_, a, b)
+        | Expr::Concat(a, b)
+        | Expr::And(a, b)
+        | Expr::Or(a, b)
+        | Expr::NullFirst { first: a, expr: b } => reads_slots(a) || reads_slots(b),
         Expr::Compare { left, right, .. } => reads_slots(left) || reads_slots(right),
         Expr::InList { expr, list, .. } => {
             reads_slots(expr) || list.iter().any(|(x, _)| reads_slots(x))

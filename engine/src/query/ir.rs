@@ -109,6 +109,17 @@ pub enum Expr {
     Cast(Box<Expr>, Affinity),
     /// A scalar function call.
     Function(Function, Vec<Expr>),
+    /// A comparison, arithmetic or `||` one operand of which held a subquery, as SQLite
+    /// codes it (`exprComputeOperands`): `first`, the other operand, is computed first, and
+    /// when it is NULL so is the value, without computing the subquery's side (whose
+    /// failure then never happens); otherwise `expr` (which computes `first` again: operands
+    /// have no side effects).
+    NullFirst {
+        /// The operand computed first (the one without the subquery).
+        first: Box<Expr>,
+        /// The operator over both operands.
+        expr: Box<Expr>,
+    },
 }
 
 /// Arithmetic and bitwise operators.
@@ -566,6 +577,9 @@ impl Expr {
             | Expr::Concat(a, b)
             | Expr::And(a, b)
             | Expr::Or(a, b)
+            | Expr::NullFirst {
+                first: a, expr: b, ..
+            }
             | Expr::Compare {
                 left: a, right: b, ..
             } => {
@@ -615,7 +629,11 @@ impl Expr {
             | Expr::Cast(x, _)
             | Expr::InIntegers { expr: x, .. }
             | Expr::InSet { expr: x, .. } => x.visit(f),
-            Expr::Arith(_, a, b) | Expr::Concat(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+            Expr::Arith(_, a, b)
+            | Expr::Concat(a, b)
+            | Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::NullFirst { first: a, expr: b } => {
                 a.visit(f);
                 b.visit(f);
             }
@@ -686,7 +704,11 @@ impl Expr {
                 x.replace_slots(with)
             }
             Expr::Cast(x, _) => x.replace_slots(with),
-            Expr::Arith(_, a, b) | Expr::Concat(a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+            Expr::Arith(_, a, b)
+            | Expr::Concat(a, b)
+            | Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::NullFirst { first: a, expr: b } => {
                 a.replace_slots(with);
                 b.replace_slots(with);
             }

@@ -7,7 +7,7 @@ use sqlparser::ast::{self, BinaryOperator};
 
 use super::truth::{and_or, has_truth_value};
 use super::typed::{carried_collation, compare, Typed};
-use super::{Resolver, Stage};
+use super::{holds_subquery, Resolver, Stage};
 use crate::aggregate::has_aggregate;
 use crate::error::{unsupported, SqlError};
 
@@ -57,7 +57,28 @@ impl Resolver<'_> {
             }));
         }
         let truth = (has_truth_value(left), has_truth_value(right));
-        binary(op, l, r, truth)
+        // SQLite computes an operand holding a subquery last, and not at all when the other
+        // one is NULL (`exprComputeOperands`): the right operand first when only the left
+        // holds one. That shows only where the skipped side could fail (the value is NULL
+        // either way), so only then is the operator wrapped (a plain comparison stays one
+        // for the planner's seeks and batch filters).
+        let first = match (holds_subquery(left), holds_subquery(right)) {
+            _ if !skips_subquery_side(op) => None,
+            (true, false) if l.expr.may_fail() => Some(r.expr.clone()),
+            (_, true) if r.expr.may_fail() => Some(l.expr.clone()),
+            _ => None,
+        };
+        let t = binary(op, l, r, truth)?;
+        Ok(match first {
+            Some(first) => Typed {
+                expr: Expr::NullFirst {
+                    first: Box::new(first),
+                    expr: Box::new(t.expr),
+                },
+                ..t
+            },
+            None => t,
+        })
     }
 
     /// `a IS [NOT] DISTINCT FROM b`: `a IS NOT b` (`distinct`) or `a IS b`.
@@ -74,6 +95,31 @@ impl Resolver<'_> {
         let op = if distinct { CmpOp::IsNot } else { CmpOp::Is };
         Ok(compare(op, l, r))
     }
+}
+
+/// Whether SQLite skips the operand holding a subquery when the other one is NULL: the
+/// comparisons but `IS` and `IS NOT`, arithmetic, bitwise operators and `||`, whose value is
+/// then NULL whatever the skipped operand would be.
+fn skips_subquery_side(op: &BinaryOperator) -> bool {
+    matches!(
+        op,
+        BinaryOperator::Plus
+            | BinaryOperator::Minus
+            | BinaryOperator::Multiply
+            | BinaryOperator::Divide
+            | BinaryOperator::Modulo
+            | BinaryOperator::BitwiseAnd
+            | BinaryOperator::BitwiseOr
+            | BinaryOperator::PGBitwiseShiftLeft
+            | BinaryOperator::PGBitwiseShiftRight
+            | BinaryOperator::StringConcat
+            | BinaryOperator::Eq
+            | BinaryOperator::NotEq
+            | BinaryOperator::Lt
+            | BinaryOperator::LtEq
+            | BinaryOperator::Gt
+            | BinaryOperator::GtEq
+    )
 }
 
 /// The operator `op` over resolved operands (`truth`: whether SQLite's parser may have marked

@@ -309,29 +309,36 @@ impl<'t> Resolver<'t> {
     }
 }
 
-/// `e` with each subquery in it replaced by `NULL`: what a walk over `e` that must not enter
-/// its subqueries (whose names and functions are their own) walks.
-pub(crate) fn outside_subqueries(e: &ast::Expr) -> std::borrow::Cow<'_, ast::Expr> {
-    let is_subquery = |x: &ast::Expr| {
-        matches!(
-            x,
-            ast::Expr::Subquery(_)
-                | ast::Expr::Exists { .. }
-                | ast::Expr::In {
-                    target: ast::InTarget::Subquery(_) | ast::InTarget::Table { .. },
-                    ..
-                }
-        )
-    };
-    let found = ast::visit_expressions(e, |x| {
+/// Whether `x` itself is a subquery (scalar, `EXISTS` or `IN (SELECT ...)`).
+fn is_subquery(x: &ast::Expr) -> bool {
+    matches!(
+        x,
+        ast::Expr::Subquery(_)
+            | ast::Expr::Exists { .. }
+            | ast::Expr::In {
+                target: ast::InTarget::Subquery(_) | ast::InTarget::Table { .. },
+                ..
+            }
+    )
+}
+
+/// Whether `e` holds a subquery anywhere (SQLite's `EP_Subquery`, which its parser carries up
+/// the tree).
+pub(crate) fn holds_subquery(e: &ast::Expr) -> bool {
+    ast::visit_expressions(e, |x| {
         if is_subquery(x) {
             std::ops::ControlFlow::Break(())
         } else {
             std::ops::ControlFlow::Continue(())
         }
     })
-    .is_break();
-    if !found {
+    .is_break()
+}
+
+/// `e` with each subquery in it replaced by `NULL`: what a walk over `e` that must not enter
+/// its subqueries (whose names and functions are their own) walks.
+pub(crate) fn outside_subqueries(e: &ast::Expr) -> std::borrow::Cow<'_, ast::Expr> {
+    if !holds_subquery(e) {
         return std::borrow::Cow::Borrowed(e);
     }
     let mut e = e.clone();

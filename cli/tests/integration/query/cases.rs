@@ -202,6 +202,13 @@ fn integer_overflow_is_an_error() {
     assert!(super::sqlite_answer(db, sql).is_err(), "SQLite overflows");
     check_error(db, sql, "integer overflow");
     check_error(db, "SELECT abs(i) FROM t WHERE i = -9223372036854775807 - 1 OR id = 1 AND abs(-9223372036854775807 - 1)", "integer overflow");
+    // IS compares NULLs: both operands are computed, and a blob fails json_array().
+    let sql = "SELECT id, (CASE WHEN typeof(b) = 'blob' THEN NULL END) IS (json_array(b) NOT IN (SELECT 1 FROM t AS u)) FROM t";
+    assert!(
+        super::sqlite_answer(db, sql).is_err(),
+        "SQLite computes both"
+    );
+    check_error(db, sql, "JSON cannot hold BLOB values");
 }
 
 #[test]
@@ -274,7 +281,13 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT typeof(s), typeof(max(i * 0)) FROM t GROUP BY 1",
         // DISTINCT keeps the first of equal values in rowid order.
         "SELECT sum(DISTINCT x * 0), sum(DISTINCT r * 0 + i * 0), count(DISTINCT i * 0) FROM t",
-        // Ordered by the rowid, a DISTINCT that cannot fail is answered.
+        // An operand holding a subquery is not computed where the other one is NULL
+        // (SQLite's exprComputeOperands; run seed 1796390701729581036): json_array() of a
+        // blob fails only on the rows where it is computed.
+        "SELECT id, (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE 1 END) = (json_array(b) NOT IN (SELECT 1 FROM t AS u)) FROM t",
+        "SELECT id, (json_array(b) NOT IN (SELECT 1 FROM t AS u)) + (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE 1 END), (CASE WHEN typeof(b) = 'blob' THEN NULL END) || json_array(b, (SELECT 2 FROM t AS u LIMIT 1)) FROM t",
+        "SELECT id FROM t WHERE (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE i END) < (json_array(b) NOT IN (SELECT 1 FROM t AS u)) ORDER BY id",
+
         "SELECT DISTINCT id, i FROM t ORDER BY 1 DESC LIMIT 5 OFFSET 2",
         // Groups past the LIMIT are never finished (their sum would overflow).
         "SELECT typeof(i), sum(i) FROM t GROUP BY 1 LIMIT 1",
