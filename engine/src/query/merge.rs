@@ -114,7 +114,8 @@ pub enum MergeError {
 pub struct MergedRows {
     /// The result rows.
     pub rows: Vec<Vec<Value>>,
-    /// A grouped query's figures (`None` for other queries).
+    /// A grouped query's figures (`None` for other queries, and for an aggregate without
+    /// `GROUP BY` or `DISTINCT`).
     pub groups: Option<GroupStats>,
 }
 
@@ -268,7 +269,8 @@ fn merge_scan(
             let query = GroupQuery::of(plan).expect("a grouped plan");
             let merged = query.merge(runs, threads).map_err(MergeError::Eval)?;
             stats.groups = merged.groups;
-            Ok((merged.rows, Some(stats)))
+            // An aggregate without GROUP BY is one group: nothing to report.
+            Ok((merged.rows, (!keys.is_empty()).then_some(stats)))
         }
     }
 }
