@@ -25,7 +25,9 @@ fn walk_has_aggregate(e: &ast::Expr) -> bool {
             // An aggregate with OVER is a window function, computed per row.
             let is_agg = f.over.is_none()
                 && match name.as_str() {
-                    "count" | "sum" | "total" | "avg" | "group_concat" | "string_agg" => true,
+                    "count" | "sum" | "total" | "avg" | "group_concat" | "string_agg"
+                    | "json_group_array" | "jsonb_group_array" | "json_group_object"
+                    | "jsonb_group_object" => true,
                     "min" | "max" => args.len() == 1,
                     _ => false,
                 };

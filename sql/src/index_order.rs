@@ -611,9 +611,10 @@ pub(crate) fn order_sensitive(
         || aggregates.iter().any(|a| {
             let shows_a_value = matches!(a.func, AggFunc::Min | AggFunc::Max)
                 || (a.distinct && !matches!(a.func, AggFunc::Count));
-            // group_concat shows every value in the order the rows come.
-            let in_order = a.func == AggFunc::GroupConcat
-                && a.arg.as_ref().is_some_and(|e| !e.reads_no_slot());
+            // group_concat and the JSON aggregates show every value in the order the rows
+            // come.
+            let in_order = matches!(a.func, AggFunc::GroupConcat | AggFunc::Json(_))
+                && a.exprs().any(|e| !e.reads_no_slot());
             in_order || (shows_a_value && a.arg.as_ref().is_some_and(|e| differs(e, a.collation)))
         })
 }

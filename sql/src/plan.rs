@@ -4,7 +4,7 @@ use std::path::Path;
 
 use engine::datatype3::Collation;
 use engine::query::eval::eval;
-use engine::query::ir::{Expr, Function, QueryPlan, Shape, SortKey, WindowStage};
+use engine::query::ir::{AggSpec, Expr, Function, QueryPlan, Shape, SortKey, WindowStage};
 use engine::query::json::JsonFunc;
 use engine::value::Value;
 use partitioner::TablePlan;
@@ -1182,7 +1182,7 @@ fn json_parse_cache(plan: &QueryPlan) -> Result<(), SqlError> {
             outputs,
         } => {
             exprs.extend(keys.iter().map(|(e, _)| e));
-            exprs.extend(aggregates.iter().filter_map(|a| a.arg.as_ref()));
+            exprs.extend(aggregates.iter().flat_map(AggSpec::exprs));
             exprs.extend(having.iter());
             exprs.extend(outputs);
         }

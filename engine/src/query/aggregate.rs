@@ -19,6 +19,7 @@ use crate::value::{numeric_affinity_of_text, Number, Value, ValueRef};
 
 use super::exact_sum::ExactSum;
 use super::ir::{AggFunc, AggSpec};
+use super::json::{JsonArg, JsonGroup};
 
 /// One part of a group or `DISTINCT` key, normalized so that values SQLite calls equal
 /// (`1` and `1.0`; `'a'` and `'A'` under NOCASE) hash and compare equal.
@@ -227,12 +228,21 @@ pub enum AggState {
     /// reads its leaves in file order, which need not be rowid order): joined in rowid order
     /// when finished.
     Concat(Vec<(i64, Vec<u8>)>),
+    /// A JSON aggregate: each row's arguments rendered alone, with its row's rowid (merged
+    /// in rowid order when finished, as SQLite's scan renders them one after another).
+    Json(Vec<(i64, JsonGroup)>),
+    /// `json_group_array(DISTINCT x)`: as [`AggState::Distinct`] (NULL included), each value
+    /// with whether it carried the JSON subtype.
+    JsonDistinct(HashMap<KeyPart, (Value, i64, bool)>),
 }
 
 impl AggState {
     /// The empty state of `spec`.
     pub fn new(spec: &AggSpec) -> AggState {
         if spec.distinct {
+            if let AggFunc::Json(_) = spec.func {
+                return AggState::JsonDistinct(HashMap::new());
+            }
             return AggState::Distinct(HashMap::new());
         }
         match spec.func {
@@ -240,7 +250,45 @@ impl AggState {
             AggFunc::Sum | AggFunc::Total | AggFunc::Avg => AggState::Sum(SumState::default()),
             AggFunc::Min | AggFunc::Max => AggState::Best(None),
             AggFunc::GroupConcat => AggState::Concat(Vec::new()),
+            AggFunc::Json(_) => AggState::Json(Vec::new()),
         }
+    }
+
+    /// Adds the arguments of the row with rowid `rowid` to a JSON aggregate's state (each
+    /// with the JSON subtype it carries).
+    pub fn update_json(
+        &mut self,
+        spec: &AggSpec,
+        args: &[JsonArg<'_>],
+        rowid: i64,
+    ) -> Result<(), String> {
+        match (self, spec.func) {
+            (AggState::Json(rows), AggFunc::Json(kind)) => {
+                let row = JsonGroup::row(kind, args)?;
+                grew(std::mem::size_of::<(i64, JsonGroup)>() + row.heap_bytes());
+                rows.push((rowid, row));
+            }
+            (AggState::JsonDistinct(seen), _) => {
+                let Some(a) = args.first() else {
+                    return Ok(());
+                };
+                seen.entry(KeyPart::of(a.value, spec.collation))
+                    .and_modify(|(value, at, json)| {
+                        if rowid < *at {
+                            (*value, *at, *json) = (a.value.to_owned(), rowid, a.json);
+                        }
+                    })
+                    .or_insert_with(|| {
+                        grew(
+                            2 * std::mem::size_of::<(KeyPart, (Value, i64, bool))>()
+                                + 2 * heap_bytes(a.value),
+                        );
+                        (a.value.to_owned(), rowid, a.json)
+                    });
+            }
+            _ => unreachable!("a JSON aggregate keeps a JSON state"),
+        }
+        Ok(())
     }
 
     /// Adds the argument of the row with rowid `rowid` (`Null` for `count(*)`, which counts
@@ -276,6 +324,9 @@ impl AggState {
                     parts.push((rowid, t.into_owned()));
                 }
             }
+            AggState::Json(_) | AggState::JsonDistinct(_) => {
+                unreachable!("a JSON aggregate is updated by update_json")
+            }
             AggState::Distinct(seen) => {
                 if v.is_null() {
                     return;
@@ -308,6 +359,18 @@ impl AggState {
                 this.update(spec, v.as_ref(), at)
             }
             (AggState::Concat(a), AggState::Concat(b)) => a.extend(b),
+            (AggState::Json(a), AggState::Json(b)) => a.extend(b),
+            (AggState::JsonDistinct(seen), AggState::JsonDistinct(more)) => {
+                for (key, (v, at, json)) in more {
+                    seen.entry(key)
+                        .and_modify(|e| {
+                            if at < e.1 {
+                                *e = (v.clone(), at, json);
+                            }
+                        })
+                        .or_insert((v, at, json));
+                }
+            }
             (AggState::Distinct(seen), AggState::Distinct(more)) => {
                 for (key, (v, at)) in more {
                     seen.entry(key)
@@ -339,6 +402,24 @@ impl AggState {
             let mut s = AggState::new(&plain);
             for (v, at) in &values {
                 s.update(&plain, v.as_ref(), *at);
+            }
+            return s.finish(&plain);
+        }
+        if let AggState::JsonDistinct(seen) = self {
+            let mut values: Vec<(Value, i64, bool)> = seen.into_values().collect();
+            values.sort_by_key(|v| v.1);
+            let plain = AggSpec {
+                distinct: false,
+                ..spec.clone()
+            };
+            let mut s = AggState::new(&plain);
+            for (v, at, json) in &values {
+                let arg = JsonArg {
+                    value: v.as_ref(),
+                    json: *json,
+                    jsonb: None,
+                };
+                s.update_json(&plain, &[arg], *at)?;
             }
             return s.finish(&plain);
         }
@@ -384,6 +465,16 @@ impl AggState {
                 }
                 Value::Text(text)
             }
+            (AggFunc::Json(kind), AggState::Json(mut rows)) => {
+                if !rows.is_sorted_by_key(|r| r.0) {
+                    rows.sort_by_key(|r| r.0);
+                }
+                let mut all = JsonGroup::new(kind);
+                for (_, row) in rows {
+                    all.merge(row);
+                }
+                all.finish()?.0
+            }
             _ => Value::Null,
         })
     }
@@ -413,6 +504,8 @@ mod tests {
             distinct: false,
             collation: Collation::Binary,
             separator: None,
+            second: None,
+            filter: None,
         }
     }
 

@@ -20,7 +20,7 @@ use std::cmp::Ordering;
 use crate::datatype3::{int_real_cmp, Affinity, Collation};
 
 use super::eval::{arith, compare_truth, eval_ref, maybe_number, truth_of};
-use super::ir::{AggSpec, ArithOp, CmpOp, Expr, QueryPlan, Shape};
+use super::ir::{AggFunc, ArithOp, CmpOp, Expr, QueryPlan, Shape};
 
 /// Where a batch's rows are read from.
 pub enum Rows<'a, 'b> {
@@ -185,7 +185,7 @@ pub fn plan_batchable(plan: &QueryPlan, has_virtual: bool) -> bool {
         && keys.iter().all(|(e, _)| batchable(e))
         && aggregates
             .iter()
-            .all(|AggSpec { arg, .. }| arg.as_ref().is_none_or(batchable))
+            .all(|a| !matches!(a.func, AggFunc::Json(_)) && a.exprs().all(batchable))
 }
 
 /// A batch's filter, prepared once per query: its conjuncts in order, each a column compared

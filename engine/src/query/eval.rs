@@ -661,6 +661,28 @@ fn json_argument<'a>(e: &'a Expr, slots: &[ValueRef<'a>]) -> Result<Held<'a>, St
     })
 }
 
+/// Calls `f` with the values of `exprs` over `slots` as a JSON function receives its
+/// arguments (a JSON call's result with its JSON subtype, see [`json_argument`]): how a JSON
+/// aggregate takes a row's arguments.
+pub fn with_json_arguments<R>(
+    exprs: &[&Expr],
+    slots: &[ValueRef<'_>],
+    f: impl FnOnce(&[json::JsonArg<'_>]) -> R,
+) -> Result<R, String> {
+    let mut held: SmallVec<[Held<'_>; 2]> = SmallVec::with_capacity(exprs.len());
+    for a in exprs {
+        held.push(json_argument(a, slots)?);
+    }
+    let args: SmallVec<[json::JsonArg<'_>; 2]> = held
+        .iter()
+        .map(|h| match h {
+            Held::Json(r) => json::JsonArg::result(r),
+            Held::Plain(o) => json::JsonArg::sql(o.as_ref()),
+        })
+        .collect();
+    Ok(f(&args))
+}
+
 /// A JSON call: an argument that is itself a JSON call hands over its whole result (the JSON
 /// subtype, and the JSONB SQLite caches with an edit's text), any other its value
 /// ([`json_argument`]).

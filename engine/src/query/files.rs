@@ -633,9 +633,7 @@ pub fn bind_file_column(plan: &mut QueryPlan, path: &Path) -> bool {
             keys.iter_mut()
                 .for_each(|(e, _)| e.replace_slots(&mut with));
             for a in aggregates {
-                if let Some(x) = &mut a.arg {
-                    x.replace_slots(&mut with);
-                }
+                a.exprs_mut().for_each(|x| x.replace_slots(&mut with));
             }
         }
     }

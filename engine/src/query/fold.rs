@@ -24,7 +24,7 @@ use crate::datatype3::Affinity;
 use crate::value::{numeric_affinity_of_text, Value};
 
 use super::eval::eval;
-use super::ir::{AggSpec, ColumnRead, Expr, Function, QueryPlan, Shape};
+use super::ir::{AggFunc, ColumnRead, Expr, Function, QueryPlan, Shape};
 
 /// Folds the constant subexpressions of every expression of `plan`.
 pub fn fold_plan(plan: &mut QueryPlan) {
@@ -46,9 +46,16 @@ pub fn fold_plan(plan: &mut QueryPlan) {
             outputs,
         } => {
             keys.iter_mut().for_each(|(e, _)| fold_in_place(e));
-            for AggSpec { arg, .. } in aggregates {
-                if let Some(a) = arg {
-                    fold_in_place(a);
+            for spec in aggregates {
+                if let AggFunc::Json(_) = spec.func {
+                    // The arguments hand their JSON subtype to the aggregate.
+                    for a in spec.arg.iter_mut().chain(&mut spec.second) {
+                        let taken = std::mem::replace(a, Expr::Literal(Value::Null));
+                        *a = fold_json_argument(taken);
+                    }
+                    spec.filter.iter_mut().for_each(fold_in_place);
+                } else {
+                    spec.exprs_mut().for_each(fold_in_place);
                 }
             }
             if let Some(h) = having {

@@ -558,6 +558,8 @@ mod tests {
             distinct: false,
             collation: Collation::Binary,
             separator: None,
+            second: None,
+            filter: None,
         }
     }
 

@@ -294,6 +294,10 @@ pub enum AggFunc {
     /// `group_concat(x [, separator])`, `string_agg(x, separator)`: the text of the non-NULL
     /// inputs in row order, joined by the separator ([`AggSpec::separator`]).
     GroupConcat,
+    /// `json_group_array(v)`, `json_group_object(k, v)` and their `jsonb_` forms: the JSON
+    /// SQLite's `json.c` builds of every row's arguments in row order (NULLs included), each
+    /// argument with the JSON subtype it carries ([`AggSpec::second`] is the object's value).
+    Json(super::json::JsonGroupKind),
 }
 
 /// One aggregate of a grouped query.
@@ -310,6 +314,27 @@ pub struct AggSpec {
     /// `group_concat`'s separator, a constant (`None`: the default `,`; a NULL separator
     /// joins with nothing).
     pub separator: Option<Value>,
+    /// A second argument (row stage): `json_group_object`'s value, `arg` being its label.
+    pub second: Option<Expr>,
+    /// `FILTER (WHERE c)` of a JSON aggregate (row stage): a row where `c` does not hold is
+    /// not added at all. The other aggregates skip NULL inputs, so their filter is a
+    /// `CASE WHEN c THEN x END` argument instead; a JSON aggregate adds a NULL as `null`.
+    pub filter: Option<Expr>,
+}
+
+impl AggSpec {
+    /// The row-stage expressions the aggregate evaluates: its arguments and its filter.
+    pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
+        self.arg.iter().chain(&self.second).chain(&self.filter)
+    }
+
+    /// The row-stage expressions the aggregate evaluates, to edit in place.
+    pub fn exprs_mut(&mut self) -> impl Iterator<Item = &mut Expr> {
+        self.arg
+            .iter_mut()
+            .chain(&mut self.second)
+            .chain(&mut self.filter)
+    }
 }
 
 /// Where a decoded column's value comes from.

@@ -190,13 +190,16 @@ pub enum JsonFunc {
     ErrorPosition,
     /// `json_pretty(X [, INDENT])`.
     Pretty,
+    /// No SQL name: the value of a `json_group_array`/`json_group_object` aggregate in the
+    /// group stage, handed on unchanged with the JSON subtype SQLite gives it.
+    Group,
 }
 
 /// Which argument counts a function accepts: `None` for any.
 fn arities(f: JsonFunc) -> Option<&'static [usize]> {
     use JsonFunc::*;
     match f {
-        Json | Jsonb | Quote | ErrorPosition => Some(&[1]),
+        Json | Jsonb | Quote | ErrorPosition | Group => Some(&[1]),
         Arrow | ArrowText | Patch | JsonbPatch => Some(&[2]),
         Type | Valid | ArrayLength | Pretty => Some(&[1, 2]),
         _ => None,
@@ -676,11 +679,57 @@ fn quote_q(z: &[u8]) -> String {
 
 /// `JsonString`: text under construction, its error flags and the error message SQLite would
 /// have set on the function's context.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 struct JStr {
     buf: Vec<u8>,
     err: u8,
     msg: Option<&'static str>,
+}
+
+/// A [`JStr`] in serde's data model (a spilled JSON aggregate): its message as text, read
+/// back as the constant it was (an unknown one as "malformed JSON").
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SpilledJStr {
+    buf: Vec<u8>,
+    err: u8,
+    msg: Option<String>,
+}
+
+impl serde::Serialize for JStr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        SpilledJStr::from(self.clone()).serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JStr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        SpilledJStr::deserialize(d).map(JStr::from)
+    }
+}
+
+impl From<JStr> for SpilledJStr {
+    fn from(s: JStr) -> Self {
+        SpilledJStr {
+            buf: s.buf,
+            err: s.err,
+            msg: s.msg.map(str::to_string),
+        }
+    }
+}
+
+impl From<SpilledJStr> for JStr {
+    fn from(s: SpilledJStr) -> Self {
+        JStr {
+            buf: s.buf,
+            err: s.err,
+            msg: s.msg.map(|m| {
+                [BLOB_ERR, TOO_DEEP]
+                    .into_iter()
+                    .find(|k| *k == m)
+                    .unwrap_or(MALFORMED)
+            }),
+        }
+    }
 }
 
 impl JStr {
@@ -2892,6 +2941,10 @@ fn call_inner(f: JsonFunc, args: &[JsonArg<'_>]) -> Result<(Value, bool), String
         Patch | JsonbPatch => patch(args, blob).map(|r| (r.0, r.1)),
         ErrorPosition => error_position(args),
         Pretty => pretty(args),
+        Group => Ok((
+            args[0].value.to_owned(),
+            matches!(args[0].value, ValueRef::Text(_)),
+        )),
     }
 }
 
@@ -2910,6 +2963,7 @@ fn name_of(f: JsonFunc) -> &'static str {
         Valid => "json_valid",
         ArrayLength => "json_array_length",
         Pretty => "json_pretty",
+        Group => "json_group_array",
         _ => "json",
     }
 }
@@ -3378,7 +3432,7 @@ fn pretty(args: &[JsonArg<'_>]) -> Result<(Value, bool), String> {
 // Aggregates.
 
 /// Which JSON aggregate a [`JsonGroup`] computes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum JsonGroupKind {
     /// `json_group_array(V)`.
     Array,
@@ -3408,11 +3462,14 @@ impl JsonGroupKind {
         })
     }
 
-    fn object(self) -> bool {
+    /// Whether it is `json_group_object` or `jsonb_group_object` (two arguments).
+    pub fn object(self) -> bool {
         matches!(self, JsonGroupKind::Object | JsonGroupKind::JsonbObject)
     }
 
-    fn blob(self) -> bool {
+    /// Whether it returns JSONB (the `jsonb_` forms; the others return text with the JSON
+    /// subtype).
+    pub fn blob(self) -> bool {
         matches!(self, JsonGroupKind::JsonbArray | JsonGroupKind::JsonbObject)
     }
 }
@@ -3426,7 +3483,7 @@ impl JsonGroupKind {
 /// appends a later range's state, so partial states merged in scan order give SQLite's
 /// answer; it cannot un-raise an error a later range's `update` already returned after an
 /// earlier range met such a malformed blob (SQLite would not have raised it).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JsonGroup {
     kind: JsonGroupKind,
     s: Option<JStr>,
@@ -3436,6 +3493,23 @@ impl JsonGroup {
     /// An empty state.
     pub fn new(kind: JsonGroupKind) -> JsonGroup {
         JsonGroup { kind, s: None }
+    }
+
+    /// The state of one row's arguments alone, an error SQLite raises at that row kept in it
+    /// (raised by [`Self::finish`] once the rows before it are merged in: after an earlier
+    /// malformed JSONB blob SQLite raises none). `Err` only for a failure no state records.
+    pub fn row(kind: JsonGroupKind, args: &[JsonArg<'_>]) -> Result<JsonGroup, String> {
+        let mut g = JsonGroup::new(kind);
+        match g.update(args) {
+            Ok(()) => Ok(g),
+            Err(_) if g.s.as_ref().is_some_and(|s| s.err != 0) => Ok(g),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The bytes the state holds (for a memory budget).
+    pub fn heap_bytes(&self) -> usize {
+        self.s.as_ref().map_or(0, |s| s.buf.capacity())
     }
 
     /// Adds one row's arguments (one for the arrays, label and value for the objects).
@@ -3491,11 +3565,13 @@ impl JsonGroup {
             self.s = Some(l);
             return;
         };
-        if s.err != 0 || l.err != 0 {
-            if s.err == 0 {
-                s.msg = l.msg;
-            }
-            s.err |= l.err;
+        if s.err != 0 {
+            // SQLite renders and raises nothing after the first error.
+            return;
+        }
+        if l.err != 0 {
+            s.msg = l.msg;
+            s.err = l.err;
             return;
         }
         if l.buf.len() > 1 {

@@ -24,7 +24,7 @@ use crate::value::{Value, ValueRef};
 use super::aggregate::{take_growth, AggState, SumState};
 use super::batch::{self, Batch, Rows, Selection, Source};
 use super::dates;
-use super::eval::{eval, eval_ref, holds, Operand};
+use super::eval::{eval, eval_ref, holds, with_json_arguments, Operand};
 use super::group_merge::GroupQuery;
 use super::group_spill::{self, GroupRuns, GroupStats, SpilledGroups, MAX_RUNS};
 use super::groups::packed_key;
@@ -1060,8 +1060,20 @@ fn accept(
                 });
             let group = &mut table.groups[g];
             for (spec, state) in aggregates.iter().zip(&mut group.states) {
+                if let Some(c) = &spec.filter {
+                    if !holds(c, slots)? {
+                        continue;
+                    }
+                }
                 match &spec.arg {
                     None => state.update(spec, ValueRef::Null, rowid),
+                    Some(a) if matches!(spec.func, AggFunc::Json(_)) => {
+                        let args: SmallVec<[&Expr; 2]> =
+                            std::iter::once(a).chain(&spec.second).collect();
+                        with_json_arguments(&args, slots, |args| {
+                            state.update_json(spec, args, rowid)
+                        })??;
+                    }
                     Some(a) => {
                         let v = eval_ref(a, slots)?;
                         state.update(spec, v.as_ref(), rowid);

@@ -352,6 +352,8 @@ mod tests {
                 distinct: false,
                 collation: Collation::Binary,
                 separator: None,
+                second: None,
+                filter: None,
             })
             .collect();
         let program = RowProgram::new(&[], &aggregates);

@@ -174,6 +174,8 @@ fn a_failing_row_is_an_eval_error_naming_page_and_rowid() {
                     distinct: false,
                     collation: engine::datatype3::Collation::Binary,
                     separator: None,
+                    second: None,
+                    filter: None,
                 }],
                 having: None,
                 outputs: vec![Expr::Column(0)],

@@ -5,7 +5,7 @@
 
 use engine::datatype3::Collation;
 use engine::query::ir::{AggFunc, AggSpec, Expr, Function};
-use engine::query::json::JsonFunc;
+use engine::query::json::{JsonFunc, JsonGroupKind};
 use engine::query::math::MathFunction;
 use sqlparser::ast;
 
@@ -134,7 +134,12 @@ impl Resolver<'_> {
             ("min", 1, false) => Some(AggFunc::Min),
             ("max", 1, false) => Some(AggFunc::Max),
             ("group_concat", 1 | 2, false) | ("string_agg", 2, false) => Some(AggFunc::GroupConcat),
-            _ => None,
+            _ => {
+                match JsonGroupKind::from_name(&name, if star { usize::MAX } else { args.len() }) {
+                    Some(kind) => Some(AggFunc::Json(kind.map_err(SqlError::Invalid)?)),
+                    None => None,
+                }
+            }
         };
         let concat_arity = match name.as_str() {
             "group_concat" => Some(args.len() == 1 || args.len() == 2),
@@ -152,7 +157,7 @@ impl Resolver<'_> {
                 return invalid("DISTINCT aggregates must have exactly one argument");
             }
             // group_concat's separator: a constant (SQLite reads it row by row).
-            let separator = match args.get(1) {
+            let separator = match args.get(1).filter(|_| func == AggFunc::GroupConcat) {
                 Some(sep) => {
                     let t = self.resolve(sep, &mut Stage::Row, d)?;
                     if super::uses_slots(&t.expr) {
@@ -172,11 +177,34 @@ impl Resolver<'_> {
                 }
                 None => (None, Collation::Binary, None),
             };
+            let mut second = None;
+            let mut filter = None;
+            if let AggFunc::Json(_) = func {
+                let mut typed = Vec::with_capacity(2);
+                if let Some(a) = args.get(1) {
+                    typed.push(self.resolve(a, &mut Stage::Row, d)?);
+                }
+                if let Some(x) = &arg {
+                    if passes_json_through(x) || typed.iter().any(|t| passes_json_through(&t.expr))
+                    {
+                        return unsupported(
+                            "a JSON function's result passed through min(), max() or a CAST \
+                             other than to TEXT into a JSON aggregate",
+                        );
+                    }
+                }
+                second = typed.pop().map(|t| t.expr);
+                // A JSON aggregate adds a NULL as `null`: a filtered-out row must not be
+                // added at all.
+                if let Some(c) = &f.filter {
+                    filter = Some(self.resolve(c, &mut Stage::Row, d)?.expr);
+                }
+            }
             // `agg(x) FILTER (WHERE c)`: the aggregate of `CASE WHEN c THEN x END` (every one
             // of them skips NULL inputs, and `x` is computed only where `c` holds, as
             // SQLite computes it), under `x`'s own collation; `count(*)` counts a 1.
             let mut func = func;
-            if let Some(c) = &f.filter {
+            if let Some(c) = f.filter.as_ref().filter(|_| filter.is_none()) {
                 let c = self.resolve(c, &mut Stage::Row, d)?;
                 let x = match arg.take() {
                     Some(x) => x,
@@ -197,6 +225,8 @@ impl Resolver<'_> {
                 distinct,
                 collation,
                 separator,
+                second,
+                filter,
             };
             let keys = ctx.keys.len();
             let i = match ctx.aggregates.iter().position(|a| *a == spec) {
@@ -206,9 +236,18 @@ impl Resolver<'_> {
                     ctx.aggregates.len() - 1
                 }
             };
+            // A JSON aggregate's text carries the JSON subtype into the JSON functions
+            // around it, as in SQLite.
+            let slot = Expr::Column(keys + i);
+            let expr = match func {
+                AggFunc::Json(kind) if !kind.blob() => {
+                    Expr::Function(Function::Json(JsonFunc::Group), vec![slot])
+                }
+                _ => slot,
+            };
             // The result carries its argument's explicit COLLATE (ORDER BY on it uses it).
             return Ok(Typed {
-                expr: Expr::Column(keys + i),
+                expr,
                 affinity: None,
                 collation: carried,
             });
@@ -546,10 +585,6 @@ const SQLITE_FUNCTIONS: &[&str] = &[
     "fts3_tokenizer",
     "glob",
     "highlight",
-    "json_group_array",
-    "json_group_object",
-    "jsonb_group_array",
-    "jsonb_group_object",
     "lag",
     "last_insert_rowid",
     "last_value",

@@ -141,6 +141,8 @@ impl Resolver<'_> {
                     distinct: false,
                     collation: Collation::Binary,
                     separator: None,
+                    second: None,
+                    filter: None,
                 }))
             }
         }?;

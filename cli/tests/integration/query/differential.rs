@@ -601,7 +601,24 @@ impl Gen<'_> {
 
     fn aggregate(&mut self) -> String {
         let e = self.expr(2);
-        match self.rng.below(12) {
+        match self.rng.below(14) {
+            12 => match self.rng.below(4) {
+                0 => format!("json_group_array({e})"),
+                1 => format!("hex(jsonb_group_array({e}))"),
+                2 => format!("json_group_array(DISTINCT {e})"),
+                _ => {
+                    let f = self.expr(2);
+                    format!("json_group_array({e}) FILTER (WHERE {f})")
+                }
+            },
+            13 => {
+                let label = self.expr(2);
+                match self.rng.below(3) {
+                    0 => format!("json_group_object({label}, {e})"),
+                    1 => format!("json_array_length(json_group_object({label}, {e}))"),
+                    _ => format!("json_group_object({label}, json_array({e}))"),
+                }
+            }
             9 => format!(
                 "group_concat({e}{})",
                 self.rng.pick(&["", ", '|'", ", ''", ", NULL", ", 7"])

@@ -242,4 +242,34 @@ fn groups_of_many_files_spill_and_keep_the_files_order() {
             "{cores}"
         );
     }
+    // json_group_array and json_group_object keep the same order (their rows' rowids shifted
+    // by file as group_concat's are).
+    let sql = "SELECT k, hex(json_group_array(v)), hex(json_group_object(v, k)) FROM t GROUP BY k";
+    let oracle_sql = format!(
+        "SELECT k, hex(json_group_array(v)), hex(json_group_object(v, k)) FROM ({}) GROUP BY k",
+        union.join(" UNION ALL ")
+    );
+    let mut stmt = conn.prepare(&oracle_sql).unwrap();
+    let oracle: Vec<String> = stmt
+        .query_map([], |r| {
+            Ok(format!(
+                "{},{},{}",
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for cores in ["1", "2"] {
+        for memory in ["1", "1G"] {
+            let out = corescan([
+                "query", &glob, sql, "--format", "csv", "--cores", cores, "--memory", memory,
+            ]);
+            assert_eq!(out.status, 0, "{}", out.stderr);
+            let ours: Vec<&str> = out.stdout.lines().skip(1).collect();
+            assert_eq!(ours, oracle, "{cores} cores, --memory {memory}");
+        }
+    }
 }
