@@ -14,6 +14,8 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
+use smallvec::SmallVec;
+
 use crate::datatype3::{compare_values, Collation};
 use crate::value::{numeric_affinity_of_text, Number, Value, ValueRef};
 
@@ -234,11 +236,28 @@ pub enum AggState {
     /// `json_group_array(DISTINCT x)`: as [`AggState::Distinct`] (NULL included), each value
     /// with whether it carried the JSON subtype.
     JsonDistinct(HashMap<KeyPart, (Value, i64, bool)>),
+    /// An aggregate with `ORDER BY` inside: every row's sort keys and arguments, added to
+    /// the aggregate in that order when finished (as SQLite replays its ORDER BY table).
+    Ordered(Vec<OrderedRow>),
+}
+
+/// A row kept by an aggregate with `ORDER BY` inside ([`AggState::Ordered`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct OrderedRow {
+    /// The values of the `ORDER BY` terms.
+    pub keys: SmallVec<[Value; 1]>,
+    /// The row's rowid (scan order: ties, and the first of `DISTINCT` values).
+    pub rowid: i64,
+    /// The arguments, each with whether it carries the JSON subtype.
+    pub args: SmallVec<[(Value, bool); 2]>,
 }
 
 impl AggState {
     /// The empty state of `spec`.
     pub fn new(spec: &AggSpec) -> AggState {
+        if !spec.order_by.is_empty() {
+            return AggState::Ordered(Vec::new());
+        }
         if spec.distinct {
             if let AggFunc::Json(_) = spec.func {
                 return AggState::JsonDistinct(HashMap::new());
@@ -251,6 +270,19 @@ impl AggState {
             AggFunc::Min | AggFunc::Max => AggState::Best(None),
             AggFunc::GroupConcat => AggState::Concat(Vec::new()),
             AggFunc::Json(_) => AggState::Json(Vec::new()),
+        }
+    }
+
+    /// Keeps a row of an aggregate with `ORDER BY` inside: its sort keys and arguments (each
+    /// with whether it carries the JSON subtype).
+    pub fn push_ordered(&mut self, row: OrderedRow) {
+        if let AggState::Ordered(rows) = self {
+            let values = row.keys.iter().chain(row.args.iter().map(|a| &a.0));
+            grew(
+                std::mem::size_of::<OrderedRow>()
+                    + values.map(|v| heap_bytes(v.as_ref())).sum::<usize>(),
+            );
+            rows.push(row);
         }
     }
 
@@ -327,6 +359,7 @@ impl AggState {
             AggState::Json(_) | AggState::JsonDistinct(_) => {
                 unreachable!("a JSON aggregate is updated by update_json")
             }
+            AggState::Ordered(_) => unreachable!("an ordered aggregate is updated by push_ordered"),
             AggState::Distinct(seen) => {
                 if v.is_null() {
                     return;
@@ -360,6 +393,7 @@ impl AggState {
             }
             (AggState::Concat(a), AggState::Concat(b)) => a.extend(b),
             (AggState::Json(a), AggState::Json(b)) => a.extend(b),
+            (AggState::Ordered(a), AggState::Ordered(b)) => a.extend(b),
             (AggState::JsonDistinct(seen), AggState::JsonDistinct(more)) => {
                 for (key, (v, at, json)) in more {
                     seen.entry(key)
@@ -388,6 +422,9 @@ impl AggState {
 
     /// The aggregate's value.
     pub fn finish(self, spec: &AggSpec) -> Result<Value, String> {
+        if let AggState::Ordered(rows) = self {
+            return finish_ordered(rows, spec);
+        }
         if let AggState::Distinct(seen) = self {
             // In rowid order of first appearance, as SQLite's scan meets them.
             let mut values: Vec<(Value, i64)> = seen.into_values().collect();
@@ -480,6 +517,57 @@ impl AggState {
     }
 }
 
+/// An aggregate with `ORDER BY` inside, as SQLite 3.44+ computes it: the `DISTINCT` check
+/// in scan order (the first row of each value kept), then the rows added to the aggregate
+/// sorted by the `ORDER BY` terms, ties in scan order.
+fn finish_ordered(mut rows: Vec<OrderedRow>, spec: &AggSpec) -> Result<Value, String> {
+    if !rows.is_sorted_by_key(|r| r.rowid) {
+        rows.sort_by_key(|r| r.rowid);
+    }
+    if spec.distinct {
+        let json = matches!(spec.func, AggFunc::Json(_));
+        let mut seen = std::collections::HashSet::new();
+        rows.retain(|r| {
+            let v = r.args.first().map_or(ValueRef::Null, |a| a.0.as_ref());
+            (json || !v.is_null()) && seen.insert(KeyPart::of(v, spec.collation))
+        });
+    }
+    rows.sort_by(|a, b| {
+        spec.order_by
+            .iter()
+            .zip(a.keys.iter().zip(&b.keys))
+            .map(|(k, (x, y))| super::marks::compare_key(k, x, y))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    });
+    let plain = AggSpec {
+        distinct: false,
+        order_by: Vec::new(),
+        ..spec.clone()
+    };
+    let mut s = AggState::new(&plain);
+    // Positions as rowids: the states that order by rowid keep this order.
+    for (at, row) in rows.iter().enumerate() {
+        let at = at as i64;
+        if let AggFunc::Json(_) = plain.func {
+            let args: SmallVec<[JsonArg<'_>; 2]> = row
+                .args
+                .iter()
+                .map(|(v, json)| JsonArg {
+                    value: v.as_ref(),
+                    json: *json,
+                    jsonb: None,
+                })
+                .collect();
+            s.update_json(&plain, &args, at)?;
+        } else {
+            let v = row.args.first().map_or(ValueRef::Null, |a| a.0.as_ref());
+            s.update(&plain, v, at);
+        }
+    }
+    s.finish(&plain)
+}
+
 /// `group_concat`'s separator before a later value: `,` by default, the separator's text,
 /// nothing for a NULL one.
 fn push_separator(acc: &mut Vec<u8>, spec: &AggSpec) {
@@ -506,6 +594,7 @@ mod tests {
             separator: None,
             second: None,
             filter: None,
+            order_by: Vec::new(),
         }
     }
 

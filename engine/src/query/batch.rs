@@ -183,9 +183,9 @@ pub fn plan_batchable(plan: &QueryPlan, has_virtual: bool) -> bool {
         && defaults_known
         && plan.filter.as_ref().is_none_or(batchable)
         && keys.iter().all(|(e, _)| batchable(e))
-        && aggregates
-            .iter()
-            .all(|a| !matches!(a.func, AggFunc::Json(_)) && a.exprs().all(batchable))
+        && aggregates.iter().all(|a| {
+            !matches!(a.func, AggFunc::Json(_)) && a.order_by.is_empty() && a.exprs().all(batchable)
+        })
 }
 
 /// A batch's filter, prepared once per query: its conjuncts in order, each a column compared

@@ -54,6 +54,9 @@ pub fn fold_plan(plan: &mut QueryPlan) {
                         *a = fold_json_argument(taken);
                     }
                     spec.filter.iter_mut().for_each(fold_in_place);
+                    spec.order_by
+                        .iter_mut()
+                        .for_each(|k| fold_in_place(&mut k.expr));
                 } else {
                     spec.exprs_mut().for_each(fold_in_place);
                 }

@@ -560,6 +560,7 @@ mod tests {
             separator: None,
             second: None,
             filter: None,
+            order_by: Vec::new(),
         }
     }
 
@@ -570,6 +571,7 @@ mod tests {
             columns: vec![ColumnRead::Rowid],
             constant_terms: Vec::new(),
             filter: None,
+            order_by: Vec::new(),
             shape: Shape::Groups {
                 keys: vec![(Expr::Column(0), collation)],
                 aggregates: vec![sum_spec()],

@@ -320,12 +320,21 @@ pub struct AggSpec {
     /// not added at all. The other aggregates skip NULL inputs, so their filter is a
     /// `CASE WHEN c THEN x END` argument instead; a JSON aggregate adds a NULL as `null`.
     pub filter: Option<Expr>,
+    /// `ORDER BY` inside the call (row stage; SQLite 3.44+): the order the rows are added in
+    /// (ties in scan order), for the aggregates whose value depends on it (`group_concat`,
+    /// `string_agg`, the JSON aggregates, `sum`'s overflow). Empty: scan order.
+    pub order_by: Vec<SortKey>,
 }
 
 impl AggSpec {
-    /// The row-stage expressions the aggregate evaluates: its arguments and its filter.
+    /// The row-stage expressions the aggregate evaluates: its arguments, its filter and its
+    /// `ORDER BY` terms.
     pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
-        self.arg.iter().chain(&self.second).chain(&self.filter)
+        self.arg
+            .iter()
+            .chain(&self.second)
+            .chain(&self.filter)
+            .chain(self.order_by.iter().map(|k| &k.expr))
     }
 
     /// The row-stage expressions the aggregate evaluates, to edit in place.
@@ -334,6 +343,7 @@ impl AggSpec {
             .iter_mut()
             .chain(&mut self.second)
             .chain(&mut self.filter)
+            .chain(self.order_by.iter_mut().map(|k| &mut k.expr))
     }
 }
 

@@ -21,7 +21,7 @@ use crate::datatype3::{apply_column_affinity, Collation};
 use crate::decode::{CellBatch, NeededColumns};
 use crate::value::{Value, ValueRef};
 
-use super::aggregate::{take_growth, AggState, SumState};
+use super::aggregate::{take_growth, AggState, OrderedRow, SumState};
 use super::batch::{self, Batch, Rows, Selection, Source};
 use super::dates;
 use super::eval::{eval, eval_ref, holds, with_json_arguments, Operand};
@@ -1064,6 +1064,27 @@ fn accept(
                     if !holds(c, slots)? {
                         continue;
                     }
+                }
+                if !spec.order_by.is_empty() {
+                    // The ORDER BY terms first, then the arguments, as SQLite codes them.
+                    let mut keys = SmallVec::new();
+                    for k in &spec.order_by {
+                        keys.push(eval_ref(&k.expr, slots)?.as_ref().to_owned());
+                    }
+                    let exprs: SmallVec<[&Expr; 2]> = spec.arg.iter().chain(&spec.second).collect();
+                    let args = if matches!(spec.func, AggFunc::Json(_)) {
+                        with_json_arguments(&exprs, slots, |args| {
+                            args.iter().map(|a| (a.value.to_owned(), a.json)).collect()
+                        })?
+                    } else {
+                        let mut args = SmallVec::new();
+                        for e in exprs {
+                            args.push((eval_ref(e, slots)?.as_ref().to_owned(), false));
+                        }
+                        args
+                    };
+                    state.push_ordered(OrderedRow { keys, rowid, args });
+                    continue;
                 }
                 match &spec.arg {
                     None => state.update(spec, ValueRef::Null, rowid),

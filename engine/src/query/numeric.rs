@@ -354,6 +354,7 @@ mod tests {
                 separator: None,
                 second: None,
                 filter: None,
+                order_by: Vec::new(),
             })
             .collect();
         let program = RowProgram::new(&[], &aggregates);

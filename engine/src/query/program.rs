@@ -323,6 +323,7 @@ mod tests {
             separator: None,
             second: None,
             filter: None,
+            order_by: Vec::new(),
         }
     }
 

@@ -96,12 +96,17 @@ impl Resolver<'_> {
         if !matches!(f.parameters, ast::FunctionArguments::None) {
             return unsupported(format!("{name}() with parameters"));
         }
+        // `ORDER BY` inside the call (SQLite 3.44+): for aggregates only.
+        let mut order: Vec<&ast::OrderByExpr> = Vec::new();
         let (distinct, star, args): (bool, bool, Vec<&ast::Expr>) = match &f.args {
             ast::FunctionArguments::None => (false, false, Vec::new()),
             ast::FunctionArguments::Subquery(_) => return unsupported("subqueries"),
             ast::FunctionArguments::List(list) => {
-                if !list.clauses.is_empty() {
-                    return unsupported(format!("{name}() with ORDER BY or other clauses"));
+                for c in &list.clauses {
+                    match c {
+                        ast::FunctionArgumentClause::OrderBy(terms) => order.extend(terms),
+                        other => return unsupported(format!("{name}() with {other}")),
+                    }
                 }
                 let distinct = matches!(
                     list.duplicate_treatment,
@@ -119,6 +124,11 @@ impl Resolver<'_> {
                 (distinct, star, args)
             }
         };
+        if !order.is_empty() && f.over.is_some() {
+            return invalid(format!(
+                "ORDER BY may not be used with non-aggregate {name}()"
+            ));
+        }
         if f.over.is_some() {
             let Stage::Window(ctx) = stage else {
                 return invalid(format!("misuse of window function {name}()"));
@@ -156,7 +166,24 @@ impl Resolver<'_> {
             if distinct && (func == AggFunc::CountStar || args.len() > 1) {
                 return invalid("DISTINCT aggregates must have exactly one argument");
             }
+            if func == AggFunc::CountStar && !order.is_empty() {
+                return invalid("near \"ORDER\": syntax error");
+            }
+            // The ORDER BY terms, resolved over the row (a name error is SQLite's); min() and
+            // max() ignore them, as SQLite does (SQLITE_FUNC_ANYORDER), the others add their
+            // rows in that order.
+            let mut order_by = Vec::with_capacity(order.len());
+            for term in &order {
+                let t = self.resolve(&term.expr, &mut Stage::Row, d)?;
+                order_by.push(super::sort_key(term, t)?);
+            }
+            if matches!(func, AggFunc::Min | AggFunc::Max) {
+                order_by.clear();
+            }
             // group_concat's separator: a constant (SQLite reads it row by row).
+            // The second argument's explicit COLLATE, carried into the result when the first
+            // has none (SQLite's sqlite3ExprCollSeq takes the first argument with one).
+            let mut second_carried = None;
             let separator = match args.get(1).filter(|_| func == AggFunc::GroupConcat) {
                 Some(sep) => {
                     let t = self.resolve(sep, &mut Stage::Row, d)?;
@@ -165,11 +192,12 @@ impl Resolver<'_> {
                             "{name}() with a separator that is not a constant"
                         ));
                     }
+                    second_carried = t.collation.filter(|c| c.1);
                     Some(engine::query::eval::eval(&t.expr, &[]).map_err(SqlError::Invalid)?)
                 }
                 None => None,
             };
-            let (mut arg, collation, carried) = match args.first() {
+            let (mut arg, collation, mut carried) = match args.first() {
                 Some(a) => {
                     let t = self.resolve(a, &mut Stage::Row, d)?;
                     let c = t.collation();
@@ -179,6 +207,12 @@ impl Resolver<'_> {
             };
             let mut second = None;
             let mut filter = None;
+            if !order_by.is_empty() && !matches!(func, AggFunc::Json(_)) {
+                // A filtered-out row's ORDER BY terms are not computed either.
+                if let Some(c) = &f.filter {
+                    filter = Some(self.resolve(c, &mut Stage::Row, d)?.expr);
+                }
+            }
             if let AggFunc::Json(_) = func {
                 let mut typed = Vec::with_capacity(2);
                 if let Some(a) = args.get(1) {
@@ -193,7 +227,10 @@ impl Resolver<'_> {
                         );
                     }
                 }
-                second = typed.pop().map(|t| t.expr);
+                if let Some(t) = typed.pop() {
+                    second_carried = t.collation.filter(|c| c.1);
+                    second = Some(t.expr);
+                }
                 // A JSON aggregate adds a NULL as `null`: a filtered-out row must not be
                 // added at all.
                 if let Some(c) = &f.filter {
@@ -219,6 +256,7 @@ impl Resolver<'_> {
                     otherwise: None,
                 });
             }
+            carried = carried.or(second_carried);
             let spec = AggSpec {
                 func,
                 arg,
@@ -227,6 +265,7 @@ impl Resolver<'_> {
                 separator,
                 second,
                 filter,
+                order_by,
             };
             let keys = ctx.keys.len();
             let i = match ctx.aggregates.iter().position(|a| *a == spec) {
@@ -258,6 +297,11 @@ impl Resolver<'_> {
         if f.filter.is_some() {
             return invalid(format!(
                 "FILTER may not be used with non-aggregate {name}()"
+            ));
+        }
+        if !order.is_empty() {
+            return invalid(format!(
+                "ORDER BY may not be used with non-aggregate {name}()"
             ));
         }
         if distinct {

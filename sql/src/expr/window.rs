@@ -143,6 +143,7 @@ impl Resolver<'_> {
                     separator: None,
                     second: None,
                     filter: None,
+                    order_by: Vec::new(),
                 }))
             }
         }?;
