@@ -571,7 +571,6 @@ mod tests {
             columns: vec![ColumnRead::Rowid],
             constant_terms: Vec::new(),
             filter: None,
-            order_by: Vec::new(),
             shape: Shape::Groups {
                 keys: vec![(Expr::Column(0), collation)],
                 aggregates: vec![sum_spec()],

@@ -564,7 +564,7 @@ pub enum WindowFunc {
     NthValue,
     /// An aggregate over the frame (its [`AggSpec::arg`] unused: the argument is
     /// [`WindowCall::args`]).
-    Aggregate(AggSpec),
+    Aggregate(Box<AggSpec>),
 }
 
 impl Expr {

@@ -84,7 +84,6 @@ fn plan(shape: Shape, names: &[&str]) -> QueryPlan {
         }],
         constant_terms: Vec::new(),
         filter: None,
-        order_by: Vec::new(),
         shape,
         order_by: Vec::new(),
         backward: false,

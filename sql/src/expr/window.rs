@@ -135,7 +135,7 @@ impl Resolver<'_> {
                         ))
                     }
                 };
-                Ok(WindowFunc::Aggregate(AggSpec {
+                Ok(WindowFunc::Aggregate(Box::new(AggSpec {
                     func: agg,
                     arg: None,
                     distinct: false,
@@ -144,7 +144,7 @@ impl Resolver<'_> {
                     second: None,
                     filter: None,
                     order_by: Vec::new(),
-                }))
+                })))
             }
         }?;
         if distinct {
