@@ -89,15 +89,22 @@ impl InSet {
 }
 
 /// `v` as the ephemeral index stores it (`applyAffinity`): text that is wholly a number read
-/// as one under a numeric affinity, numbers rendered as text under `TEXT`.
+/// as one under a numeric affinity, numbers rendered as text under `TEXT`. Under `REAL`, an
+/// integer beyond 6 bytes becomes the nearest real (`OP_Affinity` and `OP_MakeRecord` keep a
+/// smaller one as an integer flagged real, which compares as the integer): so `i + 0 IN
+/// (SELECT r ...)` finds 2^63 - 1 among reals equal to 2^63.
 fn stored(v: ValueRef<'_>, affinity: Option<Affinity>) -> Value {
+    /// The range of a 6-byte integer.
+    const SIX_BYTES: std::ops::RangeInclusive<i64> = -140_737_488_355_328..=140_737_488_355_327;
     match affinity {
         None | Some(Affinity::Blob) => v.to_owned(),
         Some(Affinity::Text) => apply_column_affinity(v, Affinity::Text),
         // A real keeps its value (`sqlite3VdbeIntegerAffinity` only changes its form).
-        Some(Affinity::Numeric | Affinity::Integer | Affinity::Real) => {
-            apply_column_affinity(v, Affinity::Numeric)
-        }
+        Some(Affinity::Numeric | Affinity::Integer) => apply_column_affinity(v, Affinity::Numeric),
+        Some(Affinity::Real) => match apply_column_affinity(v, Affinity::Numeric) {
+            Value::Integer(i) if !SIX_BYTES.contains(&i) => Value::Real(i as f64),
+            other => other,
+        },
     }
 }
 
@@ -130,6 +137,32 @@ mod tests {
         assert_eq!(empty.contains(ValueRef::Null), Some(false));
         let only_null = InSet::new(vec![Value::Null], None, Collation::Binary);
         assert_eq!(only_null.contains(ValueRef::Integer(1)), None);
+
+        // Under REAL, an integer beyond 6 bytes is its nearest real (2^63 - 1 is 2^63); a
+        // smaller one stays exact.
+        let reals = InSet::new(
+            vec![
+                Value::Real(9.223_372_036_854_776e18),
+                Value::Integer(1 << 47),
+            ],
+            Some(Affinity::Real),
+            Collation::Binary,
+        );
+        assert_eq!(reals.contains(ValueRef::Integer(i64::MAX)), Some(true));
+        assert_eq!(
+            reals.contains(ValueRef::Text(b"9223372036854775807")),
+            Some(true)
+        );
+        assert_eq!(
+            reals.contains(ValueRef::Integer((1 << 47) + 1)),
+            Some(false)
+        );
+        let numeric = InSet::new(
+            vec![Value::Real(9.223_372_036_854_776e18)],
+            Some(Affinity::Numeric),
+            Collation::Binary,
+        );
+        assert_eq!(numeric.contains(ValueRef::Integer(i64::MAX)), Some(false));
 
         // Without an affinity, text never equals a number.
         let plain = InSet::new(vec![text("5")], None, Collation::Binary);

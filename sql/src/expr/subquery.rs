@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use engine::datatype3::comparison_affinity;
+use engine::datatype3::{comparison_affinity, Affinity};
 use engine::query::in_set::InSet;
 use engine::query::ir::Expr;
 use engine::value::Value;
@@ -60,7 +60,13 @@ impl Resolver<'_> {
             affinity: outcome.affinity,
             collation: outcome.collation,
         };
-        let affinity = comparison_affinity(x.affinity, column.affinity);
+        // One side's REAL affinity stays REAL (sqlite3CompareAffinity keeps the one affinity
+        // there is; the comparison operators treat it as NUMERIC, the IN lookup does not: it
+        // turns a large integer into a real, see engine::query::in_set).
+        let affinity = match (x.affinity, column.affinity) {
+            (Some(Affinity::Real), None) | (None, Some(Affinity::Real)) => Some(Affinity::Real),
+            (l, r) => comparison_affinity(l, r),
+        };
         let collation = binary_collation(&x, &column);
         let carried = first_explicit([&x]);
         let expr = match &outcome.rows {

@@ -288,6 +288,11 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT id, (json_array(b) NOT IN (SELECT 1 FROM t AS u)) + (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE 1 END), (CASE WHEN typeof(b) = 'blob' THEN NULL END) || json_array(b, (SELECT 2 FROM t AS u LIMIT 1)) FROM t",
         "SELECT id FROM t WHERE (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE i END) < (json_array(b) NOT IN (SELECT 1 FROM t AS u)) ORDER BY id",
 
+        // IN (SELECT ...) under REAL affinity (a left side without one, a REAL column on the
+        // right) turns an integer beyond 6 bytes into its nearest real before the lookup, as
+        // OP_Affinity does (run seed 1796403129984150137's predecessor, replay
+        // 11194708275339761144:965691307578892394).
+        "SELECT id, (i + 0) IN (SELECT r FROM t AS u), i IN (SELECT r FROM t AS u), CAST(i AS TEXT) IN (SELECT r + 0 FROM t AS u) FROM t",
         "SELECT DISTINCT id, i FROM t ORDER BY 1 DESC LIMIT 5 OFFSET 2",
         // Groups past the LIMIT are never finished (their sum would overflow).
         "SELECT typeof(i), sum(i) FROM t GROUP BY 1 LIMIT 1",
