@@ -173,8 +173,10 @@ pub(crate) fn follow(
                      groups, which SQLite takes from index {name:?} ({}): a group key or the \
                      argument of min(), max() or a DISTINCT aggregate can hold equal values \
                      that differ (1 and 1.0 in a column without a type, 'a' and 'A' under \
-                     NOCASE), and which of them shows depends on that order; corescan cannot \
-                     follow it yet",
+                     NOCASE), and which of them shows depends on that order, as does the order \
+                     group_concat and the JSON aggregates list their rows in (with ORDER BY \
+                     inside, the order of its ties: end it with the rowid to settle them); \
+                     corescan cannot follow it yet",
                     choice.lines.join("; ")
                 )));
             }
@@ -612,8 +614,25 @@ pub(crate) fn order_sensitive(
             let shows_a_value = matches!(a.func, AggFunc::Min | AggFunc::Max)
                 || (a.distinct && !matches!(a.func, AggFunc::Count));
             // group_concat and the JSON aggregates show every value in the order the rows
-            // come.
+            // come; with ORDER BY inside, only ties come in that order (none after a rowid
+            // term, none that show differently when the terms order by the one argument
+            // itself), but DISTINCT keeps each value's first row, with its ORDER BY values.
+            let ties_show = match a.order_by.last() {
+                None => true,
+                Some(last) => {
+                    let rowid = matches!(last.expr, Expr::Column(s)
+                        if matches!(r.columns.get(s), Some(engine::query::ir::ColumnRead::Rowid)));
+                    let by_itself = a.second.is_none()
+                        && a.arg.as_ref().is_some_and(|x| {
+                            a.order_by
+                                .iter()
+                                .any(|k| k.expr == *x && !differs(x, k.collation))
+                        });
+                    a.distinct || !(rowid || by_itself)
+                }
+            };
             let in_order = matches!(a.func, AggFunc::GroupConcat | AggFunc::Json(_))
+                && ties_show
                 && a.exprs().any(|e| !e.reads_no_slot());
             in_order || (shows_a_value && a.arg.as_ref().is_some_and(|e| differs(e, a.collation)))
         })

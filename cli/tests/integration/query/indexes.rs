@@ -567,6 +567,28 @@ fn loops_corescan_cannot_follow_are_refused_where_order_matters() {
     let run = corescan(["query", plain.to_str().unwrap(), sql]);
     assert_ne!(run.status, 0);
     run.assert_error_line(&["within its groups", "sqlite_autoindex_t_1", "1 and 1.0"]);
+
+    // group_concat over groups read through o_st lists a group's rows in the index's order
+    // (by total): refused; with ORDER BY inside that leaves no ties that show (a rowid term
+    // last, or the argument itself under BINARY), it answers as SQLite does.
+    let sql = "SELECT status, group_concat(total) FROM o GROUP BY status";
+    assert!(
+        sqlite_plan(plain, sql).contains("o_st"),
+        "{}",
+        sqlite_plan(plain, sql)
+    );
+    let run = corescan(["query", plain.to_str().unwrap(), sql]);
+    assert_ne!(run.status, 0);
+    run.assert_error_line(&["within its groups", "group_concat", "end it with the rowid"]);
+    for sql in [
+        "SELECT status, group_concat(id ORDER BY total DESC, id), json_group_array(total ORDER BY total, id) FROM o GROUP BY status",
+        "SELECT status, group_concat(total ORDER BY total DESC) FROM o GROUP BY status",
+    ] {
+        assert!(sqlite_plan(plain, sql).contains("INDEX o_st"), "{}", sqlite_plan(plain, sql));
+        QueryTester::new(plain, sql)
+            .span(&[Axis::Cores, Axis::Io])
+            .check();
+    }
 }
 
 /// NULLs placed against an index's order under a `LIMIT` the index serves: SQLite visits the
