@@ -603,7 +603,7 @@ fn special_function(func: Function, typed: Vec<Typed>) -> Typed {
 
 /// Whether `e` is a probability to `likelihood()`: a floating-point literal token (with a
 /// `.` or an exponent) whose value is at most 1.0.
-fn is_probability(e: &ast::Expr) -> bool {
+pub(crate) fn is_probability(e: &ast::Expr) -> bool {
     match e {
         ast::Expr::Nested(x) => is_probability(x),
         ast::Expr::Value(v) => match &v.value {

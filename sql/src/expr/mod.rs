@@ -45,6 +45,7 @@ use sqlparser::ast;
 
 use crate::error::{invalid, unsupported, SqlError};
 
+pub(crate) use function::is_probability;
 pub(crate) use truth::has_truth_value;
 pub use typed::Typed;
 pub(crate) use typed::{binary_collation, collation_named};

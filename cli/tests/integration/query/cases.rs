@@ -288,6 +288,9 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT id, (json_array(b) NOT IN (SELECT 1 FROM t AS u)) + (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE 1 END), (CASE WHEN typeof(b) = 'blob' THEN NULL END) || json_array(b, (SELECT 2 FROM t AS u LIMIT 1)) FROM t",
         "SELECT id FROM t WHERE (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE i END) < (json_array(b) NOT IN (SELECT 1 FROM t AS u)) ORDER BY id",
 
+        // An EXISTS subquery's result columns are never computed, but SQLite checks them
+        // while preparing (run seeds 1796403129984150137, 1796404138119078016).
+        "SELECT count(*), EXISTS (SELECT likelihood(i, 0.5) FROM t AS u) FROM t",
         // IN (SELECT ...) under REAL affinity (a left side without one, a REAL column on the
         // right) turns an integer beyond 6 bytes into its nearest real before the lookup, as
         // OP_Affinity does (run seed 1796403129984150137's predecessor, replay
@@ -472,6 +475,8 @@ fn char_likely_unlikely_likelihood() {
         "SELECT likelihood(i, 1.5) FROM t",
         "SELECT likelihood(i, -0.5) FROM t",
         "SELECT likelihood(i, i) FROM t",
+        // Also in an EXISTS subquery's result columns, which are never computed.
+        "SELECT count(*) FROM t WHERE EXISTS (SELECT likelihood(i, 1.5) FROM t AS u)",
     ] {
         assert!(super::sqlite_answer(db, bad).is_err(), "{bad}");
         check_error(db, bad, "second argument to likelihood()");
