@@ -21,7 +21,7 @@ use crate::value::{numeric_affinity_of_text, Number, Value, ValueRef};
 
 use super::exact_sum::ExactSum;
 use super::ir::{AggFunc, AggSpec};
-use super::json::{JsonArg, JsonGroup};
+use super::json::{JsonArg, JsonGroup, JsonGroupKind, JsonMark};
 
 /// One part of a group or `DISTINCT` key, normalized so that values SQLite calls equal
 /// (`1` and `1.0`; `'a'` and `'A'` under NOCASE) hash and compare equal.
@@ -232,13 +232,85 @@ pub enum AggState {
     Concat(Vec<(i64, Vec<u8>)>),
     /// A JSON aggregate: each row's arguments rendered alone, with its row's rowid (merged
     /// in rowid order when finished, as SQLite's scan renders them one after another).
-    Json(Vec<(i64, JsonGroup)>),
+    Json(JsonRows),
     /// `json_group_array(DISTINCT x)`: as [`AggState::Distinct`] (NULL included), each value
     /// with whether it carried the JSON subtype.
     JsonDistinct(HashMap<KeyPart, (Value, i64, bool)>),
     /// An aggregate with `ORDER BY` inside: every row's sort keys and arguments, added to
     /// the aggregate in that order when finished (as SQLite replays its ORDER BY table).
     Ordered(Vec<OrderedRow>),
+}
+
+/// The rows of a JSON aggregate ([`AggState::Json`]), each rendered alone: their bytes one
+/// after another in one buffer, and per row its rowid, length and how it ended (16 bytes).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JsonRows {
+    /// Per row, in the order added.
+    rows: Vec<JsonRowAt>,
+    /// The rows' bytes, in the same order.
+    bytes: Vec<u8>,
+}
+
+/// One row of [`JsonRows`].
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+struct JsonRowAt {
+    rowid: i64,
+    len: u32,
+    mark: JsonMark,
+}
+
+impl JsonRows {
+    /// Renders and keeps the row with rowid `rowid`.
+    fn push(
+        &mut self,
+        kind: JsonGroupKind,
+        args: &[JsonArg<'_>],
+        rowid: i64,
+    ) -> Result<(), String> {
+        let start = self.bytes.len();
+        let mark = JsonGroup::render_row(kind, args, &mut self.bytes)?;
+        let len = self.bytes.len() - start;
+        let len = u32::try_from(len).map_err(|_| super::strings::TOO_BIG.to_string())?;
+        grew(std::mem::size_of::<JsonRowAt>() + len as usize);
+        self.rows.push(JsonRowAt { rowid, len, mark });
+        Ok(())
+    }
+
+    /// Adds the rows of another range.
+    fn extend(&mut self, more: JsonRows) {
+        self.rows.extend(more.rows);
+        self.bytes.extend(more.bytes);
+    }
+
+    /// The rowids of the rows, to change them.
+    pub fn rowids_mut(&mut self) -> impl Iterator<Item = &mut i64> {
+        self.rows.iter_mut().map(|r| &mut r.rowid)
+    }
+
+    /// The rowids of the rows.
+    pub fn rowids(&self) -> impl Iterator<Item = i64> + '_ {
+        self.rows.iter().map(|r| r.rowid)
+    }
+
+    /// The aggregate over the rows in rowid order.
+    fn finish(self, kind: JsonGroupKind) -> Result<Value, String> {
+        let mut starts = Vec::with_capacity(self.rows.len());
+        let mut at = 0usize;
+        for r in &self.rows {
+            starts.push(at);
+            at += r.len as usize;
+        }
+        let mut order: Vec<usize> = (0..self.rows.len()).collect();
+        if !self.rows.is_sorted_by_key(|r| r.rowid) {
+            order.sort_by_key(|&i| self.rows[i].rowid);
+        }
+        let mut all = JsonGroup::new(kind);
+        for i in order {
+            let r = self.rows[i];
+            all.merge_row(&self.bytes[starts[i]..starts[i] + r.len as usize], r.mark);
+        }
+        Ok(all.finish()?.0)
+    }
 }
 
 /// A row kept by an aggregate with `ORDER BY` inside ([`AggState::Ordered`]).
@@ -269,7 +341,7 @@ impl AggState {
             AggFunc::Sum | AggFunc::Total | AggFunc::Avg => AggState::Sum(SumState::default()),
             AggFunc::Min | AggFunc::Max => AggState::Best(None),
             AggFunc::GroupConcat => AggState::Concat(Vec::new()),
-            AggFunc::Json(_) => AggState::Json(Vec::new()),
+            AggFunc::Json(_) => AggState::Json(JsonRows::default()),
         }
     }
 
@@ -295,11 +367,7 @@ impl AggState {
         rowid: i64,
     ) -> Result<(), String> {
         match (self, spec.func) {
-            (AggState::Json(rows), AggFunc::Json(kind)) => {
-                let row = JsonGroup::row(kind, args)?;
-                grew(std::mem::size_of::<(i64, JsonGroup)>() + row.heap_bytes());
-                rows.push((rowid, row));
-            }
+            (AggState::Json(rows), AggFunc::Json(kind)) => rows.push(kind, args, rowid)?,
             (AggState::JsonDistinct(seen), _) => {
                 let Some(a) = args.first() else {
                     return Ok(());
@@ -502,16 +570,7 @@ impl AggState {
                 }
                 Value::Text(text)
             }
-            (AggFunc::Json(kind), AggState::Json(mut rows)) => {
-                if !rows.is_sorted_by_key(|r| r.0) {
-                    rows.sort_by_key(|r| r.0);
-                }
-                let mut all = JsonGroup::new(kind);
-                for (_, row) in rows {
-                    all.merge(row);
-                }
-                all.finish()?.0
-            }
+            (AggFunc::Json(kind), AggState::Json(rows)) => rows.finish(kind)?,
             _ => Value::Null,
         })
     }

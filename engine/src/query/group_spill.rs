@@ -358,7 +358,7 @@ pub fn for_each_tag(g: &Group, mut f: impl FnMut(i64)) {
             AggState::Best(Some((_, at))) => f(*at),
             AggState::Distinct(seen) => seen.values().for_each(|(_, at)| f(*at)),
             AggState::Concat(parts) => parts.iter().for_each(|(at, _)| f(*at)),
-            AggState::Json(rows) => rows.iter().for_each(|(at, _)| f(*at)),
+            AggState::Json(rows) => rows.rowids().for_each(&mut f),
             AggState::JsonDistinct(seen) => seen.values().for_each(|(_, at, _)| f(*at)),
             AggState::Ordered(rows) => rows.iter().for_each(|r| f(r.rowid)),
             _ => {}
@@ -374,7 +374,7 @@ pub fn for_each_tag_mut(g: &mut Group, mut f: impl FnMut(&mut i64)) {
             AggState::Best(Some((_, at))) => f(at),
             AggState::Distinct(seen) => seen.values_mut().for_each(|(_, at)| f(at)),
             AggState::Concat(parts) => parts.iter_mut().for_each(|(at, _)| f(at)),
-            AggState::Json(rows) => rows.iter_mut().for_each(|(at, _)| f(at)),
+            AggState::Json(rows) => rows.rowids_mut().for_each(&mut f),
             AggState::JsonDistinct(seen) => seen.values_mut().for_each(|(_, at, _)| f(at)),
             AggState::Ordered(rows) => rows.iter_mut().for_each(|r| f(&mut r.rowid)),
             _ => {}

@@ -3474,6 +3474,32 @@ impl JsonGroupKind {
     }
 }
 
+/// How one row of a JSON aggregate rendered alone ended ([`JsonGroup::render_row`]): its
+/// error flags and message, in two bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct JsonMark {
+    err: u8,
+    /// 0: none, else 1 + the message's place in [`MARK_MESSAGES`].
+    msg: u8,
+}
+
+/// The messages a [`JsonMark`] can carry.
+const MARK_MESSAGES: [&str; 3] = [BLOB_ERR, TOO_DEEP, MALFORMED];
+
+impl JsonMark {
+    fn of(s: &JStr) -> JsonMark {
+        let msg = s
+            .msg
+            .and_then(|m| MARK_MESSAGES.iter().position(|k| *k == m))
+            .map_or(0, |i| i as u8 + 1);
+        JsonMark { err: s.err, msg }
+    }
+
+    fn msg(self) -> Option<&'static str> {
+        (self.msg > 0).then(|| MARK_MESSAGES[usize::from(self.msg - 1) % MARK_MESSAGES.len()])
+    }
+}
+
 /// `json_group_array`/`json_group_object` (and their `jsonb_` forms) as an aggregate state:
 /// the text SQLite accumulates, byte for byte.
 ///
@@ -3505,11 +3531,6 @@ impl JsonGroup {
             Err(_) if g.s.as_ref().is_some_and(|s| s.err != 0) => Ok(g),
             Err(e) => Err(e),
         }
-    }
-
-    /// The bytes the state holds (for a memory budget).
-    pub fn heap_bytes(&self) -> usize {
-        self.s.as_ref().map_or(0, |s| s.buf.capacity())
     }
 
     /// Adds one row's arguments (one for the arrays, label and value for the objects).
@@ -3561,26 +3582,52 @@ impl JsonGroup {
         let Some(l) = later.s else {
             return;
         };
-        let Some(s) = self.s.as_mut() else {
+        if self.s.is_none() {
             self.s = Some(l);
+            return;
+        }
+        self.merge_row(&l.buf, JsonMark::of(&l));
+    }
+
+    /// Renders one row's arguments alone ([`Self::row`]), appending its bytes to `out`: how
+    /// it ended, to merge it with later ([`Self::merge_row`]). A JSON aggregate keeps its rows
+    /// this way, a few bytes each, until it knows their order.
+    pub fn render_row(
+        kind: JsonGroupKind,
+        args: &[JsonArg<'_>],
+        out: &mut Vec<u8>,
+    ) -> Result<JsonMark, String> {
+        let s = JsonGroup::row(kind, args)?.s.unwrap_or_default();
+        out.extend_from_slice(&s.buf);
+        Ok(JsonMark::of(&s))
+    }
+
+    /// Appends a later row rendered by [`Self::render_row`] (its bytes and mark).
+    pub fn merge_row(&mut self, bytes: &[u8], mark: JsonMark) {
+        let Some(s) = self.s.as_mut() else {
+            self.s = Some(JStr {
+                buf: bytes.to_vec(),
+                err: mark.err,
+                msg: mark.msg(),
+            });
             return;
         };
         if s.err != 0 {
             // SQLite renders and raises nothing after the first error.
             return;
         }
-        if l.err != 0 {
-            s.msg = l.msg;
-            s.err = l.err;
+        if mark.err != 0 {
+            s.msg = mark.msg();
+            s.err = mark.err;
             return;
         }
-        if l.buf.len() > 1 {
+        if bytes.len() > 1 {
             if s.buf.len() > 1 {
                 s.push(b',');
             }
-            s.raw(&l.buf[1..]);
+            s.raw(&bytes[1..]);
         }
-        if l.buf.first() == Some(&b'@') {
+        if bytes.first() == Some(&b'@') {
             s.buf[0] = b'@';
         }
     }
