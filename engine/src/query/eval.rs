@@ -663,17 +663,17 @@ fn json_argument<'a>(e: &'a Expr, slots: &[ValueRef<'a>]) -> Result<Held<'a>, St
 
 /// Calls `f` with the values of `exprs` over `slots` as a JSON function receives its
 /// arguments (a JSON call's result with its JSON subtype, see [`json_argument`]): how a JSON
-/// aggregate takes a row's arguments.
-pub fn with_json_arguments<R>(
-    exprs: &[&Expr],
-    slots: &[ValueRef<'_>],
+/// call and a JSON aggregate take their arguments.
+pub fn with_json_arguments<'e, R>(
+    exprs: impl IntoIterator<Item = &'e Expr>,
+    slots: &[ValueRef<'e>],
     f: impl FnOnce(&[json::JsonArg<'_>]) -> R,
 ) -> Result<R, String> {
-    let mut held: SmallVec<[Held<'_>; 2]> = SmallVec::with_capacity(exprs.len());
+    let mut held: SmallVec<[Held<'_>; 4]> = SmallVec::new();
     for a in exprs {
         held.push(json_argument(a, slots)?);
     }
-    let args: SmallVec<[json::JsonArg<'_>; 2]> = held
+    let args: SmallVec<[json::JsonArg<'_>; 4]> = held
         .iter()
         .map(|h| match h {
             Held::Json(r) => json::JsonArg::result(r),
@@ -691,18 +691,7 @@ fn json_call(
     args: &[Expr],
     slots: &[ValueRef<'_>],
 ) -> Result<json::JsonResult, String> {
-    let mut held: SmallVec<[Held<'_>; 4]> = SmallVec::with_capacity(args.len());
-    for a in args {
-        held.push(json_argument(a, slots)?);
-    }
-    let args: SmallVec<[json::JsonArg<'_>; 4]> = held
-        .iter()
-        .map(|h| match h {
-            Held::Json(r) => json::JsonArg::result(r),
-            Held::Plain(o) => json::JsonArg::sql(o.as_ref()),
-        })
-        .collect();
-    json::call_full(f, &args)
+    with_json_arguments(args, slots, |args| json::call_full(f, args))?
 }
 
 #[cfg(test)]

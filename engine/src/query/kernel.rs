@@ -1073,7 +1073,7 @@ fn accept(
                     }
                     let exprs: SmallVec<[&Expr; 2]> = spec.arg.iter().chain(&spec.second).collect();
                     let args = if matches!(spec.func, AggFunc::Json(_)) {
-                        with_json_arguments(&exprs, slots, |args| {
+                        with_json_arguments(exprs.iter().copied(), slots, |args| {
                             args.iter().map(|a| (a.value.to_owned(), a.json)).collect()
                         })?
                     } else {
@@ -1089,9 +1089,8 @@ fn accept(
                 match &spec.arg {
                     None => state.update(spec, ValueRef::Null, rowid),
                     Some(a) if matches!(spec.func, AggFunc::Json(_)) => {
-                        let args: SmallVec<[&Expr; 2]> =
-                            std::iter::once(a).chain(&spec.second).collect();
-                        with_json_arguments(&args, slots, |args| {
+                        let args = std::iter::once(a).chain(&spec.second);
+                        with_json_arguments(args, slots, |args| {
                             state.update_json(spec, args, rowid)
                         })??;
                     }

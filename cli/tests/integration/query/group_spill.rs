@@ -212,23 +212,11 @@ fn groups_of_many_files_spill_and_keep_the_files_order() {
         .unwrap();
         union.push(format!("SELECT k, v FROM f{f}.t"));
     }
-    let oracle_sql = format!(
-        "SELECT k, count(*), group_concat(v) FROM ({}) GROUP BY k",
-        union.join(" UNION ALL ")
+    let union = union.join(" UNION ALL ");
+    let oracle = sqlite_csv(
+        &conn,
+        &format!("SELECT k, count(*), group_concat(v) FROM ({union}) GROUP BY k"),
     );
-    let mut stmt = conn.prepare(&oracle_sql).unwrap();
-    let oracle: Vec<String> = stmt
-        .query_map([], |r| {
-            Ok(format!(
-                "{},{},{}",
-                r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, String>(2)?
-            ))
-        })
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
     let ours: Vec<String> = reference
         .lines()
         .skip(1)
@@ -245,23 +233,13 @@ fn groups_of_many_files_spill_and_keep_the_files_order() {
     // json_group_array and json_group_object keep the same order (their rows' rowids shifted
     // by file as group_concat's are).
     let sql = "SELECT k, hex(json_group_array(v)), hex(json_group_object(v, k)) FROM t GROUP BY k";
-    let oracle_sql = format!(
-        "SELECT k, hex(json_group_array(v)), hex(json_group_object(v, k)) FROM ({}) GROUP BY k",
-        union.join(" UNION ALL ")
+    let oracle = sqlite_csv(
+        &conn,
+        &format!(
+            "SELECT k, hex(json_group_array(v)), hex(json_group_object(v, k)) FROM ({union}) \
+             GROUP BY k"
+        ),
     );
-    let mut stmt = conn.prepare(&oracle_sql).unwrap();
-    let oracle: Vec<String> = stmt
-        .query_map([], |r| {
-            Ok(format!(
-                "{},{},{}",
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?
-            ))
-        })
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
     for cores in ["1", "2"] {
         for memory in ["1", "1G"] {
             let out = corescan([
@@ -272,4 +250,25 @@ fn groups_of_many_files_spill_and_keep_the_files_order() {
             assert_eq!(ours, oracle, "{cores} cores, --memory {memory}");
         }
     }
+}
+
+/// SQLite's rows of `sql` (integers and texts) as unquoted CSV lines.
+fn sqlite_csv(conn: &Connection, sql: &str) -> Vec<String> {
+    let mut stmt = conn.prepare(sql).unwrap();
+    let n = stmt.column_count();
+    stmt.query_map([], |r| {
+        let fields = (0..n)
+            .map(|i| {
+                Ok(match r.get_ref(i)? {
+                    rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                    other => panic!("{sql}: unexpected {other:?}"),
+                })
+            })
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(fields.join(","))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
 }
