@@ -22,6 +22,8 @@ use partitioner::printable;
 
 #[cfg(feature = "sql")]
 use crate::sql;
+#[cfg(feature = "distributed")]
+use crate::worker;
 use crate::{bench, explain, gen, q6, query, topology};
 
 /// Thread-per-core table scans of SQLite-format files: TPC-H Q6 and single-table SELECT queries,
@@ -49,6 +51,10 @@ enum Command {
     #[cfg(feature = "sql")]
     #[command(override_usage = "corescan sql [OPTIONS] <DB>... <SQL>")]
     Sql(sql::SqlArgs),
+    /// Serve the SQLite files under a directory to `corescan sql --workers`: each file's scans
+    /// run here, thread-per-core, as a local scan.
+    #[cfg(feature = "distributed")]
+    Worker(worker::WorkerArgs),
     /// Plan executor placement for a machine (hwloc) and write or check topology.toml.
     Topology(topology::TopologyArgs),
     /// Run an experiment: core-count scaling, readahead sweeps, the seed report, or a
@@ -145,6 +151,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Q6(_) | Command::Query(_) => true,
         #[cfg(feature = "sql")]
         Command::Sql(_) => true,
+        #[cfg(feature = "distributed")]
+        Command::Worker(_) => true,
         _ => false,
     };
     if places_executors {
@@ -159,6 +167,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Query(args) => query::run(args),
         #[cfg(feature = "sql")]
         Command::Sql(args) => sql::run(args),
+        #[cfg(feature = "distributed")]
+        Command::Worker(args) => worker::run(args),
         Command::Topology(args) => topology::run(args),
         Command::Bench(args) => bench::run(args),
     }

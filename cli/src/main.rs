@@ -28,6 +28,8 @@ mod sql;
 mod topology;
 #[cfg(feature = "sql")]
 mod tpch_bench;
+#[cfg(feature = "distributed")]
+mod worker;
 
 /// Large allocations (glommio's registered I/O memory among them) on transparent huge pages,
 /// so each direct read is one physically contiguous segment for the device.

@@ -61,6 +61,12 @@ pub struct SqlArgs {
     /// of INTEGER, REAL, TEXT, BLOB, DECIMAL(p,s), DATE, TIMESTAMP, BOOLEAN (repeatable).
     #[arg(long = "type", value_name = "TABLE.COLUMN=TYPE")]
     types: Vec<TypeOverride>,
+    /// Run the query on these `corescan worker`s (HOST:PORT, comma-separated) instead of local
+    /// files: the tables are those of the files under the workers' data directories, and each
+    /// file's scan runs on a worker holding it. Give only the SQL, no DB.
+    #[cfg(feature = "distributed")]
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT")]
+    workers: Vec<String>,
 }
 
 /// Runs `corescan sql`.
@@ -71,6 +77,10 @@ pub fn run(args: SqlArgs) -> anyhow::Result<()> {
 }
 
 async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
+    #[cfg(feature = "distributed")]
+    if !args.workers.is_empty() {
+        return run_distributed(args).await;
+    }
     let (sql, dbs) = match args.inputs.split_last() {
         Some((sql, dbs)) if !dbs.is_empty() => (sql.clone(), dbs),
         // A usage error, as clap reports its own (status 2).
@@ -144,6 +154,84 @@ async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
         }
     };
     let _session = ctx;
+    write_rows(&args, names, &mut batches).await?;
+    drop(batches);
+    if args.output.report {
+        print_reports(&plan, args.output.json())?;
+    }
+    Ok(())
+}
+
+/// `corescan sql --workers ...`: the query planned here over the workers' tables, its scans run
+/// on the workers holding the files (`corescan_distributed`).
+#[cfg(feature = "distributed")]
+async fn run_distributed(args: SqlArgs) -> anyhow::Result<()> {
+    let sql = match args.inputs.as_slice() {
+        [sql] => sql.clone(),
+        _ => clap::Error::raw(
+            clap::error::ErrorKind::ArgumentConflict,
+            "with --workers, give only the SQL (the tables are the workers' files): corescan \
+             sql --workers HOST:PORT,... SQL\n",
+        )
+        .exit(),
+    };
+    if args.output.report {
+        anyhow::bail!(
+            "--report is not available with --workers: each scan's I/O report stays on its worker"
+        );
+    }
+    let tables = TableOptions {
+        push_filters: !args.no_pushdown,
+        all_text: args.all_text,
+        types: args.types.clone(),
+    };
+    let cluster = corescan_distributed::Cluster::connect(&args.workers, tables).await?;
+    let planned = cluster.plan(&sql).await.map_err(one_error)?;
+    let (plan, task, names) = (planned.plan, planned.task, planned.names);
+    if args.explain {
+        let mut text = corescan_distributed::cluster::display(&plan);
+        if planned.isolated {
+            text.push_str(
+                "(each scan is a stage of its own, the operators above the scans run in one \
+                 task: the planner's distribution left a scan in a stage of another task count)\n",
+            );
+        }
+        let mut out = result_stdout();
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .context("writing the plan")?;
+        return Ok(());
+    }
+    let stream = execute_stream(plan, task).map_err(one_error)?;
+    write_rows(&args, names, &mut Batches::Stream(stream))
+        .await
+        .map_err(worker_error)
+}
+
+/// A failure reported through a worker's gRPC stream as one plain line: the status message
+/// tonic wraps (`code: ..., message: "...", source: ...`), named as the workers' failure.
+#[cfg(feature = "distributed")]
+fn worker_error(e: anyhow::Error) -> anyhow::Error {
+    let text = e.to_string();
+    let Some(start) = text.find("message: \"") else {
+        return e;
+    };
+    let rest = &text[start + "message: \"".len()..];
+    let message = rest
+        .split("\", source: ")
+        .next()
+        .unwrap_or(rest)
+        .trim_end_matches('"');
+    anyhow::anyhow!("the query failed on the workers: {message}")
+}
+
+/// Writes the query's rows in the output format; the rows written before an error stay
+/// written, ended as their format ends them.
+async fn write_rows(
+    args: &SqlArgs,
+    names: Vec<String>,
+    batches: &mut Batches,
+) -> anyhow::Result<()> {
     let mut writer = RowWriter::new(args.output.format, names, result_stdout());
     let mut failed = None;
     while let Some(batch) = batches.next().await {
@@ -159,16 +247,11 @@ async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
             }
         }
     }
-    // The rows written before an error stay written, ended as their format ends them.
     let finished = writer.finish();
-    drop(batches);
     if let Some(e) = failed {
         return Err(e);
     }
     finished.context("writing the result")?;
-    if args.output.report {
-        print_reports(&plan, args.output.json())?;
-    }
     Ok(())
 }
 
@@ -268,6 +351,6 @@ fn one_error(e: DataFusionError) -> anyhow::Error {
             c.column
         ),
         Some(ours) => anyhow::anyhow!("{ours}"),
-        None => anyhow::anyhow!("{}", e.strip_backtrace()),
+        None => anyhow::anyhow!("{}", e.strip_backtrace().trim_end()),
     }
 }

@@ -72,6 +72,10 @@ pub struct ScanTarget {
     /// first), and its columns over all of them (the first file's, then those only later
     /// files have); each scan reads every file in its own snapshot.
     pub files: Option<FilesTarget>,
+    /// The files lie on other machines (paths relative to their workers' data directories:
+    /// the distributed engine ships the scan there); this process never reads them, and
+    /// executing the plan here is an error.
+    pub remote: bool,
 }
 
 /// The files of a table spread over several of them (see [`ScanTarget::files`]).
@@ -232,6 +236,35 @@ impl CorescanExec {
         self.filter.as_deref()
     }
 
+    /// The columns the scan reads, as the schema spells them (the rowid's name first when the
+    /// table has one free).
+    pub fn scan_columns(&self) -> &[String] {
+        &self.scan_columns
+    }
+
+    /// How the rows become record batches (the plan's schema and the columns' Arrow types).
+    pub fn converter(&self) -> &Arc<Converter> {
+        &self.converter
+    }
+
+    /// The statistics' guess.
+    pub fn estimate(&self) -> Estimate {
+        self.estimate
+    }
+
+    /// The same scan of another target (the same table elsewhere, or another share of its
+    /// files), with as many partitions as `target` has executors.
+    pub fn with_target(&self, target: Arc<ScanTarget>) -> CorescanExec {
+        CorescanExec::new(
+            target,
+            self.scan_columns.clone(),
+            Arc::clone(&self.converter),
+            self.filter.clone(),
+            self.limit,
+            self.estimate,
+        )
+    }
+
     /// Waits for every scan this plan started to end and returns their outcomes, in the order
     /// they started (each taken once: a second call gives only scans started since). For a
     /// report after the query: call it once the query's streams have ended or been dropped.
@@ -381,6 +414,7 @@ impl CorescanExec {
 /// The file a scan reads, or its first and how many more.
 fn shown_files(target: &ScanTarget) -> String {
     match &target.files {
+        Some(f) if f.paths.is_empty() => "(none: this share reads no file)".to_string(),
         Some(f) if f.paths.len() > 1 => format!(
             "{} and {} more file{}",
             target.path.display(),
@@ -398,15 +432,22 @@ impl DisplayAs for CorescanExec {
         let columns = self.columns();
         match t {
             DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                let placed = if target.remote {
+                    format!("on workers, executors={} each", target.cpus.len())
+                } else {
+                    format!(
+                        "executors={} (CPUs {}), io={}",
+                        target.cpus.len(),
+                        cpus.join(","),
+                        target.backend
+                    )
+                };
                 write!(
                     f,
-                    "CorescanExec: file={}, table={}, columns=[{}], executors={} (CPUs {}), io={}",
+                    "CorescanExec: file={}, table={}, columns=[{}], {placed}",
                     shown_files(target),
                     target.table,
                     columns.join(", "),
-                    target.cpus.len(),
-                    cpus.join(","),
-                    target.backend
                 )?;
                 if let Some(filter) = &self.filter {
                     write!(f, ", filter={filter}")?;
@@ -501,6 +542,14 @@ impl ExecutionPlan for CorescanExec {
         context: Arc<TaskContext>,
     ) -> DfResult<SendableRecordBatchStream> {
         let partitions = self.target.cpus.len();
+        if self.target.remote {
+            return Err(DataFusionError::Execution(format!(
+                "the scan of table {:?} ({}) belongs on the workers holding its files, and \
+                 was about to run in this process",
+                self.target.table,
+                shown_files(&self.target)
+            )));
+        }
         if partition >= partitions {
             return Err(DataFusionError::Internal(format!(
                 "CorescanExec has {partitions} partitions, partition {partition} was asked for"

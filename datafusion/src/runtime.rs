@@ -7,10 +7,13 @@
 //!
 //! Layering: the bottom of the crate; imports nothing from it.
 
-/// A multi-threaded tokio runtime of `workers` threads (at least one), named `corescan-df`.
+/// A multi-threaded tokio runtime of `workers` threads (at least one), named `corescan-df`,
+/// with tokio's I/O and timers when the build has them (the distributed engine's network
+/// connections need both).
 pub fn runtime(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers.max(1))
+        .enable_all()
         .thread_name("corescan-df")
         .build()
 }

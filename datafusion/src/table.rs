@@ -111,6 +111,20 @@ fn stat1_rows(file: &PageFile, table: &str) -> Option<u64> {
         .map(|(_, n)| n)
 }
 
+/// The rows `table` of `file` (at `path`) is estimated to hold, as [`SqliteTable`] tells
+/// DataFusion: `sqlite_stat1`'s count when `ANALYZE` wrote one, else a guess from its leaf
+/// pages and its columns' declared types. Reads the table's interior pages only.
+pub fn estimate_rows(path: &Path, file: &PageFile, table: &str) -> Result<usize, Error> {
+    let plan = TablePlan::open_for_scan_from(file, table)?;
+    let (columns, _, _) = table_columns(
+        path,
+        &plan.definition,
+        &plan.table.name,
+        &TableOptions::default(),
+    )?;
+    Ok(Estimate::of(&plan, &columns, stat1_rows(file, &plan.table.name)).rows)
+}
+
 /// A SQLite table as a DataFusion table (see the module docs).
 #[derive(Debug)]
 pub struct SqliteTable {
@@ -212,60 +226,8 @@ impl SqliteTable {
         table_options: TableOptions,
         files: Option<FilesTarget>,
     ) -> Result<Self, Error> {
-        let def = &plan.definition;
-        let overrides: Vec<&TypeOverride> = table_options
-            .types
-            .iter()
-            .filter(|o| o.table.eq_ignore_ascii_case(&plan.table.name))
-            .collect();
-        if let Some(o) = overrides.iter().find(|o| {
-            !def.columns
-                .iter()
-                .any(|c| c.name.eq_ignore_ascii_case(&o.column))
-        }) {
-            return Err(Error::Unsupported {
-                path: path.clone(),
-                table: plan.table.name.clone(),
-                column: o.column.clone(),
-                reason: "no such column (in a type override)".into(),
-            });
-        }
-        let columns: Vec<PushColumn> = def
-            .columns
-            .iter()
-            .map(|c| {
-                let declared = ColumnType::of_column(c, def.strict);
-                let given = overrides
-                    .iter()
-                    .rev()
-                    .find(|o| o.column.eq_ignore_ascii_case(&c.name))
-                    .map(|o| o.ty)
-                    .or(table_options.all_text.then_some(ColumnType::AnyText));
-                (c, declared, given)
-            })
-            .map(|(c, declared, given)| PushColumn {
-                field: c.name.to_lowercase(),
-                name: c.name.clone(),
-                ty: given.unwrap_or(declared),
-                declared: given.is_none_or(|g| g == declared),
-                binary_collation: c
-                    .collation
-                    .as_deref()
-                    .is_none_or(|n| n.eq_ignore_ascii_case("binary")),
-                computed: c.generated == Some(Generated::Virtual),
-            })
-            .collect();
-        let taken = |n: &str| columns.iter().any(|c| c.name.eq_ignore_ascii_case(n));
-        let rowid_name = ["rowid", "_rowid_", "oid"]
-            .into_iter()
-            .find(|n| !taken(n))
-            .map(str::to_string)
-            .or_else(|| def.rowid_alias().map(|i| def.columns[i].name.clone()));
-        let fields: Vec<Field> = columns
-            .iter()
-            .map(|c| Field::new(c.field.clone(), c.ty.data_type(), true))
-            .collect();
-        let schema = Arc::new(Schema::new(fields));
+        let (columns, rowid_name, schema) =
+            table_columns(&path, &plan.definition, &plan.table.name, &table_options)?;
         let name = plan.table.name.clone();
         let stat1_rows = match &file {
             Some(f) => stat1_rows(f, &name),
@@ -310,15 +272,50 @@ impl SqliteTable {
             backend,
             file,
             files,
+            remote: false,
         };
-        Ok(SqliteTable {
+        Ok(Self::assemble(
+            target,
+            (columns, rowid_name, schema),
+            table_options,
+            estimate,
+        ))
+    }
+
+    /// The table of `target` whose columns, rowid name and schema are `described`.
+    fn assemble(
+        target: ScanTarget,
+        described: (Vec<PushColumn>, Option<String>, SchemaRef),
+        table_options: TableOptions,
+        estimate: Estimate,
+    ) -> Self {
+        let (columns, rowid_name, schema) = described;
+        SqliteTable {
             target: Arc::new(target),
             columns,
             rowid_name,
             schema,
             table_options,
             estimate,
-        })
+        }
+    }
+
+    /// The table `definition` declares, scanned as `target` says, without reading anything
+    /// (the files may lie elsewhere: [`ScanTarget::remote`]); `rows` is its estimated row
+    /// count, for DataFusion's join order.
+    pub fn from_definition(
+        target: ScanTarget,
+        definition: &partitioner::create_table::CreateTable,
+        rows: usize,
+        table_options: TableOptions,
+    ) -> Result<Self, Error> {
+        let described = table_columns(&target.path, definition, &target.table, &table_options)?;
+        Ok(Self::assemble(
+            target,
+            described,
+            table_options,
+            Estimate { rows, row_bytes: 0 },
+        ))
     }
 
     /// The table's name as the schema spells it.
@@ -457,6 +454,70 @@ impl TableProvider for SqliteTable {
             .map_err(Error::into_datafusion)?;
         Ok(Arc::new(plan))
     }
+}
+
+/// The columns of the table `definition` declares as DataFusion reads them (its declared
+/// types, or `table_options`' overrides), the name its rowid is read by, and its Arrow schema.
+fn table_columns(
+    path: &Path,
+    def: &partitioner::create_table::CreateTable,
+    table: &str,
+    table_options: &TableOptions,
+) -> Result<(Vec<PushColumn>, Option<String>, SchemaRef), Error> {
+    let overrides: Vec<&TypeOverride> = table_options
+        .types
+        .iter()
+        .filter(|o| o.table.eq_ignore_ascii_case(table))
+        .collect();
+    if let Some(o) = overrides.iter().find(|o| {
+        !def.columns
+            .iter()
+            .any(|c| c.name.eq_ignore_ascii_case(&o.column))
+    }) {
+        return Err(Error::Unsupported {
+            path: path.to_path_buf(),
+            table: table.to_string(),
+            column: o.column.clone(),
+            reason: "no such column (in a type override)".into(),
+        });
+    }
+    let columns: Vec<PushColumn> = def
+        .columns
+        .iter()
+        .map(|c| {
+            let declared = ColumnType::of_column(c, def.strict);
+            let given = overrides
+                .iter()
+                .rev()
+                .find(|o| o.column.eq_ignore_ascii_case(&c.name))
+                .map(|o| o.ty)
+                .or(table_options.all_text.then_some(ColumnType::AnyText));
+            (c, declared, given)
+        })
+        .map(|(c, declared, given)| PushColumn {
+            field: c.name.to_lowercase(),
+            name: c.name.clone(),
+            ty: given.unwrap_or(declared),
+            declared: given.is_none_or(|g| g == declared),
+            binary_collation: c
+                .collation
+                .as_deref()
+                .is_none_or(|n| n.eq_ignore_ascii_case("binary")),
+            computed: c.generated == Some(Generated::Virtual),
+        })
+        .collect();
+    let taken = |n: &str| columns.iter().any(|c| c.name.eq_ignore_ascii_case(n));
+    let rowid_name = ["rowid", "_rowid_", "oid"]
+        .into_iter()
+        .find(|n| !taken(n))
+        .map(str::to_string)
+        .or_else(|| def.rowid_alias().map(|i| def.columns[i].name.clone()));
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|c| Field::new(c.field.clone(), c.ty.data_type(), true))
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    Ok((columns, rowid_name, schema))
 }
 
 /// A guess of the bytes one value of `ty` takes in Arrow, for the statistics.

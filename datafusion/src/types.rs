@@ -38,7 +38,7 @@ pub const MAX_DECIMAL_PRECISION: u8 = 38;
 pub const MAX_DECIMAL_SCALE: u8 = 22;
 
 /// The Arrow type a column is read as, and so how its stored values are converted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ColumnType {
     /// `Int64`: integers.
     Int64,

@@ -28,6 +28,8 @@
 
 mod affinity;
 mod cli;
+#[cfg(feature = "distributed")]
+mod distributed;
 mod experiments;
 mod explain;
 mod faults;
