@@ -49,6 +49,11 @@ enum Experiment {
     /// plots.
     #[cfg(feature = "sql")]
     Tpch(crate::tpch_bench::TpchArgs),
+    /// The 22 TPC-H queries through `sql` locally and through `sql --workers` over worker
+    /// processes serving shards of the file (one worker, two workers of one core each): the
+    /// cost of distribution per query and a model of N machines; writes distributed.md.
+    #[cfg(feature = "distributed")]
+    Distributed(crate::distributed_bench::DistributedArgs),
     /// One table over many files (TPC-H LINEITEM split into --files shards) against the same
     /// rows in one file, beside sqlite3 in a loop and attaching shards; writes files.md and
     /// files.json.
@@ -257,6 +262,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         Experiment::Files(a) => crate::files_bench::run(a)?,
         #[cfg(feature = "sql")]
         Experiment::Tpch(a) => crate::tpch_bench::run(a)?,
+        #[cfg(feature = "distributed")]
+        Experiment::Distributed(a) => crate::distributed_bench::run(a)?,
         Experiment::LiveWriter(a) => crate::live::run_writer_process(a)?,
         Experiment::Scale(a) => {
             let opts = ScaleOptions {

@@ -14,6 +14,8 @@
 mod args;
 mod bench;
 mod command;
+#[cfg(feature = "distributed")]
+mod distributed_bench;
 mod explain;
 mod files_bench;
 mod gen;
