@@ -89,7 +89,8 @@ fn queries_over_two_worker_processes_equal_the_answers_over_the_whole_file() {
     );
     let workers = format!("{},{}", a.addr, b.addr);
     let whole = tiny_db().to_str().unwrap();
-    for n in [1, 3, 4, 5, 10, 12, 13, 18] {
+    let mut answered = 0;
+    for n in 1..=22 {
         let q = corescan_datafusion::tpch::query(n).expect("a TPC-H query");
         let ours = corescan([
             "sql",
@@ -102,9 +103,11 @@ fn queries_over_two_worker_processes_equal_the_answers_over_the_whole_file() {
         assert_eq!(ours.status, 0, "Q{n}: {}", ours.stderr);
         let local = corescan(["sql", whole, q.datafusion, "--format", "csv"]);
         assert_eq!(local.status, 0, "Q{n}: {}", local.stderr);
-        assert!(local.stdout.lines().count() > 1, "Q{n}: no rows");
         assert_eq!(ours.stdout, local.stdout, "Q{n}");
+        answered += usize::from(local.stdout.lines().count() > 1);
     }
+    // At this scale a few queries select no rows (Q7's nations, ...); most must have some.
+    assert!(answered >= 15, "only {answered} queries have rows");
     // The plan shows the scans on the workers.
     let plan = corescan([
         "sql",
