@@ -117,7 +117,13 @@ impl WorkerProcess {
         let exe = std::env::current_exe().context("finding this program")?;
         let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
         let mut child = Command::new(exe)
-            .args(["worker", "--listen", "127.0.0.1:0", "--cpus", &list.join(",")])
+            .args([
+                "worker",
+                "--listen",
+                "127.0.0.1:0",
+                "--cpus",
+                &list.join(","),
+            ])
             .arg("--data")
             .arg(dir)
             .stdout(Stdio::piped())
@@ -232,7 +238,9 @@ pub fn run(args: DistributedArgs) -> anyhow::Result<()> {
 fn lay_out(db: &Path, dir: &Path, n: usize) -> anyhow::Result<(PathBuf, [PathBuf; 2])> {
     std::fs::create_dir_all(dir)?;
     let out = dir.join("t.db");
-    let shards: Vec<PathBuf> = (0..n).map(|k| bench::shards::shard_path(&out, k, n)).collect();
+    let shards: Vec<PathBuf> = (0..n)
+        .map(|k| bench::shards::shard_path(&out, k, n))
+        .collect();
     if !shards.iter().all(|s| s.exists()) {
         bench::shards::split(db, &out, n, 4096, true)?;
     }
@@ -373,7 +381,10 @@ fn markdown(
             num(m[0], 3),
             num(m[1], 3),
             num(m[1].zip(m[0]).map(|(d, l)| d - l), 3),
-            num(median(runs, Setup::OneWorkerTwoCores, q.number, overhead), 3),
+            num(
+                median(runs, Setup::OneWorkerTwoCores, q.number, overhead),
+                3,
+            ),
             num(m[2], 3),
             num(m[3], 3),
             num(m[2].zip(m[3]).map(|(a, b)| a / b), 2),

@@ -186,7 +186,10 @@ async fn run_distributed(args: SqlArgs) -> anyhow::Result<()> {
         types: args.types.clone(),
     };
     let cluster = corescan_distributed::Cluster::connect(&args.workers, tables).await?;
-    let planned = cluster.plan(&sql).await.map_err(one_error)?;
+    let planned = cluster
+        .plan(&sql)
+        .await
+        .map_err(|e| worker_error(one_error(e)))?;
     let (plan, task, names) = (planned.plan, planned.task, planned.names);
     if args.explain {
         let mut text = corescan_distributed::cluster::display(&plan);
@@ -214,7 +217,11 @@ async fn run_distributed(args: SqlArgs) -> anyhow::Result<()> {
 fn worker_error(e: anyhow::Error) -> anyhow::Error {
     let text = e.to_string();
     let Some(start) = text.find("message: \"") else {
-        return e;
+        // A worker's error as DataFusion carries it back: corescan's own line, wrapped.
+        return match text.strip_prefix("External error: ") {
+            Some(inner) => anyhow::anyhow!("{inner}"),
+            None => e,
+        };
     };
     let rest = &text[start + "message: \"".len()..];
     let message = rest

@@ -194,3 +194,29 @@ fn a_worker_that_is_not_there_and_bad_usage_are_errors() {
     ])
     .assert_error(&["data directory", "no-such-dir"]);
 }
+
+#[test]
+fn a_scan_failing_on_a_worker_is_corescans_one_error_line() {
+    let dir = scratch_dir("distributed-bad-value");
+    let conn = rusqlite::Connection::open(dir.join("x.db")).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, n INTEGER, s TEXT);
+         INSERT INTO t(n, s) VALUES (1, 'a'), ('oops', 'b');",
+    )
+    .unwrap();
+    drop(conn);
+    let w = WorkerProcess::start(&dir);
+    corescan(["sql", "--workers", &w.addr, "SELECT sum(n) FROM t"])
+        .assert_error(&["x.db", "column n", "rowid 2", "oops"]);
+    // The other column reads.
+    let run = corescan([
+        "sql",
+        "--workers",
+        &w.addr,
+        "SELECT s FROM t ORDER BY s",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "s\na\nb\n");
+}
