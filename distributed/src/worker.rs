@@ -3,9 +3,10 @@
 //!
 //! Each query fragment the coordinator sends is decoded with corescan's codec (a scan's
 //! paths resolved under the data directory, [`crate::data_dir`]) and checked before it runs:
-//! its leaves may be corescan scans, empty plans and the engine's network boundaries (the
-//! data other workers send), never another data source (no file scan of DataFusion's own, no
-//! in-memory table), so a plan cannot make a worker read anything outside its directory. The
+//! its leaves may be corescan scans, empty plans, rows the plan carries itself (a `VALUES`
+//! list) and the engine's network boundaries (the data other workers send), never another
+//! data source (no file scan of DataFusion's own), so a plan cannot make a worker read
+//! anything outside its directory. The
 //! server binds the address it is given, nothing else.
 //!
 //! Layering: above [`crate::catalog`] and [`crate::codec`].
@@ -14,6 +15,8 @@ use std::sync::Arc;
 
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{plan_err, Result as DfResult};
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::source::DataSourceExec;
 use datafusion_distributed::{
     DistributedExt, Worker, WorkerPlanRewriteEvent, WorkerPlanRewriteEventResponse,
     WorkerQueryContext,
@@ -122,15 +125,22 @@ fn check_plan(ev: WorkerPlanRewriteEvent) -> DfResult<WorkerPlanRewriteEventResp
     let mut refused = None;
     let walked = ev.plan.apply(|node| {
         if node.children().is_empty() {
-            let allowed = matches!(
-                node.name(),
-                "CorescanExec"
-                    | "EmptyExec"
-                    | "PlaceholderRowExec"
-                    | "NetworkShuffleExec"
-                    | "NetworkCoalesceExec"
-                    | "NetworkBroadcastExec"
-            );
+            // Rows the plan itself carries (a VALUES list) read nothing of the worker's.
+            let rows_in_plan = node.downcast_ref::<DataSourceExec>().is_some_and(|d| {
+                d.data_source()
+                    .downcast_ref::<MemorySourceConfig>()
+                    .is_some()
+            });
+            let allowed = rows_in_plan
+                || matches!(
+                    node.name(),
+                    "CorescanExec"
+                        | "EmptyExec"
+                        | "PlaceholderRowExec"
+                        | "NetworkShuffleExec"
+                        | "NetworkCoalesceExec"
+                        | "NetworkBroadcastExec"
+                );
             if !allowed {
                 refused = Some(node.name().to_string());
                 return Ok(TreeNodeRecursion::Stop);
@@ -166,13 +176,27 @@ mod tests {
     }
 
     #[test]
-    fn fragments_may_read_only_corescan_scans() {
+    fn fragments_may_read_only_corescan_scans_and_their_own_rows() {
         let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, true)]));
         let empty: Arc<dyn ExecutionPlan> = Arc::new(EmptyExec::new(Arc::clone(&schema)));
         assert!(check(Arc::new(CoalescePartitionsExec::new(empty))).is_ok());
         let memory: Arc<dyn ExecutionPlan> =
-            MemorySourceConfig::try_new_exec(&[vec![]], schema, None).unwrap();
-        let e = check(Arc::new(CoalescePartitionsExec::new(memory)))
+            MemorySourceConfig::try_new_exec(&[vec![]], Arc::clone(&schema), None).unwrap();
+        assert!(check(Arc::new(CoalescePartitionsExec::new(memory))).is_ok());
+        // A file scan of DataFusion's own (here a CSV file anywhere) is refused.
+        let csv = datafusion::datasource::physical_plan::FileScanConfigBuilder::new(
+            datafusion::execution::object_store::ObjectStoreUrl::local_filesystem(),
+            Arc::new(datafusion::datasource::physical_plan::CsvSource::new(
+                schema,
+            )),
+        )
+        .with_file(datafusion::datasource::listing::PartitionedFile::new(
+            "/etc/passwd",
+            10,
+        ))
+        .build();
+        let file: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(csv);
+        let e = check(Arc::new(CoalescePartitionsExec::new(file)))
             .err()
             .expect("refused")
             .to_string();

@@ -229,6 +229,9 @@ fn one_worker_runs_every_scan_and_the_coordinator_none() {
         "SELECT count(*), sum(o_totalprice) FROM orders",
         "SELECT o_orderpriority, count(*) FROM orders GROUP BY 1 ORDER BY 1",
         "SELECT o_orderkey FROM orders ORDER BY o_totalprice DESC, o_orderkey LIMIT 3",
+        // Rows the query carries itself (a VALUES list) join the scans on the workers.
+        "SELECT v.w, count(*) FROM orders JOIN (VALUES ('1-URGENT', 1), ('5-LOW', 5)) AS v(p, w) \
+         ON o_orderpriority = v.p GROUP BY v.w ORDER BY v.w",
     ] {
         assert_eq!(
             cluster_rows(&cluster, sql).unwrap(),
