@@ -190,8 +190,19 @@ fn one_line(e: &anyhow::Error) -> String {
     printable(&line).into_owned()
 }
 
+/// The thread name of DataFusion's runtime (`corescan_datafusion::runtime`).
+const DATAFUSION_THREADS: &str = "corescan-df";
+
 fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
+        // A panic in one of DataFusion's tasks reaches the query as its error (DataFusion
+        // re-raises a task's panic where the task is awaited, or turns it into the stream's
+        // error), which the main thread then reports: printing it here too would make two
+        // lines. A background task of the distributed engine cancelled while the query ends
+        // on another error (its `JoinSet::join_all` panics on a cancelled task) is one such.
+        if std::thread::current().name() == Some(DATAFUSION_THREADS) {
+            return;
+        }
         let payload = info.payload();
         let what = payload
             .downcast_ref::<&str>()

@@ -40,9 +40,9 @@ use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 use datafusion_distributed::{
-    DesiredTaskCountEvent, DesiredTaskCountEventResponse, DistributedExt, DistributedLeafExec,
-    RouteTasksEvent, RouteTasksEventResponse, ScaleUpLeafNodeEvent, ScaleUpLeafNodeEventResponse,
-    SessionStateBuilderExt, WorkerResolver,
+    ChannelResolver, DesiredTaskCountEvent, DesiredTaskCountEventResponse, DistributedExt,
+    DistributedLeafExec, RouteTasksEvent, RouteTasksEventResponse, ScaleUpLeafNodeEvent,
+    ScaleUpLeafNodeEventResponse, SessionStateBuilderExt, WorkerChannel, WorkerResolver,
 };
 use url::Url;
 
@@ -79,6 +79,28 @@ pub struct Cluster {
     tables: HashMap<String, Arc<SqliteTable>>,
     /// The tables' names as the files spell them, in order of first appearance.
     names: Vec<String>,
+    /// The channels to the workers ([`Channels`] unless set: [`Cluster::with_channels`]).
+    channels: SharedChannels,
+}
+
+/// A channel resolver shared by every session of a cluster.
+#[derive(Clone)]
+struct SharedChannels(Arc<dyn ChannelResolver + Send + Sync>);
+
+impl std::fmt::Debug for SharedChannels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedChannels")
+    }
+}
+
+#[async_trait]
+impl ChannelResolver for SharedChannels {
+    async fn get_worker_client_for_url(
+        &self,
+        url: &Url,
+    ) -> Result<Box<dyn WorkerChannel>, DataFusionError> {
+        self.0.get_worker_client_for_url(url).await
+    }
 }
 
 /// `addr` (`HOST:PORT`, or a URL) as a worker URL.
@@ -240,7 +262,18 @@ impl Cluster {
             definitions: Arc::new(definitions),
             tables,
             names,
+            channels: SharedChannels(Arc::new(Channels::default())),
         })
+    }
+
+    /// The cluster reaching its workers through `channels` instead of TCP connections to
+    /// their URLs (an in-memory cluster in tests).
+    pub fn with_channels<C>(mut self, channels: C) -> Self
+    where
+        C: ChannelResolver + Send + Sync + 'static,
+    {
+        self.channels = SharedChannels(Arc::new(channels));
+        self
     }
 
     /// The workers, in the order given.
@@ -303,7 +336,7 @@ impl Cluster {
         let state = SessionStateBuilder::new()
             .with_default_features()
             .with_distributed_worker_resolver(Slots(Arc::clone(&slots)))
-            .with_distributed_channel_resolver(Channels::default())
+            .with_distributed_channel_resolver(self.channels.clone())
             .with_distributed_planner()
             .with_distributed_user_codec(CorescanCodec::coordinator(Arc::clone(&self.definitions)))
             .with_distributed_desired_task_count_handler(move |ev: DesiredTaskCountEvent| {

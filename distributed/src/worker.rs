@@ -18,13 +18,13 @@ use datafusion::common::{plan_err, Result as DfResult};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion_distributed::{
-    DistributedExt, Worker, WorkerPlanRewriteEvent, WorkerPlanRewriteEventResponse,
-    WorkerQueryContext,
+    ChannelResolver, DistributedExt, Worker, WorkerPlanRewriteEvent,
+    WorkerPlanRewriteEventResponse, WorkerQueryContext,
 };
 use engine::{Placement, ScanOptions};
 use tokio::net::TcpListener;
 
-use crate::catalog::CatalogService;
+use crate::catalog::{read_catalog, CatalogService, WorkerCatalog};
 use crate::channels::Channels;
 use crate::codec::{CorescanCodec, WorkerScans};
 use crate::data_dir::DataDir;
@@ -75,28 +75,43 @@ impl CorescanWorker {
         &self.scans.dir
     }
 
-    /// Serves on `listener` until the future is dropped (or the server fails).
-    pub async fn serve(self, listener: TcpListener) -> Result<(), Error> {
-        let addr = listener
-            .local_addr()
-            .map_or_else(|_| "?".to_string(), |a| a.to_string());
+    /// What the worker holds, as its catalog endpoint answers.
+    pub fn catalog(&self) -> Result<WorkerCatalog, Error> {
+        read_catalog(&self.scans.dir, self.executors())
+    }
+
+    /// The worker's gRPC services (the engine's worker service and the catalog endpoint), its
+    /// fragments reaching other workers (a shuffle's inputs) through `channels`: to serve on
+    /// connections of one's own (an in-memory cluster); [`CorescanWorker::serve`] serves them
+    /// on a TCP listener.
+    pub fn routes<C>(&self, channels: C) -> tonic::service::Routes
+    where
+        C: ChannelResolver + Clone + Send + Sync + 'static,
+    {
         let codec = CorescanCodec::worker(Arc::clone(&self.scans));
         let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
-            let codec = codec.clone();
+            let (codec, channels) = (codec.clone(), channels.clone());
             async move {
                 Ok(ctx
                     .builder
                     .with_distributed_user_codec(codec)
-                    .with_distributed_channel_resolver(Channels::default())
+                    .with_distributed_channel_resolver(channels)
                     .with_distributed_worker_plan_rewrite_handler(check_plan)
                     .build())
             }
         });
         let catalog = CatalogService::new(Arc::clone(&self.scans.dir), self.executors());
+        tonic::service::Routes::new(worker.into_worker_server()).add_service(catalog.into_server())
+    }
+
+    /// Serves on `listener` until the future is dropped (or the server fails).
+    pub async fn serve(self, listener: TcpListener) -> Result<(), Error> {
+        let addr = listener
+            .local_addr()
+            .map_or_else(|_| "?".to_string(), |a| a.to_string());
         let incoming = tokio_stream_of(listener);
         tonic::transport::Server::builder()
-            .add_service(worker.into_worker_server())
-            .add_service(catalog.into_server())
+            .add_routes(self.routes(Channels::default()))
             .serve_with_incoming(incoming)
             .await
             .map_err(|e| Error::Serve {

@@ -7,6 +7,10 @@
 //! hold a replica of shard 0 (the same relative path: one file, read once). Every one of the
 //! 22 queries must give the single-node answer: `corescan_datafusion` over the whole file.
 //!
+//! The same queries also run on an in-memory cluster: the two workers' gRPC services served on
+//! in-process pipes instead of sockets (datafusion-distributed's in-memory pattern), the
+//! catalogs read directly.
+//!
 //! Also: what a worker refuses (paths out of its directory), replicas that differ, a worker
 //! that is not there, and the catalog a worker answers.
 
@@ -335,4 +339,106 @@ fn a_worker_refuses_paths_outside_its_directory() {
     let files: Vec<&str> = catalog.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(files, ["in.db"]);
     assert_eq!(catalog.files[0].tables[0].name, "t");
+}
+
+/// Channels to workers served on in-process pipes, one pipe per worker, shared by the
+/// coordinator and the workers (a shuffle's inputs come from the other worker).
+#[derive(Clone, Default)]
+struct InMemory {
+    routes: Arc<OnceLock<std::collections::HashMap<String, tonic::service::Routes>>>,
+    open: Arc<std::sync::Mutex<std::collections::HashMap<String, tonic::transport::Channel>>>,
+}
+
+#[async_trait::async_trait]
+impl datafusion_distributed::ChannelResolver for InMemory {
+    async fn get_worker_client_for_url(
+        &self,
+        url: &url::Url,
+    ) -> Result<Box<dyn datafusion_distributed::WorkerChannel>, datafusion::error::DataFusionError>
+    {
+        use datafusion_distributed::grpc::{create_worker_client, BoxCloneSyncChannel};
+        let host = url.host_str().unwrap_or_default().to_string();
+        let known = self.open.lock().unwrap().get(&host).cloned();
+        if let Some(channel) = known {
+            return Ok(create_worker_client(BoxCloneSyncChannel::new(channel)));
+        }
+        let routes = self
+            .routes
+            .get()
+            .and_then(|r| r.get(&host))
+            .cloned()
+            .ok_or_else(|| {
+                datafusion::error::DataFusionError::Execution(format!("no worker {host}"))
+            })?;
+        let (client, server) = tokio::io::duplex(1 << 20);
+        tokio::spawn(async move {
+            tonic::transport::Server::builder()
+                .add_routes(routes)
+                .serve_with_incoming(futures::stream::once(async move {
+                    Ok::<_, std::io::Error>(server)
+                }))
+                .await
+        });
+        let mut client = Some(client);
+        let channel = tonic::transport::Endpoint::try_from(url.to_string())
+            .map_err(|e| datafusion::error::DataFusionError::Execution(e.to_string()))?
+            .connect_with_connector_lazy(tower::service_fn(move |_| {
+                let pipe = client.take();
+                async move {
+                    pipe.map(hyper_util::rt::TokioIo::new)
+                        .ok_or_else(|| std::io::Error::other("the pipe is taken"))
+                }
+            }));
+        self.open.lock().unwrap().insert(host, channel.clone());
+        Ok(create_worker_client(BoxCloneSyncChannel::new(channel)))
+    }
+}
+
+#[test]
+fn an_in_memory_cluster_answers_the_22_queries_as_one_node() {
+    let d = deployment();
+    let pipes = InMemory::default();
+    let mut routes = std::collections::HashMap::new();
+    let mut workers = Vec::new();
+    for (name, dir) in ["worker-a", "worker-b"].into_iter().zip(&d.dirs) {
+        let worker = CorescanWorker::new(WorkerConfig {
+            dir: DataDir::open(dir).unwrap(),
+            placement: Placement::Cores(1),
+            options: ScanOptions::default(),
+        })
+        .unwrap();
+        routes.insert(name.to_string(), worker.routes(pipes.clone()));
+        workers.push(corescan_distributed::WorkerInfo {
+            url: url::Url::parse(&format!("http://{name}:50051")).unwrap(),
+            catalog: worker.catalog().unwrap(),
+        });
+    }
+    assert!(pipes.routes.set(routes).is_ok());
+    let cluster = Cluster::from_workers(workers, TableOptions::default())
+        .unwrap()
+        .with_channels(pipes);
+    let local = SessionContext::new();
+    corescan_datafusion::register(
+        &local,
+        &d.whole,
+        Placement::Cores(2),
+        ScanOptions::default(),
+    )
+    .unwrap();
+    for q in corescan_datafusion::tpch::QUERIES {
+        let mut ours = cluster_rows(&cluster, q.datafusion)
+            .unwrap_or_else(|e| panic!("Q{} in memory: {e}", q.number));
+        let mut theirs = rows(&local, q.datafusion).unwrap();
+        if !q.totally_ordered {
+            (ours, theirs) = (sorted(ours), sorted(theirs));
+        }
+        assert_eq!(ours.len(), theirs.len(), "Q{}", q.number);
+        for (x, y) in ours.iter().zip(&theirs) {
+            assert!(
+                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q)),
+                "Q{}: {x:?} against {y:?}",
+                q.number
+            );
+        }
+    }
 }
