@@ -175,11 +175,6 @@ async fn run_distributed(args: SqlArgs) -> anyhow::Result<()> {
         )
         .exit(),
     };
-    if args.output.report {
-        anyhow::bail!(
-            "--report is not available with --workers: each scan's I/O report stays on its worker"
-        );
-    }
     let tables = TableOptions {
         push_filters: !args.no_pushdown,
         all_text: args.all_text,
@@ -205,10 +200,19 @@ async fn run_distributed(args: SqlArgs) -> anyhow::Result<()> {
             .context("writing the plan")?;
         return Ok(());
     }
-    let stream = execute_stream(plan, task).map_err(one_error)?;
+    let stream = execute_stream(Arc::clone(&plan), task).map_err(one_error)?;
     write_rows(&args, names, &mut Batches::Stream(stream))
         .await
-        .map_err(worker_error)
+        .map_err(worker_error)?;
+    if args.output.report {
+        // The workers' metrics (rows, times) of every stage and task, collected by the
+        // distributed engine as the query ends; each scan's I/O report stays on its worker.
+        let text = corescan_distributed::cluster::display_with_metrics(&plan)
+            .await
+            .map_err(one_error)?;
+        eprint!("{text}");
+    }
+    Ok(())
 }
 
 /// A failure reported through a worker's gRPC stream as one plain line: the status message

@@ -565,3 +565,17 @@ impl SchemaProvider for RemoteSchema {
 pub fn display(plan: &Arc<dyn ExecutionPlan>) -> String {
     datafusion_distributed::display_plan_ascii(plan.as_ref(), false)
 }
+
+/// [`display`] with each node's metrics (rows, times), summed over the tasks, as the workers
+/// reported them: for a plan that has run to its end (waits for the workers' metrics).
+pub async fn display_with_metrics(plan: &Arc<dyn ExecutionPlan>) -> DfResult<String> {
+    let plan = datafusion_distributed::rewrite_distributed_plan_with_metrics(
+        Arc::clone(plan),
+        datafusion_distributed::DistributedMetricsFormat::Aggregated,
+    )
+    .await?;
+    Ok(datafusion_distributed::display_plan_ascii(
+        plan.as_ref(),
+        true,
+    ))
+}

@@ -119,6 +119,27 @@ fn queries_over_two_worker_processes_equal_the_answers_over_the_whole_file() {
     assert_eq!(plan.status, 0, "{}", plan.stderr);
     assert!(plan.stdout.contains("CorescanExec"), "{}", plan.stdout);
     assert!(plan.stdout.contains("on workers"), "{}", plan.stdout);
+    // --report: the stages with the metrics the workers sent back, after the rows.
+    let run = corescan([
+        "sql",
+        "--workers",
+        &workers,
+        "SELECT l_returnflag, count(*) FROM lineitem GROUP BY 1 ORDER BY 1",
+        "--format",
+        "csv",
+        "--report",
+    ]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with("l_returnflag,count(*)\nA,"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("Stage 1") && run.stderr.contains("output_rows="),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
