@@ -223,6 +223,12 @@ fn worker_error(e: anyhow::Error) -> anyhow::Error {
     let Some(start) = text.find("message: \"") else {
         // A worker's error as DataFusion carries it back: corescan's own line, wrapped.
         return match text.strip_prefix("External error: ") {
+            // A value that does not fit its column's type (corescan_datafusion's
+            // ConversionError, as text once it crossed the network): the same way out.
+            Some(inner) if inner.contains(" does not fit ") => anyhow::anyhow!(
+                "{inner} (read it as another type with --type TABLE.COLUMN=TYPE, or every \
+                 column as text with --all-text)"
+            ),
             Some(inner) => anyhow::anyhow!("{inner}"),
             None => e,
         };
