@@ -13,6 +13,10 @@
 //! last batch; distributed, asking the workers for their catalogs (`connect`), planning, and
 //! running to the last batch, each measured.
 //!
+//! Each worker process is confined to its CPUs as a whole (its DataFusion threads too), so
+//! that a worker of one CPU stands for a machine of one core; the coordinator (this process)
+//! is not confined and shares the CPUs with them.
+//!
 //! The model: with one worker of one core (`t1`) and two workers of one core each (`t2`), a
 //! query's time is `c + w / N` on N such machines, where `w = 2 (t1 - t2)` is the work the
 //! workers share and `c = t1 - w` what does not shrink (planning, the catalog, the
@@ -128,6 +132,8 @@ impl WorkerProcess {
             .arg(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
+            .pre_exec_die_with_parent()
+            .pre_exec_pinned(cpus)
             .spawn()
             .context("starting corescan worker")?;
         let mut line = String::new();
@@ -414,4 +420,51 @@ fn markdown(
          the coordinator's last stage and the exchanges not growing with N.\n",
     );
     md
+}
+
+/// A child process confined to `cpus` as a whole (its DataFusion threads too, not only its
+/// pinned executors), so that a worker of one CPU stands for a machine of one core.
+trait Pinned {
+    fn pre_exec_pinned(&mut self, cpus: &[usize]) -> &mut Self;
+}
+
+impl Pinned for Command {
+    fn pre_exec_pinned(&mut self, cpus: &[usize]) -> &mut Self {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes inside it; the closure
+        // calls only sched_setaffinity, which is async-signal-safe.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &cpu in cpus {
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+        }
+        unsafe {
+            self.pre_exec(move || {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        }
+    }
+}
+
+/// A child process that the kernel kills when this process dies (`PR_SET_PDEATHSIG`), so a
+/// worker never outlives a run stopped by a signal.
+trait DieWithParent {
+    fn pre_exec_die_with_parent(&mut self) -> &mut Self;
+}
+
+impl DieWithParent for Command {
+    fn pre_exec_die_with_parent(&mut self) -> &mut Self {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            self.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        }
+    }
 }

@@ -39,6 +39,7 @@ impl WorkerProcess {
             .arg(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .pre_exec_die_with_parent()
             .spawn()
             .expect("start corescan worker");
         let mut line = String::new();
@@ -240,4 +241,25 @@ fn a_scan_failing_on_a_worker_is_corescans_one_error_line() {
     ]);
     assert_eq!(run.status, 0, "{}", run.stderr);
     assert_eq!(run.stdout, "s\na\nb\n");
+}
+
+/// A child process that the kernel kills when this process dies (`PR_SET_PDEATHSIG`), so a
+/// worker never outlives a run stopped by a signal.
+trait DieWithParent {
+    fn pre_exec_die_with_parent(&mut self) -> &mut Self;
+}
+
+impl DieWithParent for Command {
+    fn pre_exec_die_with_parent(&mut self) -> &mut Self {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            self.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        }
+    }
 }
