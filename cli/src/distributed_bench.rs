@@ -34,7 +34,7 @@ use bench::experiments::{default_out_dir, warm_file};
 use clap::Args;
 use corescan_datafusion::datafusion::physical_plan::collect;
 use corescan_datafusion::datafusion::prelude::SessionContext;
-use corescan_datafusion::tpch::{TpchQuery, QUERIES};
+use corescan_datafusion::tpch::TpchQuery;
 use corescan_datafusion::TableOptions;
 use corescan_distributed::Cluster;
 use engine::{Placement, ScanOptions};
@@ -156,17 +156,7 @@ impl WorkerProcess {
 
 /// Runs `corescan bench distributed`.
 pub fn run(args: DistributedArgs) -> anyhow::Result<()> {
-    let queries: Vec<&TpchQuery> = if args.queries.is_empty() {
-        QUERIES.iter().collect()
-    } else {
-        args.queries
-            .iter()
-            .map(|&n| {
-                corescan_datafusion::tpch::query(n)
-                    .with_context(|| format!("no TPC-H query {n} (1 to 22)"))
-            })
-            .collect::<anyhow::Result<_>>()?
-    };
+    let queries = crate::tpch_bench::selected(&args.queries)?;
     if args.rounds == 0 || args.shards < 2 {
         bail!("--rounds must be at least 1 and --shards at least 2");
     }

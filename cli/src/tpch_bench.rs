@@ -109,17 +109,7 @@ struct Run {
 
 /// Runs `corescan bench tpch`.
 pub fn run(args: TpchArgs) -> anyhow::Result<()> {
-    let queries: Vec<&TpchQuery> = if args.queries.is_empty() {
-        QUERIES.iter().collect()
-    } else {
-        args.queries
-            .iter()
-            .map(|&n| {
-                corescan_datafusion::tpch::query(n)
-                    .with_context(|| format!("no TPC-H query {n} (1 to 22)"))
-            })
-            .collect::<anyhow::Result<_>>()?
-    };
+    let queries = selected(&args.queries)?;
     if args.rounds == 0 {
         bail!("--rounds must be at least 1");
     }
@@ -227,6 +217,20 @@ pub fn run(args: TpchArgs) -> anyhow::Result<()> {
     print!("{md}");
     eprintln!("results in {}", out.display());
     Ok(())
+}
+
+/// The TPC-H queries numbered `numbers` (all 22 when none are given).
+pub(crate) fn selected(numbers: &[u32]) -> anyhow::Result<Vec<&'static TpchQuery>> {
+    if numbers.is_empty() {
+        return Ok(QUERIES.iter().collect());
+    }
+    numbers
+        .iter()
+        .map(|&n| {
+            corescan_datafusion::tpch::query(n)
+                .with_context(|| format!("no TPC-H query {n} (1 to 22)"))
+        })
+        .collect()
 }
 
 fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {

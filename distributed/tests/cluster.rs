@@ -136,6 +136,44 @@ fn sorted(mut rows: Vec<Vec<Value>>) -> Vec<Vec<Value>> {
     rows
 }
 
+/// A single-node session over the whole TPC-H file: the answers to compare with.
+fn one_node(whole: &Path) -> SessionContext {
+    let local = SessionContext::new();
+    corescan_datafusion::register(&local, whole, Placement::Cores(2), ScanOptions::default())
+        .expect("the whole file");
+    local
+}
+
+/// Asserts that every TPC-H query over `cluster` gives `local`'s answer (`how` names the
+/// cluster in messages).
+fn assert_tpch_answers_equal(cluster: &Cluster, local: &SessionContext, how: &str) {
+    for q in corescan_datafusion::tpch::QUERIES {
+        let ours = cluster_rows(cluster, q.datafusion)
+            .unwrap_or_else(|e| panic!("Q{} {how}: {e}", q.number));
+        let theirs =
+            rows(local, q.datafusion).unwrap_or_else(|e| panic!("Q{} local: {e}", q.number));
+        let (ours, theirs) = if q.totally_ordered {
+            (ours, theirs)
+        } else {
+            (sorted(ours), sorted(theirs))
+        };
+        assert_eq!(ours.len(), theirs.len(), "Q{} {how}: row counts", q.number);
+        assert!(
+            !ours.is_empty() || q.number == 20 || q.number == 21,
+            "Q{}: no rows",
+            q.number
+        );
+        for (i, (x, y)) in ours.iter().zip(&theirs).enumerate() {
+            let equal = x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q));
+            assert!(
+                equal,
+                "Q{} row {i} {how}:\n  distributed {x:?}\n  one node    {y:?}",
+                q.number
+            );
+        }
+    }
+}
+
 #[test]
 fn all_22_tpch_queries_over_two_workers_give_the_single_node_answers() {
     let d = deployment();
@@ -154,14 +192,7 @@ fn all_22_tpch_queries_over_two_workers_give_the_single_node_answers() {
         names,
         ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"]
     );
-    let local = SessionContext::new();
-    corescan_datafusion::register(
-        &local,
-        &d.whole,
-        Placement::Cores(2),
-        ScanOptions::default(),
-    )
-    .expect("the whole file");
+    let local = one_node(&d.whole);
     // The replicated shard is read once: the counts are the whole file's.
     assert_eq!(
         cluster_rows(&cluster, "SELECT count(*) FROM lineitem").unwrap(),
@@ -171,31 +202,7 @@ fn all_22_tpch_queries_over_two_workers_give_the_single_node_answers() {
         cluster_rows(&cluster, "SELECT count(*), sum(n_nationkey) FROM nation").unwrap(),
         vec![vec![Value::Integer(25), Value::Integer(300)]]
     );
-    for q in corescan_datafusion::tpch::QUERIES {
-        let ours = cluster_rows(&cluster, q.datafusion)
-            .unwrap_or_else(|e| panic!("Q{} distributed: {e}", q.number));
-        let theirs =
-            rows(&local, q.datafusion).unwrap_or_else(|e| panic!("Q{} local: {e}", q.number));
-        let (ours, theirs) = if q.totally_ordered {
-            (ours, theirs)
-        } else {
-            (sorted(ours), sorted(theirs))
-        };
-        assert_eq!(ours.len(), theirs.len(), "Q{}: row counts", q.number);
-        assert!(
-            !ours.is_empty() || q.number == 20 || q.number == 21,
-            "Q{}: no rows",
-            q.number
-        );
-        for (i, (x, y)) in ours.iter().zip(&theirs).enumerate() {
-            let equal = x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q));
-            assert!(
-                equal,
-                "Q{} row {i}:\n  distributed {x:?}\n  one node    {y:?}",
-                q.number
-            );
-        }
-    }
+    assert_tpch_answers_equal(&cluster, &local, "over two workers");
     // The plan names the scans and their workers' stages.
     let plan = runtime()
         .block_on(cluster.plan("SELECT l_returnflag, count(*) FROM lineitem GROUP BY l_returnflag"))
@@ -417,28 +424,5 @@ fn an_in_memory_cluster_answers_the_22_queries_as_one_node() {
     let cluster = Cluster::from_workers(workers, TableOptions::default())
         .unwrap()
         .with_channels(pipes);
-    let local = SessionContext::new();
-    corescan_datafusion::register(
-        &local,
-        &d.whole,
-        Placement::Cores(2),
-        ScanOptions::default(),
-    )
-    .unwrap();
-    for q in corescan_datafusion::tpch::QUERIES {
-        let mut ours = cluster_rows(&cluster, q.datafusion)
-            .unwrap_or_else(|e| panic!("Q{} in memory: {e}", q.number));
-        let mut theirs = rows(&local, q.datafusion).unwrap();
-        if !q.totally_ordered {
-            (ours, theirs) = (sorted(ours), sorted(theirs));
-        }
-        assert_eq!(ours.len(), theirs.len(), "Q{}", q.number);
-        for (x, y) in ours.iter().zip(&theirs) {
-            assert!(
-                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q)),
-                "Q{}: {x:?} against {y:?}",
-                q.number
-            );
-        }
-    }
+    assert_tpch_answers_equal(&cluster, &one_node(&d.whole), "in memory");
 }
