@@ -263,3 +263,38 @@ impl DieWithParent for Command {
         }
     }
 }
+
+#[test]
+fn bench_distributed_writes_its_table_and_runs() {
+    let out = scratch_dir("bench-distributed");
+    let run = corescan([
+        "bench",
+        "distributed",
+        tiny_db().to_str().unwrap(),
+        "--queries",
+        "1,6",
+        "--rounds",
+        "1",
+        "--shards",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let md = std::fs::read_to_string(out.join("distributed.md")).expect("distributed.md");
+    for needle in ["| Q1 | ", "| Q6 | ", "| total | ", "2 workers x 1 executor"] {
+        assert!(md.contains(needle), "{needle} in {md}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("distributed.json")).unwrap())
+            .unwrap();
+    let runs = json["runs"].as_array().expect("runs");
+    // Two queries, four setups, one reported round.
+    assert_eq!(runs.len(), 8, "{json}");
+    for r in runs {
+        assert!(r["seconds"].as_f64().is_some_and(|s| s > 0.0), "{r}");
+        // Every setup gives Q1's four groups and Q6's one row.
+        let want = if r["query"] == 1 { 4 } else { 1 };
+        assert_eq!(r["rows"], want, "{r}");
+    }
+}
