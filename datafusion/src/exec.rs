@@ -34,6 +34,9 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, ExecutionPlanMetricsSet, MetricsSet, RecordOutput,
+};
 use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
@@ -179,6 +182,8 @@ pub struct CorescanExec {
     estimate: Estimate,
     properties: Arc<PlanProperties>,
     slot: Arc<Mutex<Slot>>,
+    /// Each partition's output rows and end time (`EXPLAIN ANALYZE`).
+    metrics: ExecutionPlanMetricsSet,
 }
 
 impl CorescanExec {
@@ -209,6 +214,7 @@ impl CorescanExec {
             estimate,
             properties: Arc::new(properties),
             slot: Arc::new(Mutex::new(Slot::default())),
+            metrics: ExecutionPlanMetricsSet::new(),
         }
     }
 
@@ -507,6 +513,7 @@ impl ExecutionPlan for CorescanExec {
             estimate: self.estimate,
             properties: Arc::clone(&self.properties),
             slot: Arc::new(Mutex::new(Slot::default())),
+            metrics: ExecutionPlanMetricsSet::new(),
         }))
     }
 
@@ -534,6 +541,10 @@ impl ExecutionPlan for CorescanExec {
         stats.num_rows = Precision::Inexact(rows);
         stats.total_byte_size = Precision::Inexact(rows.saturating_mul(self.estimate.row_bytes));
         Ok(Arc::new(stats))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
     }
 
     fn execute(
@@ -565,10 +576,18 @@ impl ExecutionPlan for CorescanExec {
             left: self.limit,
             batch_rows,
             held: None,
+            metrics: BaselineMetrics::new(&self.metrics, partition),
         };
         let batches = futures_lite::stream::unfold(state, |mut state| async move {
-            let next = state.next().await?;
-            Some((next.map_err(Error::into_datafusion), state))
+            let next = state.next().await;
+            match &next {
+                Some(Ok(batch)) => {
+                    // Rows, batches and Arrow bytes.
+                    let _ = batch.record_output(&state.metrics);
+                }
+                _ => state.metrics.done(),
+            }
+            Some((next?.map_err(Error::into_datafusion), state))
         });
         let schema: SchemaRef = Arc::clone(&self.converter.schema);
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
@@ -584,6 +603,8 @@ struct PartitionState {
     batch_rows: usize,
     /// A built batch that came after rows, handed over next.
     held: Option<SinkBatch>,
+    /// The partition's output rows and end time.
+    metrics: BaselineMetrics,
 }
 
 impl PartitionState {

@@ -1,6 +1,6 @@
 //! Files an application wrote (WAL mode with the log not checkpointed, names in any case),
 //! projections of no column, limits, and the scan's partitions executed directly: each once,
-//! one twice, and the plan's display.
+//! one twice, the plan's display and its metrics.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -136,6 +136,9 @@ fn partitions_run_once_each_or_again_from_a_fresh_scan_and_stop_at_a_limit() {
     let second = run(1);
     // Partition 0 then 1 is the table in rowid order.
     assert_eq!([first.clone(), second].concat(), all);
+    // EXPLAIN ANALYZE's figures: every row sent, counted over the partitions.
+    let metrics = plan.metrics().expect("the scan's metrics");
+    assert_eq!(metrics.output_rows(), Some(all.len()));
     // Run again: a fresh scan, the same rows.
     assert_eq!(run(0), first);
 
