@@ -33,7 +33,6 @@ use bench::experiments::markdown::{num, Table};
 use bench::experiments::{default_out_dir, warm_file};
 use clap::Args;
 use corescan_datafusion::datafusion::physical_plan::collect;
-use corescan_datafusion::datafusion::prelude::SessionContext;
 use corescan_datafusion::tpch::TpchQuery;
 use corescan_datafusion::TableOptions;
 use corescan_distributed::Cluster;
@@ -274,7 +273,7 @@ async fn run_one(setup: Setup, q: &TpchQuery, db: &Path, workers: &[String]) -> 
     let start = Instant::now();
     let outcome: anyhow::Result<u64> = async {
         let (plan, task) = if setup == Setup::Local {
-            let ctx = SessionContext::new();
+            let ctx = corescan_datafusion::context();
             corescan_datafusion::register_with(
                 &ctx,
                 db,

@@ -20,7 +20,6 @@ use corescan_datafusion::datafusion::error::DataFusionError;
 use corescan_datafusion::datafusion::physical_plan::{
     collect, displayable, execute_stream, ExecutionPlan, SendableRecordBatchStream,
 };
-use corescan_datafusion::datafusion::prelude::SessionContext;
 use corescan_datafusion::{CorescanExec, TableOptions, TypeOverride};
 use futures_lite::StreamExt;
 use partitioner::printable;
@@ -94,7 +93,7 @@ async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
     let several = crate::query::several(dbs, &files);
     let mut attempt = 1;
     let (ctx, plan, names, mut batches) = loop {
-        let ctx = SessionContext::new();
+        let ctx = corescan_datafusion::context();
         let tables = TableOptions {
             push_filters: !args.no_pushdown,
             all_text: args.all_text,

@@ -28,7 +28,6 @@ use bench::experiments::plots::{LineChart, Point, Series, XAxis};
 use bench::experiments::{default_out_dir, drop_page_cache, warm_file, CacheMode};
 use clap::Args;
 use corescan_datafusion::datafusion::physical_plan::collect;
-use corescan_datafusion::datafusion::prelude::SessionContext;
 use corescan_datafusion::tpch::{TpchQuery, QUERIES};
 use corescan_datafusion::{CorescanExec, TableOptions};
 use serde::Serialize;
@@ -287,7 +286,7 @@ fn corescan_run(
 ) -> anyhow::Result<(f64, u64, String)> {
     runtime.block_on(async {
         let start = Instant::now();
-        let ctx = SessionContext::new();
+        let ctx = corescan_datafusion::context();
         corescan_datafusion::register_with(
             &ctx,
             &args.db,

@@ -19,10 +19,9 @@
 //!
 //! ```no_run
 //! # fn example() -> Result<(), Box<dyn std::error::Error>> {
-//! use corescan_datafusion::datafusion::prelude::SessionContext;
 //! use engine::{Placement, ScanOptions};
 //!
-//! let ctx = SessionContext::new();
+//! let ctx = corescan_datafusion::context(); // SQLite's NULL order
 //! corescan_datafusion::register(&ctx, "tpch.db", Placement::default(), ScanOptions::default())?;
 //! let batches = corescan_datafusion::runtime(2)?.block_on(async {
 //!     ctx.sql("SELECT l_returnflag, sum(l_quantity) FROM lineitem GROUP BY l_returnflag")
@@ -45,7 +44,7 @@
 //!
 //! ## Layout, bottom to top
 //!
-//! [`error`], [`runtime`], [`types`] and [`temporal`] (dates and timestamps as text and as Arrow
+//! [`error`], [`runtime`], [`session`], [`types`] and [`temporal`] (dates and timestamps as text and as Arrow
 //! numbers);
 //! [`tpch`] (the 22 TPC-H queries in both dialects, for tests and benchmarks);
 //! [`convert`] (rows into record batches) and [`output`] (Arrow values back into SQLite
@@ -60,6 +59,7 @@ pub mod exec;
 pub mod output;
 pub mod pushdown;
 pub mod runtime;
+pub mod session;
 pub mod table;
 pub mod temporal;
 pub mod tpch;
@@ -72,5 +72,6 @@ pub use error::{find, ConversionError, Error};
 pub use exec::CorescanExec;
 pub use output::{arrow_value, batch_rows};
 pub use runtime::runtime;
+pub use session::context;
 pub use table::{SqliteTable, TableOptions, TypeOverride};
 pub use types::ColumnType;

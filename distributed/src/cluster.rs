@@ -334,6 +334,7 @@ impl Cluster {
         let (scale_slots, route_slots) = (Arc::clone(&slots), Arc::clone(&slots));
         let locations = Arc::clone(&self.locations);
         let state = SessionStateBuilder::new()
+            .with_config(corescan_datafusion::session::config())
             .with_default_features()
             .with_distributed_worker_resolver(Slots(Arc::clone(&slots)))
             .with_distributed_channel_resolver(self.channels.clone())

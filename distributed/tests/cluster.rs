@@ -138,7 +138,7 @@ fn sorted(mut rows: Vec<Vec<Value>>) -> Vec<Vec<Value>> {
 
 /// A single-node session over the whole TPC-H file: the answers to compare with.
 fn one_node(whole: &Path) -> SessionContext {
-    let local = SessionContext::new();
+    let local = corescan_datafusion::context();
     corescan_datafusion::register(&local, whole, Placement::Cores(2), ScanOptions::default())
         .expect("the whole file");
     local
@@ -223,7 +223,7 @@ fn one_worker_runs_every_scan_and_the_coordinator_none() {
         .block_on(Cluster::connect(&[a], TableOptions::default()))
         .expect("connect");
     // Worker A holds shards 0, 1 and 3: ORDERS without shard 2's orders.
-    let local = SessionContext::new();
+    let local = corescan_datafusion::context();
     let whole: Vec<PathBuf> = ["t-0.db", "t-1.db", "t-3.db"]
         .iter()
         .map(|f| d.dirs[0].join("tpch").join(f))

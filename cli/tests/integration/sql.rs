@@ -327,3 +327,67 @@ fn several_files_are_one_table_and_errors_name_the_file() {
     ])
     .assert_error(&["g.db", "\"n\"", "affinity"]);
 }
+
+/// `ORDER BY` puts NULLs where SQLite does (smallest: first ascending, last descending), in a
+/// query's order, a window's and an aggregate's; `NULLS LAST` still overrides.
+#[test]
+fn nulls_sort_where_sqlite_puts_them() {
+    let dir = scratch_dir("sql-nulls");
+    let db = dir.join("nulls.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, x INTEGER, s TEXT);
+         INSERT INTO t(x, s) VALUES (3, 'c'), (NULL, NULL), (1, 'a'), (NULL, 'b'), (2, NULL);",
+    )
+    .unwrap();
+    for sql in [
+        "SELECT id, x FROM t ORDER BY x, id",
+        "SELECT id, x FROM t ORDER BY x DESC, id",
+        "SELECT id, s FROM t ORDER BY s DESC, id DESC",
+        "SELECT id, row_number() OVER (ORDER BY x, id) AS n FROM t ORDER BY id",
+        "SELECT id, x FROM t ORDER BY x NULLS LAST, id",
+    ] {
+        let mut stmt = conn.prepare(sql).unwrap();
+        let expected: Vec<Vec<serde_json::Value>> = stmt
+            .query_map([], |r| {
+                Ok(vec![
+                    serde_json::json!(r.get::<_, i64>(0)?),
+                    match r.get_ref(1)? {
+                        rusqlite::types::ValueRef::Null => serde_json::Value::Null,
+                        rusqlite::types::ValueRef::Integer(i) => serde_json::json!(i),
+                        rusqlite::types::ValueRef::Text(t) => {
+                            serde_json::json!(String::from_utf8_lossy(t))
+                        }
+                        other => panic!("unexpected {other:?}"),
+                    },
+                ])
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let run = corescan(["sql", db.to_str().unwrap(), sql, "--format", "json"]);
+        assert_eq!(run.status, 0, "{sql}: {}", run.stderr);
+        let got: Vec<serde_json::Value> = serde_json::from_str(&run.stdout).expect("JSON");
+        let got: Vec<Vec<serde_json::Value>> = got
+            .iter()
+            .map(|row| {
+                let row = row.as_object().expect("a JSON object per row");
+                let other = row.keys().find(|k| *k != "id").expect("two columns");
+                vec![row["id"].clone(), row[other].clone()]
+            })
+            .collect();
+        assert_eq!(got, expected, "{sql}");
+    }
+    // An aggregate's own ORDER BY: NULL first, as SQLite's group_concat orders.
+    let sql = "SELECT string_agg(CAST(id AS TEXT), ';' ORDER BY x, id) AS ids FROM t";
+    let run = corescan(["sql", db.to_str().unwrap(), sql, "--format", "csv"]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let expected: String = conn
+        .query_row(
+            "SELECT group_concat(id, ';' ORDER BY x, id) FROM t",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(run.stdout, format!("ids\n{expected}\n"));
+}

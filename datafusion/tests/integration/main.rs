@@ -84,7 +84,7 @@ fn session_schema(
     placement: Placement,
     tables: TableOptions,
 ) -> Result<(SessionContext, Arc<SqliteSchema>), DataFusionError> {
-    let ctx = SessionContext::new();
+    let ctx = corescan_datafusion::context();
     let schema =
         corescan_datafusion::register_with(&ctx, db, placement, ScanOptions::default(), tables)
             .map_err(corescan_datafusion::Error::into_datafusion)?;
@@ -134,7 +134,7 @@ pub fn datafusion_tables(
 /// over the files that hold it), one executor per CPU.
 pub fn datafusion_files(paths: &[PathBuf], sql: &str) -> Result<Answer, DataFusionError> {
     runtime().block_on(async {
-        let ctx = SessionContext::new();
+        let ctx = corescan_datafusion::context();
         corescan_datafusion::register_files(
             &ctx,
             paths,

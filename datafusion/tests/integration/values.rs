@@ -42,7 +42,7 @@ fn declared_types_read_as_their_arrow_types() {
     typed_db(&db);
     let sql = "SELECT * FROM typed ORDER BY id";
     let schema = runtime().block_on(async {
-        let ctx = datafusion::prelude::SessionContext::new();
+        let ctx = corescan_datafusion::context();
         corescan_datafusion::register(&ctx, &db, Default::default(), Default::default()).unwrap();
         ctx.sql(sql).await.unwrap().schema().as_arrow().clone()
     });
