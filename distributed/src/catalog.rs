@@ -10,6 +10,8 @@
 //!
 //! Layering: above [`crate::data_dir`].
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -61,35 +63,159 @@ pub struct TableEntry {
     pub rows: usize,
 }
 
-/// Reads the catalog of `dir`, whose scans run on `executors` executors.
+/// Reads the catalog of `dir`, whose scans run on `executors` executors (every file read;
+/// a worker answers through a [`CatalogCache`], which reads only the files that changed).
 pub fn read_catalog(dir: &DataDir, executors: usize) -> Result<WorkerCatalog, Error> {
-    let mut files = Vec::new();
-    for (rel, real) in dir.list()? {
-        let file = PageFile::open(&real)?;
-        let size = std::fs::metadata(&real).map_or(0, |m| m.len());
-        let tables = read_schema(&file)?
-            .into_iter()
-            .filter(|e| e.kind == "table")
-            .filter_map(|e| {
-                let sql = e.sql?;
-                // Virtual and WITHOUT ROWID tables have no estimate: listed, and naming one in
-                // a query is the scan's error.
-                let rows =
-                    corescan_datafusion::table::estimate_rows(&real, &file, &e.name).unwrap_or(0);
-                Some(TableEntry {
-                    name: e.name,
-                    sql,
-                    rows,
-                })
+    CatalogCache::default()
+        .read(dir, executors)
+        .map(|(catalog, _)| catalog)
+}
+
+/// One file's entry, read from the file: its tables and estimates.
+fn read_entry(rel: String, real: &Path) -> Result<FileEntry, Error> {
+    let file = PageFile::open(real)?;
+    let size = std::fs::metadata(real).map_or(0, |m| m.len());
+    let tables = read_schema(&file)?
+        .into_iter()
+        .filter(|e| e.kind == "table")
+        .filter_map(|e| {
+            let sql = e.sql?;
+            // Virtual and WITHOUT ROWID tables have no estimate: listed, and naming one in
+            // a query is the scan's error.
+            let rows = corescan_datafusion::table::estimate_rows(real, &file, &e.name).unwrap_or(0);
+            Some(TableEntry {
+                name: e.name,
+                sql,
+                rows,
             })
-            .collect();
-        files.push(FileEntry {
-            path: rel,
-            size,
-            tables,
-        });
+        })
+        .collect();
+    Ok(FileEntry {
+        path: rel,
+        size,
+        tables,
+    })
+}
+
+/// What identifies one committed state of a database file, read without SQLite's locks and
+/// without parsing anything: the file's identity (device, inode), size and modification time,
+/// its header's file change counter and schema cookie (a commit in rollback mode bumps the
+/// counter; a schema change bumps the cookie), and its `-wal` log's size, modification time,
+/// checkpoint sequence and salts (a commit in WAL mode appends frames, so the size grows, and
+/// a log started over gets new salts). Two equal stamps are the same tables, columns and
+/// estimates, so the entry read for the first answers for the second; any change at all
+/// (a checkpoint, a rewrite) only costs a new read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    file: (u64, u64, u64, i64, i64),
+    header: [u8; 20],
+    wal: Option<(u64, i64, i64, [u8; 16])>,
+}
+
+impl Stamp {
+    /// The stamp of the database at `real` (its log beside it), `None` when it cannot be
+    /// read (the entry is then read, and its error reported, as without a cache).
+    fn of(real: &Path) -> Option<Stamp> {
+        use std::io::Read;
+        use std::os::unix::fs::MetadataExt;
+        let mut f = std::fs::File::open(real).ok()?;
+        let meta = f.metadata().ok()?;
+        let mut head = [0u8; 44];
+        f.read_exact(&mut head).ok()?;
+        // Bytes 24..44: change counter, database size, first freelist page, freelist pages,
+        // schema cookie.
+        let header: [u8; 20] = head[24..44].try_into().ok()?;
+        let mut wal_path = real.as_os_str().to_owned();
+        wal_path.push("-wal");
+        let wal = match std::fs::File::open(&wal_path) {
+            Ok(mut w) => {
+                let m = w.metadata().ok()?;
+                let mut whead = [0u8; 24];
+                // A log shorter than its header holds no frame (its size says so): the
+                // bytes it lacks stay zero.
+                let _ = w.read(&mut whead).ok()?;
+                // Bytes 8..24: page size, checkpoint sequence, salt-1, salt-2.
+                let tail: [u8; 16] = whead[8..24].try_into().ok()?;
+                Some((m.len(), m.mtime(), m.mtime_nsec(), tail))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(_) => return None,
+        };
+        Some(Stamp {
+            file: (
+                meta.dev(),
+                meta.ino(),
+                meta.len(),
+                meta.mtime(),
+                meta.mtime_nsec(),
+            ),
+            header,
+            wal,
+        })
     }
-    Ok(WorkerCatalog { executors, files })
+}
+
+/// A worker's catalog kept between requests: each file's entry with the [`Stamp`] it was
+/// read at. A request lists the directory again (files come and go) and stamps every file
+/// (two opens and two short reads); only a file whose stamp changed, or a new one, is opened
+/// as SQLite's readers open it and its schema and estimates read. Files no longer listed
+/// are forgotten.
+#[derive(Debug, Default)]
+pub struct CatalogCache {
+    entries: std::sync::Mutex<HashMap<PathBuf, (Stamp, FileEntry)>>,
+}
+
+/// How a [`CatalogCache::read`] answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheUse {
+    /// Files read (new, or changed since they were last read).
+    pub read: usize,
+    /// Files answered from the cache (unchanged).
+    pub reused: usize,
+}
+
+impl CatalogCache {
+    /// The catalog of `dir` (scans on `executors` executors), reading only the files that
+    /// are new or changed since the last call, and how many were read.
+    pub fn read(
+        &self,
+        dir: &DataDir,
+        executors: usize,
+    ) -> Result<(WorkerCatalog, CacheUse), Error> {
+        let listed = dir.list()?;
+        // Held throughout: concurrent requests wait for one read instead of each reading.
+        let mut cached = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut kept = HashMap::with_capacity(listed.len());
+        let mut files = Vec::with_capacity(listed.len());
+        let mut used = CacheUse::default();
+        for (rel, real) in listed {
+            let stamp = Stamp::of(&real);
+            let entry = match (cached.remove(&real), stamp) {
+                (Some((was, entry)), Some(now)) if was == now && entry.path == rel => {
+                    used.reused += 1;
+                    entry
+                }
+                _ => {
+                    used.read += 1;
+                    match read_entry(rel, &real) {
+                        Ok(entry) => entry,
+                        Err(e) => {
+                            // What was read stays cached; the failing file is read again.
+                            cached.extend(kept);
+                            return Err(e);
+                        }
+                    }
+                }
+            };
+            // Stamped again after the read: a commit during it is seen next time.
+            if let Some(stamp) = stamp.filter(|s| Stamp::of(&real) == Some(*s)) {
+                kept.insert(real, (stamp, entry.clone()));
+            }
+            files.push(entry);
+        }
+        *cached = kept;
+        Ok((WorkerCatalog { executors, files }, used))
+    }
 }
 
 /// Asks the worker at `url` (`http://HOST:PORT`) for its catalog.
@@ -130,12 +256,18 @@ fn flight_message(e: &arrow_flight::error::FlightError) -> String {
 pub struct CatalogService {
     dir: Arc<DataDir>,
     executors: usize,
+    cache: Arc<CatalogCache>,
 }
 
 impl CatalogService {
-    /// The endpoint for `dir`, whose scans run on `executors` executors.
-    pub fn new(dir: Arc<DataDir>, executors: usize) -> Self {
-        CatalogService { dir, executors }
+    /// The endpoint for `dir`, whose scans run on `executors` executors, answering through
+    /// `cache`.
+    pub fn new(dir: Arc<DataDir>, executors: usize, cache: Arc<CatalogCache>) -> Self {
+        CatalogService {
+            dir,
+            executors,
+            cache,
+        }
     }
 
     /// As a gRPC service to add to a server.
@@ -226,11 +358,16 @@ impl FlightService for CatalogService {
         if kind != CATALOG_ACTION {
             return unimplemented(&format!("action {kind:?}"));
         }
-        let (dir, executors) = (Arc::clone(&self.dir), self.executors);
-        let catalog = tokio::task::spawn_blocking(move || read_catalog(&dir, executors))
+        let (dir, executors, cache) = (
+            Arc::clone(&self.dir),
+            self.executors,
+            Arc::clone(&self.cache),
+        );
+        let catalog = tokio::task::spawn_blocking(move || cache.read(&dir, executors))
             .await
             .map_err(|e| Status::internal(format!("reading the catalog: {e}")))?
-            .map_err(|e| Status::failed_precondition(e.to_string()))?;
+            .map_err(|e| Status::failed_precondition(e.to_string()))?
+            .0;
         let body = serde_json::to_vec(&catalog)
             .map_err(|e| Status::internal(format!("writing the catalog: {e}")))?;
         let answer = arrow_flight::Result { body: body.into() };
@@ -252,5 +389,77 @@ impl FlightService for CatalogService {
         Ok(Response::new(Box::pin(futures::stream::once(async move {
             Ok(action)
         }))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tables(catalog: &WorkerCatalog, path: &str) -> Vec<String> {
+        let file = catalog.files.iter().find(|f| f.path == path).expect(path);
+        file.tables.iter().map(|t| t.name.clone()).collect()
+    }
+
+    /// Unchanged files are answered from the cache; a commit in rollback mode, a commit in
+    /// WAL mode (the log not checkpointed), a schema change, a replaced file and a removed
+    /// file are each seen by the next request.
+    #[test]
+    fn the_cache_reads_only_what_changed() {
+        let base =
+            std::env::temp_dir().join(format!("corescan-catalog-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let rollback = rusqlite::Connection::open(base.join("a.db")).unwrap();
+        rollback
+            .execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1), (2);")
+            .unwrap();
+        let wal = rusqlite::Connection::open(base.join("b.db")).unwrap();
+        wal.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; CREATE TABLE m(x);",
+        )
+        .unwrap();
+        let dir = DataDir::open(&base).unwrap();
+        let cache = CatalogCache::default();
+        let read = |want: CacheUse| {
+            let (catalog, used) = cache.read(&dir, 2).unwrap();
+            assert_eq!(used, want);
+            // Always what a fresh read gives.
+            assert_eq!(catalog, read_catalog(&dir, 2).unwrap());
+            catalog
+        };
+        read(CacheUse { read: 2, reused: 0 });
+        read(CacheUse { read: 0, reused: 2 });
+
+        // A row committed in rollback mode (the file's size unchanged): read again.
+        rollback.execute("INSERT INTO t VALUES (3)", []).unwrap();
+        read(CacheUse { read: 1, reused: 1 });
+        rollback.execute("CREATE TABLE u(y)", []).unwrap();
+        let catalog = read(CacheUse { read: 1, reused: 1 });
+        assert_eq!(tables(&catalog, "a.db"), ["t", "u"]);
+
+        // Commits in WAL mode stay in the log.
+        wal.execute("INSERT INTO m VALUES (1)", []).unwrap();
+        read(CacheUse { read: 1, reused: 1 });
+        wal.execute("CREATE TABLE w(z)", []).unwrap();
+        let catalog = read(CacheUse { read: 1, reused: 1 });
+        assert_eq!(tables(&catalog, "b.db"), ["m", "w"]);
+        read(CacheUse { read: 0, reused: 2 });
+
+        // Replaced by another file under the same name; then removed.
+        drop(rollback);
+        let other = base.join("other.tmp");
+        rusqlite::Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE v(x);")
+            .unwrap();
+        std::fs::rename(&other, base.join("a.db")).unwrap();
+        let catalog = read(CacheUse { read: 1, reused: 1 });
+        assert_eq!(tables(&catalog, "a.db"), ["v"]);
+        std::fs::remove_file(base.join("a.db")).unwrap();
+        let catalog = read(CacheUse { read: 0, reused: 1 });
+        assert_eq!(catalog.files.len(), 1);
+        drop(wal);
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -24,7 +24,7 @@ use datafusion_distributed::{
 use engine::{Placement, ScanOptions};
 use tokio::net::TcpListener;
 
-use crate::catalog::{read_catalog, CatalogService, WorkerCatalog};
+use crate::catalog::{CatalogCache, CatalogService, WorkerCatalog};
 use crate::channels::Channels;
 use crate::codec::{CorescanCodec, WorkerScans};
 use crate::data_dir::DataDir;
@@ -45,6 +45,8 @@ pub struct WorkerConfig {
 #[derive(Debug, Clone)]
 pub struct CorescanWorker {
     scans: Arc<WorkerScans>,
+    /// The catalog between requests: only changed files are read again.
+    catalog: Arc<CatalogCache>,
 }
 
 impl CorescanWorker {
@@ -62,6 +64,7 @@ impl CorescanWorker {
                 executors,
                 options: config.options,
             }),
+            catalog: Arc::default(),
         })
     }
 
@@ -75,9 +78,12 @@ impl CorescanWorker {
         &self.scans.dir
     }
 
-    /// What the worker holds, as its catalog endpoint answers.
+    /// What the worker holds, as its catalog endpoint answers (from its [`CatalogCache`]:
+    /// only files new or changed since the last answer are read).
     pub fn catalog(&self) -> Result<WorkerCatalog, Error> {
-        read_catalog(&self.scans.dir, self.executors())
+        self.catalog
+            .read(&self.scans.dir, self.executors())
+            .map(|(catalog, _)| catalog)
     }
 
     /// The worker's gRPC services (the engine's worker service and the catalog endpoint), its
@@ -100,7 +106,11 @@ impl CorescanWorker {
                     .build())
             }
         });
-        let catalog = CatalogService::new(Arc::clone(&self.scans.dir), self.executors());
+        let catalog = CatalogService::new(
+            Arc::clone(&self.scans.dir),
+            self.executors(),
+            Arc::clone(&self.catalog),
+        );
         tonic::service::Routes::new(worker.into_worker_server()).add_service(catalog.into_server())
     }
 
