@@ -1,5 +1,8 @@
 //! The SQL dialect corescan parses with: sqlparser's `SQLiteDialect` and what SQLite's
-//! grammar has that it lacks (`x NOT GLOB p`, `x NOT MATCH p`, `x NOT REGEXP p`).
+//! grammar has that it lacks (`x NOT GLOB p`, `x NOT MATCH p`, `x NOT REGEXP p`), with two of
+//! SQLite's precedences it does not follow: `LIKE`, `GLOB`, `MATCH` and `REGEXP` share `=`'s
+//! level (`x LIKE p = 1` is `(x LIKE p) = 1`), and `IS` is a binary operator at that level
+//! even before `NULL`, `TRUE` or `FALSE` (`x IS NULL > 1` is `x IS (NULL > 1)`).
 //!
 //! [`Sqlite`] delegates every method `SQLiteDialect` overrides and reports `SQLiteDialect`'s
 //! type, so the parser's `dialect_of!(self is SQLiteDialect)` checks still hold; the test at
@@ -65,6 +68,9 @@ impl Dialect for Sqlite {
         expr: &Expr,
         precedence: u8,
     ) -> Option<Result<Expr, ParserError>> {
+        if let Some(is) = self.parse_is(parser, expr) {
+            return Some(is);
+        }
         let negated = matches!(&parser.peek_token_ref().token, Token::Word(w) if w.keyword == Keyword::NOT)
             && matches!(&parser.peek_nth_token_ref(1).token,
                 Token::Word(w) if matches!(w.keyword, Keyword::GLOB | Keyword::MATCH | Keyword::REGEXP));
@@ -95,8 +101,15 @@ impl Dialect for Sqlite {
         BASE.get_next_precedence(parser)
     }
 
+    /// `SQLiteDialect`'s, but for `LIKE` (with `GLOB`, `MATCH`, `REGEXP`, `NOT LIKE`...): at
+    /// `=`'s level, left to right, as SQLite's grammar has them (`%left IS MATCH LIKE_KW
+    /// BETWEEN IN ISNULL NOTNULL NE EQ`); sqlparser puts them one below, so the pattern of
+    /// `x LIKE 'a' = 1` took the `= 1` in.
     fn prec_value(&self, prec: Precedence) -> u8 {
-        BASE.prec_value(prec)
+        match prec {
+            Precedence::Like => BASE.prec_value(Precedence::Eq),
+            other => BASE.prec_value(other),
+        }
     }
 
     fn is_column_alias(&self, kw: &Keyword, parser: &mut Parser) -> bool {
@@ -139,6 +152,64 @@ impl Dialect for Sqlite {
         supports_bitwise_shift_operators,
         supports_in_table_expression,
     );
+}
+
+impl Sqlite {
+    /// `x IS [NOT] y` as SQLite's grammar reads it: `IS` is a binary operator whose right
+    /// operand is an expression binding tighter than `=` (`NULL > 1` in `x IS NULL > 1`), and
+    /// a right operand that is exactly `NULL`, `TRUE` or `FALSE` (also in parentheses) makes
+    /// the `IS NULL` test or the truth test (`TK_TRUTH`). sqlparser takes `IS NULL`, `IS
+    /// TRUE` and `IS FALSE` as postfix operators and applies what follows to their result.
+    /// `None` when the next token is not `IS`, or for `IS [NOT] DISTINCT FROM` (sqlparser's
+    /// own parse).
+    fn parse_is(&self, parser: &mut Parser, expr: &Expr) -> Option<Result<Expr, ParserError>> {
+        let keyword = |n: usize| match &parser.peek_nth_token_ref(n).token {
+            Token::Word(w) => Some(w.keyword),
+            _ => None,
+        };
+        if keyword(0) != Some(Keyword::IS) {
+            return None;
+        }
+        let negated = keyword(1) == Some(Keyword::NOT);
+        if keyword(if negated { 2 } else { 1 }) == Some(Keyword::DISTINCT) {
+            return None;
+        }
+        parser.next_token();
+        if negated {
+            parser.next_token();
+        }
+        let right = match parser.parse_subexpr(self.prec_value(Precedence::Eq)) {
+            Ok(e) => e,
+            Err(e) => return Some(Err(e)),
+        };
+        let mut bare = &right;
+        while let Expr::Nested(inner) = bare {
+            bare = inner;
+        }
+        let x = Box::new(expr.clone());
+        use sqlparser::ast::Value as V;
+        let value = match bare {
+            Expr::Value(v) => Some(&v.value),
+            _ => None,
+        };
+        Some(Ok(match (value, negated) {
+            (Some(V::Null), false) => Expr::IsNull(x),
+            (Some(V::Null), true) => Expr::IsNotNull(x),
+            (Some(V::Boolean(true)), false) => Expr::IsTrue(x),
+            (Some(V::Boolean(true)), true) => Expr::IsNotTrue(x),
+            (Some(V::Boolean(false)), false) => Expr::IsFalse(x),
+            (Some(V::Boolean(false)), true) => Expr::IsNotFalse(x),
+            _ => Expr::BinaryOp {
+                left: x,
+                op: if negated {
+                    BinaryOperator::IsNot
+                } else {
+                    BinaryOperator::Is
+                },
+                right: Box::new(right),
+            },
+        }))
+    }
 }
 
 /// Parses `sql` in [`Sqlite`].
