@@ -601,11 +601,46 @@ fn plan_select(
     let grouped = grouped || distinct;
     let windowed = outputs.iter().any(|o| r.has_window(o.expr))
         || order_terms.iter().any(|o| r.has_window(&o.expr));
-    if windowed && grouped {
+    if windowed && distinct {
         return unsupported(
-            "window functions with GROUP BY, aggregates or DISTINCT (corescan query computes \
-             windows over a table's rows)",
+            "window functions with SELECT DISTINCT (corescan query computes windows over a \
+             table's rows or its groups)",
         );
+    }
+
+    // The group keys: SELECT DISTINCT's output columns, or the GROUP BY terms.
+    let mut group_keys: Vec<Typed> = Vec::new();
+    if distinct {
+        // The keys are the output columns as written (aliases are not seen in them),
+        // each under its own collation, as DISTINCT compares them.
+        r.aliases_enabled = false;
+        for o in &outputs {
+            let t = r.resolve(o.expr, &mut Stage::Row, 0)?;
+            group_keys.push(t);
+        }
+        r.aliases_enabled = true;
+    }
+    for (i, g) in group_exprs.iter().enumerate() {
+        // A GROUP BY name is a column before it is an alias (the reverse of ORDER BY,
+        // where `resolveAsName` looks at the result set first).
+        let column =
+            matches!(skip_collate(g).0, ast::Expr::Identifier(id) if r.names_a_column(&id.value));
+        let by = if column {
+            None
+        } else {
+            by_alias_or_position(g, "GROUP BY", i)?
+        };
+        let t = match by {
+            Some((p, collation)) => {
+                if has_aggregate(outputs[p].expr) {
+                    return invalid("aggregate functions are not allowed in the GROUP BY clause");
+                }
+                r.resolve(outputs[p].expr, &mut Stage::Row, 0)?
+                    .collated(collation)
+            }
+            None => r.resolve(g, &mut Stage::Row, 0)?,
+        };
+        group_keys.push(t);
     }
 
     let mut backward = false;
@@ -615,6 +650,13 @@ fn plan_select(
         // The scan returns the window stage's inputs in SQLite's loop order; the stage does
         // the rest on the coordinator.
         let mut ctx = WindowContext::with_named(named_windows(select)?);
+        if grouped {
+            // SQLite's rewrite: the windows read the rows of a grouped sub-select.
+            ctx.group = Some(GroupContext {
+                keys: group_keys.clone(),
+                aggregates: Vec::new(),
+            });
+        }
         let mut resolved = Vec::with_capacity(outputs.len());
         r.aliases_enabled = false;
         for o in &outputs {
@@ -650,8 +692,36 @@ fn plan_select(
             order_by.push(sort_key(term, t)?);
         }
         first = resolved.first().cloned();
+        let having = match (&select.having, ctx.group.as_mut()) {
+            (Some(h), Some(group)) => Some(r.resolve(h, &mut Stage::Group(group), 0)?.expr),
+            _ => None,
+        };
         let inputs = ctx.inputs.len();
         let (passes, remap) = ctx.finish();
+        // Over groups, the sub-select is ordered by the innermost window's partition and
+        // ORDER BY (the first pass): a grouped query's ORDER BY, so its groups come in the
+        // order SQLite's grouped sub-select gives them, ties included; the stage's stable
+        // sort of the first pass then keeps it.
+        let group_order: Vec<SortKey> = match (&ctx.group, passes.first()) {
+            (Some(_), Some(pass)) => pass
+                .partition
+                .iter()
+                .map(|&(slot, collation)| SortKey {
+                    expr: ctx.inputs[slot].clone(),
+                    descending: false,
+                    nulls_first: true,
+                    collation,
+                })
+                .chain(pass.order.iter().map(|k| SortKey {
+                    expr: match &k.expr {
+                        Expr::Column(slot) => ctx.inputs[*slot].clone(),
+                        other => other.clone(),
+                    },
+                    ..k.clone()
+                }))
+                .collect(),
+            _ => Vec::new(),
+        };
         let mut outs: Vec<Expr> = resolved.into_iter().map(|t| t.expr).collect();
         for e in &mut outs {
             renumber_results(e, inputs, &remap);
@@ -673,13 +743,29 @@ fn plan_select(
             },
             ctx.fallible_outside,
         ));
-        (
-            Shape::Rows {
-                outputs: ctx.inputs,
-            },
-            Vec::new(),
-            Vec::new(),
-        )
+        match ctx.group {
+            Some(group) => (
+                Shape::Groups {
+                    keys: group
+                        .keys
+                        .iter()
+                        .map(|k| (k.expr.clone(), k.collation()))
+                        .collect(),
+                    aggregates: group.aggregates,
+                    having,
+                    outputs: ctx.inputs,
+                },
+                group_order.clone(),
+                group_order,
+            ),
+            None => (
+                Shape::Rows {
+                    outputs: ctx.inputs,
+                },
+                Vec::new(),
+                Vec::new(),
+            ),
+        }
     } else if !grouped {
         let mut resolved = Vec::with_capacity(outputs.len());
         r.aliases_enabled = false;
@@ -729,40 +815,10 @@ fn plan_select(
             written,
         )
     } else {
-        let mut ctx = GroupContext::default();
-        if distinct {
-            // The keys are the output columns as written (aliases are not seen in them),
-            // each under its own collation, as DISTINCT compares them.
-            r.aliases_enabled = false;
-            for o in &outputs {
-                let t = r.resolve(o.expr, &mut Stage::Row, 0)?;
-                ctx.keys.push(t);
-            }
-            r.aliases_enabled = true;
-        }
-        for (i, g) in group_exprs.iter().enumerate() {
-            // A GROUP BY name is a column before it is an alias (the reverse of ORDER BY,
-            // where `resolveAsName` looks at the result set first).
-            let column = matches!(skip_collate(g).0, ast::Expr::Identifier(id) if r.names_a_column(&id.value));
-            let by = if column {
-                None
-            } else {
-                by_alias_or_position(g, "GROUP BY", i)?
-            };
-            let t = match by {
-                Some((p, collation)) => {
-                    if has_aggregate(outputs[p].expr) {
-                        return invalid(
-                            "aggregate functions are not allowed in the GROUP BY clause",
-                        );
-                    }
-                    r.resolve(outputs[p].expr, &mut Stage::Row, 0)?
-                        .collated(collation)
-                }
-                None => r.resolve(g, &mut Stage::Row, 0)?,
-            };
-            ctx.keys.push(t);
-        }
+        let mut ctx = GroupContext {
+            keys: group_keys,
+            aggregates: Vec::new(),
+        };
         let mut resolved: Vec<Typed> = Vec::with_capacity(outputs.len());
         r.aliases_enabled = false;
         for o in &outputs {
@@ -881,6 +937,10 @@ fn plan_select(
     // SQLite's loop: through an index, the rows come in its order.
     let mut index_plan = None;
     let mut seek: Option<SeekTarget> = None;
+    // Whether SQLite sorts the groups itself (a temporary b-tree for the GROUP BY), not
+    // taking them in the order an index or the rowid gives them.
+    let mut groups_sorted = true;
+    let written_directions: Vec<bool> = written.iter().map(|k| k.descending).collect();
     let (order_by, backward) = if order == Order::Sqlite {
         let others = subqueries.map(Subqueries::tables).unwrap_or_default();
         match choose(table, planner_sql, &others) {
@@ -888,13 +948,15 @@ fn plan_select(
             // holds the rowid without sorting (asked of SQLite only then).
             Ok(None) => match &shape {
                 Shape::Groups { keys, .. }
-                    if window_stage.is_none()
-                        && !distinct
+                    if !distinct
                         && r.rowid_if_read()
                             .is_some_and(|t| keys.iter().any(|(e, _)| *e == t)) =>
                 {
                     match ask(table, planner_sql, &others) {
-                        Ok(choice) => (rowid_group_order(&r, keys, &choice, order_by), backward),
+                        Ok(choice) => {
+                            groups_sorted = false;
+                            (rowid_group_order(&r, keys, &choice, order_by), backward)
+                        }
                         Err(e) => {
                             return Err(SqlError::Unsupported(format!(
                                 "the order of this query's groups: SQLite's plan could not be \
@@ -905,7 +967,7 @@ fn plan_select(
                 }
                 _ => (order_by, backward),
             },
-            Ok(Some(choice)) if window_stage.is_some() => {
+            Ok(Some(choice)) if window_stage.is_some() && !grouped => {
                 // The windows' rows in the loop's order; the stage sorts them (stably).
                 let followed = match choice.access {
                     Access::Rowid { backward: true } => (
@@ -941,6 +1003,7 @@ fn plan_select(
                 followed
             }
             Ok(Some(choice)) => {
+                groups_sorted = choice.sorts_groups;
                 let followed = follow(
                     &mut r,
                     &choice,
@@ -1019,6 +1082,12 @@ fn plan_select(
     } else {
         (order_by, backward)
     };
+    let order_by = group_ties(
+        &shape,
+        order_by,
+        &written_directions,
+        distinct || !groups_sorted,
+    );
     let mut plan = QueryPlan {
         columns: r.columns,
         constant_terms,
@@ -1104,6 +1173,41 @@ fn split_where(filter: Expr) -> (Vec<Expr>, Option<Expr>) {
         .into_iter()
         .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
     (constant, filter)
+}
+
+/// A grouped query's `ORDER BY` (`order_by`, whose terms as written are `descending` or not)
+/// with the group keys
+/// added as its last terms where SQLite's sorter meets ties in an order of its own choosing:
+/// when the `ORDER BY` has as many terms as the `GROUP BY`, SQLite gives each `GROUP BY` term
+/// the direction of the `ORDER BY` term at its place (select.c: "set the ASC/DESC flags in
+/// the GROUP BY to match those in the ORDER BY"), so the groups reach the `ORDER BY`'s
+/// (stable) sorter ordered by their keys in those directions, not ascending. Only where
+/// SQLite sorts the groups itself (`unsorted` otherwise: `SELECT DISTINCT`, or groups in an
+/// index's or the rowid's order, which the index planning decides).
+fn group_ties(
+    shape: &Shape,
+    order_by: Vec<SortKey>,
+    descending: &[bool],
+    unsorted: bool,
+) -> Vec<SortKey> {
+    let Shape::Groups { keys, .. } = shape else {
+        return order_by;
+    };
+    if unsorted || keys.is_empty() || order_by.is_empty() || descending.len() != keys.len() {
+        return order_by;
+    }
+    let mut order_by = order_by;
+    for (k, ((_, collation), &desc)) in keys.iter().zip(descending).enumerate() {
+        order_by.push(SortKey {
+            expr: Expr::Column(k),
+            descending: desc,
+            // A DESC term sorts NULLs last (SQLite's NULL is the smallest value); the
+            // direction alone is copied, not a NULLS FIRST/LAST.
+            nulls_first: !desc,
+            collation: *collation,
+        });
+    }
+    order_by
 }
 
 /// The `WINDOW` clause's windows by name, each on a base window extended.
@@ -1265,7 +1369,12 @@ fn select_item_texts(sql: &str, start: usize) -> Vec<String> {
                 && b.len() >= i + 4
                 && sql[i..i + 4].eq_ignore_ascii_case("from")
                 && (i == 0 || !is_word(b[i - 1]))
-                && b.get(i + 4).is_none_or(|&n| !is_word(n)) =>
+                && b.get(i + 4).is_none_or(|&n| !is_word(n))
+                // `x IS [NOT] DISTINCT FROM y` is an item's own FROM.
+                && !sql[..i]
+                    .trim_end()
+                    .to_ascii_lowercase()
+                    .ends_with("distinct") =>
             {
                 break;
             }

@@ -59,6 +59,9 @@ pub enum Access {
         fields: usize,
         /// A partial index (`CREATE INDEX ... WHERE`): only the rows its `WHERE` admits.
         partial: bool,
+        /// A `UNIQUE` index (also one behind a `UNIQUE` or `PRIMARY KEY` constraint): no two
+        /// entries with the same key unless it holds a NULL.
+        unique: bool,
     },
     /// Anything else (`MULTI-INDEX OR`: the rows of one index after another): described by
     /// `EXPLAIN QUERY PLAN`'s line.
@@ -392,15 +395,16 @@ fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, Choi
         return Ok(Access::Rowid { backward });
     }
     let (key, fields) = key_columns(db, name, table)?;
-    let partial: bool = db.query_row(
-        "SELECT partial FROM pragma_index_list(?1) WHERE name = ?2",
+    let (partial, unique): (bool, bool) = db.query_row(
+        "SELECT partial, \"unique\" FROM pragma_index_list(?1) WHERE name = ?2",
         [&table.table.name, name],
-        |row| row.get(0),
+        |row| Ok((row.get(0)?, row.get(1)?)),
     )?;
     Ok(Access::Index {
         key,
         fields,
         partial,
+        unique,
         name: name.clone(),
         backward,
     })

@@ -55,7 +55,7 @@ impl Resolver<'_> {
         ctx: &mut WindowContext,
         depth: usize,
     ) -> Result<Typed, SqlError> {
-        let mut t = self.resolve(e, &mut Stage::Row, depth)?;
+        let mut t = self.resolve_input(e, ctx, depth)?;
         ctx.fallible_outside |= t.expr.may_fail();
         t.expr.visit_mut(&mut |x| {
             if let Expr::Column(i) = x {
@@ -75,8 +75,22 @@ impl Resolver<'_> {
         if self.has_window(e) {
             return unsupported("window functions inside a window function's arguments or window");
         }
-        let t = self.resolve(e, &mut Stage::Row, d)?;
+        let t = self.resolve_input(e, ctx, d)?;
         Ok((ctx.input(t.expr.clone()), t))
+    }
+
+    /// `e` as the window stage's sub-select computes it: over the row, or over the group
+    /// when the statement is grouped ([`WindowContext::group`]).
+    fn resolve_input(
+        &mut self,
+        e: &ast::Expr,
+        ctx: &mut WindowContext,
+        d: usize,
+    ) -> Result<Typed, SqlError> {
+        match ctx.group.as_mut() {
+            Some(group) => self.resolve(e, &mut Stage::Group(group), d),
+            None => self.resolve(e, &mut Stage::Row, d),
+        }
     }
 
     /// `name(args) [FILTER (WHERE c)] OVER window`: a slot of the window stage.
@@ -188,7 +202,7 @@ impl Resolver<'_> {
                 if self.has_window(c) {
                     return unsupported("window functions inside FILTER");
                 }
-                let c = self.resolve(c, &mut Stage::Row, d)?;
+                let c = self.resolve_input(c, ctx, d)?;
                 Some(ctx.input(Expr::Case {
                     operand: None,
                     whens: vec![(

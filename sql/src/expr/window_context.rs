@@ -25,6 +25,11 @@ pub struct WindowContext {
     /// alias or position (`resolveAlias` duplicates the expression, and the duplicate's
     /// window is not linked to the statement's).
     pub copying: bool,
+    /// A grouped statement's group stage (its keys, and its aggregates as they are found):
+    /// SQLite's rewrite (`sqlite3WindowRewrite`) moves the `GROUP BY` and `HAVING` into the
+    /// sub-select whose rows the windows read, so the inputs are then expressions over the
+    /// group, not over the row.
+    pub group: Option<super::GroupContext>,
 }
 
 /// One call with its window as SQLite compares windows (`sqlite3WindowCompare`).

@@ -589,6 +589,34 @@ fn loops_corescan_cannot_follow_are_refused_where_order_matters() {
             .span(&[Axis::Cores, Axis::Io])
             .check();
     }
+
+    // Groups whose keys are the index's, the index walked backwards (SQLite gives the GROUP
+    // BY the ORDER BY's direction): each group's rows come in descending rowid order, so
+    // group_concat lists them backwards and a NOCASE key shows its last row's spelling.
+    // Refused; forwards, and where nothing depends on the order of rows, answered (the
+    // differential tester's table seed 17804059554064902102).
+    for sql in [
+        "SELECT status, group_concat(id) FROM o GROUP BY status ORDER BY status DESC",
+        "SELECT name, count(*) FROM users GROUP BY name ORDER BY name DESC",
+    ] {
+        let plan = sqlite_plan(plain, sql);
+        assert!(
+            plan.contains("INDEX") && !plan.contains("B-TREE FOR GROUP BY"),
+            "{plan}"
+        );
+        let run = corescan(["query", plain.to_str().unwrap(), sql]);
+        assert_ne!(run.status, 0, "{sql}: {}", run.stdout);
+        run.assert_error_line(&["within its groups"]);
+    }
+    for sql in [
+        "SELECT status, group_concat(id) FROM o GROUP BY status ORDER BY status",
+        "SELECT status, count(*), sum(total) FROM o GROUP BY status ORDER BY status DESC",
+        "SELECT name, count(*) FROM users GROUP BY name ORDER BY name",
+    ] {
+        QueryTester::new(plain, sql)
+            .span(&[Axis::Cores, Axis::Io])
+            .check();
+    }
 }
 
 /// NULLs placed against an index's order under a `LIMIT` the index serves: SQLite visits the

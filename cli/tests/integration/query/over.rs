@@ -191,8 +191,8 @@ fn window_errors_and_refusals() {
             "a RANGE frame with an offset over integers",
         ),
         (
-            "SELECT count(*), row_number() OVER () FROM t",
-            "window functions with GROUP BY",
+            "SELECT DISTINCT i, row_number() OVER () FROM t",
+            "window functions with SELECT DISTINCT",
         ),
         (
             "SELECT sum(i) OVER (ORDER BY id ROWS 2 PRECEDING EXCLUDE CURRENT ROW) FROM t",
