@@ -265,6 +265,14 @@ fn refusals_name_the_construct() {
             "SELECT DISTINCT i, row_number() OVER () FROM t",
             "window functions with SELECT DISTINCT",
         ),
+        (
+            "SELECT c, max(i) FILTER (WHERE r > 0) FROM t GROUP BY c",
+            "min() or max() with FILTER in a grouped query",
+        ),
+        (
+            "SELECT i % 2, rank() OVER (ORDER BY count(*) FILTER (WHERE i IN (SELECT 1 FROM t))) FROM t GROUP BY 1",
+            "window functions over groups in a statement with a subquery",
+        ),
         ("WITH q AS (SELECT 1) SELECT * FROM t", "WITH"),
         ("DELETE FROM t", "writes"),
         ("INSERT INTO t(i) VALUES (1)", "writes"),
