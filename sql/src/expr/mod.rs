@@ -28,6 +28,7 @@ mod binary;
 mod case_cast;
 mod column;
 mod function;
+mod group_context;
 mod literal;
 mod predicate;
 mod subquery;
@@ -39,13 +40,14 @@ mod window_context;
 
 use std::collections::HashMap;
 
-use engine::query::ir::{AggSpec, ColumnRead, Expr, SortKey};
+use engine::query::ir::{ColumnRead, Expr, SortKey};
 use partitioner::TablePlan;
 use sqlparser::ast;
 
 use crate::error::{invalid, unsupported, SqlError};
 
 pub(crate) use function::is_probability;
+pub use group_context::GroupContext;
 pub(crate) use truth::has_truth_value;
 pub use typed::Typed;
 pub(crate) use typed::{binary_collation, collation_named};
@@ -60,16 +62,6 @@ pub enum Stage<'a> {
     Group(&'a mut GroupContext),
     /// Over a row of the window stage: its input slots, then its window functions' results.
     Window(&'a mut WindowContext),
-}
-
-/// The group stage's slots: keys (row-stage expressions) and aggregates collected while
-/// resolving.
-#[derive(Debug, Default)]
-pub struct GroupContext {
-    /// The group keys.
-    pub keys: Vec<Typed>,
-    /// The aggregates found so far.
-    pub aggregates: Vec<AggSpec>,
 }
 
 /// What a row-stage slot reads, so that each column is decoded once however often the query

@@ -29,7 +29,7 @@ pub struct WindowContext {
     /// SQLite's rewrite (`sqlite3WindowRewrite`) moves the `GROUP BY` and `HAVING` into the
     /// sub-select whose rows the windows read, so the inputs are then expressions over the
     /// group, not over the row.
-    pub group: Option<super::GroupContext>,
+    pub group: Option<super::group_context::GroupContext>,
 }
 
 /// One call with its window as SQLite compares windows (`sqlite3WindowCompare`).
