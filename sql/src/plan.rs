@@ -982,7 +982,7 @@ fn plan_select(
                 {
                     match ask(table, planner_sql, &others) {
                         Ok(choice) => {
-                            groups_sorted = false;
+                            groups_sorted = choice.sorts_groups;
                             (rowid_group_order(&r, keys, &choice, order_by), backward)
                         }
                         Err(e) => {

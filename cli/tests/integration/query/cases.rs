@@ -170,6 +170,8 @@ fn group_by_having_order_by() {
         "SELECT i % 3, typeof(s), count(*) FROM t GROUP BY 1, 2 ORDER BY 3 DESC, 3",
         "SELECT typeof(n) k, count(*) FROM t GROUP BY k ORDER BY count(*) > 2 DESC",
         "SELECT typeof(i), length(s) % 4 l, count(*) FROM t GROUP BY 1, 2 ORDER BY l, l DESC NULLS FIRST",
+        // ... also where the keys hold the rowid, which SQLite then sorts (`+id`).
+        "SELECT i % 3 k, +id, count(*) FROM t GROUP BY 1, 2 ORDER BY 3, 1 DESC LIMIT 6",
     ]);
 }
 
