@@ -17,7 +17,8 @@ use super::expr::{
     WindowContext,
 };
 use super::index_order::{
-    first_rows, follow, range_seek, rowid_group_order, rowid_in, seek_target, SeekTarget,
+    first_rows, follow, order_sensitive, range_seek, rowid_group_order, rowid_in, seek_target,
+    SeekTarget,
 };
 use super::order::{scan_order, ScanOrder};
 use super::position::{position_term, skip_collate};
@@ -601,7 +602,7 @@ fn plan_select(
     let grouped = grouped || distinct;
     let windowed = outputs.iter().any(|o| r.has_window(o.expr))
         || order_terms.iter().any(|o| r.has_window(&o.expr));
-    if windowed && grouped && crate::subquery::has_subquery(query) {
+    if windowed && grouped && has_subquery(query) {
         // SQLite never takes two copies of an expression holding a subquery for the same
         // expression (sqlite3ExprCompare), so an aggregate with one that a window reads
         // (`rank() OVER (ORDER BY max(x) FILTER (WHERE x IN (SELECT ...)))`) is computed in
@@ -951,10 +952,7 @@ fn plan_select(
     // the group's first); where equal keys can show differently, refused (the differential
     // tester's table seeds 4548612221040139265 and 9333272895976208442).
     if let Shape::Groups { keys, .. } = &shape {
-        if !keys.is_empty()
-            && minmax_with_filter(query)
-            && super::index_order::order_sensitive(&r, keys, &[])
-        {
+        if !keys.is_empty() && minmax_with_filter(query) && order_sensitive(&r, keys, &[]) {
             return unsupported(
                 "min() or max() with FILTER in a grouped query whose keys can hold equal \
                  values that differ (1 and 1.0, 'a' and 'A' under NOCASE): which row shows \
