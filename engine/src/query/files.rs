@@ -27,6 +27,7 @@ use crate::spec::restrict;
 use crate::value::Value;
 
 use super::dates;
+use super::distinct_count::DistinctCount;
 use super::error::QueryError;
 use super::eval::holds;
 use super::fold::{fold_plan, reads_slots};
@@ -74,6 +75,9 @@ pub fn run_query_files(
     executors: &[ExecutorSpec],
     missing: MissingTable,
 ) -> Result<FilesOutput, QueryError> {
+    // `count(DISTINCT x)` without GROUP BY: scanned as `GROUP BY x`, in bounded memory.
+    let counting = DistinctCount::of(&query);
+    let query = counting.as_ref().map_or(query, DistinctCount::inner);
     let scanned = scan_query_files(paths, base, query, settings, executors, missing)?;
     let ScannedFiles {
         query,
@@ -84,16 +88,19 @@ pub fn run_query_files(
         executor_of,
         report,
     } = scanned;
-    let merged =
-        merge_files(&query, partials, Some(&files), executors.len()).map_err(|e| match e {
-            MergeError::Eval(e) => QueryError::Eval(e),
-            MergeError::Spill(e) => QueryError::Spill(e),
-            MergeError::Row { range, failure } => {
-                let unit = units[range];
-                let cpu = executors[executor_of[unit]].cpu;
-                QueryError::Scan(failure.into_error(cpu, &paths[files[range]]))
-            }
-        })?;
+    let merged = match &counting {
+        Some(c) => c.merge(partials, executors.len()),
+        None => merge_files(&query, partials, Some(&files), executors.len()),
+    }
+    .map_err(|e| match e {
+        MergeError::Eval(e) => QueryError::Eval(e),
+        MergeError::Spill(e) => QueryError::Spill(e),
+        MergeError::Row { range, failure } => {
+            let unit = units[range];
+            let cpu = executors[executor_of[unit]].cpu;
+            QueryError::Scan(failure.into_error(cpu, &paths[files[range]]))
+        }
+    })?;
     Ok(FilesOutput {
         names: query.names.clone(),
         rows: merged.rows,

@@ -118,6 +118,17 @@ pub struct Merged {
     pub groups: u64,
 }
 
+/// What [`GroupQuery::tally`] found.
+#[derive(Debug)]
+pub struct Tally {
+    /// The groups.
+    pub groups: u64,
+    /// The groups whose first key is not NULL.
+    pub keyed: u64,
+    /// Every group's aggregate states merged into one per aggregate.
+    pub states: Vec<AggState>,
+}
+
 impl Slice {
     fn failed(e: GroupError) -> Slice {
         Slice {
@@ -253,6 +264,78 @@ impl GroupQuery<'_> {
             rows: self.combine_slices(done)?,
             groups,
         })
+    }
+
+    /// Merges the runs (sorted by key, in range order) on up to `threads` threads as
+    /// [`GroupQuery::merge`] does, but counts the groups instead of finishing them, and
+    /// merges every group's aggregate states into one per aggregate (for aggregates whose
+    /// merge does not depend on the order: `count`). Nothing is kept per group, so the
+    /// memory is the runs' readers', however many groups there are.
+    pub fn tally(&self, runs: Vec<Run>, threads: usize) -> Result<Tally, GroupError> {
+        let mut runs = runs;
+        let slices = split_runs(&mut runs, &self.collations, threads);
+        let tally_slice = |runs: Vec<Cursor<'_>>| -> Result<Tally, GroupError> {
+            let mut states: Vec<AggState> = self.aggregates.iter().map(AggState::new).collect();
+            let mut keyed = 0u64;
+            let groups = merge_key_order(
+                runs,
+                &self.collations,
+                |into, later| self.combine(into, later),
+                |_, g: Group| {
+                    if !g.keys.first().is_some_and(Value::is_null) {
+                        keyed += 1;
+                    }
+                    for ((spec, s), later) in self.aggregates.iter().zip(&mut states).zip(g.states)
+                    {
+                        s.merge(spec, later);
+                    }
+                    Ok(true)
+                },
+                |e| e.to_string(),
+            )?;
+            Ok(Tally {
+                groups: groups as u64,
+                keyed,
+                states,
+            })
+        };
+        let done: Vec<Result<Tally, GroupError>> = std::thread::scope(|scope| {
+            let mut slices = slices.into_iter();
+            let first = slices.next();
+            let handles: Vec<_> = slices
+                .enumerate()
+                .map(|(i, runs)| {
+                    std::thread::Builder::new()
+                        .name(format!("corescan-tally{}", i + 1))
+                        .spawn_scoped(scope, move || tally_slice(runs))
+                })
+                .collect();
+            let mut out = Vec::new();
+            if let Some(runs) = first {
+                out.push(tally_slice(runs));
+            }
+            for h in handles {
+                out.push(match h {
+                    Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    Err(e) => Err(format!("could not start a thread to count groups: {e}")),
+                });
+            }
+            out
+        });
+        let mut all = Tally {
+            groups: 0,
+            keyed: 0,
+            states: self.aggregates.iter().map(AggState::new).collect(),
+        };
+        for t in done {
+            let t = t?;
+            all.groups += t.groups;
+            all.keyed += t.keyed;
+            for ((spec, s), more) in self.aggregates.iter().zip(&mut all.states).zip(t.states) {
+                s.merge(spec, more);
+            }
+        }
+        Ok(all)
     }
 
     /// The result rows from the slices, in key order.

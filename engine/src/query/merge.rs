@@ -247,32 +247,38 @@ fn merge_scan(
             Ok((out, None))
         }
         Shape::Groups { keys, .. } => {
-            let collations: Vec<Collation> = keys.iter().map(|k| k.1).collect();
-            let mut stats = GroupStats::default();
-            let mut runs: Vec<Run> = Vec::new();
-            for p in partials {
-                let table = match p {
-                    Partial::KeyOrder(table) => table,
-                    Partial::Groups(table) => {
-                        GroupRuns::in_memory(table.into_key_order(&collations))
-                    }
-                    Partial::Rows(_) | Partial::Sorted(_) => continue,
-                };
-                if let Some(e) = table.failed {
-                    return Err(MergeError::Spill(e));
-                }
-                stats.add(&table.stats);
-                // An executor's spilled runs hold its earlier rows.
-                runs.extend(table.spilled.into_iter().map(Run::File));
-                runs.push(Run::Memory(table.memory));
-            }
             let query = GroupQuery::of(plan).expect("a grouped plan");
+            let (runs, mut stats) = group_runs(partials, &query.collations)?;
             let merged = query.merge(runs, threads).map_err(MergeError::Eval)?;
             stats.groups = merged.groups;
             // An aggregate without GROUP BY is one group: nothing to report.
             Ok((merged.rows, (!keys.is_empty()).then_some(stats)))
         }
     }
+}
+
+/// The runs of a grouped query's partials (in range order: an executor's spilled runs, which
+/// hold its earlier rows, before its groups in memory), and what their tables reported.
+pub(super) fn group_runs(
+    partials: Vec<Partial>,
+    collations: &[Collation],
+) -> Result<(Vec<Run>, GroupStats), MergeError> {
+    let mut stats = GroupStats::default();
+    let mut runs: Vec<Run> = Vec::new();
+    for p in partials {
+        let table = match p {
+            Partial::KeyOrder(table) => table,
+            Partial::Groups(table) => GroupRuns::in_memory(table.into_key_order(collations)),
+            Partial::Rows(_) | Partial::Sorted(_) => continue,
+        };
+        if let Some(e) = table.failed {
+            return Err(MergeError::Spill(e));
+        }
+        stats.add(&table.stats);
+        runs.extend(table.spilled.into_iter().map(Run::File));
+        runs.push(Run::Memory(table.memory));
+    }
+    Ok((runs, stats))
 }
 
 /// The merge of a full sort's runs ([`Partial::Sorted`]), partial `i` from file

@@ -51,6 +51,7 @@
 pub mod aggregate;
 pub mod batch;
 pub mod dates;
+pub mod distinct_count;
 pub mod error;
 pub mod eval;
 pub mod exact_sum;

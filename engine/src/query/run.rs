@@ -17,6 +17,7 @@ use crate::settings::{ExecutorSpec, ScanSettings};
 use crate::value::Value;
 
 use super::dates;
+use super::distinct_count::DistinctCount;
 use super::error::{QueryError, QueryOutput};
 use super::eval::holds;
 use super::ir::QueryPlan;
@@ -62,13 +63,20 @@ pub fn run_query_until(
     executors: &[ExecutorSpec],
     abandoned: Option<Arc<AtomicBool>>,
 ) -> std::result::Result<QueryOutput, QueryError> {
+    // `count(DISTINCT x)` without GROUP BY: scanned as `GROUP BY x`, in bounded memory.
+    let counting = DistinctCount::of(&query);
+    let query = counting.as_ref().map_or(query, DistinctCount::inner);
     let scanned = scan_query(table, query, settings, executors, abandoned)?;
     let Scanned {
         query,
         partials,
         report,
     } = scanned;
-    let merged = merge(&query, partials).map_err(|e| merge_error(e, table, executors))?;
+    let merged = match &counting {
+        Some(c) => c.merge(partials, executors.len()),
+        None => merge(&query, partials),
+    }
+    .map_err(|e| merge_error(e, table, executors))?;
     Ok(QueryOutput {
         names: query.names.clone(),
         rows: merged.rows,

@@ -89,9 +89,20 @@ impl Resolver<'_> {
                 affinity: None,
                 collation: x.collation.filter(|c| c.1),
             },
-            // Unary plus drops the affinity but keeps the collation.
+            // Unary plus drops the affinity but keeps the collation. Over `AND`, `OR` or
+            // `NOT` it also makes a condition a value: SQLite's jump code stops at the first
+            // operand that decides, but codes `+(a AND b)` as the value of both operands
+            // (run seed 4148684131733263814: `WHERE +(json_valid(x) AND json_type(x, 'a'))`
+            // fails on a row whose `json_valid` is 0), so the operator is wrapped in a
+            // call the jump code sees as one value: `coalesce(x, NULL)` (two arguments:
+            // the WHERE splitter looks through a one-argument coalesce, `likely()`).
             UnaryOperator::Plus => Typed {
-                expr: x.expr,
+                expr: match x.expr {
+                    e @ (Expr::And(..) | Expr::Or(..) | Expr::Not(_)) => {
+                        Expr::Function(Function::Coalesce, vec![e, Expr::Literal(Value::Null)])
+                    }
+                    e => e,
+                },
                 affinity: None,
                 collation: x.collation,
             },

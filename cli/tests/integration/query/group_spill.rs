@@ -37,6 +37,15 @@ const GROUPED: &[&str] = &[
     "SELECT DISTINCT i % 300, c FROM t",
     "SELECT count(*), sum(i), group_concat(s) FROM t WHERE id < 0",
     "SELECT i, r, count(*) FROM t WHERE id > 100 GROUP BY i, r",
+    // count(DISTINCT x) without GROUP BY runs as GROUP BY x (engine::query::distinct_count):
+    // NOCASE and RTRIM spellings, NULLs, every storage class, beside plain counts, under
+    // HAVING, on no rows; and two different DISTINCT arguments (the one-group path).
+    "SELECT count(DISTINCT x), count(*), count(r) FROM t",
+    "SELECT count(DISTINCT c) * 2, count(c), count(DISTINCT c) FROM t WHERE id % 3 > 0 \
+     HAVING count(*) > 10",
+    "SELECT count(DISTINCT rt) FROM t",
+    "SELECT count(DISTINCT s), count(*) FROM t WHERE id < 0",
+    "SELECT count(DISTINCT x), count(DISTINCT i) FROM t",
 ];
 
 #[test]
@@ -154,6 +163,27 @@ fn the_report_says_what_spilled_and_the_scratch_directory_is_left_empty() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn count_distinct_without_group_by_spills_as_groups() {
+    // SELECT count(DISTINCT x) is one group whose distinct values used to be held in memory
+    // whatever the budget: it is scanned as GROUP BY x, whose groups spill.
+    let db = fixture();
+    let scratch = crate::scratch_dir("query-group-spill-distinct");
+    let tmp = scratch.to_str().unwrap();
+    let sql = "SELECT count(DISTINCT id % 2000), count(*) FROM t";
+    let want: (i64, i64) = Connection::open(db)
+        .unwrap()
+        .query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    let (rows, spilled) = grouped(db, sql, Some("1"), tmp);
+    let rows: serde_json::Value = serde_json::from_str(&rows).unwrap();
+    assert_eq!(rows[0]["count(DISTINCT id % 2000)"], want.0, "{rows}");
+    assert_eq!(rows[0]["count(*)"], want.1, "{rows}");
+    assert_eq!(spilled["groups"], want.0, "{spilled}");
+    assert!(spilled["spilled_runs"].as_u64().unwrap() > 0, "{spilled}");
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
 }
 
 #[test]
