@@ -309,6 +309,22 @@ fn refusals_name_the_construct() {
             "SELECT DISTINCT id, json_array(b) FROM t ORDER BY 1 LIMIT 5",
             "SELECT DISTINCT with LIMIT",
         ),
+        // A subquery's result is a literal to corescan but no truth marker to SQLite's
+        // parser: `x OR EXISTS (...)` computes `x` (table seed 9313603551829551305).
+        (
+            "SELECT id FROM t WHERE json_quote(b) OR EXISTS (SELECT 1 FROM t AS u)",
+            "JSON cannot hold BLOB values",
+        ),
+        // Unary plus makes a condition a value: both operands of its AND or OR are computed
+        // (table seed 4148684131733263814).
+        (
+            "SELECT id FROM t WHERE +(typeof(b) <> 'blob' AND json_quote(b) IS NOT NULL)",
+            "JSON cannot hold BLOB values",
+        ),
+        (
+            "SELECT id FROM t WHERE +(typeof(b) = 'blob' OR json_quote(b) IS NULL)",
+            "JSON cannot hold BLOB values",
+        ),
     ] {
         check_error(db, sql, needle);
     }
@@ -336,6 +352,9 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT id, (json_array(b) NOT IN (SELECT 1 FROM t AS u)) + (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE 1 END), (CASE WHEN typeof(b) = 'blob' THEN NULL END) || json_array(b, (SELECT 2 FROM t AS u LIMIT 1)) FROM t",
         "SELECT id FROM t WHERE (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE i END) < (json_array(b) NOT IN (SELECT 1 FROM t AS u)) ORDER BY id",
 
+        // A subquery's result is a literal to corescan but no truth marker to SQLite's
+        // parser (more in the errors below).
+        "SELECT id FROM t WHERE (SELECT 0 FROM t AS u LIMIT 1) AND json_quote(b)",
         // An EXISTS subquery's result columns are never computed, but SQLite checks them
         // while preparing (run seeds 1796403129984150137, 1796404138119078016).
         "SELECT count(*), EXISTS (SELECT likelihood(i, 0.5) FROM t AS u) FROM t",
