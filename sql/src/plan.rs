@@ -353,8 +353,17 @@ fn plan_subquery(q: &ast::Query, subs: &Subqueries<'_>) -> Result<PlannedSubquer
         Some(subs),
     )?;
     let table = engine::restrict(table, &planned.query)?;
+    // Sorted unless the loop delivers the ORDER BY (the scan in rowid order: no ORDER BY
+    // left; an index: no sorter in SQLite's plan).
+    let sorted = !planned.query.order_by.is_empty()
+        && planned.index_plan.as_ref().is_none_or(|p| {
+            p.sqlite
+                .iter()
+                .any(|l| l.contains("TEMP B-TREE FOR") && l.contains("ORDER BY"))
+        });
     Ok(PlannedSubquery {
         table,
+        sorted,
         columns: planned.query.names.len(),
         query: planned.query,
         affinity: planned.first.as_ref().and_then(|t| t.affinity),

@@ -159,6 +159,8 @@ pub(crate) struct PlannedSubquery {
     pub query: QueryPlan,
     /// Its result columns.
     pub columns: usize,
+    /// Whether SQLite's sorter orders its rows (an `ORDER BY` its loop does not deliver).
+    pub sorted: bool,
     /// The affinity of its first result column (`sqlite3ExprAffinity` of the expression).
     pub affinity: Option<Affinity>,
     /// The collation of its first result column, and whether it was written (`COLLATE`).
@@ -264,7 +266,7 @@ impl<'a> Subqueries<'a> {
         if want == Want::Exists {
             dropped_projection_errors(q)?;
         }
-        let q = shaped(q, want);
+        let (q, uncomputed) = shaped(q, want);
         let key = (want, q.to_string());
         if let Some(done) = self.results.borrow().get(&key) {
             return Ok(done.clone());
@@ -272,7 +274,16 @@ impl<'a> Subqueries<'a> {
         self.outers.borrow_mut().push(outer);
         let planned = (self.plan)(&q, self);
         let outers = self.outers.borrow_mut().pop().map(|o| vec![o]);
-        let planned = planned.map_err(|e| self.correlated(e, outers.as_deref()))?;
+        let mut planned = planned.map_err(|e| self.correlated(e, outers.as_deref()))?;
+        if want == Want::Scalar && planned.sorted {
+            outputs_of_every_sorted_row(&mut planned.query);
+        }
+        if uncomputed {
+            // The loop is chosen with the result columns, which are never computed.
+            if let engine::query::ir::Shape::Rows { outputs } = &mut planned.query.shape {
+                *outputs = vec![engine::query::ir::Expr::Literal(Value::Integer(1))];
+            }
+        }
         let rows = self.runner.run(&planned.table, planned.query)?;
         if let (Ok(rows), Some((want, plan))) = (&rows, &planned.seek_rows) {
             if (rows.len() as u64) < *want {
@@ -373,14 +384,49 @@ fn dropped_projection_errors(q: &ast::Query) -> Result<(), SqlError> {
     Ok(())
 }
 
+/// A scalar subquery's sorter (`ORDER BY` its loop does not deliver) receives every row that
+/// passes `WHERE` with its result columns computed: the deferred row load that spares the
+/// rows a top-level `ORDER BY ... LIMIT` drops (`engine::query::marks`) is not done for a
+/// subquery's `SRT_Mem`, so a result column that fails on any such row fails the subquery
+/// (table seed 17583062050652823761: `(SELECT json_object('a', b) FROM t ORDER BY i LIMIT 1)`
+/// fails on the rows whose `b` is a blob). Where a result column can fail, `plan`'s `WHERE`
+/// computes them all, after its own terms and before the sort keys as SQLite does, and
+/// holds whatever they are.
+fn outputs_of_every_sorted_row(plan: &mut QueryPlan) {
+    use engine::query::ir::{Expr, Shape};
+    let Shape::Rows { outputs } = &plan.shape else {
+        return;
+    };
+    if !outputs.iter().any(Expr::may_fail) {
+        return;
+    }
+    // `(o IS NULL) OR 1` for each output: computed (the jump code tests the left operand
+    // first), and true.
+    let computed = outputs
+        .iter()
+        .map(|o| {
+            Expr::Or(
+                Box::new(Expr::IsNull(Box::new(o.clone()), false)),
+                Box::new(Expr::Literal(Value::Integer(1))),
+            )
+        })
+        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
+    plan.filter = match (plan.filter.take(), computed) {
+        (Some(f), Some(c)) => Some(Expr::And(Box::new(f), Box::new(c))),
+        (f, c) => f.or(c),
+    };
+}
+
 /// `q` as SQLite runs it for `want`: a scalar or `EXISTS` subquery under `LIMIT 1` (its own
 /// `LIMIT X` becomes `LIMIT (X<>0)`, `sqlite3CodeSubselect`); an `EXISTS` subquery without
-/// aggregates also without its result columns (`SELECT 1`), `DISTINCT` and, unless it has an
-/// `OFFSET`, `ORDER BY`, none of which SQLite computes for it.
-fn shaped(q: &ast::Query, want: Want) -> ast::Query {
+/// aggregates also without `DISTINCT` and, unless it has an `OFFSET`, `ORDER BY`
+/// (`IgnorableOrderby`), and with whether its result columns go uncomputed (`true` for such
+/// a subquery: SQLite keeps them, and chooses its loop with them, a covering index only if
+/// it holds them too (table seed 16182026074300445653), but never computes them).
+fn shaped(q: &ast::Query, want: Want) -> (ast::Query, bool) {
     let mut q = q.clone();
     if want == Want::In {
-        return q;
+        return (q, false);
     }
     let one = ast::Expr::value(ast::Value::Number("1".into(), false));
     let limited = |x: &ast::Expr| {
@@ -417,13 +463,13 @@ fn shaped(q: &ast::Query, want: Want) -> ast::Query {
                     .iter()
                     .any(|i| matches!(i, ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } if crate::aggregate::has_aggregate(e)));
             if !aggregated {
-                select.projection = vec![ast::SelectItem::UnnamedExpr(one)];
                 select.distinct = None;
                 if !has_offset {
                     q.order_by = None;
                 }
+                return (q, true);
             }
         }
     }
-    q
+    (q, false)
 }

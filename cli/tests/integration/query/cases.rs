@@ -1391,3 +1391,52 @@ fn rowids(db: &std::path::Path) -> Vec<i64> {
         .map(Result::unwrap)
         .collect()
 }
+
+/// Subqueries as SQLite's loops run them: an `EXISTS` subquery's loop is chosen with its
+/// result columns (which it never computes), so a covering index is read only if it holds
+/// them too (table seed 16182026074300445653); a scalar subquery's sorter computes the result
+/// columns of every row that passes `WHERE`, where a top-level `ORDER BY ... LIMIT` drops rows
+/// before computing them (table seed 17583062050652823761).
+#[test]
+fn subqueries_compute_what_sqlites_loops_compute() {
+    let path = crate::scratch_dir("query-subquery-loops").join("e.db");
+    let _ = std::fs::remove_file(&path);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    // Row 1's k is JSON with $.a; row 2's is malformed and comes first in e_k's order.
+    conn.execute_batch(
+        "CREATE TABLE e(id INTEGER PRIMARY KEY, k TEXT, v, w);
+         CREATE INDEX e_k ON e(k);
+         INSERT INTO e VALUES (1, '{\"a\":1}', 'x', 1), (2, '[', 'y', 2), (3, '{\"a\":2}', 'z', x'ffff');",
+    )
+    .unwrap();
+    drop(conn);
+    // SCAN e (v is not in e_k): row 1 answers, row 2 is never read. (A WHERE term of its
+    // own, EXISTS is a loop of the statement, `SCAN e EXISTS`, which corescan refuses.)
+    QueryTester::new(
+        &path,
+        "SELECT id, EXISTS (SELECT v FROM e WHERE json_extract(k, '$.a')) FROM e",
+    )
+    .check();
+    // SCAN e USING COVERING INDEX e_k: row 2 first, and its k fails.
+    QueryTester::new(
+        &path,
+        "SELECT id, EXISTS (SELECT k FROM e WHERE json_extract(k, '$.a')) FROM e",
+    )
+    .fails_with("malformed JSON")
+    .check();
+    // The sorter computes json_array(w) for every row: row 3's blob fails, though row 1 is
+    // the one kept. At the top level row 3 comes when the sorter is full and ranks after its
+    // row: dropped before its output is computed. Without a sorter only row 1 is read.
+    QueryTester::new(
+        &path,
+        "SELECT id, (SELECT json_array(w) FROM e ORDER BY v LIMIT 1) FROM e",
+    )
+    .fails_with("JSON cannot hold BLOB values")
+    .check();
+    QueryTester::new(&path, "SELECT json_array(w) FROM e ORDER BY v LIMIT 1").check();
+    QueryTester::new(
+        &path,
+        "SELECT id, (SELECT json_array(w) FROM e ORDER BY id LIMIT 1) FROM e",
+    )
+    .check();
+}
