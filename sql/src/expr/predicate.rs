@@ -25,10 +25,23 @@ impl Resolver<'_> {
         let lo = self.resolve(low, stage, d)?;
         let hi = self.resolve(high, stage, d)?;
         let carried = first_explicit([&x, &lo, &hi]);
-        let both = Expr::And(
+        let constant = !super::uses_slots(&x.expr);
+        let mut both = Expr::And(
             Box::new(compare(CmpOp::Ge, x.clone(), lo).expr),
             Box::new(compare(CmpOp::Le, x, hi).expr),
         );
+        if constant && !negated {
+            // One WHERE term to SQLite, coded `x >= lo AND x <= hi` (left first): with a
+            // constant `x`, a half may read no column, and the WHERE splitter would test it
+            // before the scan (table seed 1629092737016841608: `0 BETWEEN json_object(...)
+            // ->> 1 AND -5` computes json_object() on every row). `NOT NOT NOT NOT` is the
+            // same condition and the same value, and the splitter (which looks through one
+            // `NOT NOT`, an `x AND 1` reduced) does not cut it. A column `x` stays a plain
+            // `AND` for the planner's seeks and batch filters.
+            for _ in 0..4 {
+                both = Expr::Not(Box::new(both));
+            }
+        }
         Ok(Typed {
             collation: carried,
             ..Typed::plain(if negated {

@@ -315,6 +315,12 @@ fn refusals_name_the_construct() {
             "SELECT id FROM t WHERE json_quote(b) OR EXISTS (SELECT 1 FROM t AS u)",
             "JSON cannot hold BLOB values",
         ),
+        // BETWEEN is one WHERE term, its constant half no term of its own (table seed
+        // 1629092737016841608).
+        (
+            "SELECT id FROM t WHERE 0 BETWEEN (json_object('a', b) ->> 1) AND -5",
+            "JSON cannot hold BLOB values",
+        ),
         // Unary plus makes a condition a value: both operands of its AND or OR are computed
         // (table seed 4148684131733263814).
         (
@@ -352,6 +358,8 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT id, (json_array(b) NOT IN (SELECT 1 FROM t AS u)) + (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE 1 END), (CASE WHEN typeof(b) = 'blob' THEN NULL END) || json_array(b, (SELECT 2 FROM t AS u LIMIT 1)) FROM t",
         "SELECT id FROM t WHERE (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE i END) < (json_array(b) NOT IN (SELECT 1 FROM t AS u)) ORDER BY id",
 
+        // A written AND is split: its constant half is tested first and ends the query.
+        "SELECT id FROM t WHERE 0 >= (json_object('a', b) ->> 1) AND 0 <= -5",
         // A subquery's result is a literal to corescan but no truth marker to SQLite's
         // parser (more in the errors below).
         "SELECT id FROM t WHERE (SELECT 0 FROM t AS u LIMIT 1) AND json_quote(b)",
