@@ -75,6 +75,31 @@ pub fn index_rowids(
     backward: bool,
     n: usize,
 ) -> Result<Vec<i64>> {
+    index_walk(file, root, fields, backward, n, false)
+}
+
+/// The rowid of the first entry of the index b-tree rooted at `root` whose first field is
+/// not NULL, in key order or from the last entry down when `backward` (where SQLite's
+/// `min()` lands: `SeekGT` past the NULLs); `None` when there is none. Checked as
+/// [`index_rowids`] checks; the NULL entries before it are walked.
+pub fn index_first_not_null(
+    file: &PageFile,
+    root: u32,
+    fields: usize,
+    backward: bool,
+) -> Result<Option<i64>> {
+    Ok(index_walk(file, root, fields, backward, 1, true)?.pop())
+}
+
+/// [`index_rowids`], skipping the entries whose first field is NULL when `skip_nulls`.
+fn index_walk(
+    file: &PageFile,
+    root: u32,
+    fields: usize,
+    backward: bool,
+    n: usize,
+    skip_nulls: bool,
+) -> Result<Vec<i64>> {
     let db = file.header();
     file.check_page_number(root)?;
     if let Some(reason) = db.unusable_page_reason(root) {
@@ -146,8 +171,11 @@ pub fn index_rowids(
             }
             Item::Entry(i) => {
                 let top = stack.last().expect("the frame of the entry");
-                let (_, rowid) = entry(file, top, i, fields, &mut seen, &mut record, &mut scratch)?;
-                rowids.push(rowid);
+                let (key, rowid) =
+                    entry(file, top, i, fields, &mut seen, &mut record, &mut scratch)?;
+                if !(skip_nulls && key == KeyField::Null) {
+                    rowids.push(rowid);
+                }
             }
         }
     }

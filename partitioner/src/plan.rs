@@ -268,6 +268,20 @@ impl TablePlan {
         crate::index::index_rowids(&file, root, fields, backward, n)
     }
 
+    /// The rowid of the first entry of the index b-tree rooted at `root` whose first field
+    /// is not NULL, walking forwards or `backward` (see
+    /// [`crate::index::index_first_not_null`]).
+    pub fn index_first_not_null(
+        &self,
+        root: u32,
+        fields: usize,
+        backward: bool,
+    ) -> Result<Option<i64>> {
+        let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
+        self.check_same_as(&file)?;
+        crate::index::index_first_not_null(&file, root, fields, backward)
+    }
+
     /// The rowids of the entries of the index b-tree rooted at `root` whose first field
     /// `place` puts inside a range, in key order; `None` when more than `max` are (see
     /// [`crate::index::index_range_rowids`]).

@@ -328,6 +328,93 @@ pub(crate) fn first_rows(
     ))
 }
 
+/// Where SQLite answers `min(x)` or `max(x)` from one entry of an index on `x` (its
+/// min/max optimization: `SEARCH t USING [COVERING] INDEX i`, no constraint, the loop left
+/// after its first row): the rowid of that entry, `Some(None)` when there is none. `max()`
+/// takes the first entry in the loop's direction (`Last`, or the first of a `DESC`
+/// column), `min()` the first whose key is not NULL (`SeekGT` past the NULLs). Of equal keys
+/// that differ (`'a'` and `'A'` under `NOCASE`, `1` and `1.0`) that entry is the row SQLite
+/// shows, with its bare columns; the scan then reads only that row. `None` where that does
+/// not hold: other aggregates, `DISTINCT`, `FILTER`, `GROUP BY`, a `WHERE`, an index whose
+/// first key column is not `x` under the aggregate's collation, a partial index, or a
+/// snapshot read without SQLite's locks.
+pub(crate) fn minmax_row(
+    r: &mut Resolver<'_>,
+    table: &TablePlan,
+    choice: &SqliteChoice,
+    shape: &Shape,
+    filter: Option<&ast::Expr>,
+) -> Result<Option<Option<i64>>, SqlError> {
+    let Access::Index {
+        name,
+        backward,
+        key,
+        fields,
+        partial: false,
+        ..
+    } = &choice.access
+    else {
+        return Ok(None);
+    };
+    let Shape::Groups {
+        keys, aggregates, ..
+    } = shape
+    else {
+        return Ok(None);
+    };
+    let [spec @ AggSpec {
+        func: AggFunc::Min | AggFunc::Max,
+        arg: Some(Expr::Column(slot)),
+        distinct: false,
+        filter: None,
+        second: None,
+        ..
+    }] = aggregates.as_slice()
+    else {
+        return Ok(None);
+    };
+    // The optimization's loop: one SEARCH through the index with no range of its own.
+    let searched = matches!(choice.lines.as_slice(), [line]
+        if line.trim_start().starts_with("SEARCH ")
+            && line.contains(&format!("INDEX {name}"))
+            && !line.contains('('));
+    if !keys.is_empty()
+        || filter.is_some()
+        || !spec.order_by.is_empty()
+        || !searched
+        || table.read.needs_verification()
+    {
+        return Ok(None);
+    }
+    let Some(
+        first @ KeyColumn {
+            source: KeySource::Column(_),
+            ..
+        },
+    ) = key.first()
+    else {
+        return Ok(None);
+    };
+    let Some(root) = index_root(table, name) else {
+        return Ok(None);
+    };
+    let resolved = resolve_key(r, name, std::slice::from_ref(first))?;
+    match resolved.first() {
+        Some(Key {
+            expr: Expr::Column(c),
+            collation,
+            ..
+        }) if c == slot && *collation == spec.collation => {}
+        _ => return Ok(None),
+    }
+    let rowid = if spec.func == AggFunc::Min {
+        table.index_first_not_null(root, *fields, *backward)?
+    } else {
+        table.index_rowids(root, *fields, *backward, 1)?.pop()
+    };
+    Ok(Some(rowid))
+}
+
 /// The root page of `table`'s index `name`, as the file's schema lists it.
 fn index_root(table: &TablePlan, name: &str) -> Option<u32> {
     table

@@ -17,8 +17,8 @@ use super::expr::{
     WindowContext,
 };
 use super::index_order::{
-    first_rows, follow, order_sensitive, range_seek, rowid_group_order, rowid_in, seek_target,
-    SeekTarget,
+    first_rows, follow, minmax_row, order_sensitive, range_seek, rowid_group_order, rowid_in,
+    seek_target, SeekTarget,
 };
 use super::order::{scan_order, ScanOrder};
 use super::position::{position_term, skip_collate};
@@ -978,7 +978,15 @@ fn plan_select(
     let written_directions: Vec<bool> = written.iter().map(|k| k.descending).collect();
     let (order_by, backward) = if order == Order::Sqlite {
         let others = subqueries.map(Subqueries::tables).unwrap_or_default();
-        match choose(table, planner_sql, &others) {
+        let chosen = choose(table, planner_sql, &others);
+        // min(x) or max(x) from one entry of an index on x.
+        let minmax = match &chosen {
+            Ok(Some(choice)) => {
+                minmax_row(&mut r, table, choice, &shape, select.selection.as_ref())?
+            }
+            _ => None,
+        };
+        match chosen {
             // A table without an index: SQLite scans it, and may deliver a GROUP BY that
             // holds the rowid without sorting (asked of SQLite only then).
             Ok(None) => match &shape {
@@ -1036,6 +1044,27 @@ fn plan_select(
                     seek_rows: None,
                 });
                 followed
+            }
+            Ok(Some(choice)) if minmax.is_some() => {
+                // Only the row of the entry SQLite reads.
+                let row = minmax.flatten();
+                filter = Some(match row {
+                    Some(rowid) => rowid_in(&mut r, &[rowid])?,
+                    None => Expr::Literal(engine::value::Value::Integer(0)),
+                });
+                let Access::Index { name, .. } = &choice.access else {
+                    unreachable!("minmax_row reads an index")
+                };
+                index_plan = Some(IndexPlan {
+                    corescan: format!(
+                        "the entry of index {name:?} that SQLite's min()/max() reads, then its \
+                         row by rowid"
+                    ),
+                    sqlite: choice.lines.clone(),
+                    // The table must hold the row the index lists.
+                    seek_rows: row.filter(|_| constant_terms.is_empty()).map(|_| 1),
+                });
+                (order_by, backward)
             }
             Ok(Some(choice)) => {
                 groups_sorted = choice.sorts_groups;

@@ -353,6 +353,72 @@ fn a_limit_over_an_index_reads_its_first_entries() {
     }
 }
 
+/// `min(x)` and `max(x)` where SQLite reads one entry of an index on `x` (`SEARCH ... USING
+/// COVERING INDEX`): corescan reads that entry, then its row, and shows SQLite's value of
+/// equal keys that differ (`'open'` and `'Open'`, `'zoe'` and `'Zoë'` under `NOCASE`: the last
+/// entry of the ties for `max()`, the first non-NULL one for `min()`); `DESC` columns, the
+/// automatic indexes of `UNIQUE` and `PRIMARY KEY`, NULLs only, no rows.
+#[test]
+fn min_and_max_read_one_entry_of_the_index() {
+    let dir = scratch_dir("query-indexes-minmax");
+    let nulls = dir.join("nulls.db");
+    let _ = std::fs::remove_file(&nulls);
+    Connection::open(&nulls)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE n(id INTEGER PRIMARY KEY, x TEXT COLLATE NOCASE, y);
+             CREATE INDEX n_x ON n(x); CREATE INDEX n_y ON n(y DESC);
+             INSERT INTO n(x, y) VALUES (NULL, NULL), (NULL, NULL);
+             CREATE TABLE e(x); CREATE INDEX e_x ON e(x);",
+        )
+        .unwrap();
+    let mut cases: Vec<(&Path, &str)> = Vec::new();
+    for db in files().iter() {
+        for sql in [
+            "SELECT max(name) FROM users",
+            "SELECT min(name), typeof(min(name)) FROM users",
+            "SELECT max(email) FROM users",
+            "SELECT min(url) FROM urls",
+            "SELECT max(status) || '!' FROM o",
+            "SELECT max(dev) FROM ev",
+            "SELECT min(dev) FROM ev",
+            "SELECT min(k), max(k) FROM kv",
+        ] {
+            cases.push((db, sql));
+        }
+    }
+    for sql in [
+        "SELECT min(x) FROM n",
+        "SELECT max(x) FROM n",
+        "SELECT min(y) FROM n",
+        "SELECT max(y) FROM n",
+        "SELECT min(x) FROM e",
+        "SELECT max(x) FROM e",
+    ] {
+        cases.push((&nulls, sql));
+    }
+    let mut one_entry = 0;
+    for (db, sql) in cases {
+        let planned = corescan_sql::plan_query(db, sql).unwrap();
+        let reads_one = planned
+            .index_plan
+            .as_ref()
+            .is_some_and(|p| p.corescan.contains("min()/max() reads"));
+        if reads_one {
+            one_entry += 1;
+            assert!(
+                planned.table.leaves.len() <= 1,
+                "{sql}: {} leaves",
+                planned.table.leaves.len()
+            );
+        }
+        QueryTester::new(db, sql)
+            .span(&[Axis::Cores, Axis::Io])
+            .check();
+    }
+    assert!(one_entry >= 14, "only {one_entry} queries read one entry");
+}
+
 /// A `WHERE` bounding the first column of the index SQLite reads with literals: corescan
 /// reads the index's entries in that range, then only their rows. On columns holding every
 /// storage class (integers, reals, `-0.0`, numeric-looking text, blobs, NULL), with and without
