@@ -4,7 +4,7 @@ use std::path::Path;
 
 use engine::datatype3::Collation;
 use engine::query::eval::eval;
-use engine::query::ir::{AggSpec, Expr, Function, QueryPlan, Shape, SortKey, WindowStage};
+use engine::query::ir::{AggFunc, AggSpec, Expr, Function, QueryPlan, Shape, SortKey, WindowStage};
 use engine::query::json::JsonFunc;
 use engine::value::Value;
 use partitioner::TablePlan;
@@ -322,7 +322,7 @@ fn plan_statement(
         order,
         subqueries.as_ref(),
     )?;
-    let table = engine::restrict(table, &planned.query)?;
+    let table = edge_leaf(engine::restrict(table, &planned.query)?, planned.edge)?;
     Ok(PlannedQuery {
         table,
         query: planned.query,
@@ -352,7 +352,7 @@ fn plan_subquery(q: &ast::Query, subs: &Subqueries<'_>) -> Result<PlannedSubquer
         Order::Sqlite,
         Some(subs),
     )?;
-    let table = engine::restrict(table, &planned.query)?;
+    let table = edge_leaf(engine::restrict(table, &planned.query)?, planned.edge)?;
     // Sorted unless the loop delivers the ORDER BY (the scan in rowid order: no ORDER BY
     // left; an index: no sorter in SQLite's plan).
     let sorted = !planned.query.order_by.is_empty()
@@ -468,6 +468,51 @@ struct SelectPlan {
     query: QueryPlan,
     index_plan: Option<IndexPlan>,
     first: Option<Typed>,
+    /// A lone `min(rowid)` (`Some(false)`) or `max(rowid)` (`Some(true)`): SQLite reads the
+    /// table's first or last entry (`Rewind`, `Last`), and only the first or last leaf, which
+    /// holds it, need be scanned ([`edge_leaf`]).
+    edge: Option<bool>,
+}
+
+/// `table` cut down to its first leaf (`last` false) or its last, as [`SelectPlan::edge`]
+/// asks, else as it is.
+fn edge_leaf(table: TablePlan, edge: Option<bool>) -> partitioner::Result<TablePlan> {
+    match edge {
+        // The subtrees that can hold the smallest or largest rowid: the leftmost or the
+        // rightmost path.
+        Some(last) => {
+            let k = if last { i64::MAX } else { i64::MIN };
+            table.restrict_to_rowids(k, k)
+        }
+        None => Ok(table),
+    }
+}
+
+/// Whether `plan` is a lone `min()` (`Some(false)`) or `max()` (`Some(true)`) of the rowid
+/// in `rowid` over the whole table, whose row is the table's first or last.
+fn rowid_edge(plan: &QueryPlan, rowid: Option<&Expr>) -> Option<bool> {
+    let Shape::Groups {
+        keys, aggregates, ..
+    } = &plan.shape
+    else {
+        return None;
+    };
+    let [spec] = aggregates.as_slice() else {
+        return None;
+    };
+    let lone = keys.is_empty()
+        && plan.filter.is_none()
+        && plan.windows.is_none()
+        && !spec.distinct
+        && spec.filter.is_none()
+        && spec.order_by.is_empty()
+        && rowid.is_some()
+        && spec.arg.as_ref() == rowid;
+    match spec.func {
+        AggFunc::Min if lone => Some(false),
+        AggFunc::Max if lone => Some(true),
+        _ => None,
+    }
 }
 
 /// Plans `select` (of `query`) over `table`: `sql` is the statement's text (which parser
@@ -1152,6 +1197,7 @@ fn plan_select(
         &written_directions,
         distinct || !groups_sorted,
     );
+    let rowid_slot = r.rowid_if_read();
     let mut plan = QueryPlan {
         columns: r.columns,
         constant_terms,
@@ -1194,10 +1240,14 @@ fn plan_select(
             }
         }
     }
+    // As a rowid range: also under verify-retry, whose later attempts scan the table
+    // (`plan_table` plans them from the query).
+    let edge = rowid_edge(&plan, rowid_slot.as_ref());
     Ok(SelectPlan {
         query: plan,
         index_plan,
         first,
+        edge,
     })
 }
 

@@ -417,6 +417,25 @@ fn min_and_max_read_one_entry_of_the_index() {
             .check();
     }
     assert!(one_entry >= 14, "only {one_entry} queries read one entry");
+    // min() and max() of the rowid read the table's first or last leaf (the rows inserted
+    // last have the lowest rowids, on the last pages).
+    for db in files().iter() {
+        for sql in [
+            "SELECT max(id) FROM urls",
+            "SELECT min(id) FROM urls",
+            "SELECT max(rowid) + 1, typeof(max(rowid)) FROM o",
+            "SELECT min(_rowid_) FROM ev",
+        ] {
+            let planned = corescan_sql::plan_query(db, sql).unwrap();
+            assert_eq!(planned.table.leaves.len(), 1, "{sql}");
+            QueryTester::new(db, sql)
+                .span(&[Axis::Cores, Axis::Io])
+                .check();
+        }
+    }
+    for sql in ["SELECT min(rowid) FROM e", "SELECT max(rowid) FROM n"] {
+        QueryTester::new(&nulls, sql).span(&[Axis::Cores]).check();
+    }
 }
 
 /// A `WHERE` bounding the first column of the index SQLite reads with literals: corescan
