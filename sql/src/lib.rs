@@ -21,6 +21,7 @@ mod dialect;
 mod error;
 mod expr;
 mod index_order;
+mod init_constants;
 mod order;
 mod plan;
 mod position;

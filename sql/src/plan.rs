@@ -20,6 +20,7 @@ use super::index_order::{
     first_rows, follow, minmax_row, order_sensitive, range_seek, rowid_group_order, rowid_in,
     seek_target, SeekTarget,
 };
+use super::init_constants::init_constants;
 use super::order::{scan_order, ScanOrder};
 use super::position::{position_term, skip_collate};
 use super::source::offset_of;
@@ -312,6 +313,12 @@ fn plan_statement(
         _ => None,
     };
     let table = open_table(&name)?;
+    // The constants SQLite computes when the statement starts (not for DataFusion's scans,
+    // whose statement is not SQLite's).
+    let init = match order {
+        Order::Scan => Vec::new(),
+        _ => init_constants(query),
+    };
     let planned = plan_select(
         &table,
         alias.as_deref(),
@@ -321,6 +328,7 @@ fn plan_statement(
         sql,
         order,
         subqueries.as_ref(),
+        &init,
     )?;
     let table = edge_leaf(engine::restrict(table, &planned.query)?, planned.edge)?;
     Ok(PlannedQuery {
@@ -351,6 +359,7 @@ fn plan_subquery(q: &ast::Query, subs: &Subqueries<'_>) -> Result<PlannedSubquer
         &planner_sql,
         Order::Sqlite,
         Some(subs),
+        &[],
     )?;
     let table = edge_leaf(engine::restrict(table, &planned.query)?, planned.edge)?;
     // Sorted unless the loop delivers the ORDER BY (the scan in rowid order: no ORDER BY
@@ -528,6 +537,7 @@ fn plan_select(
     planner_sql: &str,
     order: Order,
     subqueries: Option<&Subqueries<'_>>,
+    init: &[ast::Expr],
 ) -> Result<SelectPlan, SqlError> {
     let mut r = Resolver::new(table, alias, sql);
     r.files = order == Order::Files;
@@ -1001,6 +1011,17 @@ fn plan_select(
     } else {
         (constant_terms, filter)
     };
+    // The constants computed when the statement starts (`init_constants`), before the
+    // WHERE's, LIMIT 0 or not: each a term that computes one and holds, `(c IS NULL) OR 1`.
+    let mut constant_terms = constant_terms;
+    for (k, e) in init.iter().enumerate() {
+        let c = r.resolve(e, &mut Stage::Row, 0)?.expr;
+        let term = Expr::Or(
+            Box::new(Expr::IsNull(Box::new(c), false)),
+            Box::new(Expr::Literal(Value::Integer(1))),
+        );
+        constant_terms.insert(k, term);
+    }
     // A min()/max() with FILTER decides which row shows a group's keys by rules of its own
     // (select.c's "magnet" register: a row the FILTER leaves out shows the keys only if it is
     // the group's first); where equal keys can show differently, refused (the differential

@@ -315,6 +315,30 @@ fn refusals_name_the_construct() {
             "SELECT id FROM t WHERE json_quote(b) OR EXISTS (SELECT 1 FROM t AS u)",
             "JSON cannot hold BLOB values",
         ),
+        // A constant argument of a call, or a constant operand, whose function a COLLATE
+        // hides from SQLite's EP_HasFunc flag is computed when the statement starts: before
+        // any row, under LIMIT 0, in a CASE branch never taken, in a subquery (table seeds
+        // 7296929673621823082, 17781823221850813153).
+        (
+            "SELECT instr(s, (abs(-9223372036854775808) COLLATE NOCASE)) FROM t LIMIT 0",
+            "integer overflow",
+        ),
+        (
+            "SELECT CASE WHEN 0 THEN instr(s, (abs(-9223372036854775808) COLLATE NOCASE)) END FROM t LIMIT 0",
+            "integer overflow",
+        ),
+        (
+            "SELECT s FROM t WHERE s = ((abs(-9223372036854775808) COLLATE NOCASE) || '') LIMIT 0",
+            "integer overflow",
+        ),
+        (
+            "SELECT s -> (abs(-9223372036854775808) COLLATE NOCASE) FROM t LIMIT 0",
+            "integer overflow",
+        ),
+        (
+            "SELECT i, (SELECT substr(s, (abs(-9223372036854775808) COLLATE NOCASE)) FROM t LIMIT 0) FROM t LIMIT 0",
+            "integer overflow",
+        ),
         // BETWEEN is one WHERE term, its constant half no term of its own (table seed
         // 1629092737016841608).
         (
@@ -358,6 +382,14 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT id, (json_array(b) NOT IN (SELECT 1 FROM t AS u)) + (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE 1 END), (CASE WHEN typeof(b) = 'blob' THEN NULL END) || json_array(b, (SELECT 2 FROM t AS u LIMIT 1)) FROM t",
         "SELECT id FROM t WHERE (CASE WHEN typeof(b) = 'blob' THEN NULL ELSE i END) < (json_array(b) NOT IN (SELECT 1 FROM t AS u)) ORDER BY id",
 
+        // A constant under a COLLATE computed at its first use, not at the statement's
+        // start: an operand's COLLATE is skipped, inline functions and IN lists are not
+        // factored, a constant call runs once when reached (sql/src/init_constants.rs).
+        "SELECT s || (abs(-9223372036854775808) COLLATE NOCASE) FROM t LIMIT 0",
+        "SELECT instr(s, abs(-9223372036854775808)) FROM t LIMIT 0",
+        "SELECT coalesce(s, (abs(-9223372036854775808) COLLATE NOCASE) + 1) FROM t LIMIT 0",
+        "SELECT s FROM t WHERE s IN (1, (abs(-9223372036854775808) COLLATE NOCASE)) LIMIT 0",
+        "SELECT instr('a', (abs(-9223372036854775808) COLLATE NOCASE)) FROM t LIMIT 0",
         // A written AND is split: its constant half is tested first and ends the query.
         "SELECT id FROM t WHERE 0 >= (json_object('a', b) ->> 1) AND 0 <= -5",
         // A subquery's result is a literal to corescan but no truth marker to SQLite's
