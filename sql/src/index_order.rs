@@ -386,16 +386,7 @@ pub(crate) fn minmax_row(
     {
         return Ok(None);
     }
-    let Some(
-        first @ KeyColumn {
-            source: KeySource::Column(_),
-            ..
-        },
-    ) = key.first()
-    else {
-        return Ok(None);
-    };
-    let Some(root) = index_root(table, name) else {
+    let Some((first, root)) = first_column_key(table, name, key) else {
         return Ok(None);
     };
     let resolved = resolve_key(r, name, std::slice::from_ref(first))?;
@@ -413,6 +404,19 @@ pub(crate) fn minmax_row(
         table.index_rowids(root, *fields, *backward, 1)?.pop()
     };
     Ok(Some(rowid))
+}
+
+/// The first key column of `table`'s index `name` (its columns `key`) when it is a table
+/// column, with the index's root page.
+fn first_column_key<'k>(
+    table: &TablePlan,
+    name: &str,
+    key: &'k [KeyColumn],
+) -> Option<(&'k KeyColumn, u32)> {
+    let first = key
+        .first()
+        .filter(|k| matches!(k.source, KeySource::Column(_)))?;
+    Some((first, index_root(table, name)?))
 }
 
 /// The root page of `table`'s index `name`, as the file's schema lists it.
@@ -471,16 +475,7 @@ pub(crate) fn seek_target(
     else {
         return Ok(None);
     };
-    let Some(
-        first @ KeyColumn {
-            source: KeySource::Column(_),
-            ..
-        },
-    ) = key.first()
-    else {
-        return Ok(None);
-    };
-    let Some(root) = index_root(table, name) else {
+    let Some((first, root)) = first_column_key(table, name, key) else {
         return Ok(None);
     };
     if filter.is_none() || table.read.needs_verification() {

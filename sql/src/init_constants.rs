@@ -43,14 +43,12 @@ fn walk_query(q: &ast::Query, out: &mut Vec<ast::Expr>) {
             walk(e, out);
         }
     }
-    if let Some(w) = &s.selection {
-        condition(w, out);
+    for c in s.selection.iter().chain(&s.having) {
+        condition(c, out);
+        walk(c, out);
     }
     if let ast::GroupByExpr::Expressions(keys, _) = &s.group_by {
         keys.iter().for_each(|k| walk(k, out));
-    }
-    if let Some(h) = &s.having {
-        condition(h, out);
     }
     for w in &s.named_window {
         if let ast::NamedWindowExpr::WindowSpec(spec) = &w.1 {
@@ -64,9 +62,10 @@ fn walk_query(q: &ast::Query, out: &mut Vec<ast::Expr>) {
     }
 }
 
-/// `e` as a condition (`sqlite3ExprIfFalse`): `AND`, `OR` and `NOT` test their operands as
-/// conditions, a comparison codes its operands, anything else is coded whole into a
-/// temporary register.
+/// Notes what SQLite codes into a temporary register when it tests `e` as a condition
+/// (`sqlite3ExprIfFalse`): `AND`, `OR` and `NOT` test their operands as conditions, the
+/// comparisons and the like code their operands (noted by [`walk`]), anything else is coded
+/// whole.
 fn condition(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
     match e {
         ast::Expr::Nested(x) => condition(x, out),
@@ -82,7 +81,7 @@ fn condition(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
             op: UnaryOperator::Not,
             expr,
         } => condition(expr, out),
-        ast::Expr::BinaryOp { op, .. } if temp_operands(op) => walk(e, out),
+        ast::Expr::BinaryOp { op, .. } if temp_operands(op) => {}
         ast::Expr::IsNull(_)
         | ast::Expr::IsNotNull(_)
         | ast::Expr::Between { .. }
@@ -90,11 +89,8 @@ fn condition(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
         | ast::Expr::Like { .. }
         | ast::Expr::Function(_)
         | ast::Expr::Substring { .. }
-        | ast::Expr::Trim { .. } => walk(e, out),
-        other => {
-            temp(other, out);
-            walk(other, out);
-        }
+        | ast::Expr::Trim { .. } => {}
+        other => temp(other, out),
     }
 }
 
@@ -122,127 +118,67 @@ fn temp_operands(op: &BinaryOperator) -> bool {
     )
 }
 
-/// Walks `e` and its subexpressions, noting the factored operands and arguments.
+/// Notes the factored operands and arguments of `e` and of every expression below it
+/// (subqueries included).
 fn walk(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
     match e {
-        ast::Expr::BinaryOp { left, op, right } => {
-            if temp_operands(op) {
-                temp(left, out);
-                temp(right, out);
-            } else if is_function(e) && !constant(e) {
-                // `->`, `->>`, GLOB, MATCH, REGEXP: calls of two arguments.
-                argument(left, out);
-                argument(right, out);
-            }
-            walk(left, out);
-            walk(right, out);
+        ast::Expr::BinaryOp { left, op, right } if temp_operands(op) => {
+            temp(left, out);
+            temp(right, out);
         }
         ast::Expr::UnaryOp {
             op: UnaryOperator::Minus | UnaryOperator::BitwiseNot | UnaryOperator::Not,
-            expr,
-        } => {
-            temp(expr, out);
-            walk(expr, out);
+            expr: x,
         }
-        ast::Expr::IsNull(x) | ast::Expr::IsNotNull(x) => {
-            temp(x, out);
-            walk(x, out);
-        }
+        | ast::Expr::IsNull(x)
+        | ast::Expr::IsNotNull(x) => temp(x, out),
         ast::Expr::Between {
             expr, low, high, ..
-        } => {
-            for x in [expr, low, high] {
-                temp(x, out);
-                walk(x, out);
-            }
-        }
-        ast::Expr::Like {
-            expr,
-            pattern,
-            escape_char,
-            ..
-        } => {
-            // like(pattern, x [, escape]): a function whose arguments are factored.
-            if !constant(e) {
-                argument(pattern, out);
-                argument(expr, out);
-            }
-            walk(expr, out);
-            walk(pattern, out);
-            if let Some(x) = escape_char {
-                walk(x, out);
-            }
-        }
+        } => [expr, low, high].into_iter().for_each(|x| temp(x, out)),
         ast::Expr::Case {
             operand,
             conditions,
-            else_result,
             ..
         } => {
             if let Some(x) = operand {
                 temp(x, out);
-                walk(x, out);
             }
             for w in conditions {
-                if operand.is_some() {
-                    temp(&w.condition, out);
-                    walk(&w.condition, out);
-                } else {
-                    condition(&w.condition, out);
-                }
-                walk(&w.result, out);
-            }
-            if let Some(x) = else_result {
-                walk(x, out);
-            }
-        }
-        ast::Expr::Function(f) => {
-            let args = function_args(f);
-            let plain = f.over.is_none() && f.filter.is_none() && !inline(f);
-            if plain && !constant(e) {
-                for a in &args {
-                    argument(a, out);
+                match operand {
+                    Some(_) => temp(&w.condition, out),
+                    None => condition(&w.condition, out),
                 }
             }
-            args.iter().for_each(|a| walk(a, out));
-            if let Some(ast::WindowType::WindowSpec(w)) = &f.over {
-                window(w, out);
-            }
         }
-        ast::Expr::Substring { .. }
-        | ast::Expr::Trim { .. }
-        | ast::Expr::Ceil { .. }
-        | ast::Expr::Floor { .. } => {
-            let args = call_args(e).unwrap_or_default();
-            if !constant(e) {
-                for a in &args {
-                    argument(a, out);
-                }
-            }
-            args.iter().for_each(|a| walk(a, out));
-        }
-        ast::Expr::Nested(x)
-        | ast::Expr::Collate { expr: x, .. }
-        | ast::Expr::Cast { expr: x, .. } => walk(x, out),
-        ast::Expr::In {
-            expr,
-            target: ast::InTarget::List(list),
-            ..
-        } => {
-            walk(expr, out);
-            list.iter().for_each(|x| walk(x, out));
-        }
-        ast::Expr::In {
-            expr,
+        ast::Expr::Subquery(q)
+        | ast::Expr::In {
             target: ast::InTarget::Subquery(q),
             ..
-        } => {
-            walk(expr, out);
-            walk_query(q, out);
-        }
-        ast::Expr::Subquery(q) => walk_query(q, out),
+        } => walk_query(q, out),
         _ => {}
     }
+    // A call that is not constant: its arguments are factored as a list (`LIKE`, `GLOB`,
+    // `->` and their kin are calls too; the inline functions and aggregates are not).
+    if let Some(args) = call_args(e) {
+        let listed = match e {
+            ast::Expr::Function(f) => f.over.is_none() && f.filter.is_none() && !inline(f),
+            _ => true,
+        };
+        if listed && !constant(e) {
+            args.iter().for_each(|a| argument(a, out));
+        }
+    }
+    if let ast::Expr::Function(ast::Function {
+        over: Some(ast::WindowType::WindowSpec(w)),
+        ..
+    }) = e
+    {
+        window(w, out);
+    }
+    visit_children(e, &mut |c| {
+        walk(c, out);
+        false
+    });
 }
 
 /// A window's `PARTITION BY` and `ORDER BY` terms.
@@ -397,6 +333,18 @@ fn call_args(e: &ast::Expr) -> Option<Vec<&ast::Expr>> {
             .chain(trim_characters.iter().flatten())
             .collect(),
         ast::Expr::Ceil { expr, .. } | ast::Expr::Floor { expr, .. } => vec![&**expr],
+        // like(pattern, x [, escape]) and glob(pattern, x), `->`(x, path): the order does
+        // not matter here.
+        ast::Expr::Like {
+            expr,
+            pattern,
+            escape_char,
+            ..
+        } => std::iter::once(&**pattern)
+            .chain(std::iter::once(&**expr))
+            .chain(escape_char.as_deref())
+            .collect(),
+        ast::Expr::BinaryOp { left, right, .. } if is_function(e) => vec![&**left, &**right],
         _ => return None,
     })
 }
@@ -450,17 +398,15 @@ fn visit_children(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr) -> bool) {
             go(low, f);
             go(high, f);
         }
-        ast::Expr::Like { expr, pattern, .. } | ast::Expr::ILike { expr, pattern, .. } => {
+        ast::Expr::ILike { expr, pattern, .. } => {
             go(expr, f);
             go(pattern, f);
         }
-        ast::Expr::In {
-            expr,
-            target: ast::InTarget::List(list),
-            ..
-        } => {
+        ast::Expr::In { expr, target, .. } => {
             go(expr, f);
-            list.iter().for_each(|x| go(x, f));
+            if let ast::InTarget::List(list) = target {
+                list.iter().for_each(|x| go(x, f));
+            }
         }
         ast::Expr::Case {
             operand,
@@ -480,6 +426,7 @@ fn visit_children(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr) -> bool) {
             }
         }
         ast::Expr::Function(_)
+        | ast::Expr::Like { .. }
         | ast::Expr::Substring { .. }
         | ast::Expr::Trim { .. }
         | ast::Expr::Ceil { .. }
