@@ -13,25 +13,32 @@ pub(crate) fn has_aggregate(e: &ast::Expr) -> bool {
     walk_has_aggregate(e)
 }
 
+/// Whether the call `f` is itself an aggregate (not one of its arguments); with `OVER` it is
+/// a window function, computed per row.
+pub(crate) fn is_aggregate_call(f: &ast::Function) -> bool {
+    let args = match &f.args {
+        ast::FunctionArguments::List(l) => l.args.len(),
+        _ => 0,
+    };
+    f.over.is_none()
+        && match f.name.to_string().to_ascii_lowercase().as_str() {
+            "count" | "sum" | "total" | "avg" | "group_concat" | "string_agg"
+            | "json_group_array" | "jsonb_group_array" | "json_group_object"
+            | "jsonb_group_object" => true,
+            "min" | "max" => args == 1,
+            _ => false,
+        }
+}
+
 fn walk_has_aggregate(e: &ast::Expr) -> bool {
     use ast::Expr as E;
     match e {
         E::Function(f) => {
-            let name = f.name.to_string().to_ascii_lowercase();
             let args: Vec<&ast::FunctionArg> = match &f.args {
                 ast::FunctionArguments::List(l) => l.args.iter().collect(),
                 _ => Vec::new(),
             };
-            // An aggregate with OVER is a window function, computed per row.
-            let is_agg = f.over.is_none()
-                && match name.as_str() {
-                    "count" | "sum" | "total" | "avg" | "group_concat" | "string_agg"
-                    | "json_group_array" | "jsonb_group_array" | "json_group_object"
-                    | "jsonb_group_object" => true,
-                    "min" | "max" => args.len() == 1,
-                    _ => false,
-                };
-            is_agg
+            is_aggregate_call(f)
                 || args.iter().any(|a| match a {
                     ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => {
                         walk_has_aggregate(x)

@@ -161,19 +161,27 @@ fn walk(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
     // `->` and their kin are calls too; the inline functions and aggregates are not).
     if let Some(args) = call_args(e) {
         let listed = match e {
-            ast::Expr::Function(f) => f.over.is_none() && f.filter.is_none() && !inline(f),
+            // An aggregate's arguments are coded per row without factoring (updateAccumulator).
+            ast::Expr::Function(f) => {
+                f.over.is_none()
+                    && f.filter.is_none()
+                    && !inline(f)
+                    && !crate::aggregate::is_aggregate_call(f)
+            }
             _ => true,
         };
         if listed && !constant(e) {
             args.iter().for_each(|a| argument(a, out));
         }
     }
-    if let ast::Expr::Function(ast::Function {
-        over: Some(ast::WindowType::WindowSpec(w)),
-        ..
-    }) = e
-    {
-        window(w, out);
+    if let ast::Expr::Function(f) = e {
+        if let Some(ast::WindowType::WindowSpec(w)) = &f.over {
+            window(w, out);
+        }
+        if let Some(c) = &f.filter {
+            condition(c, out);
+            walk(c, out);
+        }
     }
     visit_children(e, &mut |c| {
         walk(c, out);
