@@ -198,11 +198,8 @@ fn window(w: &ast::WindowSpec, out: &mut Vec<ast::Expr>) {
 /// An operand coded with `sqlite3ExprCodeTemp`: a `COLLATE` on top is skipped first.
 fn temp(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
     let mut x = e;
-    loop {
-        match x {
-            ast::Expr::Nested(y) | ast::Expr::Collate { expr: y, .. } => x = y,
-            _ => break,
-        }
+    while let ast::Expr::Nested(y) | ast::Expr::Collate { expr: y, .. } = x {
+        x = y;
     }
     note(x, out);
 }
@@ -495,7 +492,7 @@ mod tests {
             format!("SELECT instr('a', ({a} COLLATE NOCASE)) FROM t"),
             format!("SELECT coalesce(x, ({a} COLLATE NOCASE)) FROM t"),
             format!("SELECT x FROM t WHERE x IN (1, ({a} COLLATE NOCASE))"),
-            format!("SELECT instr(x, ('a' COLLATE NOCASE)) FROM t"),
+            "SELECT instr(x, ('a' COLLATE NOCASE)) FROM t".to_string(),
         ] {
             assert!(found(&q).is_empty(), "{q}");
         }
