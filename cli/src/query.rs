@@ -80,6 +80,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     // in full when its plan holds its subqueries' results. An error finishing the result
     // (`integer overflow`) is the answer, not a change: it ends the loop.
     let table = planned.table.table.name.clone();
+    let replans = planned.replans();
     let mut first = Some(planned.table);
     let query = RefCell::new(planned.query.clone());
     // Rows go to stdout as the coordinator receives them (see engine::query::stream).
@@ -96,7 +97,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         &db,
         || match first.take() {
             Some(plan) => Ok(plan),
-            None if planned.ran_subqueries => {
+            None if replans => {
                 let again = plan_statement(&db, sql, &args.scan).map_err(|e| {
                     partitioner::Error::Changed {
                         path: db.clone(),

@@ -288,8 +288,9 @@ pub(crate) const MAX_SEEK_ROWS: u64 = 10_000;
 /// then reads only their leaves ([`engine::query::ir::QueryPlan::rowid_ranges`]), and the
 /// order [`follow`] gives them is the index's. `None` where that does not hold (a `WHERE`, a
 /// grouped query, a `USE TEMP B-TREE` after the loop, a partial index, more than
-/// [`MAX_SEEK_ROWS`] rows, a snapshot read without SQLite's locks, which a change would
-/// make scan again against the index read before it).
+/// [`MAX_SEEK_ROWS`] rows). Under verify-retry (a database read without SQLite's locks) a
+/// change re-plans the whole statement ([`crate::PlannedQuery::replans`]), reading the index
+/// again.
 pub(crate) fn first_rows(
     table: &TablePlan,
     choice: &SqliteChoice,
@@ -316,7 +317,6 @@ pub(crate) fn first_rows(
         || filter.is_some()
         || n > MAX_SEEK_ROWS
         || choice.lines.iter().any(|l| l.contains("USE TEMP B-TREE"))
-        || table.read.needs_verification()
     {
         return Ok(None);
     }
@@ -336,8 +336,7 @@ pub(crate) fn first_rows(
 /// that differ (`'a'` and `'A'` under `NOCASE`, `1` and `1.0`) that entry is the row SQLite
 /// shows, with its bare columns; the scan then reads only that row. `None` where that does
 /// not hold: other aggregates, `DISTINCT`, `FILTER`, `GROUP BY`, a `WHERE`, an index whose
-/// first key column is not `x` under the aggregate's collation, a partial index, or a
-/// snapshot read without SQLite's locks.
+/// first key column is not `x` under the aggregate's collation, or a partial index.
 pub(crate) fn minmax_row(
     r: &mut Resolver<'_>,
     table: &TablePlan,
@@ -378,12 +377,7 @@ pub(crate) fn minmax_row(
         if line.trim_start().starts_with("SEARCH ")
             && line.contains(&format!("INDEX {name}"))
             && !line.contains('('));
-    if !keys.is_empty()
-        || filter.is_some()
-        || !spec.order_by.is_empty()
-        || !searched
-        || table.read.needs_verification()
-    {
+    if !keys.is_empty() || filter.is_some() || !spec.order_by.is_empty() || !searched {
         return Ok(None);
     }
     let Some((first, root)) = first_column_key(table, name, key) else {
@@ -478,7 +472,7 @@ pub(crate) fn seek_target(
     let Some((first, root)) = first_column_key(table, name, key) else {
         return Ok(None);
     };
-    if filter.is_none() || table.read.needs_verification() {
+    if filter.is_none() {
         return Ok(None);
     }
     let resolved = resolve_key(r, name, std::slice::from_ref(first))?;

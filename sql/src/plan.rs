@@ -43,6 +43,16 @@ pub struct PlannedQuery {
     pub ran_subqueries: bool,
 }
 
+impl PlannedQuery {
+    /// Whether planning the statement read more than the table's schema: its subqueries'
+    /// results, or the entries of an index (SQLite's first rows, a range, a min/max entry),
+    /// which the plan's `WHERE` now names by rowid. After a change of the database (read
+    /// without SQLite's locks) the statement is planned again, not only its table.
+    pub fn replans(&self) -> bool {
+        self.ran_subqueries || self.index_plan.is_some()
+    }
+}
+
 /// SQLite's plan of a query over a table with indexes, and corescan's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexPlan {
@@ -459,7 +469,7 @@ fn one_table(query: &ast::Query) -> Result<(&ast::Select, String, Option<String>
 
 /// Plans table `name` of `db` for a scan of `query` (planned on an earlier plan of the same
 /// table): what [`plan_query`] does again when a database read without SQLite's locks changed
-/// and the scan is retried.
+/// and the scan is retried, for a plan that does not [`PlannedQuery::replans`].
 pub fn plan_table(db: &Path, name: &str, query: &QueryPlan) -> partitioner::Result<TablePlan> {
     engine::replan(db, name, query)
 }
