@@ -1026,11 +1026,7 @@ fn plan_select(
     let mut constant_terms = constant_terms;
     for (k, e) in init.iter().enumerate() {
         let c = r.resolve(e, &mut Stage::Row, 0)?.expr;
-        let term = Expr::Or(
-            Box::new(Expr::IsNull(Box::new(c), false)),
-            Box::new(Expr::Literal(Value::Integer(1))),
-        );
-        constant_terms.insert(k, term);
+        constant_terms.insert(k, Expr::computing(c));
     }
     // A min()/max() with FILTER decides which row shows a group's keys by rules of its own
     // (select.c's "magnet" register: a row the FILTER leaves out shows the keys only if it is

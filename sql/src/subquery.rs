@@ -400,16 +400,9 @@ fn outputs_of_every_sorted_row(plan: &mut QueryPlan) {
     if !outputs.iter().any(Expr::may_fail) {
         return;
     }
-    // `(o IS NULL) OR 1` for each output: computed (the jump code tests the left operand
-    // first), and true.
     let computed = outputs
         .iter()
-        .map(|o| {
-            Expr::Or(
-                Box::new(Expr::IsNull(Box::new(o.clone()), false)),
-                Box::new(Expr::Literal(Value::Integer(1))),
-            )
-        })
+        .map(|o| Expr::computing(o.clone()))
         .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
     plan.filter = match (plan.filter.take(), computed) {
         (Some(f), Some(c)) => Some(Expr::And(Box::new(f), Box::new(c))),

@@ -577,6 +577,16 @@ impl Expr {
         });
     }
 
+    /// A condition that computes `e` and holds whatever its value, `(e IS NULL) OR 1` (the
+    /// jump code tests the left operand first): where SQLite computes a value only for its
+    /// errors (a constant at the statement's start, a sorted subquery's result columns).
+    pub fn computing(e: Expr) -> Expr {
+        Expr::Or(
+            Box::new(Expr::IsNull(Box::new(e), false)),
+            Box::new(Expr::Literal(Value::Integer(1))),
+        )
+    }
+
     /// Whether computing the expression can fail on some row (a function's error: `abs` of
     /// the smallest integer, a result over SQLite's length limit, a bad escape; a `LIKE` with
     /// an `ESCAPE` or a pattern not written as a literal). Columns, literals, operators,
