@@ -361,6 +361,11 @@ pub(crate) fn minmax_row(
     else {
         return Ok(None);
     };
+    // Bare columns are no aggregate functions to SQLite: they come from that entry's row.
+    let functions: Vec<&AggSpec> = aggregates
+        .iter()
+        .filter(|a| a.func != AggFunc::Shown)
+        .collect();
     let [spec @ AggSpec {
         func: AggFunc::Min | AggFunc::Max,
         arg: Some(Expr::Column(slot)),
@@ -368,7 +373,7 @@ pub(crate) fn minmax_row(
         filter: None,
         second: None,
         ..
-    }] = aggregates.as_slice()
+    }] = functions.as_slice()
     else {
         return Ok(None);
     };
@@ -730,7 +735,10 @@ pub(crate) fn aggregates_order_sensitive(r: &Resolver<'_>, aggregates: &[AggSpec
         let in_order = matches!(a.func, AggFunc::GroupConcat | AggFunc::Json(_))
             && ties_show
             && a.exprs().any(|e| !e.reads_no_slot());
-        in_order || (shows_a_value && a.arg.as_ref().is_some_and(|e| differs(e, a.collation)))
+        // A bare column shows the value of whichever row shows the group.
+        let bare = a.func == AggFunc::Shown;
+        bare || in_order
+            || (shows_a_value && a.arg.as_ref().is_some_and(|e| differs(e, a.collation)))
     })
 }
 

@@ -733,7 +733,7 @@ fn plan_select(
     let mut backward = false;
     let mut window_stage: Option<(WindowStage, bool)> = None;
     let first: Option<Typed>;
-    let (shape, order_by, written) = if windowed {
+    let (mut shape, order_by, written) = if windowed {
         // The scan returns the window stage's inputs in SQLite's loop order; the stage does
         // the rest on the coordinator.
         let mut ctx = WindowContext::with_named(named_windows(select)?);
@@ -1041,6 +1041,29 @@ fn plan_select(
             );
         }
     }
+    // Bare columns come from the row the deciding min()/max() chose; a DISTINCT one skips
+    // its duplicate values without deciding (the row before decides again), and a FILTER
+    // leaves the decision of the row before it in place: neither modelled.
+    if let Shape::Groups { aggregates, .. } = &shape {
+        if engine::query::key_row::shows_columns(aggregates) {
+            let deciding =
+                engine::query::key_row::deciding(&shape, written.iter().map(|k| &k.expr));
+            if deciding.is_some_and(|a| aggregates[a].distinct) {
+                return unsupported(
+                    "a bare column (outside GROUP BY and the aggregates) beside min(DISTINCT) \
+                     or max(DISTINCT): which row shows it then follows SQLite's duplicate \
+                     rows, not modelled yet",
+                );
+            }
+            if minmax_with_filter(query) {
+                return unsupported(
+                    "a bare column (outside GROUP BY and the aggregates) beside min() or max() \
+                     with FILTER: which row shows it then follows SQLite's FILTER rules, not \
+                     modelled yet",
+                );
+            }
+        }
+    }
     // SQLite's loop: through an index, the rows come in its order.
     let mut index_plan = None;
     let mut seek: Option<SeekTarget> = None;
@@ -1048,6 +1071,12 @@ fn plan_select(
     // taking them in the order an index or the rowid gives them.
     let mut groups_sorted = true;
     let written_directions: Vec<bool> = written.iter().map(|k| k.descending).collect();
+    if order == Order::Sqlite {
+        let others = subqueries.map(Subqueries::tables).unwrap_or_default();
+        let rowid = r.rowid_if_read();
+        let has_where = select.selection.is_some();
+        first_row_shows(&mut shape, table, planner_sql, &others, has_where, rowid)?;
+    }
     let (order_by, backward) = if order == Order::Sqlite {
         let others = subqueries.map(Subqueries::tables).unwrap_or_default();
         let chosen = choose(table, planner_sql, &others);
@@ -1317,6 +1346,70 @@ fn split_where(filter: Expr) -> (Vec<Expr>, Option<Expr>) {
 }
 
 /// Whether `query` calls a one-argument `min()` or `max()` aggregate with `FILTER`.
+/// Bare columns beside the one `min(x)`/`max(x)` of a query without `GROUP BY` whose loop
+/// SQLite leaves after its first row (the min/max optimization's early out, where a `WHERE`
+/// makes `x` one value: `x IS NULL`, `x = 5`): they come from that first row, not from the
+/// row the aggregate's steps choose (the last of all-NULL values). Over a scan of the table
+/// in rowid order that row is the first the `WHERE` keeps, and its `x` is the aggregate's
+/// value, so the aggregate becomes a bare column of its own (`shape` rewritten). Backwards,
+/// `max(rowid)`'s row is the aggregate's own choice (`rowid` is the plan's rowid slot, if
+/// read). Through an index with a `WHERE` (the first entry of a range), refused; without
+/// one, the entry is read as one row (`index_order::minmax_row`).
+fn first_row_shows(
+    shape: &mut Shape,
+    table: &TablePlan,
+    sql: &str,
+    others: &[TablePlan],
+    has_where: bool,
+    rowid: Option<Expr>,
+) -> Result<(), SqlError> {
+    let Shape::Groups {
+        keys, aggregates, ..
+    } = shape
+    else {
+        return Ok(());
+    };
+    if !keys.is_empty() || !engine::query::key_row::shows_columns(aggregates) {
+        return Ok(());
+    }
+    let mut functions = aggregates
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.func != AggFunc::Shown);
+    let (Some((m, spec)), None) = (functions.next(), functions.next()) else {
+        return Ok(());
+    };
+    if !matches!(spec.func, AggFunc::Min | AggFunc::Max) || spec.distinct {
+        return Ok(());
+    }
+    let choice = match ask(table, sql, others) {
+        Ok(c) => c,
+        Err(e) => {
+            return unsupported(format!(
+                "a bare column beside min() or max(): SQLite's plan could not be asked ({e})"
+            ))
+        }
+    };
+    if !choice.first_row_only {
+        return Ok(());
+    }
+    match choice.access {
+        Access::Rowid { backward: false } => {
+            aggregates[m].func = AggFunc::Shown;
+            Ok(())
+        }
+        // `max(rowid)` from the last row back: the aggregate's own choice, the first row
+        // holding the maximum.
+        Access::Rowid { backward: true } if spec.arg.is_some() && spec.arg == rowid => Ok(()),
+        Access::Index { .. } if !has_where => Ok(()),
+        _ => unsupported(format!(
+            "a bare column beside min() or max() that SQLite answers from the first row of \
+             its loop ({}), which corescan does not follow yet",
+            choice.lines.join("; ")
+        )),
+    }
+}
+
 fn minmax_with_filter(query: &ast::Query) -> bool {
     use std::ops::ControlFlow;
     ast::visit_expressions(query, |e| match e {

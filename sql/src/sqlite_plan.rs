@@ -37,6 +37,8 @@ pub struct SqliteChoice {
     /// Whether SQLite sorts for `GROUP BY` (`USE TEMP B-TREE FOR GROUP BY`); when it does
     /// not, a grouped query's groups come in the loop's order.
     pub sorts_groups: bool,
+    /// Whether the loop leaves after its first row (the min/max optimization's early out).
+    pub first_row_only: bool,
 }
 
 /// The loop SQLite runs over the table.
@@ -150,11 +152,54 @@ pub fn ask(
     let sorts_groups = lines
         .iter()
         .any(|l| l.contains("USE TEMP B-TREE FOR GROUP BY"));
+    let first_row_only = stops_after_first_row(&db, sql)?;
     Ok(SqliteChoice {
         lines,
         access,
         sorts_groups,
+        first_row_only,
     })
+}
+
+/// Whether the statement's loop leaves after its first row: the min/max optimization's
+/// early out (`sqlite3WhereMinMaxOptEarlyOut`: a `Goto` from the loop's body past its `Next`
+/// or `Prev`), taken where the loop's order delivers `min(x)`/`max(x)` first (an index on
+/// `x`, or a `WHERE` that makes `x` one value: `x IS NULL`, `x = 5`). The subqueries'
+/// subroutines are not the statement's loop.
+fn stops_after_first_row(db: &Connection, sql: &str) -> Result<bool, ChoiceError> {
+    let mut stmt = db.prepare(&format!("EXPLAIN {sql}"))?;
+    let ops: Vec<(i64, String, i64, i64)> = stmt
+        .query_map([], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, i64>(2)?,
+                row.get::<_, i64>(3)?,
+            ))
+        })?
+        .collect::<Result<_, _>>()?;
+    let mut outside = vec![true; ops.len()];
+    for (i, (_, op, _, p2)) in ops.iter().enumerate() {
+        if op == "BeginSubrtn" {
+            if let Some(end) = ops[i..]
+                .iter()
+                .position(|(_, o, p1, _)| o == "Return" && p1 == p2)
+            {
+                outside[i..=i + end].iter_mut().for_each(|o| *o = false);
+            }
+        }
+    }
+    let ops: Vec<&(i64, String, i64, i64)> = ops
+        .iter()
+        .zip(&outside)
+        .filter_map(|(op, &keep)| keep.then_some(op))
+        .collect();
+    Ok(ops.iter().any(|(next, op, _, start)| {
+        matches!(op.as_str(), "Next" | "Prev")
+            && ops
+                .iter()
+                .any(|(at, op, _, to)| op == "Goto" && (*start..*next).contains(at) && to > next)
+    }))
 }
 
 /// `EXPLAIN QUERY PLAN`'s lines without those of the statement's subqueries (a `SCALAR

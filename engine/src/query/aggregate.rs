@@ -239,6 +239,9 @@ pub enum AggState {
     /// An aggregate with `ORDER BY` inside: every row's sort keys and arguments, added to
     /// the aggregate in that order when finished (as SQLite replays its ORDER BY table).
     Ordered(Vec<OrderedRow>),
+    /// A bare column ([`AggFunc::Shown`]): its value in the row that shows the group's keys
+    /// (the row `Group::keys_rowid` names), set by `super::key_row::load_shown`.
+    Shown(Option<Value>),
 }
 
 /// The rows of a JSON aggregate ([`AggState::Json`]), each rendered alone: their bytes one
@@ -342,6 +345,7 @@ impl AggState {
             AggFunc::Min | AggFunc::Max => AggState::Best(None),
             AggFunc::GroupConcat => AggState::Concat(Vec::new()),
             AggFunc::Json(_) => AggState::Json(JsonRows::default()),
+            AggFunc::Shown => AggState::Shown(None),
         }
     }
 
@@ -428,6 +432,8 @@ impl AggState {
                 unreachable!("a JSON aggregate is updated by update_json")
             }
             AggState::Ordered(_) => unreachable!("an ordered aggregate is updated by push_ordered"),
+            // Set where the row shows the group (`key_row::load_shown`), not per row.
+            AggState::Shown(_) => {}
             AggState::Distinct(seen) => {
                 if v.is_null() {
                     return;
@@ -551,6 +557,7 @@ impl AggState {
                 }
             }
             (_, AggState::Best(b)) => b.map_or(Value::Null, |(v, _)| v),
+            (_, AggState::Shown(v)) => v.unwrap_or(Value::Null),
             (_, AggState::Concat(mut parts)) => {
                 if parts.is_empty() {
                     return Ok(Value::Null);

@@ -298,6 +298,11 @@ pub enum AggFunc {
     /// SQLite's `json.c` builds of every row's arguments in row order (NULLs included), each
     /// argument with the JSON subtype it carries ([`AggSpec::second`] is the object's value).
     Json(super::json::JsonGroupKind),
+    /// A bare column (SQLite's "bare column" rule): a column read over a group outside its
+    /// keys and aggregates shows its value in the row that shows the group's keys (the
+    /// group's first row in rowid order, or the row its deciding `min()`/`max()` chose: see
+    /// `super::key_row`). Its state is set when that row is chosen, never per row.
+    Shown,
 }
 
 /// One aggregate of a grouped query.

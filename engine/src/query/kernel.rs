@@ -921,6 +921,15 @@ impl QueryKernel {
                 key_row::after_update(self.key_row, group, &key, rowid);
             }
         }
+        if key_row::shows_columns(aggregates) {
+            // The bare columns of the rows that now show their groups.
+            for (k, (&g, &r)) in groups.iter().zip(&sel).enumerate() {
+                key_row::load_shown(&mut table[g as usize], rowids[r as usize], |j| {
+                    let a = program.arg(j).expect("a bare column reads a value");
+                    Ok(arg_value(a, k).to_owned())
+                })?;
+            }
+        }
         Ok(())
     }
 }
@@ -1100,8 +1109,16 @@ fn accept(
                     }
                 }
             }
-            // With a min()/max() deciding the shown keys, they are chosen after the update.
+            // With a min()/max() deciding the shown keys, they are chosen after the update;
+            // the bare columns come from the row that shows them.
             key_row::after_update(key_row, group, &refs, rowid);
+            key_row::load_shown(group, rowid, |j| {
+                let arg = aggregates[j]
+                    .arg
+                    .as_ref()
+                    .expect("a bare column reads a value");
+                Ok(eval_ref(arg, slots)?.as_ref().to_owned())
+            })?;
         }
         _ => unreachable!("the partial matches the plan's shape"),
     }

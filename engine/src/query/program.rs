@@ -80,7 +80,9 @@ fn state_class(spec: &AggSpec) -> Option<u8> {
         AggFunc::Count => Some(1),
         AggFunc::CountStar => Some(2),
         // min()/max() also choose a group's shown keys: kept apart.
-        AggFunc::Min | AggFunc::Max | AggFunc::GroupConcat | AggFunc::Json(_) => None,
+        AggFunc::Min | AggFunc::Max | AggFunc::GroupConcat | AggFunc::Json(_) | AggFunc::Shown => {
+            None
+        }
     }
 }
 

@@ -3,13 +3,13 @@
 //! stage's slots they read.
 
 use engine::datatype3::{Affinity, Collation};
-use engine::query::ir::{ColumnRead, Expr};
+use engine::query::ir::{AggFunc, AggSpec, ColumnRead, Expr};
 use engine::value::Value;
 use partitioner::create_table::Generated;
 use sqlparser::ast;
 
 use super::typed::Typed;
-use super::{Resolver, SlotKey, Stage};
+use super::{GroupContext, Resolver, SlotKey, Stage};
 use crate::error::{invalid, unsupported, SqlError};
 
 impl Resolver<'_> {
@@ -76,19 +76,60 @@ impl Resolver<'_> {
     pub(super) fn identifier(
         &mut self,
         parts: &[ast::Ident],
-        stage: &Stage<'_>,
+        stage: &mut Stage<'_>,
     ) -> Result<Typed, SqlError> {
         match stage {
             Stage::Row => self.column(parts),
-            Stage::Group(_) => {
-                bare_column(&parts.last().map(|p| p.value.clone()).unwrap_or_default())
-            }
+            Stage::Group(ctx) => self.bare_column(parts, ctx),
             // The window stage reads a column through an input slot (`outside_window`).
             Stage::Window(_) => crate::error::invalid(format!(
                 "column {} read outside its window stage input",
                 parts.last().map_or("", |p| p.value.as_str())
             )),
         }
+    }
+
+    /// A column read over a group outside its keys and aggregates (SQLite's "bare column"):
+    /// its value in the row that shows the group's keys, kept as an [`AggFunc::Shown`]
+    /// aggregate. A generated `VIRTUAL` column whose expression can fail is refused: SQLite
+    /// computes it only in the rows it loads, and an executor computes it in others too.
+    fn bare_column(
+        &mut self,
+        parts: &[ast::Ident],
+        ctx: &mut GroupContext,
+    ) -> Result<Typed, SqlError> {
+        let t = self.column(parts)?;
+        let plain = matches!(&t.expr, Expr::Column(s) if match self.columns.get(*s) {
+            Some(ColumnRead::Record { .. } | ColumnRead::Rowid | ColumnRead::File) => true,
+            Some(ColumnRead::Virtual { expr, .. }) => !expr.may_fail(),
+            None => false,
+        });
+        if !plain {
+            return bare_column(&parts.last().map(|p| p.value.clone()).unwrap_or_default());
+        }
+        let spec = AggSpec {
+            func: AggFunc::Shown,
+            arg: Some(t.expr),
+            distinct: false,
+            collation: Collation::Binary,
+            separator: None,
+            second: None,
+            filter: None,
+            order_by: Vec::new(),
+        };
+        let i = match ctx.aggregates.iter().position(|a| *a == spec) {
+            Some(i) => i,
+            None => {
+                ctx.aggregates.push(spec);
+                ctx.aggregates.len() - 1
+            }
+        };
+        // The column's affinity and collation, as SQLite's TK_AGG_COLUMN keeps them.
+        Ok(Typed {
+            expr: Expr::Column(ctx.keys.len() + i),
+            affinity: t.affinity,
+            collation: t.collation,
+        })
     }
 
     /// The rowid, whatever the table's columns are named.
@@ -261,11 +302,11 @@ impl Resolver<'_> {
     }
 }
 
-/// The error for a column read over a group outside its keys and aggregates.
+/// The error for a generated column that can fail, read over a group outside its keys and aggregates.
 fn bare_column<T>(name: &str) -> Result<T, SqlError> {
     unsupported(format!(
-        "column {name} outside GROUP BY and outside an aggregate (SQLite takes it from an \
-         arbitrary row of the group)"
+        "generated column {name} outside GROUP BY and outside an aggregate (a bare column \
+         whose expression can fail)"
     ))
 }
 
