@@ -20,6 +20,7 @@ mod aggregate;
 mod dialect;
 mod error;
 mod expr;
+mod flatten;
 mod index_order;
 mod init_constants;
 mod order;

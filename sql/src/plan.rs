@@ -279,7 +279,6 @@ fn plan_statement(
             "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "CREATE" | "DROP" | "ALTER" => {
                 SqlError::Unsupported("writes (corescan only reads: use SELECT)".into())
             }
-            "WITH" => SqlError::Unsupported(WITH_REFUSED.into()),
             // `sqlparser` 0.64 parses no EXCLUDE in a window frame.
             _ if sql
                 .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
@@ -317,12 +316,34 @@ fn plan_statement(
         }
         _ => return unsupported("statements other than SELECT"),
     };
+    // WITH and subqueries in FROM: flattened into one query over the table.
+    let mut open_table = Some(open_table);
+    let (flat, opened) = if crate::flatten::applies(query) {
+        let (flat, table) = flattened(query, sql, |name| {
+            open_table.take().expect("the table is opened once")(name)
+        })?;
+        (Some(flat), Some(table))
+    } else {
+        (None, None)
+    };
+    let query: &ast::Query = flat.as_ref().map_or(query, |f| &f.query);
+    let coroutine_groups = flat.as_ref().is_some_and(|f| f.grouped);
     let (select, name, alias) = one_table(query)?;
     let subqueries = match runner {
         Some(runner) if has_subquery(query) => Some(Subqueries::new(runner, plan_subquery, sql)),
         _ => None,
     };
-    let table = open_table(&name)?;
+    let table = match opened {
+        Some(t) => t,
+        None => open_table.take().expect("the table is opened once")(&name)?,
+    };
+    if let (Some(flat), true) = (&flat, order != Order::Scan) {
+        let others = subqueries
+            .as_ref()
+            .map(Subqueries::tables)
+            .unwrap_or_default();
+        sqlite_flattens(flat, &table, sql, &others)?;
+    }
     // The constants SQLite computes when the statement starts (not for DataFusion's scans,
     // whose statement is not SQLite's).
     let init = match order {
@@ -339,6 +360,7 @@ fn plan_statement(
         order,
         subqueries.as_ref(),
         &init,
+        coroutine_groups,
     )?;
     let table = edge_leaf(engine::restrict(table, &planned.query)?, planned.edge)?;
     Ok(PlannedQuery {
@@ -349,17 +371,101 @@ fn plan_statement(
     })
 }
 
+/// `query` (which has a `WITH` or a subquery in `FROM`) flattened into one query over its
+/// table ([`crate::flatten`]), with the table `open_table` opened.
+fn flattened(
+    query: &ast::Query,
+    sql: &str,
+    open_table: impl FnOnce(&str) -> partitioner::Result<TablePlan>,
+) -> Result<(crate::flatten::Flat, TablePlan), SqlError> {
+    let inlined = crate::flatten::inline_ctes(query)?;
+    let mut innermost = &inlined;
+    while let SetExpr::Select(s) = innermost.body.as_ref() {
+        match s.from.as_slice() {
+            [one] if one.joins.is_empty() => match &one.relation {
+                TableFactor::Derived { subquery, .. } => innermost = subquery,
+                _ => break,
+            },
+            _ => break,
+        }
+    }
+    let (_, name, _) = one_table(innermost)?;
+    let table = open_table(&name)?;
+    let star: Vec<String> = table
+        .definition
+        .columns
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    Ok((crate::flatten::flatten(&inlined, sql, &star)?, table))
+}
+
+/// Whether `q` calls a window function anywhere.
+fn has_window_call(q: &ast::Query) -> bool {
+    use std::ops::ControlFlow;
+    ast::visit_expressions(q, |e| match e {
+        ast::Expr::Function(f) if f.over.is_some() => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
+}
+
+/// Refuses a statement whose subquery in `FROM` SQLite does not flatten (it runs it as a
+/// co-routine or materializes it): its rows' order and the rows a `LIMIT` keeps are then the
+/// subquery's, which corescan's flattened query does not follow; but for a subquery that
+/// aggregates (`flat.grouped`), which SQLite always runs so and corescan follows, in a
+/// statement without window functions.
+fn sqlite_flattens(
+    flat: &crate::flatten::Flat,
+    table: &TablePlan,
+    sql: &str,
+    others: &[TablePlan],
+) -> Result<(), SqlError> {
+    if flat.grouped && !has_window_call(&flat.query) {
+        return Ok(());
+    }
+    let choice = ask(table, sql, others).map_err(|e| {
+        SqlError::Unsupported(format!(
+            "a subquery in FROM: SQLite's plan could not be asked ({e})"
+        ))
+    })?;
+    match choice
+        .lines
+        .iter()
+        .find(|l| l.contains("CO-ROUTINE") || l.contains("MATERIALIZE"))
+    {
+        Some(line) => unsupported(format!(
+            "a subquery in FROM that SQLite does not flatten ({}; `corescan sql` plans it \
+             with DataFusion)",
+            line.trim()
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The refusal of `WITH`.
-const WITH_REFUSED: &str = "WITH (common table expressions; `corescan sql` plans them with \
-                            DataFusion)";
+const WITH_REFUSED: &str = "WITH where it is not flattened (a common table expression \
+                            inside a subquery; `corescan sql` plans it with DataFusion)";
 
 /// A subquery of a statement planned as a query of its own ([`crate::subquery`]'s planning
 /// function).
 fn plan_subquery(q: &ast::Query, subs: &Subqueries<'_>) -> Result<PlannedSubquery, SqlError> {
-    let (select, name, alias) = one_table(q)?;
-    let table = subs.open_table(&name)?;
     // SQLite plans the subquery as it runs it (under its LIMIT 1, say).
     let planner_sql = q.to_string();
+    let (flat, opened) = if crate::flatten::applies(q) {
+        let (flat, table) = flattened(q, subs.sql, |name| subs.open_table(name))?;
+        sqlite_flattens(&flat, &table, &planner_sql, &subs.tables())?;
+        (Some(flat), Some(table))
+    } else {
+        (None, None)
+    };
+    let coroutine_groups = flat.as_ref().is_some_and(|f| f.grouped);
+    let q = flat.as_ref().map_or(q, |f| &f.query);
+    let (select, name, alias) = one_table(q)?;
+    let table = match opened {
+        Some(t) => t,
+        None => subs.open_table(&name)?,
+    };
     let planned = plan_select(
         &table,
         alias.as_deref(),
@@ -370,6 +476,7 @@ fn plan_subquery(q: &ast::Query, subs: &Subqueries<'_>) -> Result<PlannedSubquer
         Order::Sqlite,
         Some(subs),
         &[],
+        coroutine_groups,
     )?;
     let table = edge_leaf(engine::restrict(table, &planned.query)?, planned.edge)?;
     // Sorted unless the loop delivers the ORDER BY (the scan in rowid order: no ORDER BY
@@ -548,6 +655,7 @@ fn plan_select(
     order: Order,
     subqueries: Option<&Subqueries<'_>>,
     init: &[ast::Expr],
+    coroutine_groups: bool,
 ) -> Result<SelectPlan, SqlError> {
     let mut r = Resolver::new(table, alias, sql);
     r.files = order == Order::Files;
@@ -559,9 +667,7 @@ fn plan_select(
         .map(|c| ast::Expr::Identifier(ast::Ident::with_quote('"', c)))
         .collect();
     let mut outputs: Vec<Output<'_>> = Vec::new();
-    let texts = offset_of(sql, select.select_token.0.span.end)
-        .map(|start| select_item_texts(sql, after_distinct(sql, start, select)))
-        .filter(|t| t.len() == select.projection.len());
+    let texts = item_texts(sql, select);
     for (k, item) in select.projection.iter().enumerate() {
         match item {
             SelectItem::UnnamedExpr(e) => outputs.push(Output {
@@ -1247,11 +1353,12 @@ fn plan_select(
     } else {
         (order_by, backward)
     };
+    // Groups of a subquery's co-routine come in ascending key order: ties stay so.
     let order_by = group_ties(
         &shape,
         order_by,
         &written_directions,
-        distinct || !groups_sorted,
+        distinct || !groups_sorted || coroutine_groups,
     );
     let rowid_slot = r.rowid_if_read();
     let mut plan = QueryPlan {
@@ -1503,7 +1610,7 @@ fn constant_int(r: &mut Resolver<'_>, e: &ast::Expr, what: &str) -> Result<Optio
     Ok(u64::try_from(i).ok())
 }
 
-fn ordinal(n: usize) -> String {
+pub(crate) fn ordinal(n: usize) -> String {
     let suffix = match (n % 10, n % 100) {
         (1, 11) | (2, 12) | (3, 13) => "th",
         (1, _) => "st",
@@ -1569,6 +1676,14 @@ fn json_parse_cache(plan: &QueryPlan) -> Result<(), SqlError> {
         );
     }
     Ok(())
+}
+
+/// The text of each item of `select`'s result list as written in `sql` (which names an
+/// unaliased result column), when it can be read.
+pub(crate) fn item_texts(sql: &str, select: &ast::Select) -> Option<Vec<String>> {
+    offset_of(sql, select.select_token.0.span.end)
+        .map(|start| select_item_texts(sql, after_distinct(sql, start, select)))
+        .filter(|t| t.len() == select.projection.len())
 }
 
 /// Where the select list starts after `SELECT` at `start`: past `DISTINCT` or `ALL`.

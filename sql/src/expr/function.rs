@@ -129,6 +129,19 @@ impl Resolver<'_> {
                 "ORDER BY may not be used with non-aggregate {name}()"
             ));
         }
+        // A flattened subquery's column that is no plain column: its value, with its
+        // collation (BINARY when it has none) made implicit (`crate::flatten`).
+        if name == crate::flatten::IMPLICIT_COLLATION {
+            let [a] = args.as_slice() else {
+                return invalid(format!("wrong number of arguments to function {name}()"));
+            };
+            let t = self.resolve(a, stage, d)?;
+            let c = t.collation.map_or(Collation::Binary, |c| c.0);
+            return Ok(Typed {
+                collation: Some((c, false)),
+                ..t
+            });
+        }
         if f.over.is_some() {
             let Stage::Window(ctx) = stage else {
                 return invalid(format!("misuse of window function {name}()"));

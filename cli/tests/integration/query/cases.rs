@@ -300,7 +300,7 @@ fn refusals_name_the_construct() {
             "SELECT i % 2, rank() OVER (ORDER BY count(*) FILTER (WHERE i IN (SELECT 1 FROM t))) FROM t GROUP BY 1",
             "window functions over groups in a statement with a subquery",
         ),
-        ("WITH q AS (SELECT 1) SELECT * FROM t", "WITH"),
+        ("WITH q AS (SELECT 1) SELECT * FROM q", "without FROM"),
         ("DELETE FROM t", "writes"),
         ("INSERT INTO t(i) VALUES (1)", "writes"),
         ("UPDATE t SET i = 1", "writes"),

@@ -1169,6 +1169,31 @@ fn shaped_table(path: &Path, shape: &TableShape, seed: u64) -> Option<rusqlite::
     writer
 }
 
+/// `sql` with its own ` FROM t` (not a subquery's) replaced by `with`.
+fn replace_top_from(sql: &str, with: &str) -> String {
+    let mut depth = 0i32;
+    let mut quoted = false;
+    for (i, c) in sql.char_indices() {
+        match c {
+            '\'' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth -= 1,
+            ' ' if !quoted && depth == 0 && sql[i..].starts_with(" FROM t") => {
+                let end = i + " FROM t".len();
+                if sql[end..]
+                    .chars()
+                    .next()
+                    .is_none_or(|n| !n.is_alphanumeric() && n != '_')
+                {
+                    return format!("{}{with}{}", &sql[..i], &sql[end..]);
+                }
+            }
+            _ => {}
+        }
+    }
+    sql.to_string()
+}
+
 /// The query a query seed makes, and the configuration it runs in: its executors and backend
 /// from the seed (a small window, streamed), so that a seed replays its case.
 fn query_case(query_seed: u64) -> (String, Config) {
@@ -1177,11 +1202,46 @@ fn query_case(query_seed: u64) -> (String, Config) {
     };
     // One seed in 16 draws windows over groups (chosen by the seed, not by a draw, so the
     // other seeds, and the replays kept from them, give the queries they always gave).
-    let sql = if query_seed % 16 == 11 {
+    let mut sql = if query_seed % 16 == 11 {
         g.grouped_window_query()
     } else {
         g.query()
     };
+    // Two seeds in 16 read the table through a subquery in FROM or a WITH (flattened into
+    // one query), now and then with a filter and a computed column of its own (drawn after
+    // the query, which stays the query the seed always gave).
+    // One in 16 reads a grouped query's rows through a subquery (SQLite's co-routine).
+    let upper = sql.to_ascii_uppercase();
+    if query_seed % 16 == 9
+        && top_level(&upper, " GROUP BY ")
+        && !top_level(&upper, " ORDER BY ")
+        && !top_level(&upper, " LIMIT ")
+        && !upper.contains(" OVER ")
+        && !upper.starts_with("SELECT DISTINCT")
+    {
+        let order = if g.rng.percent(50) {
+            format!(" ORDER BY 1 {}", g.rng.pick(&["", "DESC"]))
+        } else {
+            String::new()
+        };
+        sql = format!("SELECT * FROM ({sql}) AS g{order}");
+    }
+    if matches!(query_seed % 16, 5 | 13) {
+        let inner = if g.rng.percent(50) {
+            let extra = g.expr(2);
+            format!("SELECT *, {extra} AS extra FROM t{}", g.filter())
+        } else {
+            "SELECT * FROM t".to_string()
+        };
+        sql = if query_seed % 16 == 5 {
+            replace_top_from(&sql, &format!(" FROM ({inner}) AS t"))
+        } else {
+            format!(
+                "WITH v AS ({inner}) {}",
+                replace_top_from(&sql, " FROM v AS t")
+            )
+        };
+    }
     let cores = Cores::ALL[(query_seed % 3) as usize];
     // Every backend (executors are pooled, so the O_DIRECT ones cost no setup per query).
     let io = [Io::Pread, Io::Mmap, Io::Dma, Io::Uring][(query_seed / 3 % 4) as usize];
@@ -1212,27 +1272,6 @@ fn top_level(sql: &str, word: &str) -> bool {
         }
     }
     false
-}
-
-/// Whether a grouped query's `ORDER BY` is its `GROUP BY` terms as written (ascending): the
-/// groups then come in key order as without one, and SQLite's loop stops at the `LIMIT` alike
-/// (table seed 12300755167324931727: `GROUP BY 1 ORDER BY 1 LIMIT 9 OFFSET 7`).
-fn orders_by_group_keys(upper: &str) -> bool {
-    let after = |word: &str| upper.rfind(word).map(|i| &upper[i + word.len()..]);
-    let until = |s: &str, ends: &[&str]| {
-        let end = ends
-            .iter()
-            .filter_map(|e| s.find(e))
-            .min()
-            .unwrap_or(s.len());
-        s[..end].replace(" ASC", "").trim().to_string()
-    };
-    match (after(" GROUP BY "), after(" ORDER BY ")) {
-        (Some(g), Some(o)) if !o.contains('(') && !g.contains('(') => {
-            until(g, &[" HAVING ", " ORDER BY ", " LIMIT "]) == until(o, &[" LIMIT "])
-        }
-        _ => false,
-    }
 }
 
 /// How one query's answers compared.
@@ -1280,11 +1319,14 @@ fn compare(path: &Path, sql: &str, config: &Config) -> Outcome {
             // second loop corescan refuses to guess the order of (sql/src/sqlite_plan.rs).
             // A rowid seek (`SEARCH t USING INTEGER PRIMARY KEY (rowid=?)`) reaches only the
             // rows of its range, as an index does (table seed 4161605631009648207).
+            // A plain `SEARCH t` is the min/max optimization leaving the loop at its first
+            // row (`max(rowid)` from the last row back: table seed 7455425050033286077).
             plan.iter().any(|l| {
                 l.contains(" INDEX ")
                     || l.contains("MULTI-INDEX")
                     || l.contains(" EXISTS")
                     || l.contains("USING INTEGER PRIMARY KEY")
+                    || l.trim() == "SEARCH t"
             })
         };
         if e.contains("not supported")
@@ -1301,7 +1343,8 @@ fn compare(path: &Path, sql: &str, config: &Config) -> Outcome {
                 || e.contains("a RANGE frame with an offset over integers")
                 || e.contains("window functions over groups in a statement with a subquery")
                 || e.contains("min() or max() with FILTER in a grouped query")
-                || e.contains("a bare column (outside GROUP BY and the aggregates) beside"))
+                || e.contains("a bare column (outside GROUP BY and the aggregates) beside")
+                || e.contains("a subquery in FROM that SQLite does not flatten"))
         {
             return Outcome::Refused(e.clone());
         }
@@ -1310,10 +1353,13 @@ fn compare(path: &Path, sql: &str, config: &Config) -> Outcome {
         // as it scans, so an argument failing in a later group fails its query (a known
         // difference: an error, never another answer).
         let upper = sql.to_ascii_uppercase();
+        // Ordered otherwise, SQLite's sorter under the LIMIT drops a group that ranks after
+        // all it holds before computing the group's other output columns (the deferred
+        // load of selectInnerLoop); corescan computes every group's (docs/queries.md, "Not
+        // yet as SQLite": an error, never another answer).
         if !e.contains("not supported")
             && top_level(&upper, " GROUP BY ")
             && top_level(&upper, " LIMIT ")
-            && (!top_level(&upper, " ORDER BY ") || orders_by_group_keys(&upper))
         {
             return Outcome::EvaluatedMoreRows(e.clone());
         }

@@ -18,6 +18,7 @@
 mod cases;
 mod cli;
 mod dates;
+mod derived;
 mod differential;
 mod exact;
 mod files;

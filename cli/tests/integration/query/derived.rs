@@ -1,0 +1,167 @@
+//! Subqueries in `FROM` and `WITH` over one table (issue 26, item 5), flattened into one
+//! query as SQLite's flattener flattens them, compared with SQLite 3.54: values under every
+//! core count and backend, the affinity and collation a subquery column keeps (a table
+//! column's own; an implicit `BINARY` for any other expression), output column names, rows
+//! in SQLite's order through an index, subqueries that aggregate (SQLite's co-routine), and
+//! the refusals (a subquery SQLite does not flatten, `LIMIT`/`DISTINCT`/`ORDER BY` inside, an
+//! aggregate over one that aggregates, `WITH RECURSIVE`).
+
+use std::path::Path;
+
+use super::indexes::files;
+use super::{check_error, fixture, Axis, QueryTester};
+
+#[test]
+fn derived_tables_and_ctes_answer_as_sqlite() {
+    let db = fixture();
+    for sql in [
+        "SELECT * FROM (SELECT * FROM t)",
+        "SELECT * FROM (SELECT id, i, s FROM t WHERE i > 0) WHERE s IS NOT NULL",
+        "SELECT q.i2, q.s FROM (SELECT i * 2 AS i2, s FROM t) AS q WHERE q.i2 > 10 ORDER BY 1, 2",
+        "WITH big AS (SELECT * FROM t WHERE i > 0) SELECT count(*), sum(i), max(s) FROM big",
+        "WITH v(a, b) AS (SELECT c, i FROM t) SELECT a, count(*), min(b) FROM v GROUP BY a ORDER BY 2 DESC, 1",
+        "WITH a AS (SELECT * FROM t), b AS (SELECT id, c, i + 1 AS j FROM a WHERE id % 2 = 0) SELECT * FROM b WHERE j > 3 LIMIT 7 OFFSET 2",
+        "SELECT DISTINCT c FROM (SELECT c, s FROM t) ORDER BY 1",
+        "SELECT * FROM (SELECT * FROM (SELECT s AS z, i FROM t WHERE i > 0) WHERE z > 'a')",
+        "SELECT * FROM (SELECT TRUE AS yes, id FROM t) WHERE yes IS TRUE AND id < 5",
+        // Affinity: i is INTEGER, so '5' compares as 5; i + 0 has none.
+        "SELECT id FROM (SELECT id, i, i + 0 AS k FROM t) WHERE i = '5' OR k = '5'",
+        // Collation: c keeps NOCASE; lower(c) carries an implicit BINARY, which on the left
+        // of a comparison wins over the right's NOCASE.
+        "SELECT count(*) FROM (SELECT c, lower(c) AS l FROM t) WHERE l = c",
+        "SELECT count(*) FROM (SELECT c, lower(c) AS l FROM t) WHERE c = l",
+        "SELECT l, count(*) FROM (SELECT upper(c) AS l FROM t) GROUP BY l ORDER BY 1",
+        // Subqueries of the statement may read the common table expressions.
+        "WITH pos AS (SELECT i FROM t WHERE i > 100) SELECT id FROM t WHERE i IN (SELECT i FROM pos) ORDER BY id",
+        "SELECT id, (SELECT max(m) FROM (SELECT i AS m FROM t)) FROM t WHERE id < 4",
+        // A subquery that aggregates (SQLite's co-routine): its groups in key order, the
+        // query's WHERE over them, ties of its ORDER BY in the groups' ascending key order.
+        "SELECT * FROM (SELECT c, count(*) AS n, total(r) AS s FROM t GROUP BY c) WHERE n > 1 ORDER BY n DESC",
+        "SELECT k, n FROM (SELECT typeof(x) AS k, count(*) AS n FROM t GROUP BY 1 HAVING n > 2) ORDER BY k DESC",
+        "WITH per AS (SELECT c, max(i) AS top, id FROM t GROUP BY c) SELECT c, top, id FROM per WHERE top IS NOT NULL LIMIT 5",
+        "SELECT d FROM (SELECT id * 2 AS d FROM t WHERE d < 40)",
+        // A common table expression nothing reads is never run (as in SQLite).
+        "WITH q AS (SELECT nosuch FROM t) SELECT id FROM t WHERE id < 3",
+        // A double-quoted name that names no column is a string.
+        "SELECT \"nope\", s FROM (SELECT s FROM t) LIMIT 3",
+    ] {
+        QueryTester::new(db, sql)
+            .span(&[Axis::Cores, Axis::Io])
+            .check();
+    }
+}
+
+#[test]
+fn output_names_are_sqlite_s() {
+    let db = fixture();
+    for sql in [
+        "SELECT * FROM (SELECT id, s, i + 1, c AS k, ID, t.r, rowid FROM t)",
+        "SELECT K, k + 1, q.s FROM (SELECT c AS k, s FROM t) q",
+        "WITH a AS (SELECT * FROM t), b AS (SELECT s, i FROM a) SELECT * FROM b",
+        "WITH v(x, y) AS (SELECT s, i FROM t) SELECT * FROM v",
+    ] {
+        assert_eq!(corescan_names(db, sql), sqlite_names(db, sql), "{sql}");
+    }
+}
+
+#[test]
+fn rows_come_in_sqlite_s_order_through_an_index() {
+    for db in files() {
+        for sql in [
+            "SELECT url FROM (SELECT * FROM urls) LIMIT 3",
+            "WITH u AS (SELECT url, title FROM urls WHERE id > 0) SELECT * FROM u ORDER BY url DESC LIMIT 4",
+            "SELECT status, count(*) FROM (SELECT * FROM o) GROUP BY status",
+            "SELECT id FROM (SELECT id, status FROM o) ORDER BY status DESC LIMIT 2",
+        ] {
+            QueryTester::new(db, sql).span(&[Axis::Cores]).check();
+        }
+    }
+}
+
+#[test]
+fn what_is_not_flattened_is_refused_or_an_error() {
+    let db = fixture();
+    check_error(
+        db,
+        "SELECT * FROM (SELECT s FROM t LIMIT 3)",
+        "LIMIT or OFFSET",
+    );
+    check_error(
+        db,
+        "SELECT count(*) FROM (SELECT c FROM t GROUP BY c)",
+        "over a subquery in FROM that aggregates",
+    );
+    check_error(db, "SELECT * FROM (SELECT DISTINCT c FROM t)", "DISTINCT");
+    check_error(db, "SELECT * FROM (SELECT s FROM t ORDER BY s)", "ORDER BY");
+    check_error(
+        db,
+        "WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n WHERE k < 5) SELECT * FROM n",
+        "WITH RECURSIVE",
+    );
+    // SQLite runs a subquery under a window function as a co-routine: not flattened.
+    check_error(
+        db,
+        "SELECT id, row_number() OVER (ORDER BY s) FROM (SELECT id, s FROM t)",
+        "does not flatten",
+    );
+    // As SQLite: a subquery has no rowid, and its columns are the only names.
+    check_error(
+        db,
+        "SELECT rowid FROM (SELECT id FROM t)",
+        "no such column: rowid",
+    );
+    check_error(db, "SELECT r FROM (SELECT id FROM t)", "no such column: r");
+    check_error(
+        db,
+        "SELECT t.id FROM (SELECT id FROM t) AS q",
+        "no such column: t.id",
+    );
+}
+
+/// The column names `corescan query` prints (its CSV header).
+fn corescan_names(db: &Path, sql: &str) -> Vec<String> {
+    // One row: the header and a line.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_corescan"))
+        .args(["query", "--format", "csv"])
+        .arg(db)
+        .arg(format!("{sql} LIMIT 1"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    csv_fields(text.lines().next().unwrap_or_default())
+}
+
+/// The fields of one CSV line (quoted fields with `""` for a quote).
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut fields = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => fields.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    fields.push(cur);
+    fields
+}
+
+/// The column names SQLite gives `sql`'s result.
+fn sqlite_names(db: &Path, sql: &str) -> Vec<String> {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let stmt = conn.prepare(sql).unwrap();
+    stmt.column_names().into_iter().map(String::from).collect()
+}

@@ -1,0 +1,753 @@
+//! Subqueries in `FROM` (derived tables) and `WITH` over one table, answered as SQLite's
+//! query flattener answers them (`flattenSubquery` in `select.c`): the outer query is
+//! rewritten over the subquery's table, each reference to a subquery column replaced by the
+//! column's expression, the two `WHERE`s joined (the subquery's first), and the result is
+//! planned as one single-table query: one parallel scan, no intermediate rows.
+//!
+//! - **`WITH`** names are inlined first ([`inline_ctes`]): each reference to a common table
+//!   expression, in `FROM` or in a subquery, becomes that expression as a subquery in `FROM`.
+//!   `WITH RECURSIVE` and a `WITH` inside a subquery are refused.
+//! - **Flattened** ([`flatten`]): a subquery without `DISTINCT`, window functions, `ORDER BY`,
+//!   `LIMIT` or `OFFSET`, over one table (or over such a subquery), in the `FROM` of a query
+//!   that reads nothing else; one that aggregates only into a query that does not (its
+//!   `GROUP BY` becomes the query's, the query's `WHERE` its `HAVING`, as `flattenSubquery`
+//!   moves them). SQLite runs an aggregate subquery as a co-routine instead, which gives the
+//!   same rows, and the same order once ties follow the groups' ascending key order
+//!   ([`Flat::grouped`]). Anything else is refused, naming what. The
+//!   caller also checks that SQLite itself flattens the statement (no `CO-ROUTINE` or
+//!   `MATERIALIZE` in its plan), so the answer is that of SQLite's own flattened query.
+//! - **Names** are SQLite's: a subquery column is named by its alias, by the column it reads
+//!   (as written), or by its text, duplicates taking `:1`, `:2`; an output column that reads a
+//!   subquery column is named after it, any other by its text as written.
+//! - **Collation and affinity:** a column of the subquery that reads a table column keeps the
+//!   column's affinity and collation; any other keeps its affinity and carries its collation
+//!   (`BINARY` when it has none) as an implicit one, as SQLite's `substExpr` adds it
+//!   ([`IMPLICIT_COLLATION`]); `TRUE`/`FALSE` become `1`/`0`.
+//! - A subquery has no rowid: `rowid` over it is SQLite's `no such column: rowid`.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{self, Expr, GroupByExpr, SelectItem, SetExpr, TableFactor, VisitMut};
+
+use super::aggregate::has_aggregate;
+use super::error::{invalid, unsupported, SqlError};
+
+/// The name of the internal function that gives its argument an implicit collation: its
+/// own, or `BINARY` when it has none (SQLite's `substExpr` wraps a substituted expression
+/// that is no plain column in such a `COLLATE`). Not a name SQL text can reach unquoted.
+pub(crate) const IMPLICIT_COLLATION: &str = "corescan implicit collation";
+
+/// Whether `query` has a `WITH` or a subquery in its `FROM`: [`inline_ctes`] and [`flatten`]
+/// apply.
+pub(crate) fn applies(query: &ast::Query) -> bool {
+    query.with.is_some()
+        || matches!(query.body.as_ref(), SetExpr::Select(s)
+            if s.from.iter().any(|f| matches!(f.relation, TableFactor::Derived { .. })))
+}
+
+/// One common table expression: its name, query (its own references inlined) and column
+/// names.
+#[derive(Clone)]
+struct Cte {
+    name: String,
+    query: ast::Query,
+    columns: Vec<ast::TableAliasColumnDef>,
+}
+
+/// `query` without its `WITH`: every reference to one of its common table expressions (a
+/// table of that name in any `FROM`, the query's or a subquery's) replaced by the expression
+/// as a subquery, aliased by the reference's alias or the expression's name.
+pub(crate) fn inline_ctes(query: &ast::Query) -> Result<ast::Query, SqlError> {
+    let mut q = query.clone();
+    let Some(with) = q.with.take() else {
+        return Ok(q);
+    };
+    if with.recursive {
+        return unsupported("WITH RECURSIVE (`corescan sql` plans it with DataFusion)");
+    }
+    let mut ctes: Vec<Cte> = Vec::new();
+    for cte in with.cte_tables {
+        let mut body = *cte.query;
+        // A common table expression sees the ones before it.
+        replace_references(&mut body, &ctes)?;
+        ctes.push(Cte {
+            name: cte.alias.name.value.clone(),
+            query: body,
+            columns: cte.alias.columns.clone(),
+        });
+    }
+    replace_references(&mut q, &ctes)?;
+    Ok(q)
+}
+
+/// Replaces the references to `ctes` in `q`'s `FROM`s (its own and its subqueries').
+fn replace_references(q: &mut ast::Query, ctes: &[Cte]) -> Result<(), SqlError> {
+    struct Inliner<'c> {
+        ctes: &'c [Cte],
+    }
+    impl ast::VisitorMut for Inliner<'_> {
+        type Break = SqlError;
+        fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<SqlError> {
+            if q.with.is_some() {
+                return ControlFlow::Break(SqlError::Unsupported(
+                    "WITH inside a subquery or a common table expression".into(),
+                ));
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<SqlError> {
+            let TableFactor::Table {
+                name, alias, args, ..
+            } = f
+            else {
+                return ControlFlow::Continue(());
+            };
+            let [ast::ObjectNamePart::Identifier(id)] = name.0.as_slice() else {
+                return ControlFlow::Continue(());
+            };
+            // The last definition of a name wins (SQLite: "duplicate WITH table name" is
+            // an error, checked before).
+            let Some(cte) = self
+                .ctes
+                .iter()
+                .rev()
+                .find(|c| c.name.eq_ignore_ascii_case(&id.value))
+            else {
+                return ControlFlow::Continue(());
+            };
+            if args.is_some() {
+                return ControlFlow::Continue(());
+            }
+            let alias = ast::TableAlias {
+                explicit: true,
+                name: alias
+                    .as_ref()
+                    .map_or_else(|| ast::Ident::new(cte.name.clone()), |a| a.name.clone()),
+                columns: cte.columns.clone(),
+                at: None,
+            };
+            *f = TableFactor::Derived {
+                lateral: false,
+                subquery: Box::new(cte.query.clone()),
+                alias: Some(alias),
+                sample: None,
+            };
+            ControlFlow::Continue(())
+        }
+    }
+    let mut names: Vec<String> = Vec::new();
+    for c in ctes {
+        if names.iter().any(|n| n.eq_ignore_ascii_case(&c.name)) {
+            return invalid(format!("duplicate WITH table name: {}", c.name));
+        }
+        names.push(c.name.clone());
+    }
+    match q.visit(&mut Inliner { ctes }) {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+/// One column of a subquery: its name and the expression it substitutes.
+struct Column {
+    name: String,
+    expr: Expr,
+    /// It reads a table column itself (no implicit collation is added).
+    plain: bool,
+}
+
+/// `query` (without `WITH`) with the subquery in its `FROM` flattened into it, recursively:
+/// a query over the subquery's table. `sql` is the statement's text (which the parser's
+/// locations index) and `star` the table's columns in order (`*`). Refused where SQLite's
+/// flattener does not apply or corescan does not follow it yet.
+pub(crate) fn flatten(query: &ast::Query, sql: &str, star: &[String]) -> Result<Flat, SqlError> {
+    let mut grouped = false;
+    let query = flatten_at(query, sql, star, true, &mut grouped)?;
+    Ok(Flat { query, grouped })
+}
+
+/// A query flattened ([`flatten`]).
+pub(crate) struct Flat {
+    /// The query over the table.
+    pub query: ast::Query,
+    /// A subquery that aggregates was flattened: SQLite runs such a subquery as a co-routine
+    /// (it never flattens one), whose groups reach the query in their key order, ascending;
+    /// the rewritten query gives the same rows in the same order as long as its `ORDER BY`
+    /// breaks ties in that order (not in the directions SQLite gives a `GROUP BY` it sorts
+    /// for an `ORDER BY` of as many terms).
+    pub grouped: bool,
+}
+
+/// [`flatten`] of the statement's own query (`top`) or of a subquery in `FROM`, whose
+/// columns SQLite names before it resolves them: a plain reference by the name as written,
+/// not by the column it reads.
+fn flatten_at(
+    query: &ast::Query,
+    sql: &str,
+    star: &[String],
+    top: bool,
+    any_grouped: &mut bool,
+) -> Result<ast::Query, SqlError> {
+    let SetExpr::Select(outer) = query.body.as_ref() else {
+        return unsupported("compound SELECT (UNION, INTERSECT, EXCEPT)");
+    };
+    let [from] = outer.from.as_slice() else {
+        return unsupported("joins (one table only; `corescan sql` plans joins with DataFusion)");
+    };
+    if !from.joins.is_empty() {
+        return unsupported("joins (one table only; `corescan sql` plans joins with DataFusion)");
+    }
+    let TableFactor::Derived {
+        lateral,
+        subquery,
+        alias,
+        ..
+    } = &from.relation
+    else {
+        return Ok(query.clone());
+    };
+    if *lateral {
+        return unsupported("LATERAL");
+    }
+    let inner = flatten_at(subquery, sql, star, false, any_grouped)?;
+    let (sub, grouped) = flattenable(&inner)?;
+    *any_grouped |= grouped;
+    // The subquery's own aliases and GROUP BY positions name its result columns, not the
+    // query's: resolved before its clauses move.
+    let sub = &own_names_resolved(sub, star)?;
+    // An aggregate subquery is flattened only into a query that does not aggregate
+    // (restriction 1): its groups become the query's, the query's WHERE their HAVING.
+    if grouped && aggregates(outer) {
+        return unsupported(
+            "an aggregate or GROUP BY over a subquery in FROM that aggregates (SQLite does not \
+             flatten it; `corescan sql` plans it with DataFusion)",
+        );
+    }
+    let mut columns = subquery_columns(sub, sql, star)?;
+    if let Some(a) = alias {
+        if !a.columns.is_empty() {
+            if a.columns.len() != columns.len() {
+                return invalid(format!(
+                    "table {} has {} values for {} columns",
+                    a.name.value,
+                    columns.len(),
+                    a.columns.len()
+                ));
+            }
+            for (c, n) in columns.iter_mut().zip(&a.columns) {
+                c.name = n.name.value.clone();
+            }
+        }
+    }
+    let scope = Scope {
+        alias: alias.as_ref().map(|a| a.name.value.clone()),
+        columns,
+        aliases: outer
+            .projection
+            .iter()
+            .filter_map(|i| match i {
+                SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
+                _ => None,
+            })
+            .collect(),
+    };
+
+    // The result columns, each named as SQLite names it before flattening.
+    let texts = super::plan::item_texts(sql, outer);
+    let mut projection = Vec::with_capacity(outer.projection.len());
+    for (k, item) in outer.projection.iter().enumerate() {
+        match item {
+            SelectItem::UnnamedExpr(e) => {
+                let name = match (scope.column_of(e), strip(e)) {
+                    (Some(c), _) if top => c.name.clone(),
+                    (Some(_), Expr::Identifier(i)) => i.value.clone(),
+                    (Some(_), Expr::CompoundIdentifier(parts)) => {
+                        parts.last().map(|p| p.value.clone()).unwrap_or_default()
+                    }
+                    _ => texts
+                        .as_ref()
+                        .and_then(|t| t.get(k).cloned())
+                        .unwrap_or_else(|| e.to_string()),
+                };
+                projection.push(SelectItem::ExprWithAlias {
+                    expr: scope.substitute(e, false)?,
+                    alias: ast::Ident::with_quote('"', name),
+                });
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                projection.push(SelectItem::ExprWithAlias {
+                    expr: scope.substitute(expr, false)?,
+                    alias: alias.clone(),
+                });
+            }
+            SelectItem::Wildcard(_) => projection.extend(scope.star()),
+            SelectItem::QualifiedWildcard(kind, _) => {
+                let q = kind.to_string();
+                if !scope
+                    .alias
+                    .as_deref()
+                    .is_some_and(|a| a.eq_ignore_ascii_case(&q))
+                {
+                    return invalid(format!("no such table: {q}"));
+                }
+                projection.extend(scope.star());
+            }
+            other => return unsupported(format!("the select item {other}")),
+        }
+    }
+
+    let mut select = outer.as_ref().clone();
+    select.projection = projection;
+    select.from = sub.from.clone();
+    let outer_where = match &outer.selection {
+        Some(w) => Some(scope.substitute(w, false)?),
+        None => None,
+    };
+    if grouped {
+        // flattenSubquery: the subquery's WHERE and GROUP BY, its HAVING and then the
+        // query's WHERE as the HAVING.
+        select.selection = sub.selection.clone();
+        select.group_by = sub.group_by.clone();
+        select.having = both(sub.having.clone(), outer_where);
+    } else {
+        select.selection = both(sub.selection.clone(), outer_where);
+        if let GroupByExpr::Expressions(exprs, _) = &mut select.group_by {
+            for e in exprs.iter_mut() {
+                *e = scope.substitute(e, false)?;
+            }
+        }
+        if let Some(h) = &mut select.having {
+            *h = scope.substitute(h, false)?;
+        }
+    }
+    for w in &mut select.named_window {
+        scope.substitute_in(w)?;
+    }
+    let mut q = query.clone();
+    q.body = Box::new(SetExpr::Select(Box::new(select)));
+    if let Some(ob) = &mut q.order_by {
+        if let ast::OrderByKind::Expressions(terms) = &mut ob.kind {
+            for t in terms.iter_mut() {
+                t.expr = scope.substitute(&t.expr, true)?;
+            }
+        }
+    }
+    Ok(q)
+}
+
+/// `s` with the names its `WHERE`, `GROUP BY` and `HAVING` resolve to its own result
+/// aliases (a name that is no column of the table, `star`, nor the rowid) replaced by the
+/// aliased expressions, and its `GROUP BY` positions by the result columns they name.
+fn own_names_resolved(s: &ast::Select, star: &[String]) -> Result<ast::Select, SqlError> {
+    let aliases: Vec<(String, Expr)> = s
+        .projection
+        .iter()
+        .filter_map(|i| match i {
+            SelectItem::ExprWithAlias { expr, alias } => Some((alias.value.clone(), expr.clone())),
+            _ => None,
+        })
+        .collect();
+    let items: Vec<Option<&Expr>> = s
+        .projection
+        .iter()
+        .map(|i| match i {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+            _ => None,
+        })
+        .collect();
+    let is_column = |n: &str| {
+        star.iter().any(|c| c.eq_ignore_ascii_case(n))
+            || ["rowid", "_rowid_", "oid"]
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case(n))
+    };
+    struct Aliases<'a> {
+        aliases: &'a [(String, Expr)],
+        is_column: &'a dyn Fn(&str) -> bool,
+        depth: usize,
+    }
+    impl ast::VisitorMut for Aliases<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            if self.depth == 0 {
+                if let Expr::Identifier(i) = e {
+                    if !(self.is_column)(&i.value) {
+                        if let Some((_, x)) = self
+                            .aliases
+                            .iter()
+                            .find(|(a, _)| a.eq_ignore_ascii_case(&i.value))
+                        {
+                            *e = Expr::Nested(Box::new(x.clone()));
+                        }
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut out = s.clone();
+    let resolve = |e: &mut Expr| {
+        let _ = e.visit(&mut Aliases {
+            aliases: &aliases,
+            is_column: &is_column,
+            depth: 0,
+        });
+    };
+    if let Some(w) = &mut out.selection {
+        resolve(w);
+    }
+    if let Some(h) = &mut out.having {
+        resolve(h);
+    }
+    if let GroupByExpr::Expressions(exprs, _) = &mut out.group_by {
+        for (n, e) in exprs.iter_mut().enumerate() {
+            if let Expr::Value(v) = strip(e) {
+                if let ast::Value::Number(k, _) = &v.value {
+                    let k: usize = k.parse().unwrap_or(0);
+                    match items.get(k.wrapping_sub(1)).copied().flatten() {
+                        Some(x) => *e = x.clone(),
+                        None => {
+                            return invalid(format!(
+                                "{} GROUP BY term out of range - should be between 1 and {}",
+                                super::plan::ordinal(n + 1),
+                                items.len()
+                            ))
+                        }
+                    }
+                    continue;
+                }
+            }
+            resolve(e);
+        }
+    }
+    Ok(out)
+}
+
+/// `a AND b` (each in parentheses), or the one there is.
+fn both(a: Option<Expr>, b: Option<Expr>) -> Option<Expr> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(Expr::BinaryOp {
+            left: Box::new(Expr::Nested(Box::new(a))),
+            op: ast::BinaryOperator::And,
+            right: Box::new(Expr::Nested(Box::new(b))),
+        }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Whether `s` aggregates: `GROUP BY`, `HAVING` or an aggregate call in its result columns.
+fn aggregates(s: &ast::Select) -> bool {
+    let grouped = match &s.group_by {
+        GroupByExpr::Expressions(e, m) => !e.is_empty() || !m.is_empty(),
+        GroupByExpr::All(_) => true,
+    };
+    grouped
+        || s.having.is_some()
+        || s.projection.iter().any(|item| match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                has_aggregate(e)
+            }
+            _ => false,
+        })
+}
+
+/// The `SELECT` of a subquery in `FROM` when SQLite's flattener takes it and corescan
+/// follows it, and whether it aggregates; else the refusal naming what it has.
+fn flattenable(q: &ast::Query) -> Result<(&ast::Select, bool), SqlError> {
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return unsupported("a compound SELECT (UNION, ...) in FROM");
+    };
+    let refuse = |what: &str| {
+        unsupported(format!(
+            "a subquery in FROM with {what} (corescan query flattens only subqueries that \
+             filter and compute columns; `corescan sql` plans the others with DataFusion)"
+        ))
+    };
+    if q.order_by.is_some() {
+        return refuse("ORDER BY");
+    }
+    if q.limit_clause.is_some() || q.fetch.is_some() {
+        return refuse("LIMIT or OFFSET");
+    }
+    if s.distinct.is_some() {
+        return refuse("DISTINCT");
+    }
+    if !s.named_window.is_empty() {
+        return refuse("window functions");
+    }
+    for item in &s.projection {
+        let e = match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+            _ => continue,
+        };
+        if has_window(e) {
+            return refuse("window functions");
+        }
+    }
+    match s.from.as_slice() {
+        [one] if one.joins.is_empty() => Ok((s, aggregates(s))),
+        [] => unsupported("a subquery in FROM without FROM (corescan scans a table)"),
+        _ => unsupported("joins (one table only; `corescan sql` plans joins with DataFusion)"),
+    }
+}
+
+/// Whether `e` calls a window function (outside its subqueries, which are queries of their
+/// own).
+fn has_window(e: &Expr) -> bool {
+    let mut found = false;
+    let _ = ast::visit_expressions(e, |x| {
+        if let Expr::Function(f) = x {
+            if f.over.is_some() {
+                found = true;
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    found
+}
+
+/// The result columns of the flattenable subquery `s`, named as SQLite names them
+/// (`sqlite3ColumnsFromExprList`).
+fn subquery_columns(s: &ast::Select, sql: &str, star: &[String]) -> Result<Vec<Column>, SqlError> {
+    let texts = super::plan::item_texts(sql, s);
+    let mut out: Vec<Column> = Vec::new();
+    let quoted = |n: &str| Expr::Identifier(ast::Ident::with_quote('"', n));
+    for (k, item) in s.projection.iter().enumerate() {
+        match item {
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                for c in star {
+                    out.push(Column {
+                        name: c.clone(),
+                        expr: quoted(c),
+                        plain: true,
+                    });
+                }
+            }
+            SelectItem::ExprWithAlias { expr, alias } => out.push(Column {
+                name: alias.value.clone(),
+                expr: expr.clone(),
+                plain: is_column(expr),
+            }),
+            SelectItem::UnnamedExpr(e) => {
+                let name = match strip(e) {
+                    Expr::Identifier(i) => i.value.clone(),
+                    Expr::CompoundIdentifier(parts) => {
+                        parts.last().map(|p| p.value.clone()).unwrap_or_default()
+                    }
+                    _ => texts
+                        .as_ref()
+                        .and_then(|t| t.get(k).cloned())
+                        .unwrap_or_else(|| e.to_string()),
+                };
+                out.push(Column {
+                    name,
+                    expr: e.clone(),
+                    plain: is_column(e),
+                });
+            }
+            other => return unsupported(format!("the select item {other}")),
+        }
+    }
+    // Duplicate names take `:1`, `:2`, ... (compared without case).
+    for i in 1..out.len() {
+        let base = out[i].name.clone();
+        let taken =
+            |n: &str, out: &[Column]| out[..i].iter().any(|c| c.name.eq_ignore_ascii_case(n));
+        if taken(&base, &out) {
+            let mut k = 1;
+            while taken(&format!("{base}:{k}"), &out) {
+                k += 1;
+            }
+            out[i].name = format!("{base}:{k}");
+        }
+    }
+    Ok(out)
+}
+
+/// `e` without the parentheses around it.
+fn strip(e: &Expr) -> &Expr {
+    match e {
+        Expr::Nested(x) => strip(x),
+        _ => e,
+    }
+}
+
+/// Whether `e` reads a column itself (SQLite's `TK_COLUMN`, parentheses aside).
+fn is_column(e: &Expr) -> bool {
+    matches!(strip(e), Expr::Identifier(_) | Expr::CompoundIdentifier(_))
+}
+
+/// The names the outer query sees: the subquery's columns, under its alias.
+struct Scope {
+    alias: Option<String>,
+    columns: Vec<Column>,
+    /// The outer query's result aliases (names that are not columns may be these).
+    aliases: Vec<String>,
+}
+
+impl Scope {
+    /// The subquery column a plain reference `e` names.
+    fn column_of(&self, e: &Expr) -> Option<&Column> {
+        let name = match strip(e) {
+            Expr::Identifier(i) => &i.value,
+            Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+                [q, c]
+                    if self
+                        .alias
+                        .as_deref()
+                        .is_some_and(|a| a.eq_ignore_ascii_case(&q.value)) =>
+                {
+                    &c.value
+                }
+                _ => return None,
+            },
+            _ => return None,
+        };
+        self.columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    /// What a reference to column `c` becomes.
+    fn replacement(c: &Column) -> Expr {
+        let e = match strip(&c.expr) {
+            Expr::Value(v) if matches!(v.value, ast::Value::Boolean(_)) => {
+                let ast::Value::Boolean(b) = v.value else {
+                    unreachable!()
+                };
+                Expr::value(ast::Value::Number(if b { "1" } else { "0" }.into(), false))
+            }
+            _ => c.expr.clone(),
+        };
+        if c.plain {
+            return e;
+        }
+        Expr::Function(ast::Function {
+            name: ast::ObjectName::from(vec![ast::Ident::new(IMPLICIT_COLLATION)]),
+            uses_odbc_syntax: false,
+            parameters: ast::FunctionArguments::None,
+            args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+                duplicate_treatment: None,
+                args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
+                    Expr::Nested(Box::new(e)),
+                ))],
+                clauses: Vec::new(),
+            }),
+            filter: None,
+            null_treatment: None,
+            over: None,
+            within_group: Vec::new(),
+        })
+    }
+
+    /// `e` with its references to the subquery's columns replaced (not inside its own
+    /// subqueries, which see the subquery as an outer table). `order_by`: a name that is one
+    /// of the outer query's aliases stays (an `ORDER BY` name is an alias first).
+    fn substitute(&self, e: &Expr, order_by: bool) -> Result<Expr, SqlError> {
+        if order_by {
+            let bare = match strip(e) {
+                Expr::Collate { expr, .. } => strip(expr),
+                x => x,
+            };
+            if let Expr::Identifier(i) = bare {
+                if self
+                    .aliases
+                    .iter()
+                    .any(|a| a.eq_ignore_ascii_case(&i.value))
+                {
+                    return Ok(e.clone());
+                }
+            }
+        }
+        let mut e = e.clone();
+        self.substitute_in(&mut e)?;
+        Ok(e)
+    }
+
+    /// [`Self::substitute`] in place, in any part of the AST.
+    fn substitute_in<V: VisitMut>(&self, node: &mut V) -> Result<(), SqlError> {
+        struct Subst<'s> {
+            scope: &'s Scope,
+            depth: usize,
+        }
+        impl ast::VisitorMut for Subst<'_> {
+            type Break = SqlError;
+            fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<SqlError> {
+                self.depth += 1;
+                ControlFlow::Continue(())
+            }
+            fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<SqlError> {
+                self.depth -= 1;
+                ControlFlow::Continue(())
+            }
+            fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<SqlError> {
+                if self.depth > 0 {
+                    return ControlFlow::Continue(());
+                }
+                let name = match e {
+                    Expr::Identifier(i) => i.value.clone(),
+                    Expr::CompoundIdentifier(parts) => parts
+                        .iter()
+                        .map(|p| p.value.as_str())
+                        .collect::<Vec<_>>()
+                        .join("."),
+                    _ => return ControlFlow::Continue(()),
+                };
+                match self.scope.column_of(e) {
+                    Some(c) => *e = Scope::replacement(c),
+                    // SQLite reads a double-quoted name that names no column as a string.
+                    None if matches!(e, Expr::Identifier(i) if i.quote_style == Some('"'))
+                        && !self
+                            .scope
+                            .aliases
+                            .iter()
+                            .any(|a| a.eq_ignore_ascii_case(&name)) =>
+                    {
+                        *e = Expr::value(ast::Value::SingleQuotedString(name));
+                    }
+                    None => {
+                        let alias = matches!(e, Expr::Identifier(_))
+                            && self
+                                .scope
+                                .aliases
+                                .iter()
+                                .any(|a| a.eq_ignore_ascii_case(&name));
+                        if !alias {
+                            return ControlFlow::Break(SqlError::Invalid(format!(
+                                "no such column: {name}"
+                            )));
+                        }
+                    }
+                }
+                ControlFlow::Continue(())
+            }
+        }
+        match node.visit(&mut Subst {
+            scope: self,
+            depth: 0,
+        }) {
+            ControlFlow::Break(e) => Err(e),
+            ControlFlow::Continue(()) => Ok(()),
+        }
+    }
+
+    /// The result columns of `*` over the subquery.
+    fn star(&self) -> Vec<SelectItem> {
+        self.columns
+            .iter()
+            .map(|c| SelectItem::ExprWithAlias {
+                expr: Scope::replacement(c),
+                alias: ast::Ident::with_quote('"', c.name.clone()),
+            })
+            .collect()
+    }
+}
