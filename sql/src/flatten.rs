@@ -162,8 +162,12 @@ struct Column {
 /// flattener does not apply or corescan does not follow it yet.
 pub(crate) fn flatten(query: &ast::Query, sql: &str, star: &[String]) -> Result<Flat, SqlError> {
     let mut grouped = false;
-    let query = flatten_at(query, sql, star, true, &mut grouped)?;
-    Ok(Flat { query, grouped })
+    let (query, names) = flatten_at(query, sql, star, true, &mut grouped)?;
+    Ok(Flat {
+        query,
+        grouped,
+        names,
+    })
 }
 
 /// A query flattened ([`flatten`]).
@@ -176,6 +180,10 @@ pub(crate) struct Flat {
     /// breaks ties in that order (not in the directions SQLite gives a `GROUP BY` it sorts
     /// for an `ORDER BY` of as many terms).
     pub grouped: bool,
+    /// The name of each result column of `query` that SQLite names otherwise than its
+    /// expression now reads (a subquery column by the subquery's name for it, `*` expanded
+    /// over the subquery): names only, not aliases, which an `ORDER BY` would resolve to.
+    pub names: Vec<Option<String>>,
 }
 
 /// [`flatten`] of the statement's own query (`top`) or of a subquery in `FROM`, whose
@@ -187,7 +195,7 @@ fn flatten_at(
     star: &[String],
     top: bool,
     any_grouped: &mut bool,
-) -> Result<ast::Query, SqlError> {
+) -> Result<(ast::Query, Vec<Option<String>>), SqlError> {
     let SetExpr::Select(outer) = query.body.as_ref() else {
         return unsupported("compound SELECT (UNION, INTERSECT, EXCEPT)");
     };
@@ -204,12 +212,12 @@ fn flatten_at(
         ..
     } = &from.relation
     else {
-        return Ok(query.clone());
+        return Ok((query.clone(), vec![None; outer.projection.len()]));
     };
     if *lateral {
         return unsupported("LATERAL");
     }
-    let inner = flatten_at(subquery, sql, star, false, any_grouped)?;
+    let (inner, inner_names) = flatten_at(subquery, sql, star, false, any_grouped)?;
     let (sub, grouped) = flattenable(&inner)?;
     *any_grouped |= grouped;
     // The subquery's own aliases and GROUP BY positions name its result columns, not the
@@ -223,7 +231,7 @@ fn flatten_at(
              flatten it; `corescan sql` plans it with DataFusion)",
         );
     }
-    let mut columns = subquery_columns(sub, sql, star)?;
+    let mut columns = subquery_columns(sub, sql, star, &inner_names)?;
     if let Some(a) = alias {
         if !a.columns.is_empty() {
             if a.columns.len() != columns.len() {
@@ -255,6 +263,7 @@ fn flatten_at(
     // The result columns, each named as SQLite names it before flattening.
     let texts = super::plan::item_texts(sql, outer);
     let mut projection = Vec::with_capacity(outer.projection.len());
+    let mut names: Vec<Option<String>> = Vec::with_capacity(outer.projection.len());
     for (k, item) in outer.projection.iter().enumerate() {
         match item {
             SelectItem::UnnamedExpr(e) => {
@@ -269,18 +278,17 @@ fn flatten_at(
                         .and_then(|t| t.get(k).cloned())
                         .unwrap_or_else(|| e.to_string()),
                 };
-                projection.push(SelectItem::ExprWithAlias {
-                    expr: scope.substitute(e, false)?,
-                    alias: ast::Ident::with_quote('"', name),
-                });
+                projection.push(SelectItem::UnnamedExpr(scope.substitute(e, false)?));
+                names.push(Some(name));
             }
             SelectItem::ExprWithAlias { expr, alias } => {
                 projection.push(SelectItem::ExprWithAlias {
                     expr: scope.substitute(expr, false)?,
                     alias: alias.clone(),
                 });
+                names.push(None);
             }
-            SelectItem::Wildcard(_) => projection.extend(scope.star()),
+            SelectItem::Wildcard(_) => scope.star(&mut projection, &mut names),
             SelectItem::QualifiedWildcard(kind, _) => {
                 let q = kind.to_string();
                 if !scope
@@ -290,7 +298,7 @@ fn flatten_at(
                 {
                     return invalid(format!("no such table: {q}"));
                 }
-                projection.extend(scope.star());
+                scope.star(&mut projection, &mut names);
             }
             other => return unsupported(format!("the select item {other}")),
         }
@@ -332,7 +340,7 @@ fn flatten_at(
             }
         }
     }
-    Ok(q)
+    Ok((q, names))
 }
 
 /// `s` with the names its `WHERE`, `GROUP BY` and `HAVING` resolve to its own result
@@ -517,7 +525,12 @@ fn has_window(e: &Expr) -> bool {
 
 /// The result columns of the flattenable subquery `s`, named as SQLite names them
 /// (`sqlite3ColumnsFromExprList`).
-fn subquery_columns(s: &ast::Select, sql: &str, star: &[String]) -> Result<Vec<Column>, SqlError> {
+fn subquery_columns(
+    s: &ast::Select,
+    sql: &str,
+    star: &[String],
+    names: &[Option<String>],
+) -> Result<Vec<Column>, SqlError> {
     let texts = super::plan::item_texts(sql, s);
     let mut out: Vec<Column> = Vec::new();
     let quoted = |n: &str| Expr::Identifier(ast::Ident::with_quote('"', n));
@@ -555,6 +568,14 @@ fn subquery_columns(s: &ast::Select, sql: &str, star: &[String]) -> Result<Vec<C
                 });
             }
             other => return unsupported(format!("the select item {other}")),
+        }
+    }
+    // A column the subquery's own flattening named (one per result item then: no `*`).
+    if names.len() == out.len() {
+        for (c, n) in out.iter_mut().zip(names) {
+            if let Some(n) = n {
+                c.name = n.clone();
+            }
         }
     }
     // Duplicate names take `:1`, `:2`, ... (compared without case).
@@ -740,14 +761,15 @@ impl Scope {
         }
     }
 
-    /// The result columns of `*` over the subquery.
-    fn star(&self) -> Vec<SelectItem> {
-        self.columns
-            .iter()
-            .map(|c| SelectItem::ExprWithAlias {
+    /// The result columns of `*` over the subquery: named as by `AS` (SQLite's expansion
+    /// names them so, and an `ORDER BY` name finds them).
+    fn star(&self, projection: &mut Vec<SelectItem>, names: &mut Vec<Option<String>>) {
+        for c in &self.columns {
+            projection.push(SelectItem::ExprWithAlias {
                 expr: Scope::replacement(c),
                 alias: ast::Ident::with_quote('"', c.name.clone()),
-            })
-            .collect()
+            });
+            names.push(None);
+        }
     }
 }

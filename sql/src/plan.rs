@@ -327,7 +327,6 @@ fn plan_statement(
         (None, None)
     };
     let query: &ast::Query = flat.as_ref().map_or(query, |f| &f.query);
-    let coroutine_groups = flat.as_ref().is_some_and(|f| f.grouped);
     let (select, name, alias) = one_table(query)?;
     let subqueries = match runner {
         Some(runner) if has_subquery(query) => Some(Subqueries::new(runner, plan_subquery, sql)),
@@ -360,7 +359,7 @@ fn plan_statement(
         order,
         subqueries.as_ref(),
         &init,
-        coroutine_groups,
+        flat.as_ref(),
     )?;
     let table = edge_leaf(engine::restrict(table, &planned.query)?, planned.edge)?;
     Ok(PlannedQuery {
@@ -459,7 +458,6 @@ fn plan_subquery(q: &ast::Query, subs: &Subqueries<'_>) -> Result<PlannedSubquer
     } else {
         (None, None)
     };
-    let coroutine_groups = flat.as_ref().is_some_and(|f| f.grouped);
     let q = flat.as_ref().map_or(q, |f| &f.query);
     let (select, name, alias) = one_table(q)?;
     let table = match opened {
@@ -476,7 +474,7 @@ fn plan_subquery(q: &ast::Query, subs: &Subqueries<'_>) -> Result<PlannedSubquer
         Order::Sqlite,
         Some(subs),
         &[],
-        coroutine_groups,
+        flat.as_ref(),
     )?;
     let table = edge_leaf(engine::restrict(table, &planned.query)?, planned.edge)?;
     // Sorted unless the loop delivers the ORDER BY (the scan in rowid order: no ORDER BY
@@ -655,8 +653,9 @@ fn plan_select(
     order: Order,
     subqueries: Option<&Subqueries<'_>>,
     init: &[ast::Expr],
-    coroutine_groups: bool,
+    flat: Option<&crate::flatten::Flat>,
 ) -> Result<SelectPlan, SqlError> {
+    let coroutine_groups = flat.is_some_and(|f| f.grouped);
     let mut r = Resolver::new(table, alias, sql);
     r.files = order == Order::Files;
     r.subqueries = subqueries;
@@ -700,15 +699,28 @@ fn plan_select(
                         return invalid(format!("no such table: {q}"));
                     }
                 }
+                // SQLite names the columns `*` expands to as an `AS` names them
+                // (ENAME_NAME): an ORDER BY name finds them in the result list's order,
+                // before a later alias of the same name (`SELECT *, gs AS r ... ORDER BY r`
+                // is the column r).
                 for (e, n) in star_exprs.iter().zip(r.star()) {
                     outputs.push(Output {
                         expr: e,
-                        alias: None,
+                        alias: Some(n.clone()),
                         name: n,
                     });
                 }
             }
             other => return unsupported(format!("the select item {other}")),
+        }
+    }
+
+    // The names SQLite gives a flattened subquery's columns (names, not aliases).
+    if let Some(names) = flat.map(|f| &f.names).filter(|n| n.len() == outputs.len()) {
+        for (o, n) in outputs.iter_mut().zip(names) {
+            if let Some(n) = n {
+                o.name = n.clone();
+            }
         }
     }
 
@@ -1509,6 +1521,11 @@ fn first_row_shows(
         // holding the maximum.
         Access::Rowid { backward: true } if spec.arg.is_some() && spec.arg == rowid => Ok(()),
         Access::Index { .. } if !has_where => Ok(()),
+        Access::Index { name, .. } => unsupported(format!(
+            "a bare column beside min() or max() that SQLite answers from the first entry of \
+             its loop through index {name:?} ({}), which corescan does not follow yet",
+            choice.lines.join("; ")
+        )),
         _ => unsupported(format!(
             "a bare column beside min() or max() that SQLite answers from the first row of \
              its loop ({}), which corescan does not follow yet",

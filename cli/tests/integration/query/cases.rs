@@ -177,6 +177,16 @@ fn group_by_having_order_by() {
 
 /// SQLite's bare-column rule: a column outside the keys and aggregates comes from the row
 /// that shows the group (see group_keys.rs for NOCASE keys, spills and indexes).
+/// `*` names its columns as `AS` does: an ORDER BY name finds them before a later alias.
+#[test]
+fn star_columns_are_order_by_names() {
+    all(&[
+        "SELECT *, gs AS r FROM t ORDER BY r, id LIMIT 5",
+        "SELECT r, gs AS r FROM t ORDER BY r, id LIMIT 5",
+        "SELECT gs AS r, * FROM t ORDER BY r, id LIMIT 5",
+    ]);
+}
+
 #[test]
 fn bare_columns() {
     all(&[

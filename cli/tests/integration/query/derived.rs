@@ -40,6 +40,10 @@ fn derived_tables_and_ctes_answer_as_sqlite() {
         "SELECT k, n FROM (SELECT typeof(x) AS k, count(*) AS n FROM t GROUP BY 1 HAVING n > 2) ORDER BY k DESC",
         "WITH per AS (SELECT c, max(i) AS top, id FROM t GROUP BY c) SELECT c, top, id FROM per WHERE top IS NOT NULL LIMIT 5",
         "SELECT d FROM (SELECT id * 2 AS d FROM t WHERE d < 40)",
+        // An output column named after a subquery column is no alias: ORDER BY r is the
+        // alias r (the differential tester's table seed 1633214150284319294).
+        "SELECT r, gs AS r FROM (SELECT * FROM t) AS t ORDER BY (r) DESC NULLS FIRST, id LIMIT 9 OFFSET 3",
+        "SELECT *, gs AS r FROM (SELECT * FROM t) ORDER BY r, id LIMIT 5",
         // A common table expression nothing reads is never run (as in SQLite).
         "WITH q AS (SELECT nosuch FROM t) SELECT id FROM t WHERE id < 3",
         // A double-quoted name that names no column is a string.
@@ -163,5 +167,5 @@ fn sqlite_names(db: &Path, sql: &str) -> Vec<String> {
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .unwrap();
     let stmt = conn.prepare(sql).unwrap();
-    stmt.column_names().into_iter().map(String::from).collect()
+    stmt.column_names().map(String::from).collect()
 }
