@@ -551,7 +551,7 @@ fn subquery_columns(
                 plain: is_column(expr),
             }),
             SelectItem::UnnamedExpr(e) => {
-                let name = match strip(e) {
+                let name = match skip_collate(e) {
                     Expr::Identifier(i) => i.value.clone(),
                     Expr::CompoundIdentifier(parts) => {
                         parts.last().map(|p| p.value.clone()).unwrap_or_default()
@@ -598,6 +598,16 @@ fn subquery_columns(
 fn strip(e: &Expr) -> &Expr {
     match e {
         Expr::Nested(x) => strip(x),
+        _ => e,
+    }
+}
+
+/// `e` without parentheses and `COLLATE` around it (SQLite's
+/// `sqlite3ExprSkipCollateAndLikely` before names are resolved, when `likely()` is still a
+/// function: it names a subquery's column).
+fn skip_collate(e: &Expr) -> &Expr {
+    match e {
+        Expr::Nested(x) | Expr::Collate { expr: x, .. } => skip_collate(x),
         _ => e,
     }
 }

@@ -63,6 +63,9 @@ fn output_names_are_sqlite_s() {
         "SELECT K, k + 1, q.s FROM (SELECT c AS k, s FROM t) q",
         "WITH a AS (SELECT * FROM t), b AS (SELECT s, i FROM a) SELECT * FROM b",
         "WITH v(x, y) AS (SELECT s, i FROM t) SELECT * FROM v",
+        // A column under COLLATE is named by the column, under likely() by the text (the
+        // differential tester's table seed 1005201824040875856).
+        "SELECT * FROM (SELECT (c COLLATE BINARY), likely(s), +i FROM t)",
     ] {
         assert_eq!(corescan_names(db, sql), sqlite_names(db, sql), "{sql}");
     }

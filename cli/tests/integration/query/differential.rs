@@ -1344,7 +1344,10 @@ fn compare(path: &Path, sql: &str, config: &Config) -> Outcome {
                 || e.contains("window functions over groups in a statement with a subquery")
                 || e.contains("min() or max() with FILTER in a grouped query")
                 || e.contains("a bare column (outside GROUP BY and the aggregates) beside")
-                || e.contains("a subquery in FROM that SQLite does not flatten"))
+                || e.contains("a subquery in FROM that SQLite does not flatten")
+                // rowid over a subquery is no column; SQLite folds `<false> AND rowid` as it
+                // parses, before names are looked up (docs/queries.md, "Not yet as SQLite").
+                || e.contains("no such column: rowid"))
         {
             return Outcome::Refused(e.clone());
         }
