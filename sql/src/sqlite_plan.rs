@@ -164,42 +164,55 @@ pub fn ask(
 /// Whether the statement's loop leaves after its first row: the min/max optimization's
 /// early out (`sqlite3WhereMinMaxOptEarlyOut`: a `Goto` from the loop's body past its `Next`
 /// or `Prev`), taken where the loop's order delivers `min(x)`/`max(x)` first (an index on
-/// `x`, or a `WHERE` that makes `x` one value: `x IS NULL`, `x = 5`). The subqueries'
-/// subroutines are not the statement's loop.
+/// `x`, or a `WHERE` that makes `x` one value: `x IS NULL`, `x = 5`).
 fn stops_after_first_row(db: &Connection, sql: &str) -> Result<bool, ChoiceError> {
+    let ops = statement_ops(db, sql)?;
+    Ok(ops.iter().any(|next| {
+        matches!(next.opcode.as_str(), "Next" | "Prev")
+            && ops.iter().any(|g| {
+                g.opcode == "Goto" && (next.p2..next.addr).contains(&g.addr) && g.p2 > next.addr
+            })
+    }))
+}
+
+/// One instruction of a statement's bytecode (`EXPLAIN`).
+struct Op {
+    addr: i64,
+    opcode: String,
+    p1: i64,
+    p2: i64,
+}
+
+/// The bytecode of `sql` without its subqueries' subroutines (`OP_BeginSubrtn` ...
+/// `OP_Return`): their loops are not the statement's.
+fn statement_ops(db: &Connection, sql: &str) -> Result<Vec<Op>, ChoiceError> {
     let mut stmt = db.prepare(&format!("EXPLAIN {sql}"))?;
-    let ops: Vec<(i64, String, i64, i64)> = stmt
+    let ops: Vec<Op> = stmt
         .query_map([], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, i64>(2)?,
-                row.get::<_, i64>(3)?,
-            ))
+            Ok(Op {
+                addr: row.get(0)?,
+                opcode: row.get(1)?,
+                p1: row.get(2)?,
+                p2: row.get(3)?,
+            })
         })?
         .collect::<Result<_, _>>()?;
     let mut outside = vec![true; ops.len()];
-    for (i, (_, op, _, p2)) in ops.iter().enumerate() {
-        if op == "BeginSubrtn" {
+    for (i, op) in ops.iter().enumerate() {
+        if op.opcode == "BeginSubrtn" {
             if let Some(end) = ops[i..]
                 .iter()
-                .position(|(_, o, p1, _)| o == "Return" && p1 == p2)
+                .position(|o| o.opcode == "Return" && o.p1 == op.p2)
             {
                 outside[i..=i + end].iter_mut().for_each(|o| *o = false);
             }
         }
     }
-    let ops: Vec<&(i64, String, i64, i64)> = ops
-        .iter()
-        .zip(&outside)
-        .filter_map(|(op, &keep)| keep.then_some(op))
-        .collect();
-    Ok(ops.iter().any(|(next, op, _, start)| {
-        matches!(op.as_str(), "Next" | "Prev")
-            && ops
-                .iter()
-                .any(|(at, op, _, to)| op == "Goto" && (*start..*next).contains(at) && to > next)
-    }))
+    Ok(ops
+        .into_iter()
+        .zip(outside)
+        .filter_map(|(op, keep)| keep.then_some(op))
+        .collect())
 }
 
 /// `EXPLAIN QUERY PLAN`'s lines without those of the statement's subqueries (a `SCALAR
@@ -350,29 +363,10 @@ fn query_plan(db: &Connection, sql: &str) -> Result<Vec<String>, ChoiceError> {
 /// `Prev` steps (an `IN` list's or a sorter's cursors are opened otherwise), or the table's
 /// or index's single cursor of a loop that steps nothing (a point seek, `min()` by an index).
 fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, ChoiceError> {
-    let mut stmt = db.prepare(&format!("EXPLAIN {sql}"))?;
-    let ops: Vec<(String, i64, i64)> = stmt
-        .query_map([], |row| {
-            Ok((
-                row.get::<_, String>(1)?,
-                row.get::<_, i64>(2)?,
-                row.get::<_, i64>(3)?,
-            ))
-        })?
-        .collect::<Result<_, _>>()?;
-    // The statement's subqueries are subroutines (OP_BeginSubrtn ... OP_Return): their loops
-    // are not the statement's.
-    let mut outside = vec![true; ops.len()];
-    for (i, (op, _, p2)) in ops.iter().enumerate() {
-        if op == "BeginSubrtn" {
-            if let Some(end) = ops[i..]
-                .iter()
-                .position(|(o, p1, _)| o == "Return" && p1 == p2)
-            {
-                outside[i..=i + end].iter_mut().for_each(|o| *o = false);
-            }
-        }
-    }
+    let ops: Vec<(String, i64, i64)> = statement_ops(db, sql)?
+        .into_iter()
+        .map(|o| (o.opcode, o.p1, o.p2))
+        .collect();
     // The b-trees of the table (itself and its indexes): a subquery's IN list read from
     // another table's index is stepped in the loop too.
     let names = object_names(db)?;
@@ -380,11 +374,6 @@ fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, Choi
         .iter()
         .filter(|(_, _, _, t)| t.eq_ignore_ascii_case(&table.table.name))
         .map(|(r, ..)| *r)
-        .collect();
-    let ops: Vec<(String, i64, i64)> = ops
-        .into_iter()
-        .zip(outside)
-        .filter_map(|(op, keep)| keep.then_some(op))
         .collect();
     // cursor -> root page, for the cursors opened on the table's b-trees.
     let opened: Vec<(i64, i64)> = ops

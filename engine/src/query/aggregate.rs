@@ -652,16 +652,7 @@ mod tests {
     use super::*;
 
     fn spec(func: AggFunc) -> AggSpec {
-        AggSpec {
-            func,
-            arg: None,
-            distinct: false,
-            collation: Collation::Binary,
-            separator: None,
-            second: None,
-            filter: None,
-            order_by: Vec::new(),
-        }
+        AggSpec::new(func, None)
     }
 
     fn run(func: AggFunc, parts: &[&[Value]]) -> Result<Value, String> {

@@ -635,16 +635,7 @@ mod tests {
     use crate::query::ir::{AggFunc, ColumnRead, Shape, SortKey};
 
     fn sum_spec() -> AggSpec {
-        AggSpec {
-            func: AggFunc::Sum,
-            arg: Some(Expr::Column(1)),
-            distinct: false,
-            collation: Collation::Binary,
-            separator: None,
-            second: None,
-            filter: None,
-            order_by: Vec::new(),
-        }
+        AggSpec::new(AggFunc::Sum, Some(Expr::Column(1)))
     }
 
     /// `SELECT k, sum(v) FROM t GROUP BY k [ORDER BY 2 DESC, 1] [LIMIT l OFFSET o]` over a

@@ -332,6 +332,21 @@ pub struct AggSpec {
 }
 
 impl AggSpec {
+    /// `func(arg)` with nothing else: no `DISTINCT`, `FILTER`, separator, second argument or
+    /// `ORDER BY`, under `BINARY`.
+    pub fn new(func: AggFunc, arg: Option<Expr>) -> AggSpec {
+        AggSpec {
+            func,
+            arg,
+            distinct: false,
+            collation: crate::datatype3::Collation::Binary,
+            separator: None,
+            second: None,
+            filter: None,
+            order_by: Vec::new(),
+        }
+    }
+
     /// The row-stage expressions the aggregate evaluates: its arguments, its filter and its
     /// `ORDER BY` terms.
     pub fn exprs(&self) -> impl Iterator<Item = &Expr> {

@@ -247,7 +247,6 @@ fn arith(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::datatype3::Collation;
     use crate::decode::NeededColumns;
     use crate::query::batch::{Batch, Rows};
     use crate::query::ir::{AggFunc, AggSpec, Expr};
@@ -346,16 +345,7 @@ mod tests {
         ];
         let aggregates: Vec<AggSpec> = args
             .iter()
-            .map(|e| AggSpec {
-                func: AggFunc::Sum,
-                arg: Some(e.clone()),
-                distinct: false,
-                collation: Collation::Binary,
-                separator: None,
-                second: None,
-                filter: None,
-                order_by: Vec::new(),
-            })
+            .map(|e| AggSpec::new(AggFunc::Sum, Some(e.clone())))
             .collect();
         let program = RowProgram::new(&[], &aggregates);
         let needed = program.numeric().expect("typed-capable arguments").to_vec();

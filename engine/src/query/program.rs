@@ -317,16 +317,7 @@ mod tests {
     }
 
     fn agg(func: AggFunc, arg: Option<Expr>) -> AggSpec {
-        AggSpec {
-            func,
-            arg,
-            distinct: false,
-            collation: Collation::Binary,
-            separator: None,
-            second: None,
-            filter: None,
-            order_by: Vec::new(),
-        }
+        AggSpec::new(func, arg)
     }
 
     /// Q1's aggregates: `price * (1 - discount)` is computed once and the charge builds on

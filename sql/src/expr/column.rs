@@ -107,16 +107,7 @@ impl Resolver<'_> {
         if !plain {
             return bare_column(&parts.last().map(|p| p.value.clone()).unwrap_or_default());
         }
-        let spec = AggSpec {
-            func: AggFunc::Shown,
-            arg: Some(t.expr),
-            distinct: false,
-            collation: Collation::Binary,
-            separator: None,
-            second: None,
-            filter: None,
-            order_by: Vec::new(),
-        };
+        let spec = AggSpec::new(AggFunc::Shown, Some(t.expr));
         let i = match ctx.aggregates.iter().position(|a| *a == spec) {
             Some(i) => i,
             None => {

@@ -149,16 +149,7 @@ impl Resolver<'_> {
                         ))
                     }
                 };
-                Ok(WindowFunc::Aggregate(Box::new(AggSpec {
-                    func: agg,
-                    arg: None,
-                    distinct: false,
-                    collation: Collation::Binary,
-                    separator: None,
-                    second: None,
-                    filter: None,
-                    order_by: Vec::new(),
-                })))
+                Ok(WindowFunc::Aggregate(Box::new(AggSpec::new(agg, None))))
             }
         }?;
         if distinct {
