@@ -411,16 +411,19 @@ fn has_window_call(q: &ast::Query) -> bool {
 
 /// Refuses a statement whose subquery in `FROM` SQLite does not flatten (it runs it as a
 /// co-routine or materializes it): its rows' order and the rows a `LIMIT` keeps are then the
-/// subquery's, which corescan's flattened query does not follow; but for a subquery that
-/// aggregates (`flat.grouped`), which SQLite always runs so and corescan follows, in a
-/// statement without window functions.
+/// subquery's, which corescan's flattened query does not follow. But two co-routines are
+/// followed: a subquery that aggregates (`flat.grouped`; SQLite never flattens one) in a
+/// statement without window functions, and one that does not under window functions (which
+/// stop SQLite's flattener): the co-routine hands the rows over in its loop's order, the
+/// loop corescan follows for the window stage's ties, as SQLite's plan of the statement
+/// names it.
 fn sqlite_flattens(
     flat: &crate::flatten::Flat,
     table: &TablePlan,
     sql: &str,
     others: &[TablePlan],
 ) -> Result<(), SqlError> {
-    if flat.grouped && !has_window_call(&flat.query) {
+    if flat.grouped != has_window_call(&flat.query) {
         return Ok(());
     }
     let choice = ask(table, sql, others).map_err(|e| {

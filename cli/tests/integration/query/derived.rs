@@ -44,6 +44,11 @@ fn derived_tables_and_ctes_answer_as_sqlite() {
         // alias r (the differential tester's table seed 1633214150284319294).
         "SELECT r, gs AS r FROM (SELECT * FROM t) AS t ORDER BY (r) DESC NULLS FIRST, id LIMIT 9 OFFSET 3",
         "SELECT *, gs AS r FROM (SELECT * FROM t) ORDER BY r, id LIMIT 5",
+        // Window functions stop SQLite's flattener: the co-routine hands its rows over in
+        // its loop's order, which the window stage's ties follow.
+        "SELECT id, row_number() OVER (ORDER BY s) FROM (SELECT id, s FROM t)",
+        "SELECT c, total(i) OVER (PARTITION BY c ORDER BY r) FROM (SELECT * FROM t WHERE i > 0) LIMIT 20",
+        "WITH v AS (SELECT id, c, i * 2 AS d FROM t) SELECT id, lag(d) OVER (ORDER BY c), d FROM v WHERE d > 0",
         // A common table expression nothing reads is never run (as in SQLite).
         "WITH q AS (SELECT nosuch FROM t) SELECT id FROM t WHERE id < 3",
         // A double-quoted name that names no column is a string.
@@ -79,6 +84,9 @@ fn rows_come_in_sqlite_s_order_through_an_index() {
             "WITH u AS (SELECT url, title FROM urls WHERE id > 0) SELECT * FROM u ORDER BY url DESC LIMIT 4",
             "SELECT status, count(*) FROM (SELECT * FROM o) GROUP BY status",
             "SELECT id FROM (SELECT id, status FROM o) ORDER BY status DESC LIMIT 2",
+            // A co-routine under window functions whose loop reads an index: ties follow it.
+            "SELECT id, status, rank() OVER (ORDER BY total) FROM (SELECT * FROM o WHERE status > 'a')",
+            "SELECT * FROM (SELECT status, count(*) AS n FROM o GROUP BY status) ORDER BY n DESC",
         ] {
             QueryTester::new(db, sql).span(&[Axis::Cores]).check();
         }
@@ -105,10 +113,11 @@ fn what_is_not_flattened_is_refused_or_an_error() {
         "WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n WHERE k < 5) SELECT * FROM n",
         "WITH RECURSIVE",
     );
-    // SQLite runs a subquery under a window function as a co-routine: not flattened.
+    // A subquery that aggregates under window functions: SQLite's co-routine of groups
+    // with windows over them, not followed.
     check_error(
         db,
-        "SELECT id, row_number() OVER (ORDER BY s) FROM (SELECT id, s FROM t)",
+        "SELECT c, rank() OVER (ORDER BY n) FROM (SELECT c, count(*) AS n FROM t GROUP BY c)",
         "does not flatten",
     );
     // As SQLite: a subquery has no rowid, and its columns are the only names.
