@@ -13,8 +13,8 @@ use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
 use super::aggregate::has_aggregate;
 use super::error::{invalid, unsupported, SqlError};
 use super::expr::{
-    collation_named, renumber_results, sort_key, GroupContext, Resolver, Stage, Typed,
-    WindowContext,
+    collation_named, holds_subquery, renumber_results, sort_key, GroupContext, Resolver, Stage,
+    Typed, WindowContext,
 };
 use super::index_order::{
     first_rows, follow, minmax_row, order_sensitive, range_seek, rowid_group_order, rowid_in,
@@ -765,7 +765,7 @@ fn plan_select(
         .collect();
     r.aliases_enabled = true;
     let (constant_terms, filter) = match &select.selection {
-        Some(w) => split_where(r.resolve(w, &mut Stage::Row, 0)?.expr),
+        Some(w) => where_terms(&mut r, w)?,
         None => (Vec::new(), None),
     };
 
@@ -1436,7 +1436,55 @@ fn plan_select(
 /// the row filter. One of the first that fails fails the query whatever the others decide,
 /// even on an empty table (run seed 1796150127262878177: `WHERE id AND (n IN (1e3) AND
 /// abs(-9223372036854775808))` fails in SQLite).
-fn split_where(filter: Expr) -> (Vec<Expr>, Option<Expr>) {
+///
+/// A term that holds a subquery stays in the loop though it reads no column: SQLite's
+/// `prereqAll` of a subquery is not empty, so the term is tested on each row where the terms
+/// before it hold, and the subquery computed there, once (`OP_Once`). A failing term before
+/// it fails the query where corescan's earlier test of the subquery's `0` would have skipped
+/// the scan (the differential tester's table seed 9202923161938340359), and a failing
+/// subquery fails it only where a row reaches it. But for a term that is an `EXISTS` SQLite
+/// turns into a loop of its own, outside the table's ([`exists_to_join`]): tested once,
+/// before the scan, as a constant.
+fn where_terms(
+    r: &mut Resolver<'_>,
+    filter: &ast::Expr,
+) -> Result<(Vec<Expr>, Option<Expr>), SqlError> {
+    fn pieces<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
+        match e {
+            ast::Expr::Nested(x) => pieces(x, out),
+            ast::Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::And,
+                right,
+            } => {
+                pieces(left, out);
+                pieces(right, out);
+            }
+            e => out.push(e),
+        }
+    }
+    let mut found = Vec::new();
+    pieces(filter, &mut found);
+    let (mut constant, mut rest) = (Vec::new(), Vec::new());
+    for piece in found {
+        let in_loop = holds_subquery(piece) && !exists_to_join(piece);
+        for term in split_where(r.resolve(piece, &mut Stage::Row, 0)?.expr) {
+            if in_loop || super::expr::uses_slots(&term) {
+                rest.push(term);
+            } else {
+                constant.push(term);
+            }
+        }
+    }
+    let filter = rest
+        .into_iter()
+        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
+    Ok((constant, filter))
+}
+
+/// `WHERE` terms split at their `AND`s as `sqlite3WhereSplit` splits them (through the
+/// truth value of `x AND 1` and `likely()`).
+fn split_where(filter: Expr) -> Vec<Expr> {
     fn split(e: Expr, terms: &mut Vec<Expr>) {
         match e {
             Expr::And(a, b) => {
@@ -1459,12 +1507,37 @@ fn split_where(filter: Expr) -> (Vec<Expr>, Option<Expr>) {
     }
     let mut terms = Vec::new();
     split(filter, &mut terms);
-    let (constant, rest): (Vec<Expr>, Vec<Expr>) =
-        terms.into_iter().partition(|t| !super::expr::uses_slots(t));
-    let filter = rest
-        .into_iter()
-        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
-    (constant, filter)
+    terms
+}
+
+/// Whether SQLite turns the `WHERE` term `e` into a loop over the subquery's table run
+/// before the statement's own (`EXISTS (SELECT ... FROM t ...)` of one table, not a
+/// subquery, without aggregates, `LIMIT` or a compound: its plan's `SCAN t EXISTS`), which
+/// stops at the subquery's first row; without one the statement's loop never runs.
+fn exists_to_join(e: &ast::Expr) -> bool {
+    let ast::Expr::Exists {
+        subquery,
+        negated: false,
+    } = e
+    else {
+        return false;
+    };
+    let ast::SetExpr::Select(select) = subquery.body.as_ref() else {
+        return false;
+    };
+    let aggregate = !matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+        || select.having.is_some()
+        || select.projection.iter().any(|item| match item {
+            SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } => {
+                has_aggregate(x)
+            }
+            _ => false,
+        });
+    subquery.with.is_none()
+        && subquery.limit_clause.is_none()
+        && subquery.fetch.is_none()
+        && !aggregate
+        && matches!(select.from.as_slice(), [ast::TableWithJoins { relation: TableFactor::Table { args: None, .. }, joins }] if joins.is_empty())
 }
 
 /// Whether `query` calls a one-argument `min()` or `max()` aggregate with `FILTER`.
