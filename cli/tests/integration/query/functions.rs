@@ -119,6 +119,10 @@ fn select_distinct() {
         // Ordered by a column it does not show: that column of each value's first row.
         "SELECT DISTINCT s FROM t ORDER BY r",
         "SELECT DISTINCT c FROM t ORDER BY i DESC, id",
+        // The rowid through likely() orders a backward scan whose rows are all distinct
+        // (the differential tester's table seed 18323576647953244486).
+        "SELECT DISTINCT unlikely(rowid) FROM t ORDER BY 1 DESC LIMIT 3",
+        "SELECT DISTINCT likely(id), s FROM t ORDER BY 1 DESC LIMIT 5",
         "SELECT ALL s FROM t LIMIT 5",
     ] {
         QueryTester::new(db, sql)
