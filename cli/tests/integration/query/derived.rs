@@ -96,6 +96,13 @@ fn rows_come_in_sqlite_s_order_through_an_index() {
 #[test]
 fn what_is_not_flattened_is_refused_or_an_error() {
     let db = fixture();
+    // SQLite resolves the columns the statement does not read too (table seed
+    // 15168459189746329112).
+    check_error(
+        db,
+        "WITH v AS (SELECT *, likelihood(s, 1) AS extra FROM t) SELECT id FROM v",
+        "second argument to likelihood()",
+    );
     check_error(
         db,
         "SELECT * FROM (SELECT s FROM t LIMIT 3)",
