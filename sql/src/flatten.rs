@@ -452,7 +452,7 @@ fn both(a: Option<Expr>, b: Option<Expr>) -> Option<Expr> {
 }
 
 /// Whether `s` aggregates: `GROUP BY`, `HAVING` or an aggregate call in its result columns.
-fn aggregates(s: &ast::Select) -> bool {
+pub(crate) fn aggregates(s: &ast::Select) -> bool {
     let grouped = match &s.group_by {
         GroupByExpr::Expressions(e, m) => !e.is_empty() || !m.is_empty(),
         GroupByExpr::All(_) => true,

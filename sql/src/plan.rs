@@ -1525,18 +1525,10 @@ fn exists_to_join(e: &ast::Expr) -> bool {
     let ast::SetExpr::Select(select) = subquery.body.as_ref() else {
         return false;
     };
-    let aggregate = !matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
-        || select.having.is_some()
-        || select.projection.iter().any(|item| match item {
-            SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } => {
-                has_aggregate(x)
-            }
-            _ => false,
-        });
     subquery.with.is_none()
         && subquery.limit_clause.is_none()
         && subquery.fetch.is_none()
-        && !aggregate
+        && !crate::flatten::aggregates(select)
         && matches!(select.from.as_slice(), [ast::TableWithJoins { relation: TableFactor::Table { args: None, .. }, joins }] if joins.is_empty())
 }
 

@@ -705,7 +705,7 @@ impl<'p, 'r> Partition<'p, 'r> {
     ) -> Result<Vec<Value>, String> {
         let inverse = !matches!(call.frame.start, FrameBound::UnboundedPreceding);
         if spec.func == AggFunc::GroupConcat && inverse {
-            return self.group_concat_inverse(call, spec, frames);
+            return Ok(self.group_concat_inverse(call, spec, frames));
         }
         let summing = matches!(spec.func, AggFunc::Sum | AggFunc::Total | AggFunc::Avg);
         if !summing || !inverse {
@@ -777,7 +777,7 @@ impl<'p, 'r> Partition<'p, 'r> {
         call: &WindowCall,
         spec: &AggSpec,
         frames: &[(usize, usize)],
-    ) -> Result<Vec<Value>, String> {
+    ) -> Vec<Value> {
         let f = &call.frame;
         let step_first = f.units == FrameUnits::Range
             && matches!(
@@ -805,13 +805,13 @@ impl<'p, 'r> Partition<'p, 'r> {
         };
         if let (FrameBound::Following(a), FrameBound::Following(b)) = (&f.start, &f.end) {
             let (a, b) = (offset_count(a), offset_count(b));
-            let bounds: Vec<usize> = match f.units {
-                FrameUnits::Rows => (0..=self.len()).collect(),
-                FrameUnits::Groups => self.group_start.clone(),
-                FrameUnits::Range => Vec::new(),
+            let bounds: Option<Vec<usize>> = match f.units {
+                FrameUnits::Rows => Some((0..=self.len()).collect()),
+                FrameUnits::Groups => Some(self.group_start.clone()),
+                FrameUnits::Range => None,
             };
-            if a <= b && !bounds.is_empty() {
-                return Ok(following_frames(&bounds, a, b, &mut state, value));
+            if let Some(bounds) = bounds.filter(|_| a <= b) {
+                return following_frames(&bounds, a, b, &mut state, value);
             }
         }
         let (mut stepped, mut removed) = (0usize, 0usize);
@@ -836,7 +836,7 @@ impl<'p, 'r> Partition<'p, 'r> {
             }
             out.push(state.value());
         }
-        Ok(out)
+        out
     }
 
     /// Whether row `p` of the partition passes the call's `FILTER`.
