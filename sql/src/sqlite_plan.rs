@@ -398,9 +398,12 @@ fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, Choi
             // No loop: one seek. Its cursor: the index's if one is open, else the table's.
             let mut roots: Vec<i64> = opened.iter().map(|&(_, r)| r).collect();
             roots.dedup();
-            let starts_last = ops
-                .iter()
-                .any(|(op, ..)| matches!(op.as_str(), "Last" | "SeekLT" | "SeekLE"));
+            // Only the table's own cursors count: a sorter under `ORDER BY ... LIMIT` also
+            // starts at its `Last` entry (tester table seed 8348502656852254988).
+            let starts_last = ops.iter().any(|(op, p1, _)| {
+                matches!(op.as_str(), "Last" | "SeekLT" | "SeekLE")
+                    && opened.iter().any(|(c, _)| c == p1)
+            });
             match roots.as_slice() {
                 [] => return Ok(Access::Rowid { backward: false }),
                 [one] => (*one, starts_last),

@@ -181,6 +181,11 @@ const QUERIES: &[&str] = &[
     "SELECT status, id FROM o GROUP BY status, id LIMIT 6",
     "SELECT status, id, note FROM o GROUP BY status, id, note LIMIT 6 OFFSET 1",
     "SELECT total, id, count(*) FROM o GROUP BY total, id ORDER BY 3 DESC LIMIT 5",
+    // A rowid IN list is walked forwards; the `Last` of the top-K sorter that `ORDER BY ...
+    // LIMIT` adds is not the loop's (tester table seed 8348502656852254988: first_value()
+    // took the list's last row).
+    "SELECT id, first_value(id) OVER () FROM o WHERE id IN (40, 2, 7, 33) ORDER BY id LIMIT 3",
+    "SELECT id, first_value(note) OVER (), status FROM o WHERE id IN (SELECT total % 90 FROM o) ORDER BY 3 DESC LIMIT 5",
 ];
 
 #[test]
