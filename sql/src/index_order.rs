@@ -777,6 +777,7 @@ fn one_form(r: &Resolver<'_>, e: &Expr) -> bool {
         Expr::Function(f, _) => matches!(
             f,
             F::Length
+                | F::Truth { .. }
                 | F::Instr
                 | F::Lower
                 | F::Upper

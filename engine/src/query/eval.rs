@@ -283,6 +283,14 @@ fn jumps(expr: &Expr, want: bool, if_null: bool, slots: &[ValueRef<'_>]) -> Resu
             !jumps(a, true, !if_null, slots)? && jumps(b, false, if_null, slots)?
         }
         (Expr::Not(x), _) => jumps(x, !want, if_null, slots)?,
+        // TK_TRUTH: the jump code of its operand, a NULL jumping as the test takes it
+        // (`sqlite3ExprIfTrue`/`sqlite3ExprIfFalse`); the statement's own `if_null` cannot
+        // apply, the test is never NULL.
+        (Expr::Function(Function::Truth { is_true, negated }, args), _) if args.len() == 1 => {
+            let tests_true = *is_true != *negated;
+            let null_jumps = if want { *negated } else { !*negated };
+            jumps(&args[0], want == tests_true, null_jumps, slots)?
+        }
         _ => match truth_of(expr, slots)? {
             Some(t) => t == want,
             None => if_null,

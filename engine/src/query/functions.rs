@@ -67,6 +67,9 @@ fn text_of(v: ValueRef<'_>) -> Option<Vec<u8>> {
 pub fn apply(f: Function, a: &[ValueRef<'_>]) -> Result<Value, String> {
     let arg = |i: usize| a.get(i).copied().unwrap_or(ValueRef::Null);
     Ok(match f {
+        Function::Truth { is_true, negated } => Value::Integer(i64::from(
+            super::eval::truth(arg(0)).map_or(negated, |t| (t == is_true) != negated),
+        )),
         Function::Coalesce => a
             .iter()
             .find(|v| !v.is_null())

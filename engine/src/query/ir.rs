@@ -186,6 +186,17 @@ pub enum Function {
     Abs,
     /// `coalesce(x, y, ...)` and `ifnull(x, y)`.
     Coalesce,
+    /// `x IS [NOT] TRUE` / `x IS [NOT] FALSE` (SQLite's `TK_TRUTH`): 1 or 0 by the truth
+    /// value of `x`, NULL counting as false for `IS TRUE`/`IS FALSE` and as true for their
+    /// negations. As a condition (`WHERE`, `CASE WHEN`) it is SQLite's jump code on `x`
+    /// itself, so an `AND`/`OR` inside stops at the operand that decides
+    /// ([`crate::query::eval::holds`]).
+    Truth {
+        /// `IS [NOT] TRUE` (else `IS [NOT] FALSE`).
+        is_true: bool,
+        /// `IS NOT`.
+        negated: bool,
+    },
     /// `nullif(x, y)`, with its comparison's collation.
     NullIf(Collation),
     /// `length(x)`.

@@ -140,10 +140,11 @@ impl Resolver<'_> {
         })
     }
 
-    /// `x IS [NOT] TRUE` / `x IS [NOT] FALSE` as SQLite codes its `TK_TRUTH` (`OP_IsTrue`):
-    /// the truth value of `x` (a number other than 0; text by its numeric prefix), with NULL
-    /// taken as false for `IS TRUE` and as true for `IS FALSE`, inverted by `NOT`. Written as
-    /// `coalesce(NOT NOT x, 0)` and its variants: `NOT` computes SQLite's truth value.
+    /// `x IS [NOT] TRUE` / `x IS [NOT] FALSE` as SQLite codes its `TK_TRUTH`: as a value
+    /// (`OP_IsTrue`), the truth value of `x` (a number other than 0; text by its numeric
+    /// prefix), NULL taken as false for `IS TRUE` and `IS FALSE`, inverted by `NOT`; as a
+    /// condition, the jump code of `x` ([`Function::Truth`]), so that `('a' AND f(s)) IS
+    /// FALSE` in a `WHERE` never calls `f` (tester table seed 661617571179855438).
     pub(super) fn truth(
         &mut self,
         x: &ast::Expr,
@@ -154,19 +155,12 @@ impl Resolver<'_> {
     ) -> Result<Typed, SqlError> {
         let x = self.resolve(x, stage, d)?;
         let collation = first_explicit([&x]);
-        // IS TRUE and IS NOT FALSE test the value itself, the other two its negation.
-        let tests_true = is_true != negated;
-        let once = Expr::Not(Box::new(x.expr));
-        let value = if tests_true {
-            Expr::Not(Box::new(once))
-        } else {
-            once
-        };
-        // NULL: IS TRUE and IS FALSE are false, their negations true.
-        let if_null = Expr::Literal(Value::Integer(i64::from(negated)));
         Ok(Typed {
             collation,
-            ..Typed::plain(Expr::Function(Function::Coalesce, vec![value, if_null]))
+            ..Typed::plain(Expr::Function(
+                Function::Truth { is_true, negated },
+                vec![x.expr],
+            ))
         })
     }
 
