@@ -723,6 +723,20 @@ impl Scope {
                 self.depth -= 1;
                 ControlFlow::Continue(())
             }
+            fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<SqlError> {
+                // An AND SQLite's parser made the integer 0 names nothing (`rowid AND 0`).
+                if let Expr::BinaryOp {
+                    left,
+                    op: ast::BinaryOperator::And,
+                    right,
+                } = e
+                {
+                    if crate::expr::parser_folds_and(left, right) {
+                        *e = Expr::value(ast::Value::Number("0".into(), false));
+                    }
+                }
+                ControlFlow::Continue(())
+            }
             fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<SqlError> {
                 if self.depth > 0 {
                     return ControlFlow::Continue(());

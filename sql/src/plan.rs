@@ -13,8 +13,8 @@ use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
 use super::aggregate::has_aggregate;
 use super::error::{invalid, unsupported, SqlError};
 use super::expr::{
-    collation_named, holds_subquery, renumber_results, sort_key, GroupContext, Resolver, Stage,
-    Typed, WindowContext,
+    collation_named, holds_subquery, parser_folds_and, renumber_results, sort_key, GroupContext,
+    Resolver, Stage, Typed, WindowContext,
 };
 use super::index_order::{
     first_rows, follow, minmax_row, order_sensitive, range_seek, rowid_group_order, rowid_in,
@@ -1452,11 +1452,12 @@ fn where_terms(
     fn pieces<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
         match e {
             ast::Expr::Nested(x) => pieces(x, out),
+            // SQLite's parser made it the integer 0 (`sqlite3ExprAnd`): one piece.
             ast::Expr::BinaryOp {
                 left,
                 op: ast::BinaryOperator::And,
                 right,
-            } => {
+            } if !parser_folds_and(left, right) => {
                 pieces(left, out);
                 pieces(right, out);
             }

@@ -21,6 +21,11 @@ impl Resolver<'_> {
         stage: &mut Stage<'_>,
         d: usize,
     ) -> Result<Typed, SqlError> {
+        if *op == BinaryOperator::And && super::truth::parser_folds_and(left, right) {
+            return Ok(Typed::plain(Expr::Literal(engine::value::Value::Integer(
+                0,
+            ))));
+        }
         if *op == BinaryOperator::StringConcat {
             let whole = ast::Expr::BinaryOp {
                 left: Box::new(left.clone()),

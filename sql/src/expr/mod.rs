@@ -48,7 +48,7 @@ use crate::error::{invalid, unsupported, SqlError};
 
 pub(crate) use function::is_probability;
 pub use group_context::GroupContext;
-pub(crate) use truth::has_truth_value;
+pub(crate) use truth::{has_truth_value, parser_folds_and};
 pub use typed::Typed;
 pub(crate) use typed::{binary_collation, collation_named};
 pub(crate) use window_context::{is_window_only, named_window};

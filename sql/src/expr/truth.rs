@@ -95,6 +95,111 @@ pub(crate) fn has_truth_value(e: &ast::Expr) -> bool {
     }
 }
 
+/// Whether SQLite's parser makes `a AND b` the integer 0 itself (`sqlite3ExprAnd`), before any
+/// name is looked up: when one operand is a node it marks always false (`EP_IsFalse`) and
+/// neither holds a function call (`EP_HasFunc`, which `LIKE`, `GLOB` and `->` are too, but
+/// not one inside a subquery). The operands are then never resolved, so `rowid AND 0` over a
+/// subquery in `FROM` is no `no such column` (tester table seed 9571989600706404804).
+/// Measured on 3.54: `0`, `00`, `0x0`, `(0)`, `'a' IS NULL` and such a folded `AND` are
+/// marked; `-0`, `+0`, `0.0`, `FALSE` and `0 COLLATE NOCASE` are not.
+pub(crate) fn parser_folds_and(a: &ast::Expr, b: &ast::Expr) -> bool {
+    (parser_false(a) || parser_false(b)) && !has_function(a) && !has_function(b)
+}
+
+/// Whether SQLite's parser marks `e` always false (`EP_IsFalse`), see [`parser_folds_and`].
+fn parser_false(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Nested(x) => parser_false(x),
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => int32_token(n) && n.bytes().all(|c| c == b'0'),
+            _ => false,
+        },
+        ast::Expr::IsNull(x) => never_null_literal(x),
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => parser_folds_and(left, right),
+        _ => false,
+    }
+}
+
+/// Whether `e` holds a function call outside its subqueries (SQLite's `EP_HasFunc`, which a
+/// node passes up from its operands): any node not known to be free of one counts as one.
+fn has_function(e: &ast::Expr) -> bool {
+    use ast::BinaryOperator as B;
+    match e {
+        ast::Expr::Identifier(_)
+        | ast::Expr::CompoundIdentifier(_)
+        | ast::Expr::Value(_)
+        | ast::Expr::Exists { .. }
+        | ast::Expr::Subquery(_) => false,
+        ast::Expr::Nested(x)
+        | ast::Expr::UnaryOp { expr: x, .. }
+        | ast::Expr::IsNull(x)
+        | ast::Expr::IsNotNull(x)
+        | ast::Expr::IsTrue(x)
+        | ast::Expr::IsNotTrue(x)
+        | ast::Expr::IsFalse(x)
+        | ast::Expr::IsNotFalse(x)
+        | ast::Expr::Cast { expr: x, .. }
+        | ast::Expr::Collate { expr: x, .. } => has_function(x),
+        ast::Expr::IsDistinctFrom(a, b) | ast::Expr::IsNotDistinctFrom(a, b) => {
+            has_function(a) || has_function(b)
+        }
+        ast::Expr::BinaryOp { left, op, right } => {
+            !matches!(
+                op,
+                B::Plus
+                    | B::Minus
+                    | B::Multiply
+                    | B::Divide
+                    | B::Modulo
+                    | B::StringConcat
+                    | B::Gt
+                    | B::Lt
+                    | B::GtEq
+                    | B::LtEq
+                    | B::Eq
+                    | B::NotEq
+                    | B::And
+                    | B::Or
+                    | B::BitwiseOr
+                    | B::BitwiseAnd
+                    | B::PGBitwiseShiftLeft
+                    | B::PGBitwiseShiftRight
+                    | B::Is
+                    | B::IsNot
+            ) || has_function(left)
+                || has_function(right)
+        }
+        ast::Expr::Between {
+            expr, low, high, ..
+        } => has_function(expr) || has_function(low) || has_function(high),
+        ast::Expr::In { expr, target, .. } => {
+            has_function(expr)
+                || match target {
+                    ast::InTarget::List(list) => list.iter().any(has_function),
+                    ast::InTarget::Subquery(_) => false,
+                    _ => true,
+                }
+        }
+        ast::Expr::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            operand.as_deref().is_some_and(has_function)
+                || conditions
+                    .iter()
+                    .any(|w| has_function(&w.condition) || has_function(&w.result))
+                || else_result.as_deref().is_some_and(has_function)
+        }
+        _ => true,
+    }
+}
+
 /// Whether the number token `n` is what `sqlite3GetInt32` reads whole: decimal digits, or
 /// `0x` and hex digits, of a value below 2^31.
 fn int32_token(n: &str) -> bool {

@@ -53,6 +53,12 @@ fn derived_tables_and_ctes_answer_as_sqlite() {
         "WITH q AS (SELECT nosuch FROM t) SELECT id FROM t WHERE id < 3",
         // A double-quoted name that names no column is a string.
         "SELECT \"nope\", s FROM (SELECT s FROM t) LIMIT 3",
+        // SQLite's parser makes `x AND 0` the integer 0 before it looks names up (when no
+        // function is in it): the subquery's missing rowid is then no error (tester table
+        // seed 9571989600706404804), nor a name no table has.
+        "SELECT c, total(((rowid = s) AND 0)), count(*) FROM (SELECT * FROM t) AS t GROUP BY 1 ORDER BY 2 DESC, 1",
+        "SELECT id FROM (SELECT id FROM t) WHERE (rowid AND ('a' IS NULL)) OR id < 5 AND (nosuch AND 00)",
+        "SELECT id, (rowid IN (SELECT i FROM t) AND (1 AND 0)) AS z FROM (SELECT id FROM t) WHERE id % 9 = 1",
     ] {
         QueryTester::new(db, sql)
             .span(&[Axis::Cores, Axis::Io])
@@ -134,6 +140,16 @@ fn what_is_not_flattened_is_refused_or_an_error() {
         "no such column: rowid",
     );
     check_error(db, "SELECT r FROM (SELECT id FROM t)", "no such column: r");
+    // ... also beside a 0 that a function, a sign or COLLATE keeps from folding the AND.
+    for sql in [
+        "SELECT id FROM (SELECT id FROM t) WHERE rowid AND abs(0)",
+        "SELECT id FROM (SELECT id FROM t) WHERE (rowid LIKE 'a') AND 0",
+        "SELECT id FROM (SELECT id FROM t) WHERE rowid AND -0",
+        "SELECT id FROM (SELECT id FROM t) WHERE rowid AND 0 COLLATE NOCASE",
+        "SELECT id FROM (SELECT id FROM t) WHERE rowid OR 0",
+    ] {
+        check_error(db, sql, "no such column: rowid");
+    }
     check_error(
         db,
         "SELECT t.id FROM (SELECT id FROM t) AS q",
