@@ -71,6 +71,10 @@ impl Dialect for Sqlite {
         if let Some(is) = self.parse_is(parser, expr) {
             return Some(is);
         }
+        if next_is_isnull(parser) {
+            parser.next_token();
+            return Some(Ok(Expr::IsNull(Box::new(expr.clone()))));
+        }
         let negated = matches!(&parser.peek_token_ref().token, Token::Word(w) if w.keyword == Keyword::NOT)
             && matches!(&parser.peek_nth_token_ref(1).token,
                 Token::Word(w) if matches!(w.keyword, Keyword::GLOB | Keyword::MATCH | Keyword::REGEXP));
@@ -97,7 +101,12 @@ impl Dialect for Sqlite {
         }))
     }
 
+    /// `SQLiteDialect`'s, and `x ISNULL` (SQLite's postfix `IS NULL`, at `=`'s level), which
+    /// sqlparser does not know: it took `ISNULL` for an alias (`SELECT s ISNULL` showed `s`).
     fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
+        if next_is_isnull(parser) {
+            return Some(Ok(self.prec_value(Precedence::Eq)));
+        }
         BASE.get_next_precedence(parser)
     }
 
@@ -152,6 +161,12 @@ impl Dialect for Sqlite {
         supports_bitwise_shift_operators,
         supports_in_table_expression,
     );
+}
+
+/// Whether the next token is the unquoted word `ISNULL`.
+fn next_is_isnull(parser: &Parser) -> bool {
+    matches!(&parser.peek_token_ref().token,
+        Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("isnull"))
 }
 
 impl Sqlite {
@@ -229,7 +244,7 @@ mod tests {
             "SELECT a, b AS c, [d], `e`, \"f\" FROM t INDEXED BY i WHERE x LIKE 'a%' ESCAPE '\\'",
             "SELECT a FROM t WHERE a GLOB 'x*' AND b MATCH 'y' OR c REGEXP 'z' LIMIT 3, 4",
             "SELECT count(*) FILTER (WHERE a > 1) OVER (PARTITION BY b) FROM t",
-            "SELECT a NOTNULL, b ISNULL, c IS NOT d, e == f, g << 2 | 3 & 4 FROM t",
+            "SELECT a NOTNULL, c IS NOT d, e == f, g << 2 | 3 & 4 FROM t",
             "SELECT CAST(a AS DECIMAL(10, 2)), trim(a, 'x'), ?1, ?, :name, @v, $w FROM t",
             "SELECT a FROM t WHERE a BETWEEN 1 AND 2 AND b NOT IN (1, 2) AND c IN ()",
             "SELECT a FROM t, u WHERE t.x = u.y ORDER BY 1 DESC NULLS LAST",
@@ -252,5 +267,11 @@ mod tests {
         // The same tree but for the tokens' places.
         assert_eq!(not_glob[0].to_string(), spelled[0].to_string());
         assert!(parse("SELECT a NOT REGEXP 'x' FROM t").is_ok());
+        // `b ISNULL` is the test, not `b AS ISNULL` (SQLiteDialect's reading).
+        let isnull = parse("SELECT b ISNULL, c isnull = 1 FROM t WHERE d ISNULL").unwrap();
+        assert_eq!(
+            isnull[0].to_string(),
+            "SELECT b IS NULL, c IS NULL = 1 FROM t WHERE d IS NULL"
+        );
     }
 }

@@ -103,6 +103,9 @@ fn precedence_of_like_and_is() {
         "SELECT id, i IS TRUE + 0, i IS (TRUE), i IS NOT (FALSE), i IS ((NULL)), i IS FALSE > 0 FROM t",
         "SELECT id, i IS 2 = 0, 1 = 2 IS 0, i IS NOT DISTINCT FROM 1 FROM t",
         "SELECT id FROM t WHERE i IS NULL > 0 OR s LIKE '%a%' = 1",
+        // SQLite's postfix ISNULL and NOTNULL: `s ISNULL` was read as `s AS ISNULL`.
+        "SELECT id, s ISNULL, s NOTNULL, s isnull = 0, x ISNULL AND i, 'a' ISNULL, s \"ISNULL\" FROM t",
+        "SELECT id FROM t WHERE s ISNULL OR i NOTNULL IS NOT 1",
     ]);
 }
 

@@ -201,7 +201,12 @@ impl Gen<'_> {
                 self.expr(d)
             ),
             5 => format!("(NOT {})", self.expr(d)),
-            6 => format!("({} IS {}NULL)", self.expr(d), self.rng.pick(&["", "NOT "])),
+            6 => format!(
+                "({} {})",
+                self.expr(d),
+                self.rng
+                    .pick(&["IS NULL", "IS NOT NULL", "ISNULL", "NOTNULL", "NOT NULL"])
+            ),
             7 => format!(
                 "({} {}BETWEEN {} AND {})",
                 self.expr(d),
