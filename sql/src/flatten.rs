@@ -290,13 +290,9 @@ fn flatten_at(
             }
             SelectItem::Wildcard(_) => scope.star(&mut projection, &mut names),
             SelectItem::QualifiedWildcard(kind, _) => {
-                let q = kind.to_string();
-                if !scope
-                    .alias
-                    .as_deref()
-                    .is_some_and(|a| a.eq_ignore_ascii_case(&q))
-                {
-                    return invalid(format!("no such table: {q}"));
+                match scope.alias.as_deref() {
+                    Some(a) => wildcard_table(kind, a)?,
+                    None => return invalid(format!("no such table: {}", wildcard_name(kind))),
                 }
                 scope.star(&mut projection, &mut names);
             }
@@ -798,5 +794,32 @@ impl Scope {
             });
             names.push(None);
         }
+    }
+}
+
+/// Checks that `t.*` names `table` (the table's name or alias, case-insensitively): SQLite's
+/// `no such table: x` otherwise, and its syntax error for a schema-qualified `main.t.*`.
+pub(crate) fn wildcard_table(
+    kind: &ast::SelectItemQualifiedWildcardKind,
+    table: &str,
+) -> Result<(), SqlError> {
+    let name = match kind {
+        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => match n.0.as_slice() {
+            [one] => one.as_ident().map(|i| i.value.clone()),
+            _ => return Err(SqlError::Syntax("near \"*\": syntax error".into())),
+        },
+        ast::SelectItemQualifiedWildcardKind::Expr(_) => None,
+    };
+    match name {
+        Some(n) if n.eq_ignore_ascii_case(table) => Ok(()),
+        _ => invalid(format!("no such table: {}", wildcard_name(kind))),
+    }
+}
+
+/// The `x` of `x.*`, as written.
+pub(crate) fn wildcard_name(kind: &ast::SelectItemQualifiedWildcardKind) -> String {
+    match kind {
+        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => n.to_string(),
+        ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
     }
 }

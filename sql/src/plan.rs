@@ -696,11 +696,7 @@ fn plan_select(
                     return unsupported("* with EXCLUDE, EXCEPT, REPLACE or RENAME");
                 }
                 if let SelectItem::QualifiedWildcard(kind, _) = item {
-                    let q = kind.to_string();
-                    let ok = alias.unwrap_or(&table.table.name).eq_ignore_ascii_case(&q);
-                    if !ok {
-                        return invalid(format!("no such table: {q}"));
-                    }
+                    crate::flatten::wildcard_table(kind, alias.unwrap_or(&table.table.name))?;
                 }
                 // SQLite names the columns `*` expands to as an `AS` names them
                 // (ENAME_NAME): an ORDER BY name finds them in the result list's order,

@@ -187,7 +187,17 @@ fn star_columns_are_order_by_names() {
         "SELECT *, gs AS r FROM t ORDER BY r, id LIMIT 5",
         "SELECT r, gs AS r FROM t ORDER BY r, id LIMIT 5",
         "SELECT gs AS r, * FROM t ORDER BY r, id LIMIT 5",
+        // `t.*` by the table's name or alias (sqlparser 0.64 writes the name with its `.*`,
+        // which named no table).
+        "SELECT t.* FROM t WHERE id < 9",
+        "SELECT q.*, id FROM t AS q ORDER BY s, id LIMIT 7",
+        "SELECT T.*, \"t\".i FROM t LIMIT 3",
+        "SELECT q.* FROM (SELECT id, s FROM t WHERE i > 0) AS q LIMIT 4",
     ]);
+    let db = super::fixture();
+    super::check_error(db, "SELECT x.* FROM t", "no such table: x");
+    super::check_error(db, "SELECT main.t.* FROM t", "near \"*\": syntax error");
+    super::check_error(db, "SELECT t.* FROM (SELECT id FROM t)", "no such table: t");
 }
 
 #[test]

@@ -1229,12 +1229,14 @@ fn query_case(query_seed: u64) -> (String, Config) {
         } else {
             String::new()
         };
-        sql = format!("SELECT * FROM ({sql}) AS g{order}");
+        let star = g.rng.pick(&["*", "g.*"]);
+        sql = format!("SELECT {star} FROM ({sql}) AS g{order}");
     }
     if matches!(query_seed % 16, 5 | 13) {
         let inner = if g.rng.percent(50) {
             let extra = g.expr(2);
-            format!("SELECT *, {extra} AS extra FROM t{}", g.filter())
+            let star = g.rng.pick(&["*", "t.*"]);
+            format!("SELECT {star}, {extra} AS extra FROM t{}", g.filter())
         } else {
             "SELECT * FROM t".to_string()
         };
