@@ -15,7 +15,9 @@
 //!   and `1.0` in a column without a type): in which of them `min()`, `max()`, a `DISTINCT`
 //!   aggregate or a group key returns. corescan reads a group's rows in rowid order, which is
 //!   the index's order when every key column of the index is a group key or made constant by
-//!   `WHERE`; other such queries are refused. A scan of the table delivers a `GROUP BY` that
+//!   `WHERE`, and for bare columns beside the one `max()`/`min()` of the index's last key
+//!   column ("the latest row per key": ties of the extreme come by rowid either way); other
+//!   such queries are refused. A scan of the table delivers a `GROUP BY` that
 //!   holds the rowid (each group is one row): groups in rowid order.
 //! - A loop corescan cannot follow (`MULTI-INDEX OR`: the rows of one index, then those of
 //!   the next not yet seen) is refused where the answer depends on its order.
@@ -187,7 +189,19 @@ pub(crate) fn follow(
             let one_row_groups = unique
                 && key.iter().filter(|k| !constant(k)).count() <= 1
                 && !aggregates_order_sensitive(r, aggregates);
-            if order_sensitive(r, keys, aggregates) && (!covered || (b && !one_row_groups)) {
+            // "The latest row per key" (`SELECT k, max(ts), v ... GROUP BY k` over an index on
+            // (k, ts)): the bare column shows the first row that reaches the max in the loop's
+            // order, whose ties come by rowid after the index's last column, as in a scan.
+            let bare_by_last_key = !b
+                && !choice.sorts_groups
+                && !keys.iter().any(|(e, c)| differs(r, e, *c))
+                && deciding_last_key(r, aggregates, &key, |k| {
+                    group_key(k).is_some() || constant(k)
+                });
+            if !bare_by_last_key
+                && order_sensitive(r, keys, aggregates)
+                && (!covered || (b && !one_row_groups))
+            {
                 return Err(SqlError::Unsupported(format!(
                     "the result of this query depends on the order of the rows within its \
                      groups, which SQLite takes from index {name:?} ({}): a group key or the \
@@ -719,6 +733,42 @@ pub(crate) fn order_sensitive(
 /// `'A'` under NOCASE): which of them a group shows depends on the order of its rows.
 fn differs(r: &Resolver<'_>, e: &Expr, c: Collation) -> bool {
     !e.reads_no_slot() && (c != Collation::Binary || !one_form(r, e))
+}
+
+/// Whether the rows that show a group's bare columns are the same in the loop over an index
+/// with key `key` (walked forwards) as in rowid order: the only `min()`/`max()` (without
+/// `DISTINCT` or `FILTER`) decides them, its argument is the index's last key column (under
+/// the index's collation, and one form for equal values), every other key column is `fixed`
+/// (a group key or a `WHERE` constant), and no other aggregate depends on the order. Ties of
+/// the argument then come by rowid in both orders, so the first row that reaches the extreme
+/// is the same, and a group whose arguments are all NULL comes in rowid order.
+fn deciding_last_key(
+    r: &Resolver<'_>,
+    aggregates: &[AggSpec],
+    key: &[Key],
+    fixed: impl Fn(&Key) -> bool,
+) -> bool {
+    let mut deciding = aggregates
+        .iter()
+        .filter(|a| matches!(a.func, AggFunc::Min | AggFunc::Max));
+    let (Some(a), None) = (deciding.next(), deciding.next()) else {
+        return false;
+    };
+    let Some((last, rest)) = key.split_last() else {
+        return false;
+    };
+    let others: Vec<AggSpec> = aggregates
+        .iter()
+        .filter(|x| !matches!(x.func, AggFunc::Shown | AggFunc::Min | AggFunc::Max))
+        .cloned()
+        .collect();
+    !a.distinct
+        && a.filter.is_none()
+        && a.arg.as_ref() == Some(&last.expr)
+        && a.collation == last.collation
+        && !differs(r, &last.expr, a.collation)
+        && rest.iter().all(fixed)
+        && !aggregates_order_sensitive(r, &others)
 }
 
 /// [`order_sensitive`]'s part that comes from the aggregates (not the keys).

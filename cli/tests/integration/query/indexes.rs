@@ -185,6 +185,13 @@ const QUERIES: &[&str] = &[
     // LIMIT` adds is not the loop's (tester table seed 8348502656852254988: first_value()
     // took the list's last row).
     "SELECT id, first_value(id) OVER () FROM o WHERE id IN (40, 2, 7, 33) ORDER BY id LIMIT 3",
+    // "The latest row per key": a bare column beside the max() of the index's last column
+    // shows the row a scan shows (ties of the max come by rowid either way; dev is DESC in
+    // ev_dev, total in o_st).
+    "SELECT dev, max(ts), id, payload FROM ev GROUP BY dev",
+    "SELECT dev, min(ts), payload, count(*) FROM ev WHERE dev > 2 GROUP BY dev ORDER BY 2, 1",
+    "SELECT status, max(total), id, note FROM o GROUP BY status",
+    "SELECT status, min(total), id FROM o GROUP BY status ORDER BY 3",
     "SELECT id, first_value(note) OVER (), status FROM o WHERE id IN (SELECT total % 90 FROM o) ORDER BY 3 DESC LIMIT 5",
 ];
 
