@@ -68,7 +68,18 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         return run_files(&args, sql, files);
     }
     let db = files.into_iter().next().context("no database file")?;
-    let planned = plan_statement(&db, sql, &args.scan)?;
+    let planned = match plan_statement(&db, sql, &args.scan) {
+        // A subquery in FROM that SQLite does not flatten: its rows, then the query over them.
+        Err(e)
+            if matches!(
+                e.downcast_ref(),
+                Some(corescan_sql::SqlError::Unsupported(_))
+            ) && corescan_sql::is_materializable(sql) =>
+        {
+            return run_materialized(&args, &db, sql);
+        }
+        planned => planned?,
+    };
     let (executors, mut settings) = scan_setup_for_leaves(
         &args.scan,
         planned.table.header.page_size,
@@ -209,6 +220,43 @@ fn sort_line(s: &engine::query::sort::SortStats) -> String {
         s.rows,
         mib(s.buffer_bytes)
     )
+}
+
+/// `corescan query` over a subquery in `FROM` that SQLite does not flatten
+/// ([`corescan_sql::answer_materialized`]): the subquery runs as a parallel scan with the
+/// placement `args` gives, in one snapshot of the file (run again after a change of the
+/// database, as a statement's subqueries are), and the query around it over its rows.
+fn run_materialized(args: &QueryArgs, db: &std::path::Path, sql: &str) -> anyhow::Result<()> {
+    let mut attempt = 1;
+    let answer = loop {
+        let file = partitioner::PageFile::open(db)?;
+        let (executors, mut settings) = scan_setup(&args.scan, file.header().page_size)?;
+        settings.memory = args.memory;
+        let scans = FileScans {
+            file: &file,
+            settings: &settings,
+            executors: &executors,
+        };
+        match corescan_sql::answer_materialized(sql, &scans) {
+            Err(e) if e.is_change() && attempt < engine::MAX_ATTEMPTS => attempt += 1,
+            Ok(Some(answer)) => break answer,
+            Ok(None) => anyhow::bail!("internal: the statement is no query over a subquery"),
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let mut writer = RowWriter::new(args.output.format, answer.names, result_stdout());
+    for row in &answer.rows {
+        writer.row(row).context("writing the result")?;
+    }
+    writer.finish().context("writing the result")?;
+    if args.output.report {
+        eprintln!(
+            "{} result rows: the subquery in FROM ran as a parallel scan, the query around it \
+             over its rows (SQLite's co-routine)",
+            answer.rows.len()
+        );
+    }
+    Ok(())
 }
 
 /// Plans `sql` over `db`, running its subqueries (each a parallel scan of its own, with the

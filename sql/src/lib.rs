@@ -23,6 +23,7 @@ mod expr;
 mod flatten;
 mod index_order;
 mod init_constants;
+mod materialize;
 mod order;
 mod plan;
 mod position;
@@ -31,6 +32,7 @@ mod sqlite_plan;
 mod subquery;
 
 pub use error::SqlError;
+pub use materialize::{answer_materialized, is_materializable, Materialized};
 
 pub use plan::{
     plan_query, plan_query_files, plan_query_running, plan_query_with, plan_table,

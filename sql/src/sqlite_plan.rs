@@ -161,6 +161,12 @@ pub fn ask(
     })
 }
 
+/// `EXPLAIN QUERY PLAN`'s lines for `sql` over `table` (all of them, indented two spaces per
+/// level), from SQLite's planner on the copy of the table's schema and statistics.
+pub(crate) fn plan_lines(table: &TablePlan, sql: &str) -> Result<Vec<String>, ChoiceError> {
+    query_plan(&replica(table, &[])?, sql)
+}
+
 /// Whether the statement's loop leaves after its first row: the min/max optimization's
 /// early out (`sqlite3WhereMinMaxOptEarlyOut`: a `Goto` from the loop's body past its `Next`
 /// or `Prev`), taken where the loop's order delivers `min(x)`/`max(x)` first (an index on

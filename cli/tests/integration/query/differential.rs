@@ -1231,6 +1231,18 @@ fn query_case(query_seed: u64) -> (String, Config) {
         };
         let star = g.rng.pick(&["*", "g.*"]);
         sql = format!("SELECT {star} FROM ({sql}) AS g{order}");
+    } else if query_seed % 16 == 9 && !upper.contains(" OVER ") {
+        // Any other query as a subquery in FROM, which SQLite then runs as a co-routine or
+        // materializes (an ORDER BY, LIMIT or DISTINCT inside, an aggregate over groups):
+        // corescan runs it, and the query around it over its rows.
+        let outer = g.rng.pick(&[
+            "SELECT * FROM ({sql}) AS g LIMIT 7",
+            "SELECT count(*), count(DISTINCT 1) FROM ({sql})",
+            "SELECT DISTINCT * FROM ({sql}) AS g",
+            "SELECT *, count(*) FROM ({sql}) AS g GROUP BY 1 ORDER BY 2 DESC, 1",
+            "WITH w AS ({sql}) SELECT * FROM w ORDER BY 1 DESC LIMIT 3",
+        ]);
+        sql = outer.replace("{sql}", &sql);
     }
     if matches!(query_seed % 16, 5 | 13) {
         let inner = if g.rng.percent(50) {
@@ -1351,7 +1363,8 @@ fn compare(path: &Path, sql: &str, config: &Config) -> Outcome {
                 || e.contains("window functions over groups in a statement with a subquery")
                 || e.contains("min() or max() with FILTER in a grouped query")
                 || e.contains("a bare column (outside GROUP BY and the aggregates) beside")
-                || e.contains("a subquery in FROM that SQLite does not flatten"))
+                || e.contains("a subquery in FROM that SQLite does not flatten")
+                || e.contains("a subquery in FROM that SQLite reads otherwise"))
         {
             return Outcome::Refused(e.clone());
         }

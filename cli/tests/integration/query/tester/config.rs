@@ -271,7 +271,37 @@ impl Config {
     pub fn answer(&self, db: &Path, sql: &str) -> Answer {
         match self.plan(db, sql) {
             Ok(planned) => self.run(&planned.table, &planned.query).answer,
+            // As `corescan query`: a subquery in FROM that SQLite does not flatten.
+            Err(corescan_sql::SqlError::Unsupported(_)) if corescan_sql::is_materializable(sql) => {
+                self.materialized(db, sql).answer
+            }
             Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Answers `sql` over its subquery in `FROM`, run under this configuration
+    /// ([`corescan_sql::answer_materialized`], as `corescan query` does where planning the
+    /// statement as one scan is refused).
+    pub fn materialized(&self, db: &Path, sql: &str) -> Observed {
+        let run = || -> Result<_, corescan_sql::SqlError> {
+            let file = partitioner::PageFile::open(db)?;
+            let settings = self.window.settings(self.io, file.header().page_size);
+            let executors = self.cores.executors();
+            let scans = corescan_sql::FileScans {
+                file: &file,
+                settings: &settings,
+                executors: &executors,
+            };
+            corescan_sql::answer_materialized(sql, &scans)
+        };
+        match run() {
+            Ok(Some(m)) => Observed {
+                answer: Ok((m.names, m.rows)),
+                report: None,
+                streamed: None,
+            },
+            Ok(None) => Observed::failed("the statement is no query over a subquery"),
+            Err(e) => Observed::failed(e),
         }
     }
 
