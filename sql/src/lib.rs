@@ -6,7 +6,9 @@
 //! [`engine::query::QueryPlan`] ([`plan`]). Uncorrelated subqueries, over any table of the
 //! file, run while the statement is planned, each as its own scan through a
 //! [`SubqueryRunner`] ([`plan_query_running`]; [`plan_query`] runs them with the default
-//! placement), and the statement is planned over their results.
+//! placement), and the statement is planned over their results. A subquery in `FROM` that
+//! SQLite does not flatten runs first as its own scan, and the query around it over its
+//! rows ([`answer_materialized`]).
 //!
 //! Names resolve as SQLite resolves them: columns case-insensitively, `rowid`, `_rowid_` and
 //! `oid` for the rowid unless a column has that name, an `INTEGER PRIMARY KEY` column as the

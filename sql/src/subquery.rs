@@ -17,8 +17,8 @@
 //! ([`crate::sqlite_plan::choose`]), so that the loops followed are SQLite's.
 //!
 //! A subquery that names a column of the query around it (correlated) is refused, and so are
-//! subqueries in `FROM`, `WITH` and row values: the message points to `corescan sql`, which
-//! plans them with DataFusion.
+//! row values: the message points to `corescan sql`, which plans them with DataFusion.
+//! Subqueries in `FROM` and `WITH` are `crate::flatten`'s and `crate::materialize`'s.
 //!
 //! Layering: below the statement planner (`plan`, which hands the context its planning
 //! function) and the expression resolver (`expr::subquery`, which asks it for results); it

@@ -1393,6 +1393,12 @@ fn compare(path: &Path, sql: &str, config: &Config) -> Outcome {
         {
             return Outcome::EvaluatedMoreRows(e.clone());
         }
+        // A subquery in FROM run first: SQLite stops its co-routine at the outer LIMIT (or
+        // the subquery's grouped LIMIT, as above) and skips the columns the outer query never
+        // reads, where corescan computes all of the subquery (docs/queries.md).
+        if !e.contains("not supported") && corescan_sql::is_materializable(sql) {
+            return Outcome::EvaluatedMoreRows(e.clone());
+        }
     }
     let overflow = |a: &super::Answer| matches!(a, Err(e) if e.contains("integer overflow"));
     if sql.contains("sum(") && (overflow(&want) != overflow(&got)) {
