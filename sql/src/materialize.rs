@@ -491,10 +491,11 @@ fn subquery_columns(db: &Connection, base: &str, inner: &str) -> Result<Vec<Colu
     Ok(columns)
 }
 
-/// A subquery's column that reads a name is named by the name as written (`rowid`, `ID`):
-/// SQLite names a subquery's columns before it resolves them (`sqlite3ColumnsFromExprList`
-/// on `TK_ID`), where a view's (asked of SQLite above) are named after the column resolved
-/// (`id` for `rowid`). Duplicates then take `:1`, `:2`, ... again.
+/// A subquery's column without an alias is named by the name as written (`rowid`, `ID`) or
+/// its text: SQLite names a subquery's columns before it resolves them
+/// (`sqlite3ColumnsFromExprList` on `TK_ID`, or the span), where a view's (asked of SQLite
+/// above) are named after the column resolved (`id` for `rowid`, `g` for `likely(g)`).
+/// Duplicates then take `:1`, `:2`, ... again.
 fn name_as_written(inner: &str, columns: &mut [Column]) {
     let Ok(statements) = crate::dialect::parse(inner) else {
         return;
@@ -523,9 +524,10 @@ fn name_as_written(inner: &str, columns: &mut [Column]) {
         },
         _ => return,
     };
+    let texts = crate::plan::item_texts(inner, s);
     let mut at = 0;
     let mut renamed = false;
-    for item in &s.projection {
+    for (k, item) in s.projection.iter().enumerate() {
         match item {
             ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
                 at += expanded;
@@ -536,10 +538,12 @@ fn name_as_written(inner: &str, columns: &mut [Column]) {
                 while let ast::Expr::Nested(x) | ast::Expr::Collate { expr: x, .. } = e {
                     e = x;
                 }
+                // Any other expression by its text as written (`likelihood(g, 1.0)`, which a
+                // view names `g`, resolved).
                 let written = match e {
                     ast::Expr::Identifier(i) => Some(i.value.clone()),
                     ast::Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()),
-                    _ => None,
+                    _ => texts.as_ref().and_then(|t| t.get(k).cloned()),
                 };
                 if let (Some(w), Some(c)) = (written, columns.get_mut(at)) {
                     renamed |= c.name != w;
@@ -576,9 +580,20 @@ fn load(
     rows: &[Vec<Value>],
 ) -> Result<(), SqlError> {
     let untyped: Vec<String> = columns.iter().map(|c| quote(&c.name)).collect();
+    // The declared type by its affinity's own name (only the affinity counts).
     let typed: Vec<String> = columns
         .iter()
-        .map(|c| format!("{} {} COLLATE {}", quote(&c.name), c.declared, c.collation))
+        .map(|c| {
+            use partitioner::affinity::Affinity as A;
+            let declared = match A::of_declared_type(&c.declared) {
+                A::Blob => "BLOB",
+                A::Text => "TEXT",
+                A::Numeric => "NUMERIC",
+                A::Integer => "INTEGER",
+                A::Real => "REAL",
+            };
+            format!("{} {declared} COLLATE {}", quote(&c.name), c.collation)
+        })
         .collect();
     db.execute_batch(&format!(
         "CREATE TABLE {}({})",

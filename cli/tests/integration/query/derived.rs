@@ -77,6 +77,11 @@ fn output_names_are_sqlite_s() {
         // A column under COLLATE is named by the column, under likely() by the text (the
         // differential tester's table seed 1005201824040875856).
         "SELECT * FROM (SELECT (c COLLATE BINARY), likely(s), +i FROM t)",
+        // ... also over a subquery SQLite does not flatten (named before names resolve: a
+        // view of it names `rowid` `id` and `likelihood(i, 1.0)` `i`; tester table seed
+        // 5947611802621080718).
+        "SELECT * FROM (SELECT rowid, ID, likelihood(i, 1.0), s AS x, i  +  1, i FROM t ORDER BY id LIMIT 3)",
+        "WITH w AS (SELECT DISTINCT c, C, (c COLLATE BINARY) FROM t) SELECT * FROM w ORDER BY 1",
     ] {
         assert_eq!(corescan_names(db, sql), sqlite_names(db, sql), "{sql}");
     }
