@@ -67,6 +67,11 @@ pub(crate) fn inline_ctes(query: &ast::Query) -> Result<ast::Query, SqlError> {
     }
     let mut ctes: Vec<Cte> = Vec::new();
     for cte in with.cte_tables {
+        // Its own name in its body is a circular reference to SQLite (without RECURSIVE);
+        // inlined, it read the table of that name or, revisited, never ended.
+        if names_table(&cte.query, &cte.alias.name.value) {
+            return invalid(format!("circular reference: {}", cte.alias.name.value));
+        }
         let mut body = *cte.query;
         // A common table expression sees the ones before it.
         replace_references(&mut body, &ctes)?;
@@ -78,6 +83,18 @@ pub(crate) fn inline_ctes(query: &ast::Query) -> Result<ast::Query, SqlError> {
     }
     replace_references(&mut q, &ctes)?;
     Ok(q)
+}
+
+/// Whether a `FROM` of `q` (or of its subqueries) names the table `name`.
+fn names_table(q: &ast::Query, name: &str) -> bool {
+    let mut found = false;
+    let _ = ast::visit_relations(q, |r| {
+        if let [ast::ObjectNamePart::Identifier(id)] = r.0.as_slice() {
+            found |= id.value.eq_ignore_ascii_case(name);
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    found
 }
 
 /// Replaces the references to `ctes` in `q`'s `FROM`s (its own and its subqueries').
@@ -95,7 +112,9 @@ fn replace_references(q: &mut ast::Query, ctes: &[Cte]) -> Result<(), SqlError> 
             }
             ControlFlow::Continue(())
         }
-        fn pre_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<SqlError> {
+        // After the factor's own parts: the subquery put in its place is not visited again
+        // (its references were replaced when its expression was defined).
+        fn post_visit_table_factor(&mut self, f: &mut TableFactor) -> ControlFlow<SqlError> {
             let TableFactor::Table {
                 name, alias, args, ..
             } = f

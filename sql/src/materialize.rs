@@ -70,16 +70,10 @@ pub fn answer_materialized(
         return Ok(None);
     };
     let planned = crate::plan::plan_query_running(&shape.inner, runner)?;
-    let table = planned.table.clone();
-    let base = planned.table.table.sql.clone();
-    let rows = match runner.run(&planned.table, planned.query)? {
-        Ok(rows) => rows,
-        Err(message) => return Err(SqlError::Invalid(message)),
-    };
     let db = Connection::open_in_memory().map_err(sqlite)?;
     db.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)
         .map_err(sqlite)?;
-    let mut columns = subquery_columns(&db, &base, &shape.inner)?;
+    let mut columns = subquery_columns(&db, &planned.table.table.sql, &shape.inner)?;
     name_as_written(&shape.inner, &mut columns);
     // The rows' table has a rowid, the subquery none (`no such column: rowid`).
     for (written, last) in &shape.rowids {
@@ -87,7 +81,21 @@ pub fn answer_materialized(
             return Err(SqlError::Invalid(format!("no such column: {written}")));
         }
     }
-    same_loop(&table, sql, &shape.inner, shape.plain_outer)?;
+    same_loop(&planned.table, sql, &shape.inner, shape.plain_outer)?;
+    // The copy of the table's schema goes: the rows' table may take its name.
+    db.execute_batch(&format!(
+        "DROP VIEW temp.\"corescan subquery\"; DROP TABLE main.{};",
+        quote(&planned.table.table.name)
+    ))
+    .map_err(sqlite)?;
+    let rows = match runner.run(&planned.table, planned.query)? {
+        Ok(rows) => rows,
+        Err(message) => return Err(SqlError::Invalid(message)),
+    };
+    // An index that promised rows the table lacks is damaged (as for any statement).
+    if let Some(p) = &planned.index_plan {
+        p.check_rows(rows.len() as u64)?;
+    }
     load(&db, &shape.table, &columns, &rows)?;
     run_outer(&db, &shape.outer).map(Some)
 }

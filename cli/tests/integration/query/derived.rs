@@ -130,6 +130,8 @@ fn subqueries_sqlite_does_not_flatten() {
         // Window functions over a grouped subquery (SQLite's co-routine of groups).
         "SELECT c, rank() OVER (ORDER BY n) FROM (SELECT c, count(*) AS n FROM t GROUP BY c)",
         "SELECT \"count(*)\" FROM (SELECT c, count(*) FROM t GROUP BY c) ORDER BY 1",
+        // The rows' table may take the name of the table the subquery reads.
+        "SELECT t.c, count(*) FROM (SELECT DISTINCT c, i % 4 FROM t) AS t GROUP BY 1 ORDER BY 2, 1",
     ] {
         QueryTester::new(db, sql)
             .span(&[Axis::Cores, Axis::Io])
@@ -174,6 +176,15 @@ fn what_is_not_flattened_is_refused_or_an_error() {
         "WITH w AS (SELECT DISTINCT i % 3, s FROM t ORDER BY 2 DESC) SELECT * FROM w ORDER BY 1 DESC LIMIT 3",
         "ORDER BY but no LIMIT",
     );
+    // A common table expression that names itself is circular to SQLite (without
+    // RECURSIVE); it read the table of that name, or never ended.
+    for sql in [
+        "WITH t AS (SELECT s FROM t) SELECT * FROM t",
+        "WITH t AS (SELECT s FROM t ORDER BY r DESC, id LIMIT 6) SELECT * FROM t",
+        "WITH a AS (SELECT id FROM t WHERE id IN (SELECT id FROM a)) SELECT * FROM a",
+    ] {
+        check_error(db, sql, "circular reference");
+    }
     // The query around a subquery SQLite does not flatten reads nothing else.
     check_error(
         db,
