@@ -2,9 +2,11 @@
 //! query as SQLite's flattener flattens them, compared with SQLite 3.54: values under every
 //! core count and backend, the affinity and collation a subquery column keeps (a table
 //! column's own; an implicit `BINARY` for any other expression), output column names, rows
-//! in SQLite's order through an index, subqueries that aggregate (SQLite's co-routine), and
-//! the refusals (a subquery SQLite does not flatten, `LIMIT`/`DISTINCT`/`ORDER BY` inside, an
-//! aggregate over one that aggregates, `WITH RECURSIVE`).
+//! in SQLite's order through an index, subqueries that aggregate (SQLite's co-routine),
+//! subqueries SQLite does not flatten (`LIMIT`/`DISTINCT`/`ORDER BY` inside, an aggregate over
+//! one that aggregates: run first, the query around them over their rows), and the refusals
+//! (a statement around them that reads another table, plans SQLite changes inside the
+//! statement, circular and recursive `WITH`).
 
 use std::path::Path;
 
