@@ -283,18 +283,7 @@ impl Config {
     /// ([`corescan_sql::answer_materialized`], as `corescan query` does where planning the
     /// statement as one scan is refused).
     pub fn materialized(&self, db: &Path, sql: &str) -> Observed {
-        let run = || -> Result<_, corescan_sql::SqlError> {
-            let file = partitioner::PageFile::open(db)?;
-            let settings = self.window.settings(self.io, file.header().page_size);
-            let executors = self.cores.executors();
-            let scans = corescan_sql::FileScans {
-                file: &file,
-                settings: &settings,
-                executors: &executors,
-            };
-            corescan_sql::answer_materialized(sql, &scans)
-        };
-        match run() {
+        match self.with_scans(db, |scans| corescan_sql::answer_materialized(sql, scans)) {
             Ok(Some(m)) => Observed {
                 answer: Ok((m.names, m.rows)),
                 report: None,
@@ -311,15 +300,23 @@ impl Config {
         db: &Path,
         sql: &str,
     ) -> Result<corescan_sql::PlannedQuery, corescan_sql::SqlError> {
+        self.with_scans(db, |scans| corescan_sql::plan_query_running(sql, scans))
+    }
+
+    /// Calls `f` with the statement's scans of `db` under this configuration (one snapshot).
+    fn with_scans<T>(
+        &self,
+        db: &Path,
+        f: impl FnOnce(&corescan_sql::FileScans<'_>) -> Result<T, corescan_sql::SqlError>,
+    ) -> Result<T, corescan_sql::SqlError> {
         let file = partitioner::PageFile::open(db)?;
         let settings = self.window.settings(self.io, file.header().page_size);
         let executors = self.cores.executors();
-        let scans = corescan_sql::FileScans {
+        f(&corescan_sql::FileScans {
             file: &file,
             settings: &settings,
             executors: &executors,
-        };
-        corescan_sql::plan_query_running(sql, &scans)
+        })
     }
 }
 
