@@ -620,7 +620,8 @@ impl Expr {
 
     /// Whether computing the expression can fail on some row (a function's error: `abs` of
     /// the smallest integer, a result over SQLite's length limit, a bad escape; a `LIKE` with
-    /// an `ESCAPE` or a pattern not written as a literal). Columns, literals, operators,
+    /// an `ESCAPE` or a pattern not written as a literal, or a literal pattern too long for
+    /// SQLite, [`super::like::pattern_too_long`]). Columns, literals, operators,
     /// comparisons, `CASE` and `CAST` never fail of themselves.
     pub fn may_fail(&self) -> bool {
         let mut fails = false;
@@ -630,7 +631,13 @@ impl Expr {
                 Expr::Raise(_) => true,
                 Expr::Like {
                     pattern, escape, ..
-                } => escape.is_some() || !matches!(**pattern, Expr::Literal(_)),
+                } => {
+                    escape.is_some()
+                        || match &**pattern {
+                            Expr::Literal(p) => super::like::pattern_too_long(p.as_ref()),
+                            _ => true,
+                        }
+                }
                 _ => false,
             }
         });

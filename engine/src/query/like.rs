@@ -17,6 +17,19 @@ enum Token {
     Set(bool, Vec<(char, char)>),
 }
 
+/// The longest text pattern SQLite's `LIKE` and `GLOB` take, in bytes
+/// (`SQLITE_MAX_LIKE_PATTERN_LENGTH`, the default of `SQLITE_LIMIT_LIKE_PATTERN_LENGTH`).
+pub const PATTERN_LIMIT: usize = 50_000;
+
+/// Whether SQLite's `likeFunc` refuses `pattern` as `LIKE or GLOB pattern too complex`: a
+/// text or blob of more than [`PATTERN_LIMIT`] bytes (measured on 3.54: the check comes
+/// before the operand or the escape is looked at, so it fails even where they are NULL).
+/// Builds with `SQLITE_LIKE_DOESNT_MATCH_BLOBS` (apsw's wheels) answer 0 for a blob first;
+/// SQLite's default build, corescan's oracle, does not.
+pub fn pattern_too_long(pattern: ValueRef<'_>) -> bool {
+    matches!(pattern, ValueRef::Text(t) | ValueRef::Blob(t) if t.len() > PATTERN_LIMIT)
+}
+
 /// `x LIKE pattern [ESCAPE escape]` (or `GLOB`): `None` when an operand is NULL.
 pub fn like_value(
     x: ValueRef<'_>,
@@ -24,6 +37,9 @@ pub fn like_value(
     escape: Option<ValueRef<'_>>,
     glob: bool,
 ) -> Result<Option<bool>, String> {
+    if pattern_too_long(pattern) {
+        return Err("LIKE or GLOB pattern too complex".into());
+    }
     let esc = match escape {
         None => None,
         Some(e) => {

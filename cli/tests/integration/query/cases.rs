@@ -555,8 +555,22 @@ fn regressions_found_by_the_differential_tester() {
         "SELECT id, max(s, (s COLLATE NOCASE) = 'x') FROM t",
         // Negative blob and hex literals.
         "SELECT -x'01', -0x10, 0x7fffffffffffffff, 0xffffffffffffffff FROM t LIMIT 1",
+        // A pattern of 50,000 bytes is taken; one longer fails (below).
+        "SELECT id, s LIKE printf('%.*c', 50000, '%') FROM t",
+        "SELECT id, s GLOB CAST(printf('%.*c', 50000, '*') AS BLOB) FROM t",
     ]);
     let db = fixture();
+    // A text or blob pattern over 50,000 bytes is `LIKE or GLOB pattern too complex`, even
+    // with a NULL operand (the tester's run seed 1796493467109616210: a group_concat subquery
+    // as the pattern).
+    for q in [
+        "SELECT id, s GLOB CAST(printf('%.*c', 50001, '*') AS BLOB) FROM t",
+        "SELECT id FROM t WHERE s GLOB printf('%.*c', 50001, 'a')",
+        "SELECT NULL LIKE printf('%.*c', 50001, '%') FROM t",
+        "SELECT id FROM t WHERE s NOT GLOB (SELECT group_concat(s || r, '|') FROM t) || printf('%.*c', 50000, '*')",
+    ] {
+        check_error(db, q, "LIKE or GLOB pattern too complex");
+    }
     check_error(db, "SELECT s FROM t ORDER BY (0.5 IS NULL)", "out of range");
     check_error(db, "SELECT s FROM t ORDER BY (i AND 0)", "out of range");
     // Found by the differential tester (run seed 1796115401311635259): signs over a string.
