@@ -11,11 +11,10 @@ use anyhow::Context;
 use clap::Args;
 use corescan_sql::FileScans;
 use engine::query::{
-    run_query_files_streaming, run_query_rendered, run_query_streaming, FileRow, MissingTable,
-    QueryError, RowRender,
+    run_query_files_streaming, run_query_rendered, FileRow, MissingTable, QueryError, RowRender,
 };
 
-use crate::query_output::{result_stdout, Format, FormatRender, OutputArgs, RowWriter};
+use crate::query_output::{result_stdout, FormatRender, OutputArgs, RowWriter};
 use crate::report;
 use crate::scan_setup::{scan_setup, scan_setup_for_leaves, ScanArgs};
 
@@ -120,21 +119,16 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
             }
             None => corescan_sql::plan_table(&db, &table, &planned.query),
         },
-        |plan| match if args.output.format == Format::Table {
-            run_query_streaming(plan, query.borrow().clone(), &settings, &executors, |row| {
-                writer.row(row)
-            })
-        } else {
-            // The executors format the rows in parallel; this thread only writes them.
-            run_query_rendered(
-                plan,
-                query.borrow().clone(),
-                &settings,
-                &executors,
-                Arc::clone(&render),
-                |bytes| writer.rendered(bytes),
-            )
-        } {
+        // The executors format the rows in parallel (a box table's cells, kept until its
+        // widths are known); this thread only writes them.
+        |plan| match run_query_rendered(
+            plan,
+            query.borrow().clone(),
+            &settings,
+            &executors,
+            Arc::clone(&render),
+            |bytes| writer.rendered(bytes),
+        ) {
             Ok(out) => Ok(Ok(out)),
             Err(QueryError::Scan(e)) => Err(e),
             Err(e) => Ok(Err(e.to_string())),
@@ -306,10 +300,10 @@ fn run_files(args: &QueryArgs, sql: &str, files: Vec<PathBuf>) -> anyhow::Result
     settings.memory = args.memory;
     let names = planned.query.names.clone();
     let mut writer = RowWriter::new(args.output.format, names.clone(), result_stdout());
-    // The executors format the rows in parallel (but for the box table, which is drawn
-    // here); this thread only writes them.
-    let render: Option<Arc<dyn RowRender>> = (args.output.format != Format::Table)
-        .then(|| Arc::new(FormatRender::new(args.output.format, names)) as Arc<dyn RowRender>);
+    // The executors format the rows in parallel (a box table's cells, kept until its widths
+    // are known); this thread only writes them.
+    let render: Option<Arc<dyn RowRender>> =
+        Some(Arc::new(FormatRender::new(args.output.format, names)));
     let result = run_query_files_streaming(
         files,
         &planned.table,

@@ -150,7 +150,7 @@ pub struct RowWriter<W: std::io::Write> {
     out: W,
     rows: u64,
     /// The rows of a `table`, kept until the widths are known.
-    table: Vec<Vec<Value>>,
+    table: TableCells,
     line: Vec<u8>,
 }
 
@@ -161,7 +161,7 @@ impl<W: std::io::Write> RowWriter<W> {
             format: FormatRender::new(format, names),
             out,
             rows: 0,
-            table: Vec::new(),
+            table: TableCells::default(),
             line: Vec::new(),
         }
     }
@@ -173,25 +173,31 @@ impl<W: std::io::Write> RowWriter<W> {
 
     /// Writes one row.
     pub fn row(&mut self, row: &[Value]) -> std::io::Result<()> {
+        let refs: Vec<ValueRef<'_>> = row.iter().map(Value::as_ref).collect();
         if self.format.format == Format::Table {
             self.rows += 1;
-            self.table.push(row.to_vec());
+            self.table.start_row();
+            self.format.write_row(&refs, &mut self.table.bytes);
             return Ok(());
         }
         let mut line = std::mem::take(&mut self.line);
         line.clear();
-        let refs: Vec<ValueRef<'_>> = row.iter().map(Value::as_ref).collect();
         self.format.write_row(&refs, &mut line);
         let written = self.rendered(&line);
         self.line = line;
         written
     }
 
-    /// Writes one row rendered by [`FormatRender`] (not for `table`, which needs the values).
+    /// Writes one row rendered by [`FormatRender`] (for `table`, keeps its cells).
     pub fn rendered(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         let first = self.rows == 0;
         self.rows += 1;
         match self.format.format {
+            Format::Table => {
+                self.table.start_row();
+                self.table.bytes.extend_from_slice(bytes);
+                return Ok(());
+            }
             Format::Csv if first => {
                 let mut header = Vec::new();
                 for (i, name) in self.format.names.iter().enumerate() {
@@ -214,7 +220,7 @@ impl<W: std::io::Write> RowWriter<W> {
     pub fn finish(mut self) -> std::io::Result<()> {
         match self.format.format {
             Format::Json if self.rows > 0 => self.out.write_all(b"]\n")?,
-            Format::Table if !self.table.is_empty() => {
+            Format::Table if self.rows > 0 => {
                 boxed(&mut self.out, &self.format.names, &self.table)?;
             }
             _ => {}
@@ -226,7 +232,8 @@ impl<W: std::io::Write> RowWriter<W> {
 /// How the rows of a result are rendered in one output mode, without what depends on a row's
 /// place (the CSV header, JSON's `[` and separators, the blank line between `line` records):
 /// what the executors run in parallel when a projection streams ([`RowRender`]), writing
-/// straight from the values borrowed from the pages. Not for `table`.
+/// straight from the values borrowed from the pages. For `table`, a row's cells as
+/// [`TableCells`] keeps them: the box is drawn when every row is in.
 pub struct FormatRender {
     format: Format,
     names: Vec<String>,
@@ -268,7 +275,12 @@ impl FormatRender {
     /// Appends one row's bytes to `out`.
     pub fn write_row(&self, row: &[ValueRef<'_>], out: &mut Vec<u8>) {
         match self.format {
-            Format::Table => {}
+            Format::Table => {
+                for &v in row {
+                    push_text(out, v);
+                    out.push(0);
+                }
+            }
             Format::Csv => {
                 for (i, &v) in row.iter().enumerate() {
                     if i > 0 {
@@ -397,74 +409,231 @@ fn json_string(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
 }
 
-/// Writes `rows` as `sqlite3 -box` draws them: a first pass over the values finds each
-/// column's width, the second writes row by row (no cell's text is kept: a table of millions
-/// of rows holds only its values).
+/// The cells of a box table's rows, kept until every row is in and the columns' widths are
+/// known: each cell's text as [`push_text`] writes it (UTF-8, up to the value's first NUL)
+/// followed by a NUL, which no cell's text holds, row after row. About the size of the
+/// result as CSV: a table of millions of rows holds no value and no string per cell.
+#[derive(Default)]
+struct TableCells {
+    bytes: Vec<u8>,
+    rows: usize,
+    /// Where every [`TABLE_BLOCK`]-th row starts in `bytes`: the pieces the drawing threads
+    /// take.
+    blocks: Vec<usize>,
+}
+
+/// Rows per piece of a box table measured or drawn by one thread at a time.
+const TABLE_BLOCK: usize = 4096;
+
+impl TableCells {
+    /// Notes that a row's cells start at the end of `bytes`.
+    fn start_row(&mut self) {
+        if self.rows % TABLE_BLOCK == 0 {
+            self.blocks.push(self.bytes.len());
+        }
+        self.rows += 1;
+    }
+
+    /// The cells of each block of rows, in order.
+    fn block_bytes(&self) -> impl Iterator<Item = &[u8]> {
+        let ends = self
+            .blocks
+            .iter()
+            .skip(1)
+            .copied()
+            .chain([self.bytes.len()]);
+        self.blocks
+            .iter()
+            .zip(ends)
+            .map(|(&a, b)| &self.bytes[a..b])
+    }
+}
+
+/// A cell's width in characters: the most characters on one of its lines (the texts are
+/// UTF-8: every byte but a continuation byte starts a character). The second value says
+/// whether the cell has more than one line.
+fn cell_width(cell: &[u8]) -> (usize, bool) {
+    let (mut widest, mut line, mut lines) = (0, 0, false);
+    for &b in cell {
+        if b == b'\n' {
+            lines = true;
+            widest = widest.max(line);
+            line = 0;
+        } else if b & 0xc0 != 0x80 {
+            line += 1;
+        }
+    }
+    (widest.max(line), lines)
+}
+
+/// The cells in `bytes`, each ended by its NUL.
+fn cells(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes
+        .split_inclusive(|&b| b == 0)
+        .map(|c| &c[..c.len() - 1])
+}
+
+/// The widths of the columns of the cells in `blocks` (whole rows of `columns` cells each),
+/// and whether any cell has more than one line.
+fn measure(blocks: &[&[u8]], columns: usize) -> (Vec<usize>, bool) {
+    let mut widths = vec![0; columns];
+    let mut multiline = false;
+    for block in blocks {
+        for (cell, column) in cells(block).zip((0..columns).cycle()) {
+            let (w, lines) = cell_width(cell);
+            widths[column] = widths[column].max(w);
+            multiline |= lines;
+        }
+    }
+    (widths, multiline)
+}
+
+/// Draws the rows whose cells are `bytes` as `sqlite3 -box` does, into `out`: a rule between
+/// rows when some cell of the table has several lines (not before the table's first row,
+/// `first`), each of a row's lines between `│`, every cell padded to its column's width.
+fn draw(bytes: &[u8], widths: &[usize], multiline: bool, first: bool, out: &mut Vec<u8>) {
+    const SPACES: &[u8] = &[b' '; 256];
+    let pad = |out: &mut Vec<u8>, mut n: usize| {
+        while n > 0 {
+            let k = n.min(SPACES.len());
+            out.extend_from_slice(&SPACES[..k]);
+            n -= k;
+        }
+    };
+    let middle = rule(widths, "├", "┼", "┤");
+    let columns = widths.len();
+    let mut row_cells: Vec<&[u8]> = Vec::with_capacity(columns);
+    let mut pieces = cells(bytes);
+    let mut row = 0;
+    while columns > 0 {
+        row_cells.clear();
+        row_cells.extend(pieces.by_ref().take(columns));
+        if row_cells.len() < columns {
+            break;
+        }
+        if multiline && (row > 0 || !first) {
+            out.extend_from_slice(middle.as_bytes());
+        }
+        row += 1;
+        let lines = if multiline {
+            row_cells
+                .iter()
+                .map(|c| c.iter().filter(|&&b| b == b'\n').count() + 1)
+                .max()
+                .unwrap_or(1)
+        } else {
+            1
+        };
+        for l in 0..lines {
+            out.extend_from_slice("│".as_bytes());
+            for (cell, &w) in row_cells.iter().zip(widths) {
+                let text = if lines == 1 {
+                    *cell
+                } else {
+                    cell.split(|&b| b == b'\n').nth(l).unwrap_or(b"")
+                };
+                out.push(b' ');
+                out.extend_from_slice(text);
+                pad(out, w - cell_width(text).0);
+                out.extend_from_slice(" │".as_bytes());
+            }
+            out.push(b'\n');
+        }
+    }
+}
+
+/// A horizontal rule of the box: `l`, each column's width plus two of `─` joined by `m`, `r`.
+fn rule(widths: &[usize], l: &str, m: &str, r: &str) -> String {
+    let parts: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
+    format!("{l}{}{r}\n", parts.join(m))
+}
+
+/// Writes the rows of `table` as `sqlite3 -box` draws them, on every CPU: the threads first
+/// measure the columns' widths, each over its own blocks of rows, then draw blocks in turn
+/// while this thread writes the blocks drawn before, in order.
 fn boxed(
     out: &mut impl std::io::Write,
     names: &[String],
-    rows: &[Vec<Value>],
+    table: &TableCells,
 ) -> std::io::Result<()> {
-    let width = |s: &str| s.chars().count();
-    let mut widths: Vec<usize> = names.iter().map(|n| width(n)).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let columns = names.len();
+    let blocks: Vec<&[u8]> = table.block_bytes().collect();
+    let per = blocks.len().div_ceil(threads).max(1);
+    let measured: Vec<(Vec<usize>, bool)> = std::thread::scope(|s| {
+        let handles: Vec<_> = blocks
+            .chunks(per)
+            .map(|mine| s.spawn(move || measure(mine, columns)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("measuring a box table's columns"))
+            .collect()
+    });
+    let mut widths: Vec<usize> = names.iter().map(|n| n.chars().count()).collect();
     let mut multiline = false;
-    let mut cell = String::new();
-    let text_of = |v: &Value, cell: &mut String| {
-        cell.clear();
-        let mut bytes = std::mem::take(cell).into_bytes();
-        push_text(&mut bytes, v.as_ref());
-        *cell = String::from_utf8(bytes).unwrap_or_default();
-    };
-    for r in rows {
-        for (w, v) in widths.iter_mut().zip(r) {
-            text_of(v, &mut cell);
-            for (i, l) in cell.split('\n').enumerate() {
-                multiline |= i > 0;
-                *w = (*w).max(width(l));
-            }
+    for (w, m) in measured {
+        for (a, b) in widths.iter_mut().zip(w) {
+            *a = (*a).max(b);
         }
+        multiline |= m;
     }
-    let rule = |l: &str, m: &str, r: &str| {
-        let parts: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
-        format!("{l}{}{r}\n", parts.join(m))
-    };
-    let middle = rule("├", "┼", "┤");
-    let mut s = rule("┌", "┬", "┐");
-    s.push('│');
+    let mut head = rule(&widths, "┌", "┬", "┐");
+    head.push('│');
     for (n, w) in names.iter().zip(&widths) {
-        let pad = w - width(n);
+        let pad = w - n.chars().count();
         let left = pad / 2;
-        let _ = write!(s, " {}{}{} │", " ".repeat(left), n, " ".repeat(pad - left));
+        let _ = write!(
+            head,
+            " {}{}{} │",
+            " ".repeat(left),
+            n,
+            " ".repeat(pad - left)
+        );
     }
-    s.push('\n');
-    s.push_str(&middle);
-    out.write_all(s.as_bytes())?;
-    let mut cells: Vec<String> = Vec::new();
-    for (i, r) in rows.iter().enumerate() {
-        if i > 0 && multiline {
-            out.write_all(middle.as_bytes())?;
-        }
-        cells.resize(r.len(), String::new());
-        for (c, v) in cells.iter_mut().zip(r) {
-            text_of(v, c);
-        }
-        let lines = cells
-            .iter()
-            .map(|c| c.split('\n').count())
-            .max()
-            .unwrap_or(1);
-        s.clear();
-        for l in 0..lines {
-            s.push('│');
-            for (c, w) in cells.iter().zip(&widths) {
-                let t = c.split('\n').nth(l).unwrap_or("");
-                let _ = write!(s, " {}{} │", t, " ".repeat(w - width(t)));
-            }
-            s.push('\n');
-        }
-        out.write_all(s.as_bytes())?;
+    head.push('\n');
+    head.push_str(&rule(&widths, "├", "┼", "┤"));
+    out.write_all(head.as_bytes())?;
+    // Each round draws `threads` runs of blocks while the runs of the round before are written.
+    const BLOCKS_PER_RUN: usize = 4;
+    let mut drawn: Vec<Vec<u8>> = Vec::new();
+    let mut rounds = blocks
+        .chunks(BLOCKS_PER_RUN * threads)
+        .enumerate()
+        .peekable();
+    while rounds.peek().is_some() || !drawn.is_empty() {
+        let round = rounds.next();
+        let (widths, drawn_before) = (&widths, std::mem::take(&mut drawn));
+        let (now, written) = std::thread::scope(|s| {
+            let handles: Vec<_> = round
+                .into_iter()
+                .flat_map(|(r, blocks)| {
+                    blocks
+                        .chunks(BLOCKS_PER_RUN)
+                        .enumerate()
+                        .map(move |(k, run)| (r == 0 && k == 0, run))
+                })
+                .map(|(first, run)| {
+                    s.spawn(move || {
+                        let mut buf = Vec::new();
+                        for (i, block) in run.iter().enumerate() {
+                            draw(block, widths, multiline, first && i == 0, &mut buf);
+                        }
+                        buf
+                    })
+                })
+                .collect();
+            let written = drawn_before.iter().try_for_each(|b| out.write_all(b));
+            let now: Vec<Vec<u8>> = handles
+                .into_iter()
+                .map(|h| h.join().expect("drawing a box table"))
+                .collect();
+            (now, written)
+        });
+        written?;
+        drawn = now;
     }
-    out.write_all(rule("└", "┴", "┘").as_bytes())
+    out.write_all(rule(&widths, "└", "┴", "┘").as_bytes())
 }
 
 #[cfg(test)]
@@ -557,5 +726,92 @@ mod tests {
             "    v = ab\n    w = x\n"
         );
         assert!(render(Format::Table, &names, &rows).contains("│ ab │ x │"));
+    }
+
+    /// `sqlite3 -box` drawn the plain way, one row after another from the values: what the
+    /// parallel [`boxed`] must write byte for byte.
+    fn boxed_one_by_one(names: &[String], rows: &[Vec<Value>]) -> String {
+        let text = |v: &Value| {
+            let mut b = Vec::new();
+            push_text(&mut b, v.as_ref());
+            String::from_utf8(b).expect("push_text writes UTF-8")
+        };
+        let width = |s: &str| s.chars().count();
+        let mut widths: Vec<usize> = names.iter().map(|n| width(n)).collect();
+        let multiline = rows.iter().flatten().any(|v| text(v).contains('\n'));
+        for r in rows {
+            for (w, v) in widths.iter_mut().zip(r) {
+                for l in text(v).split('\n') {
+                    *w = (*w).max(width(l));
+                }
+            }
+        }
+        let mut s = rule(&widths, "┌", "┬", "┐");
+        s.push('│');
+        for (n, w) in names.iter().zip(&widths) {
+            let pad = w - width(n);
+            let left = pad / 2;
+            s += &format!(" {}{}{} │", " ".repeat(left), n, " ".repeat(pad - left));
+        }
+        s.push('\n');
+        s += &rule(&widths, "├", "┼", "┤");
+        for (i, r) in rows.iter().enumerate() {
+            if i > 0 && multiline {
+                s += &rule(&widths, "├", "┼", "┤");
+            }
+            let cells: Vec<String> = r.iter().map(text).collect();
+            let lines = cells.iter().map(|c| c.split('\n').count()).max().unwrap();
+            for l in 0..lines {
+                s.push('│');
+                for (c, w) in cells.iter().zip(&widths) {
+                    let t = c.split('\n').nth(l).unwrap_or("");
+                    s += &format!(" {}{} │", t, " ".repeat(w - width(t)));
+                }
+                s.push('\n');
+            }
+        }
+        s + &rule(&widths, "└", "┴", "┘")
+    }
+
+    #[test]
+    fn a_box_table_drawn_in_parallel_is_the_one_drawn_row_by_row() {
+        // Enough rows for several rounds of blocks on every thread; cells of every storage
+        // class, wide and multi-byte characters, NULs, bytes that are not UTF-8, and (in the
+        // second table) cells of several lines, whose rows are ruled apart.
+        let names = vec!["id".to_string(), "v".to_string(), "name é".to_string()];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for lines in [false, true] {
+            let rows: Vec<Vec<Value>> = (0..TABLE_BLOCK * 37 + 5)
+                .map(|i| {
+                    let v = match next() % 8 {
+                        _ if lines && i % 1000 == 3 => Value::text("two\nlines\n"),
+                        0 => Value::Null,
+                        1 => Value::Real(next() as f64 / 7.0),
+                        2 => Value::text("ünïcødé ✓"),
+                        3 => Value::Blob(vec![b'a', 0, b'b']),
+                        4 => Value::Text(b"x\xffy".to_vec()),
+                        6 => Value::text("x".repeat((next() % 300) as usize)),
+                        _ => Value::Integer(next() as i64),
+                    };
+                    vec![Value::Integer(i as i64), v, Value::text("")]
+                })
+                .collect();
+            assert_eq!(
+                render(Format::Table, &names, &rows),
+                boxed_one_by_one(&names, &rows),
+                "lines {lines}"
+            );
+            let few = &rows[..3];
+            assert_eq!(
+                render(Format::Table, &names, few),
+                boxed_one_by_one(&names, few)
+            );
+        }
     }
 }
