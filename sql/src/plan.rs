@@ -1488,6 +1488,11 @@ fn split_where(filter: Expr) -> Vec<Expr> {
                 split(*a, terms);
                 split(*b, terms);
             }
+            // An AND holding a subquery is split all the same (the terms' order is then
+            // the WHERE clause's).
+            Expr::ShortCircuit { expr, .. } if matches!(*expr, Expr::And(..)) => {
+                split(*expr, terms);
+            }
             // `x AND 1` planned as the truth value of `x` (see `expr::and_or`): SQLite
             // still splits the `AND`s of `x`, and the `1` decides nothing.
             Expr::Not(n) if matches!(&*n, Expr::Not(x) if matches!(**x, Expr::And(..))) => {

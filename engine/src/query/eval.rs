@@ -121,7 +121,8 @@ pub fn eval_ref<'a>(expr: &'a Expr, slots: &[ValueRef<'a>]) -> Result<Operand<'a
         | Expr::InList { .. }
         | Expr::InIntegers { .. }
         | Expr::InSet { .. }
-        | Expr::Like { .. } => truth_operand(truth_of(expr, slots)?),
+        | Expr::Like { .. }
+        | Expr::ShortCircuit { .. } => truth_operand(truth_of(expr, slots)?),
         Expr::Raise(message) => return Err(message.to_string()),
         Expr::Case { .. } => match case_branch(expr, slots)? {
             Some(e) => eval_ref(e, slots)?,
@@ -171,6 +172,23 @@ pub fn truth_of(expr: &Expr, slots: &[ValueRef<'_>]) -> Result<Option<bool>, Str
                 (Some(true), _) | (_, Some(true)) => Some(true),
                 (Some(false), Some(false)) => Some(false),
                 _ => None,
+            }
+        }
+        Expr::ShortCircuit { expr, right_first } => {
+            let (and, a, b) = match &**expr {
+                Expr::And(a, b) => (true, a, b),
+                Expr::Or(a, b) => (false, a, b),
+                other => return truth_of(other, slots),
+            };
+            let (first, second) = if *right_first { (b, a) } else { (a, b) };
+            match truth_of(first, slots)? {
+                // The first operand decides: the second is never computed.
+                Some(t) if t != and => Some(t),
+                x => match (x, truth_of(second, slots)?) {
+                    (_, Some(t)) if t != and => Some(t),
+                    (Some(_), Some(y)) => Some(y),
+                    _ => None,
+                },
             }
         }
         Expr::Not(x) => truth_of(x, slots)?.map(|b| !b),
@@ -266,22 +284,17 @@ pub fn holds(expr: &Expr, slots: &[ValueRef<'_>]) -> Result<bool, String> {
 /// swaps the two.
 fn jumps(expr: &Expr, want: bool, if_null: bool, slots: &[ValueRef<'_>]) -> Result<bool, String> {
     Ok(match (expr, want) {
-        // IfTrue(a AND b): IfFalse(a) to the end (NULL flipped), then IfTrue(b).
-        (Expr::And(a, b), true) => {
-            !jumps(a, false, !if_null, slots)? && jumps(b, true, if_null, slots)?
-        }
-        // IfFalse(a AND b): IfFalse(a), then IfFalse(b), both to the target.
-        (Expr::And(a, b), false) => {
-            jumps(a, false, if_null, slots)? || jumps(b, false, if_null, slots)?
-        }
-        // IfTrue(a OR b): IfTrue(a), then IfTrue(b), both to the target.
-        (Expr::Or(a, b), true) => {
-            jumps(a, true, if_null, slots)? || jumps(b, true, if_null, slots)?
-        }
-        // IfFalse(a OR b): IfTrue(a) to the end (NULL flipped), then IfFalse(b).
-        (Expr::Or(a, b), false) => {
-            !jumps(a, true, !if_null, slots)? && jumps(b, false, if_null, slots)?
-        }
+        (Expr::And(a, b), _) => jumps_and_or(true, a, b, want, if_null, slots)?,
+        (Expr::Or(a, b), _) => jumps_and_or(false, a, b, want, if_null, slots)?,
+        // The operand without the subquery first (`exprEvalRhsFirst`).
+        (Expr::ShortCircuit { expr, right_first }, _) => match &**expr {
+            Expr::And(a, b) | Expr::Or(a, b) => {
+                let and = matches!(**expr, Expr::And(..));
+                let (a, b) = if *right_first { (b, a) } else { (a, b) };
+                jumps_and_or(and, a, b, want, if_null, slots)?
+            }
+            x => jumps(x, want, if_null, slots)?,
+        },
         (Expr::Not(x), _) => jumps(x, !want, if_null, slots)?,
         // TK_TRUTH: the jump code of its operand, a NULL jumping as the test takes it
         // (`sqlite3ExprIfTrue`/`sqlite3ExprIfFalse`); the statement's own `if_null` cannot
@@ -295,6 +308,27 @@ fn jumps(expr: &Expr, want: bool, if_null: bool, slots: &[ValueRef<'_>]) -> Resu
             Some(t) => t == want,
             None => if_null,
         },
+    })
+}
+
+/// [`jumps`] for `a AND b` (`and`) or `a OR b`, `a` coded first.
+fn jumps_and_or(
+    and: bool,
+    a: &Expr,
+    b: &Expr,
+    want: bool,
+    if_null: bool,
+    slots: &[ValueRef<'_>],
+) -> Result<bool, String> {
+    Ok(match (and, want) {
+        // IfTrue(a AND b): IfFalse(a) to the end (NULL flipped), then IfTrue(b).
+        (true, true) => !jumps(a, false, !if_null, slots)? && jumps(b, true, if_null, slots)?,
+        // IfFalse(a AND b): IfFalse(a), then IfFalse(b), both to the target.
+        (true, false) => jumps(a, false, if_null, slots)? || jumps(b, false, if_null, slots)?,
+        // IfTrue(a OR b): IfTrue(a), then IfTrue(b), both to the target.
+        (false, true) => jumps(a, true, if_null, slots)? || jumps(b, true, if_null, slots)?,
+        // IfFalse(a OR b): IfTrue(a) to the end (NULL flipped), then IfFalse(b).
+        (false, false) => !jumps(a, true, !if_null, slots)? && jumps(b, false, if_null, slots)?,
     })
 }
 

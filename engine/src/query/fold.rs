@@ -122,6 +122,16 @@ pub fn fold(expr: Expr) -> Expr {
             collation,
         },
         Expr::And(a, b) => Expr::And(fold_box(a), fold_box(b)),
+        Expr::ShortCircuit { expr, right_first } => {
+            return match fold(*expr) {
+                // Folded to a constant, or no longer an AND or OR: nothing left to skip.
+                e @ (Expr::And(..) | Expr::Or(..)) => Expr::ShortCircuit {
+                    expr: Box::new(e),
+                    right_first,
+                },
+                e => e,
+            };
+        }
         Expr::Or(a, b) => Expr::Or(fold_box(a), fold_box(b)),
         Expr::IsNull(x, negated) => Expr::IsNull(fold_box(x), negated),
         Expr::InList {
@@ -242,7 +252,8 @@ pub fn reads_slots(e: &Expr) -> bool {
         | Expr::Not(x)
         | Expr::BitNot(x)
         | Expr::IsNull(x, _)
-        | Expr::Cast(x, _) => reads_slots(x),
+        | Expr::Cast(x, _)
+        | Expr::ShortCircuit { expr: x, .. } => reads_slots(x),
         Expr::Arith(_, a, b)
         | Expr::Concat(a, b)
         | Expr::And(a, b)

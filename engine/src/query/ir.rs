@@ -120,6 +120,18 @@ pub enum Expr {
         /// The operator over both operands.
         expr: Box<Expr>,
     },
+    /// An `AND` or `OR` (`expr`, its operands as written) one operand of which holds a
+    /// subquery, as SQLite codes it (`exprCodeTargetAndOr`, and `exprEvalRhsFirst` in jump
+    /// code): the operand without the subquery is computed first (the right one when only the
+    /// left holds a subquery, `right_first`), and when it decides the answer (false for
+    /// `AND`, true for `OR`) the other is never computed, so its failure never happens. A
+    /// plain `AND`/`OR` value computes both.
+    ShortCircuit {
+        /// The `AND` or `OR`.
+        expr: Box<Expr>,
+        /// Whether the right operand is computed first.
+        right_first: bool,
+    },
 }
 
 /// Arithmetic and bitwise operators.
@@ -655,7 +667,8 @@ impl Expr {
             | Expr::IsNull(x, _)
             | Expr::Cast(x, _)
             | Expr::InIntegers { expr: x, .. }
-            | Expr::InSet { expr: x, .. } => x.visit_mut(f),
+            | Expr::InSet { expr: x, .. }
+            | Expr::ShortCircuit { expr: x, .. } => x.visit_mut(f),
             Expr::Arith(_, a, b)
             | Expr::Concat(a, b)
             | Expr::And(a, b)
@@ -711,7 +724,8 @@ impl Expr {
             | Expr::IsNull(x, _)
             | Expr::Cast(x, _)
             | Expr::InIntegers { expr: x, .. }
-            | Expr::InSet { expr: x, .. } => x.visit(f),
+            | Expr::InSet { expr: x, .. }
+            | Expr::ShortCircuit { expr: x, .. } => x.visit(f),
             Expr::Arith(_, a, b)
             | Expr::Concat(a, b)
             | Expr::And(a, b)
@@ -786,7 +800,7 @@ impl Expr {
             Expr::Negate(x) | Expr::Not(x) | Expr::BitNot(x) | Expr::IsNull(x, _) => {
                 x.replace_slots(with)
             }
-            Expr::Cast(x, _) => x.replace_slots(with),
+            Expr::Cast(x, _) | Expr::ShortCircuit { expr: x, .. } => x.replace_slots(with),
             Expr::Arith(_, a, b)
             | Expr::Concat(a, b)
             | Expr::And(a, b)

@@ -73,7 +73,26 @@ impl Resolver<'_> {
             (_, true) if r.expr.may_fail() => Some(l.expr.clone()),
             _ => None,
         };
+        // `AND` and `OR` compute the operand holding a subquery last, and not at all when the
+        // other one decides (`exprCodeTargetAndOr`); that shows only where the skipped side
+        // could fail.
+        let and_or = matches!(op, BinaryOperator::And | BinaryOperator::Or);
+        let right_first = match (holds_subquery(left), holds_subquery(right)) {
+            _ if !and_or => None,
+            (_, true) if r.expr.may_fail() => Some(false),
+            (true, false) if l.expr.may_fail() => Some(true),
+            _ => None,
+        };
         let t = binary(op, l, r, truth)?;
+        if let (Some(right_first), Expr::And(..) | Expr::Or(..)) = (right_first, &t.expr) {
+            return Ok(Typed {
+                expr: Expr::ShortCircuit {
+                    expr: Box::new(t.expr),
+                    right_first,
+                },
+                ..t
+            });
+        }
         Ok(match first {
             Some(first) => Typed {
                 expr: Expr::NullFirst {

@@ -108,6 +108,28 @@ fn errors_and_refusals() {
         "SELECT id FROM t WHERE i IN (SELECT abs(-9223372036854775808) FROM t WHERE 0) OR id < 3",
     )
     .check();
+    // AND and OR compute the operand holding a subquery last and skip it where the other
+    // decides (`exprCodeTargetAndOr`; the tester's run seed 1796493681977228925), as a value
+    // and as a condition, whichever side it is on.
+    let fails = "(SELECT sum(9223372036854775807) FROM t)";
+    for sql in [
+        format!("SELECT id, 9223372036854775807 OR {fails} FROM t"),
+        format!("SELECT id, {fails} OR 9223372036854775807 FROM t"),
+        format!("SELECT id, rowid IS NULL AND {fails} FROM t"),
+        format!("SELECT id, ({fails} IS NULL) AND rowid IS NULL FROM t"),
+        format!("SELECT id FROM t WHERE ({fails} = 1 AND rowid IS NULL) OR id < 3"),
+        format!("SELECT id FROM t WHERE likely({fails} = 1 AND rowid IS NULL) OR i IS NOT NULL"),
+        format!("SELECT id, CASE WHEN {fails} OR 2147483648 THEN 1 END FROM t"),
+    ] {
+        QueryTester::new(db, &sql).check();
+    }
+    for sql in [
+        format!("SELECT id, 0.0 OR {fails} FROM t"),
+        format!("SELECT id, {fails} OR length(s) >= 0 FROM t"),
+        format!("SELECT id, {fails} AND id >= 0 FROM t"),
+    ] {
+        check_error(db, &sql, "integer overflow");
+    }
     // A WHERE term holding a subquery is tested on each row, after the terms before it,
     // though it reads no column (the differential tester's table seeds 9202923161938340359
     // and 11963387922097340470): a failing term before a false subquery fails the query, a
