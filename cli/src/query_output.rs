@@ -176,8 +176,7 @@ impl<W: std::io::Write> RowWriter<W> {
         let refs: Vec<ValueRef<'_>> = row.iter().map(Value::as_ref).collect();
         if self.format.format == Format::Table {
             self.rows += 1;
-            self.table.start_row();
-            self.format.write_row(&refs, &mut self.table.bytes);
+            self.format.write_row(&refs, self.table.next_row());
             return Ok(());
         }
         let mut line = std::mem::take(&mut self.line);
@@ -194,8 +193,7 @@ impl<W: std::io::Write> RowWriter<W> {
         self.rows += 1;
         match self.format.format {
             Format::Table => {
-                self.table.start_row();
-                self.table.bytes.extend_from_slice(bytes);
+                self.table.next_row().extend_from_slice(bytes);
                 return Ok(());
             }
             Format::Csv if first => {
@@ -411,41 +409,29 @@ fn json_string(out: &mut Vec<u8>, s: &[u8]) {
 
 /// The cells of a box table's rows, kept until every row is in and the columns' widths are
 /// known: each cell's text as [`push_text`] writes it (UTF-8, up to the value's first NUL)
-/// followed by a NUL, which no cell's text holds, row after row. About the size of the
-/// result as CSV: a table of millions of rows holds no value and no string per cell.
+/// followed by a NUL, which no cell's text holds, row after row, in blocks of
+/// [`TABLE_BLOCK`] rows (no copy as it grows). About the size of the result as CSV: a table
+/// of millions of rows holds no value and no string per cell.
 #[derive(Default)]
 struct TableCells {
-    bytes: Vec<u8>,
     rows: usize,
-    /// Where every [`TABLE_BLOCK`]-th row starts in `bytes`: the pieces the drawing threads
-    /// take.
-    blocks: Vec<usize>,
+    /// The blocks of rows: the pieces the drawing threads take.
+    blocks: Vec<Vec<u8>>,
 }
 
-/// Rows per piece of a box table measured or drawn by one thread at a time.
+/// Rows per block of a box table's cells, measured or drawn by one thread at a time.
 const TABLE_BLOCK: usize = 4096;
 
 impl TableCells {
-    /// Notes that a row's cells start at the end of `bytes`.
-    fn start_row(&mut self) {
+    /// Where the next row's cells go.
+    fn next_row(&mut self) -> &mut Vec<u8> {
         if self.rows % TABLE_BLOCK == 0 {
-            self.blocks.push(self.bytes.len());
+            // Room for a block like the last one, so that a block is rarely copied.
+            let room = self.blocks.last().map_or(64 * 1024, |b| b.len() + b.len() / 8);
+            self.blocks.push(Vec::with_capacity(room));
         }
         self.rows += 1;
-    }
-
-    /// The cells of each block of rows, in order.
-    fn block_bytes(&self) -> impl Iterator<Item = &[u8]> {
-        let ends = self
-            .blocks
-            .iter()
-            .skip(1)
-            .copied()
-            .chain([self.bytes.len()]);
-        self.blocks
-            .iter()
-            .zip(ends)
-            .map(|(&a, b)| &self.bytes[a..b])
+        self.blocks.last_mut().expect("a block was pushed")
     }
 }
 
@@ -558,7 +544,7 @@ fn boxed(
 ) -> std::io::Result<()> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let columns = names.len();
-    let blocks: Vec<&[u8]> = table.block_bytes().collect();
+    let blocks: Vec<&[u8]> = table.blocks.iter().map(Vec::as_slice).collect();
     let per = blocks.len().div_ceil(threads).max(1);
     let measured: Vec<(Vec<usize>, bool)> = std::thread::scope(|s| {
         let handles: Vec<_> = blocks
