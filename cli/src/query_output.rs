@@ -427,7 +427,10 @@ impl TableCells {
     fn next_row(&mut self) -> &mut Vec<u8> {
         if self.rows % TABLE_BLOCK == 0 {
             // Room for a block like the last one, so that a block is rarely copied.
-            let room = self.blocks.last().map_or(64 * 1024, |b| b.len() + b.len() / 8);
+            let room = self
+                .blocks
+                .last()
+                .map_or(64 * 1024, |b| b.len() + b.len() / 8);
             self.blocks.push(Vec::with_capacity(room));
         }
         self.rows += 1;

@@ -65,36 +65,82 @@ pub(crate) fn inline_ctes(query: &ast::Query) -> Result<ast::Query, SqlError> {
     if with.recursive {
         return unsupported("WITH RECURSIVE (`corescan sql` plans it with DataFusion)");
     }
-    let mut ctes: Vec<Cte> = Vec::new();
-    for cte in with.cte_tables {
-        // Its own name in its body is a circular reference to SQLite (without RECURSIVE);
-        // inlined, it read the table of that name or, revisited, never ended.
-        if names_table(&cte.query, &cte.alias.name.value) {
-            return invalid(format!("circular reference: {}", cte.alias.name.value));
-        }
-        let mut body = *cte.query;
-        // A common table expression sees the ones before it.
-        replace_references(&mut body, &ctes)?;
-        ctes.push(Cte {
+    let defs: Vec<Cte> = with
+        .cte_tables
+        .into_iter()
+        .map(|cte| Cte {
             name: cte.alias.name.value.clone(),
-            query: body,
-            columns: cte.alias.columns.clone(),
-        });
+            query: *cte.query,
+            columns: cte.alias.columns,
+        })
+        .collect();
+    for (k, c) in defs.iter().enumerate() {
+        if defs[..k]
+            .iter()
+            .any(|d| d.name.eq_ignore_ascii_case(&c.name))
+        {
+            return invalid(format!("duplicate WITH table name: {}", c.name));
+        }
     }
+    // As SQLite expands them: each as the query first names it, a common table expression
+    // seeing every other one of the clause, before or after it; one reached again while
+    // its own body is expanded is a circular reference (without RECURSIVE), and one never
+    // named is never expanded (nor checked).
+    let mut expanded: Vec<Option<Cte>> = (0..defs.len()).map(|_| None).collect();
+    let mut active = vec![false; defs.len()];
+    for name in tables_named(&q) {
+        if let Some(k) = defs.iter().position(|d| d.name.eq_ignore_ascii_case(&name)) {
+            expand(k, &defs, &mut expanded, &mut active)?;
+        }
+    }
+    let ctes: Vec<Cte> = expanded.into_iter().flatten().collect();
     replace_references(&mut q, &ctes)?;
     Ok(q)
 }
 
-/// Whether a `FROM` of `q` (or of its subqueries) names the table `name`.
-fn names_table(q: &ast::Query, name: &str) -> bool {
-    let mut found = false;
+/// Expands the common table expression `defs[k]` into `expanded[k]` (see [`inline_ctes`]),
+/// the ones its body names first.
+fn expand(
+    k: usize,
+    defs: &[Cte],
+    expanded: &mut [Option<Cte>],
+    active: &mut [bool],
+) -> Result<(), SqlError> {
+    if expanded[k].is_some() {
+        return Ok(());
+    }
+    if active[k] {
+        // Inlined, it read the table of that name or, revisited, never ended.
+        return invalid(format!("circular reference: {}", defs[k].name));
+    }
+    active[k] = true;
+    let mut body = defs[k].query.clone();
+    for name in tables_named(&body) {
+        if let Some(j) = defs.iter().position(|d| d.name.eq_ignore_ascii_case(&name)) {
+            expand(j, defs, expanded, active)?;
+        }
+    }
+    let seen: Vec<Cte> = expanded.iter().flatten().cloned().collect();
+    replace_references(&mut body, &seen)?;
+    active[k] = false;
+    expanded[k] = Some(Cte {
+        name: defs[k].name.clone(),
+        query: body,
+        columns: defs[k].columns.clone(),
+    });
+    Ok(())
+}
+
+/// The one-part table names in the `FROM`s of `q` and its subqueries, in the order written.
+fn tables_named(q: &ast::Query) -> Vec<String> {
+    let mut names = Vec::new();
     let _ = ast::visit_relations(q, |r| {
         if let [ast::ObjectNamePart::Identifier(id)] = r.0.as_slice() {
-            found |= id.value.eq_ignore_ascii_case(name);
+            names.push(id.value.clone());
         }
         ControlFlow::<()>::Continue(())
     });
-    found
+    names
 }
 
 /// Replaces the references to `ctes` in `q`'s `FROM`s (its own and its subqueries').
@@ -153,13 +199,6 @@ fn replace_references(q: &mut ast::Query, ctes: &[Cte]) -> Result<(), SqlError> 
             };
             ControlFlow::Continue(())
         }
-    }
-    let mut names: Vec<String> = Vec::new();
-    for c in ctes {
-        if names.iter().any(|n| n.eq_ignore_ascii_case(&c.name)) {
-            return invalid(format!("duplicate WITH table name: {}", c.name));
-        }
-        names.push(c.name.clone());
     }
     match q.visit(&mut Inliner { ctes }) {
         ControlFlow::Break(e) => Err(e),

@@ -184,8 +184,30 @@ fn what_is_not_flattened_is_refused_or_an_error() {
         "WITH t AS (SELECT s FROM t) SELECT * FROM t",
         "WITH t AS (SELECT s FROM t ORDER BY r DESC, id LIMIT 6) SELECT * FROM t",
         "WITH a AS (SELECT id FROM t WHERE id IN (SELECT id FROM a)) SELECT * FROM a",
+        "WITH a AS (SELECT * FROM b), b AS (SELECT * FROM a) SELECT * FROM b",
     ] {
         check_error(db, sql, "circular reference");
+    }
+    check_error(
+        db,
+        "WITH a AS (SELECT * FROM b), b AS (SELECT * FROM a) SELECT * FROM a",
+        "circular reference: a",
+    );
+    check_error(
+        db,
+        "WITH a AS (SELECT i FROM t), b AS (SELECT * FROM a), a AS (SELECT 1) SELECT * FROM b",
+        "duplicate WITH table name: a",
+    );
+    // A common table expression sees the ones after it too, and one the statement never
+    // names is never expanded (SQLite checks neither its cycles nor its tables).
+    for sql in [
+        "WITH a AS (SELECT * FROM b), b AS (SELECT i, s FROM t WHERE i > 0) SELECT * FROM a",
+        "WITH a AS (SELECT count(*) AS n FROM b), b AS (SELECT i FROM t WHERE i > 1) SELECT * FROM a",
+        "WITH a AS (SELECT * FROM a) SELECT id FROM t",
+        "WITH a AS (SELECT * FROM no_such_table) SELECT id FROM t",
+        "WITH a(x) AS (SELECT i FROM t), b AS (SELECT x FROM a WHERE x > 2) SELECT * FROM b",
+    ] {
+        QueryTester::new(db, sql).check();
     }
     // The query around a subquery SQLite does not flatten reads nothing else.
     check_error(
