@@ -257,6 +257,21 @@ pub fn plan_query_running(
     )
 }
 
+/// [`plan_query_running`] for a caller that takes the rows in any order (a statement that
+/// only counts them): rowid order whatever index SQLite would read the table through, as
+/// [`plan_unordered_with`].
+pub(crate) fn plan_query_running_unordered(
+    sql: &str,
+    runner: &dyn SubqueryRunner,
+) -> Result<PlannedQuery, SqlError> {
+    plan_statement(
+        sql,
+        |name| runner.open_table(name),
+        Order::Scan,
+        Some(runner),
+    )
+}
+
 /// Parses and plans `sql`, its subqueries run by `runner` (refused without one).
 fn plan_statement(
     sql: &str,

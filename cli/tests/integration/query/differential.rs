@@ -1238,6 +1238,7 @@ fn query_case(query_seed: u64) -> (String, Config) {
         let outer = g.rng.pick(&[
             "SELECT * FROM ({sql}) AS g LIMIT 7",
             "SELECT count(*), count(DISTINCT 1) FROM ({sql})",
+            "SELECT count(*) FROM ({sql}) AS g",
             "SELECT DISTINCT * FROM ({sql}) AS g",
             "SELECT *, count(*) FROM ({sql}) AS g GROUP BY 1 ORDER BY 2 DESC, 1",
             "WITH w AS ({sql}) SELECT * FROM w ORDER BY 1 DESC LIMIT 3",
