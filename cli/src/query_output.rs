@@ -425,7 +425,7 @@ const TABLE_BLOCK: usize = 4096;
 impl TableCells {
     /// Where the next row's cells go.
     fn next_row(&mut self) -> &mut Vec<u8> {
-        if self.rows % TABLE_BLOCK == 0 {
+        if self.rows.is_multiple_of(TABLE_BLOCK) {
             // Room for a block like the last one, so that a block is rarely copied.
             let room = self
                 .blocks
@@ -494,7 +494,10 @@ fn draw(bytes: &[u8], widths: &[usize], multiline: bool, first: bool, out: &mut 
     let mut row_cells: Vec<&[u8]> = Vec::with_capacity(columns);
     let mut pieces = cells(bytes);
     let mut row = 0;
-    while columns > 0 {
+    if columns == 0 {
+        return;
+    }
+    loop {
         row_cells.clear();
         row_cells.extend(pieces.by_ref().take(columns));
         if row_cells.len() < columns {
