@@ -273,6 +273,74 @@ pub(crate) fn follow(
     }
 }
 
+/// Gives `group_concat`, `string_agg` and the JSON aggregates (without `DISTINCT`) of a
+/// grouped query the order in which SQLite's loop over an index (`choice`) delivers each
+/// group's rows: the index's key columns (their collations and directions, all reversed when
+/// it is walked backwards), then the rowid, appended to the aggregate's own `ORDER BY`, whose
+/// ties come in that order. A group's rows keep the loop's order in SQLite whether its loop
+/// delivers the groups or a sorter makes them (the sorter's records end with a sequence
+/// number), so the rows then come as SQLite lists them, and the aggregate no longer depends on
+/// corescan's scan order ([`aggregates_order_sensitive`] sees a rowid last). Other
+/// order-sensitive parts (a key or a `min()` that can show equal values that differ, bare
+/// columns, `DISTINCT`) are left to [`follow`]; an index key corescan cannot compute leaves
+/// the aggregates as they are (and the query refused there).
+pub(crate) fn order_listings(
+    r: &mut Resolver<'_>,
+    choice: &SqliteChoice,
+    shape: &mut Shape,
+) -> Result<(), SqlError> {
+    let (
+        Shape::Groups { aggregates, .. },
+        Access::Index {
+            name,
+            backward,
+            key,
+            ..
+        },
+    ) = (shape, &choice.access)
+    else {
+        return Ok(());
+    };
+    let listing: Vec<usize> = aggregates
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| {
+            matches!(a.func, AggFunc::GroupConcat | AggFunc::Json(_))
+                && !a.distinct
+                && aggregates_order_sensitive(r, std::slice::from_ref(a))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if listing.is_empty() {
+        return Ok(());
+    }
+    let Ok(keys) = resolve_key(r, name, key) else {
+        return Ok(());
+    };
+    let mut order: Vec<SortKey> = keys
+        .into_iter()
+        .map(|k| {
+            let descending = k.descending != *backward;
+            SortKey {
+                expr: k.expr,
+                descending,
+                nulls_first: !descending,
+                collation: k.collation,
+            }
+        })
+        .collect();
+    order.push(SortKey {
+        expr: r.rowid()?.expr,
+        descending: *backward,
+        nulls_first: !*backward,
+        collation: Collation::Binary,
+    });
+    for i in listing {
+        aggregates[i].order_by.extend(order.iter().cloned());
+    }
+    Ok(())
+}
+
 /// `order_by` with the order in which SQLite's scan of the table (`choice`) delivers the
 /// groups of a `GROUP BY` that holds the rowid without sorting them: each group is one row,
 /// and they come in the loop's rowid order (`SELECT i, id, ... GROUP BY i, id` with `id` the

@@ -17,8 +17,8 @@ use super::expr::{
     Resolver, Stage, Typed, WindowContext,
 };
 use super::index_order::{
-    first_rows, follow, minmax_row, order_sensitive, range_seek, rowid_group_order, rowid_in,
-    seek_target, SeekTarget,
+    first_rows, follow, minmax_row, order_listings, order_sensitive, range_seek, rowid_group_order,
+    rowid_in, seek_target, SeekTarget,
 };
 use super::init_constants::init_constants;
 use super::order::{scan_order, ScanOrder};
@@ -1301,6 +1301,7 @@ fn plan_select(
             }
             Ok(Some(choice)) => {
                 groups_sorted = choice.sorts_groups;
+                order_listings(&mut r, &choice, &mut shape)?;
                 let followed = follow(
                     &mut r,
                     &choice,
