@@ -713,6 +713,22 @@ fn loops_corescan_cannot_follow_are_refused_where_order_matters() {
             .check();
     }
 
+    // Groups a sorter makes from an index's loop (USE TEMP B-TREE FOR GROUP BY): a group's
+    // rows keep the loop's order (the sorter's records end with a sequence number).
+    for sql in [
+        "SELECT total, group_concat(id) FROM o WHERE status > 'b' GROUP BY total",
+        "SELECT length(payload), json_group_array(id), group_concat(ts ORDER BY length(dev)) FROM ev WHERE dev > 2 GROUP BY 1",
+    ] {
+        let plan = sqlite_plan(plain, sql);
+        assert!(
+            plan.contains("INDEX") && plan.contains("B-TREE FOR GROUP BY"),
+            "{plan}"
+        );
+        QueryTester::new(plain, sql)
+            .span(&[Axis::Cores, Axis::Io])
+            .check();
+    }
+
     // Groups whose keys are the index's, the index walked backwards (SQLite gives the GROUP
     // BY the ORDER BY's direction): each group's rows come in descending rowid order, so
     // group_concat lists them backwards (answered, in that order) and a NOCASE key shows its
