@@ -219,6 +219,22 @@ struct Column {
 /// locations index) and `star` the table's columns in order (`*`). Refused where SQLite's
 /// flattener does not apply or corescan does not follow it yet.
 pub(crate) fn flatten(query: &ast::Query, sql: &str, star: &[String]) -> Result<Flat, SqlError> {
+    // `true`/`false` name a column of the table inside the subquery but are booleans around
+    // it (a subquery's column is never so named: `columnN`); once flattened both would read
+    // the table's column.
+    let bool_column = star
+        .iter()
+        .any(|c| c.eq_ignore_ascii_case("true") || c.eq_ignore_ascii_case("false"));
+    let mut booleans = false;
+    let _ = ast::visit_expressions(query, |e| {
+        booleans |= matches!(e, Expr::Value(v) if matches!(v.value, ast::Value::Boolean(_)));
+        ControlFlow::<()>::Continue(())
+    });
+    if bool_column && booleans {
+        return unsupported(
+            "true or false beside a subquery in FROM over a table with a column of that name",
+        );
+    }
     let mut grouped = false;
     let (query, names) = flatten_at(query, sql, star, true, &mut grouped)?;
     Ok(Flat {
@@ -591,7 +607,31 @@ fn subquery_columns(
     let texts = super::plan::item_texts(sql, s);
     let mut out: Vec<Column> = Vec::new();
     let quoted = |n: &str| Expr::Identifier(ast::Ident::with_quote('"', n));
+    // `true` or `false` names the table's column of that name where there is one.
+    let named_bool = |e: &Expr| match strip(e) {
+        Expr::Value(v) => match v.value {
+            ast::Value::Boolean(b) => star
+                .iter()
+                .find(|c| c.eq_ignore_ascii_case(crate::expr::bool_word(b))),
+            _ => None,
+        },
+        _ => None,
+    };
     for (k, item) in s.projection.iter().enumerate() {
+        if let Some(c) = match item {
+            SelectItem::UnnamedExpr(e) => named_bool(e).map(|c| (c.clone(), c)),
+            SelectItem::ExprWithAlias { expr, alias } => {
+                named_bool(expr).map(|c| (alias.value.clone(), c))
+            }
+            _ => None,
+        } {
+            out.push(Column {
+                name: c.0,
+                expr: quoted(c.1),
+                plain: true,
+            });
+            continue;
+        }
         match item {
             SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
                 for c in star {
@@ -633,6 +673,12 @@ fn subquery_columns(
             if let Some(n) = n {
                 c.name = n.clone();
             }
+        }
+    }
+    // A name SQLite would read as a boolean is `columnN` (`sqlite3IsTrueOrFalse`).
+    for (i, c) in out.iter_mut().enumerate() {
+        if c.name.eq_ignore_ascii_case("true") || c.name.eq_ignore_ascii_case("false") {
+            c.name = format!("column{}", i + 1);
         }
     }
     // Duplicate names take `:1`, `:2`, ... (compared without case).

@@ -612,6 +612,10 @@ fn name_as_written(inner: &str, columns: &mut [Column]) {
                     ast::Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()),
                     _ => texts.as_ref().and_then(|t| t.get(k).cloned()),
                 };
+                // (A name SQLite would read as a boolean is its `columnN`, as SQLite gave it.)
+                let written = written.filter(|w| {
+                    !w.eq_ignore_ascii_case("true") && !w.eq_ignore_ascii_case("false")
+                });
                 if let (Some(w), Some(c)) = (written, columns.get_mut(at)) {
                     renamed |= c.name != w;
                     c.name = w;

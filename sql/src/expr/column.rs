@@ -29,6 +29,11 @@ impl Resolver<'_> {
         let name = match e {
             ast::Expr::Identifier(i) => &i.value,
             ast::Expr::CompoundIdentifier(parts) => &parts.last()?.value,
+            // `true`/`false` naming a column (see `Resolver::resolve`).
+            ast::Expr::Value(v) => match v.value {
+                ast::Value::Boolean(b) => super::bool_word(b),
+                _ => return None,
+            },
             _ => return None,
         };
         let def = &self.table.definition;

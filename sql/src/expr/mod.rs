@@ -101,7 +101,25 @@ pub struct Resolver<'t> {
 /// stack.
 const MAX_DEPTH: usize = 200;
 
+/// The word SQLite reads as the boolean `b` where no column has that name.
+pub(crate) fn bool_word(b: bool) -> &'static str {
+    if b {
+        "true"
+    } else {
+        "false"
+    }
+}
+
 impl<'t> Resolver<'t> {
+    /// Whether the table has a column named `name` (compared without case).
+    pub(crate) fn table_has_column(&self, name: &str) -> bool {
+        self.table
+            .definition
+            .columns
+            .iter()
+            .any(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
     /// A resolver for `table`, which the query calls `alias` if it gives one.
     pub fn new(table: &'t TablePlan, alias: Option<&str>, sql: &str) -> Self {
         // A table with an alias is known by the alias only (`SELECT t.a FROM t AS u` is `no
@@ -166,6 +184,15 @@ impl<'t> Resolver<'t> {
         match e {
             ast::Expr::Identifier(i) => self.identifier(std::slice::from_ref(i), stage),
             ast::Expr::CompoundIdentifier(parts) => self.identifier(parts, stage),
+            // `true` and `false` are names to SQLite: a column of that name first, the
+            // boolean only where none is (`sqlite3ExprIdToTrueFalse`).
+            ast::Expr::Value(v) if matches!(v.value, ast::Value::Boolean(b) if self.table_has_column(bool_word(b))) =>
+            {
+                let ast::Value::Boolean(b) = v.value else {
+                    unreachable!("matched above")
+                };
+                self.identifier(&[ast::Ident::new(bool_word(b))], stage)
+            }
             ast::Expr::Value(v) => Ok(Typed::plain(Expr::Literal(self.literal_at(v, false)?))),
             ast::Expr::Nested(x) => self.resolve(x, stage, d),
             ast::Expr::UnaryOp { op, expr } => self.unary(op, expr, stage, d),

@@ -1546,3 +1546,37 @@ fn subqueries_compute_what_sqlites_loops_compute() {
     )
     .check();
 }
+
+/// `true` and `false` are names to SQLite: a column so named is read where the query writes
+/// them, the boolean only where the table has none (`sqlite3ExprIdToTrueFalse`); a subquery's
+/// column so named is `columnN` (`sqlite3IsTrueOrFalse`). corescan read the booleans.
+#[test]
+fn true_and_false_name_columns_of_those_names() {
+    let path = crate::scratch_dir("query-true-false").join("t.db");
+    let _ = std::fs::remove_file(&path);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE t(\"true\", \"FALSE\" INTEGER, x);
+             INSERT INTO t VALUES (5, 6, 7), (0, NULL, 1), ('a', 2, 0);",
+        )
+        .unwrap();
+    for sql in [
+        "SELECT true, false, x FROM t",
+        "SELECT x FROM t WHERE true = 5 OR false IS NULL",
+        "SELECT sum(true), max(False), count(*) FROM t",
+        "SELECT TRUE AND x, t.true FROM t ORDER BY false, x",
+        "SELECT true, count(*) FROM t GROUP BY true ORDER BY 1",
+        "SELECT * FROM (SELECT true, x FROM t)",
+        "SELECT * FROM (SELECT x AS true, x AS False FROM t)",
+        "SELECT * FROM (SELECT DISTINCT true, x FROM t)",
+    ] {
+        QueryTester::new(&path, sql).span(&[Axis::Cores]).check();
+    }
+    // Around a subquery the words are booleans again, which a flattened query cannot tell.
+    check_error(
+        &path,
+        "SELECT true FROM (SELECT x AS true FROM t)",
+        "not supported",
+    );
+}
