@@ -201,6 +201,26 @@ impl<'t> Resolver<'t> {
             ast::Expr::IsNotNull(x) => self.is_null(x, true, stage, d),
             ast::Expr::IsDistinctFrom(a, b) => self.is_distinct(a, b, true, stage, d),
             ast::Expr::IsNotDistinctFrom(a, b) => self.is_distinct(a, b, false, stage, d),
+            // `x IS true` compares with a column named `true` where there is one.
+            ast::Expr::IsTrue(x)
+            | ast::Expr::IsNotTrue(x)
+            | ast::Expr::IsFalse(x)
+            | ast::Expr::IsNotFalse(x)
+                if self.table_has_column(bool_word(matches!(
+                    e,
+                    ast::Expr::IsTrue(_) | ast::Expr::IsNotTrue(_)
+                ))) =>
+            {
+                let word = bool_word(matches!(e, ast::Expr::IsTrue(_) | ast::Expr::IsNotTrue(_)));
+                let negated = matches!(e, ast::Expr::IsNotTrue(_) | ast::Expr::IsNotFalse(_));
+                let op = if negated {
+                    ast::BinaryOperator::IsNot
+                } else {
+                    ast::BinaryOperator::Is
+                };
+                let column = ast::Expr::Identifier(ast::Ident::new(word));
+                self.binary_op(x, &op, &column, stage, d)
+            }
             ast::Expr::IsTrue(x) => self.truth(x, true, false, stage, d),
             ast::Expr::IsNotTrue(x) => self.truth(x, true, true, stage, d),
             ast::Expr::IsFalse(x) => self.truth(x, false, false, stage, d),

@@ -1570,6 +1570,9 @@ fn true_and_false_name_columns_of_those_names() {
         "SELECT * FROM (SELECT true, x FROM t)",
         "SELECT * FROM (SELECT x AS true, x AS False FROM t)",
         "SELECT * FROM (SELECT DISTINCT true, x FROM t)",
+        // `x IS true` compares with the column (no IS TRUE test).
+        "SELECT x IS TRUE, x IS NOT true, x IS false, x IS NOT FALSE, 5 IS true FROM t",
+        "SELECT x FROM t WHERE x IS NOT true",
     ] {
         QueryTester::new(&path, sql).span(&[Axis::Cores]).check();
     }
