@@ -734,7 +734,8 @@ fn loops_corescan_cannot_follow_are_refused_where_order_matters() {
     // group_concat lists them backwards (answered, in that order) and a NOCASE key shows its
     // last row's spelling (refused); forwards, and where nothing depends on the order of
     // rows, answered (the differential tester's table seed 17804059554064902102).
-    for sql in ["SELECT name, count(*) FROM users GROUP BY name ORDER BY name DESC"] {
+    {
+        let sql = "SELECT name, count(*) FROM users GROUP BY name ORDER BY name DESC";
         let plan = sqlite_plan(plain, sql);
         assert!(
             plan.contains("INDEX") && !plan.contains("B-TREE FOR GROUP BY"),
