@@ -75,11 +75,7 @@ pub fn answer_materialized(
     };
     // Only counted, the subquery's rows may come in any order (no index of SQLite's to
     // follow, no refusal where its order cannot be followed): their number is the same.
-    let planned = if shape.counts_only {
-        crate::plan::plan_query_running_unordered(&shape.inner, runner)?
-    } else {
-        crate::plan::plan_query_running(&shape.inner, runner)?
-    };
+    let planned = crate::plan::plan_query_running_in(&shape.inner, runner, shape.counts_only)?;
     let db = Connection::open_in_memory().map_err(sqlite)?;
     db.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)
         .map_err(sqlite)?;

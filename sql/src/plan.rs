@@ -249,27 +249,23 @@ pub fn plan_query_running(
     sql: &str,
     runner: &dyn SubqueryRunner,
 ) -> Result<PlannedQuery, SqlError> {
-    plan_statement(
-        sql,
-        |name| runner.open_table(name),
-        Order::Sqlite,
-        Some(runner),
-    )
+    plan_query_running_in(sql, runner, false)
 }
 
-/// [`plan_query_running`] for a caller that takes the rows in any order (a statement that
-/// only counts them): rowid order whatever index SQLite would read the table through, as
-/// [`plan_unordered_with`].
-pub(crate) fn plan_query_running_unordered(
+/// [`plan_query_running`], or for a caller that takes the rows in any order (`any_order`: a
+/// statement that only counts them) in rowid order whatever index SQLite would read the table
+/// through, as [`plan_unordered_with`].
+pub(crate) fn plan_query_running_in(
     sql: &str,
     runner: &dyn SubqueryRunner,
+    any_order: bool,
 ) -> Result<PlannedQuery, SqlError> {
-    plan_statement(
-        sql,
-        |name| runner.open_table(name),
-        Order::Scan,
-        Some(runner),
-    )
+    let order = if any_order {
+        Order::Scan
+    } else {
+        Order::Sqlite
+    };
+    plan_statement(sql, |name| runner.open_table(name), order, Some(runner))
 }
 
 /// Parses and plans `sql`, its subqueries run by `runner` (refused without one).
