@@ -86,28 +86,103 @@ pub(super) fn rtrim(t: &[u8]) -> &[u8] {
     &t[..end]
 }
 
-/// The running state of `sum`, `total` and `avg`.
+/// The running state of `sum`, `total` and `avg`, in the smallest of three forms that holds
+/// what it has seen (a grouped query keeps one per group and aggregate: 40 bytes where the
+/// general form is 96).
 ///
-/// Integer inputs are summed in an `i128` (exact for up to 2^64 of them) and real inputs in an
-/// [`ExactSum`]; the two meet only when the result is read, so adding an integer is an `i128`
-/// addition plus the overflow bookkeeping, and adding a real a few limb additions.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SumState {
-    /// Non-NULL inputs.
-    pub count: i64,
-    /// Whether any input was not an integer.
-    pub approx: bool,
-    /// The sum of every integer input (while `approx` is false, the running integer total).
-    int_sum: i128,
-    /// The lowest and highest running integer totals while every input was an integer (to
-    /// detect an overflow of the running sum however the inputs were split).
-    int_min: i128,
-    int_max: i128,
-    /// The real inputs, exactly.
-    reals: ExactSum,
+/// Every form stands for a [`WideSum`], the general state, and gives the same answers: the
+/// compact forms hold the states whose parts fit 64 bits and whose reals fit [`ExactSum`]'s
+/// fixed-point window, and a state moves to the wide form (once, boxed) when an input needs
+/// it. The running totals' extremes matter only while every input is an integer (they decide
+/// SQLite's `integer overflow`): once a real arrives the sum is a real and they are dropped.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub enum SumState {
+    /// Every input so far an integer, and every running total within 64 bits.
+    Ints {
+        /// Non-NULL inputs.
+        count: i64,
+        /// The running total.
+        sum: i64,
+        /// The lowest and highest running totals (starting from 0).
+        min: i64,
+        /// See `min`.
+        max: i64,
+    },
+    /// Some input was not an integer: the integer inputs' sum within 64 bits, and the reals
+    /// within the exact sum's fixed-point window ([`ExactSum::window_term`]).
+    Reals {
+        /// Non-NULL inputs.
+        count: i64,
+        /// The sum of the integer inputs.
+        int_sum: i64,
+        /// The sum of the real inputs, in the window's units.
+        window: Window,
+    },
+    /// Anything else.
+    Wide(Box<WideSum>),
+}
+
+impl Default for SumState {
+    fn default() -> Self {
+        SumState::Ints {
+            count: 0,
+            sum: 0,
+            min: 0,
+            max: 0,
+        }
+    }
+}
+
+/// Two states are equal when the sums they stand for are.
+impl PartialEq for SumState {
+    fn eq(&self, other: &Self) -> bool {
+        self.clone().into_wide() == other.clone().into_wide()
+    }
+}
+
+/// An `i128` in two 64-bit halves, so that [`SumState`] is aligned (and padded) to 8 bytes
+/// rather than 16.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub struct Window {
+    low: u64,
+    high: i64,
+}
+
+impl Window {
+    #[inline(always)]
+    fn get(self) -> i128 {
+        (i128::from(self.high) << 64) | i128::from(self.low)
+    }
+}
+
+impl From<i128> for Window {
+    #[inline(always)]
+    fn from(v: i128) -> Self {
+        Window {
+            low: v as u64,
+            high: (v >> 64) as i64,
+        }
+    }
 }
 
 impl SumState {
+    /// Non-NULL inputs so far.
+    pub fn count(&self) -> i64 {
+        match self {
+            SumState::Ints { count, .. } | SumState::Reals { count, .. } => *count,
+            SumState::Wide(w) => w.count,
+        }
+    }
+
+    /// Whether any input was not an integer (the sum is then a real).
+    pub fn approx(&self) -> bool {
+        match self {
+            SumState::Ints { .. } => false,
+            SumState::Reals { .. } => true,
+            SumState::Wide(w) => w.approx,
+        }
+    }
+
     /// Adds one argument value (NULL is skipped).
     #[inline(always)]
     pub fn update(&mut self, v: ValueRef<'_>) {
@@ -133,6 +208,187 @@ impl SumState {
     /// Adds an integer.
     #[inline(always)]
     pub(super) fn add_integer(&mut self, i: i64) {
+        match self {
+            SumState::Ints {
+                count,
+                sum,
+                min,
+                max,
+            } => {
+                if let Some(s) = sum.checked_add(i) {
+                    *count += 1;
+                    *sum = s;
+                    *min = (*min).min(s);
+                    *max = (*max).max(s);
+                    return;
+                }
+            }
+            SumState::Reals { count, int_sum, .. } => {
+                if let Some(s) = int_sum.checked_add(i) {
+                    *count += 1;
+                    *int_sum = s;
+                    return;
+                }
+            }
+            SumState::Wide(w) => return w.add_integer(i),
+        }
+        self.widen().add_integer(i);
+    }
+
+    /// Adds a real.
+    #[inline(always)]
+    pub(super) fn add_real(&mut self, r: f64) {
+        match self {
+            SumState::Ints { count, sum, .. } => {
+                if let Some(term) = ExactSum::window_term(r) {
+                    *self = SumState::Reals {
+                        count: *count + 1,
+                        int_sum: *sum,
+                        window: term.into(),
+                    };
+                    return;
+                }
+            }
+            SumState::Reals { count, window, .. } => {
+                if let Some(s) =
+                    ExactSum::window_term(r).and_then(|term| window.get().checked_add(term))
+                {
+                    *count += 1;
+                    *window = s.into();
+                    return;
+                }
+            }
+            SumState::Wide(w) => return w.add_real(r),
+        }
+        self.widen().add_real(r);
+    }
+
+    /// Text and blobs: what they read as (text that is wholly an integer counts as one).
+    #[inline(never)]
+    fn add_converted(&mut self, v: ValueRef<'_>) {
+        match number_of(v) {
+            Number::Integer(i) => self.add_integer(i),
+            Number::Real(r) => self.add_real(r),
+        }
+    }
+
+    /// The state in its wide form, from now on.
+    #[cold]
+    #[inline(never)]
+    fn widen(&mut self) -> &mut WideSum {
+        let wide = std::mem::take(self).into_wide();
+        *self = SumState::Wide(Box::new(wide));
+        match self {
+            SumState::Wide(w) => w,
+            _ => unreachable!("just widened"),
+        }
+    }
+
+    /// The general state this one stands for.
+    pub fn into_wide(self) -> WideSum {
+        match self {
+            SumState::Ints {
+                count,
+                sum,
+                min,
+                max,
+            } => WideSum {
+                count,
+                approx: false,
+                int_sum: sum.into(),
+                int_min: min.into(),
+                int_max: max.into(),
+                reals: ExactSum::default(),
+            },
+            SumState::Reals {
+                count,
+                int_sum,
+                window,
+            } => WideSum {
+                count,
+                approx: true,
+                int_sum: int_sum.into(),
+                int_min: 0,
+                int_max: 0,
+                reals: ExactSum::from_window(window.get()),
+            },
+            SumState::Wide(w) => *w,
+        }
+    }
+
+    /// The most compact form of `w`.
+    fn from_wide(w: WideSum) -> SumState {
+        let narrow = |v: i128| i64::try_from(v).ok();
+        if !w.approx {
+            if let (Some(sum), Some(min), Some(max)) =
+                (narrow(w.int_sum), narrow(w.int_min), narrow(w.int_max))
+            {
+                return SumState::Ints {
+                    count: w.count,
+                    sum,
+                    min,
+                    max,
+                };
+            }
+        } else if let (Some(int_sum), Some(window)) = (narrow(w.int_sum), w.reals.only_window()) {
+            return SumState::Reals {
+                count: w.count,
+                int_sum,
+                window: window.into(),
+            };
+        }
+        SumState::Wide(Box::new(w))
+    }
+
+    fn merge(&mut self, later: &SumState) {
+        let mut w = std::mem::take(self).into_wide();
+        w.merge(&later.clone().into_wide());
+        *self = SumState::from_wide(w);
+    }
+}
+
+/// What a text or blob adds to a sum (text that is wholly an integer counts as one).
+fn number_of(v: ValueRef<'_>) -> Number {
+    match v {
+        ValueRef::Text(t) => {
+            numeric_affinity_of_text(t).unwrap_or(Number::Real(v.to_f64().unwrap_or(0.0)))
+        }
+        _ => Number::Real(v.to_f64().unwrap_or(0.0)),
+    }
+}
+
+/// The general state of `sum`, `total` and `avg` ([`SumState`]'s wide form).
+///
+/// Integer inputs are summed in an `i128` (exact for up to 2^64 of them) and real inputs in an
+/// [`ExactSum`]; the two meet only when the result is read.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct WideSum {
+    /// Non-NULL inputs.
+    count: i64,
+    /// Whether any input was not an integer.
+    approx: bool,
+    /// The sum of every integer input (while `approx` is false, the running integer total).
+    int_sum: i128,
+    /// The lowest and highest running integer totals while every input was an integer (to
+    /// detect an overflow of the running sum however the inputs were split; unused once
+    /// `approx`).
+    int_min: i128,
+    int_max: i128,
+    /// The real inputs, exactly.
+    reals: ExactSum,
+}
+
+/// Equal when they give the same answers (the extremes only while every input is an integer).
+impl PartialEq for WideSum {
+    fn eq(&self, other: &Self) -> bool {
+        (self.count, self.approx, self.int_sum, &self.reals)
+            == (other.count, other.approx, other.int_sum, &other.reals)
+            && (self.approx || (self.int_min, self.int_max) == (other.int_min, other.int_max))
+    }
+}
+
+impl WideSum {
+    fn add_integer(&mut self, i: i64) {
         self.count += 1;
         self.int_sum += i128::from(i);
         if !self.approx {
@@ -141,30 +397,13 @@ impl SumState {
         }
     }
 
-    /// Adds a real.
-    #[inline(always)]
-    pub(super) fn add_real(&mut self, r: f64) {
+    fn add_real(&mut self, r: f64) {
         self.count += 1;
         self.approx = true;
         self.reals.add_f64(r);
     }
 
-    /// Text and blobs: what they read as (text that is wholly an integer counts as one).
-    #[inline(never)]
-    fn add_converted(&mut self, v: ValueRef<'_>) {
-        let n = match v {
-            ValueRef::Text(t) => {
-                numeric_affinity_of_text(t).unwrap_or(Number::Real(v.to_f64().unwrap_or(0.0)))
-            }
-            _ => Number::Real(v.to_f64().unwrap_or(0.0)),
-        };
-        match n {
-            Number::Integer(i) => self.add_integer(i),
-            Number::Real(r) => self.add_real(r),
-        }
-    }
-
-    fn merge(&mut self, later: &SumState) {
+    fn merge(&mut self, later: &WideSum) {
         if !self.approx {
             self.int_min = self.int_min.min(self.int_sum + later.int_min);
             self.int_max = self.int_max.max(self.int_sum + later.int_max);
@@ -225,17 +464,17 @@ pub enum AggState {
     /// the first in rowid order, and `1` and `1.0` are equal).
     Best(Option<(Value, i64)>),
     /// A `DISTINCT` aggregate: its distinct inputs, each as first seen in rowid order, by key.
-    Distinct(HashMap<KeyPart, (Value, i64)>),
+    Distinct(Box<HashMap<KeyPart, (Value, i64)>>),
     /// `group_concat`: the text of each non-NULL input with its row's rowid (an executor
     /// reads its leaves in file order, which need not be rowid order): joined in rowid order
     /// when finished.
     Concat(Vec<(i64, Vec<u8>)>),
     /// A JSON aggregate: each row's arguments rendered alone, with its row's rowid (merged
     /// in rowid order when finished, as SQLite's scan renders them one after another).
-    Json(JsonRows),
+    Json(Box<JsonRows>),
     /// `json_group_array(DISTINCT x)`: as [`AggState::Distinct`] (NULL included), each value
     /// with whether it carried the JSON subtype.
-    JsonDistinct(HashMap<KeyPart, (Value, i64, bool)>),
+    JsonDistinct(Box<HashMap<KeyPart, (Value, i64, bool)>>),
     /// An aggregate with `ORDER BY` inside: every row's sort keys and arguments, added to
     /// the aggregate in that order when finished (as SQLite replays its ORDER BY table).
     Ordered(Vec<OrderedRow>),
@@ -335,16 +574,16 @@ impl AggState {
         }
         if spec.distinct {
             if let AggFunc::Json(_) = spec.func {
-                return AggState::JsonDistinct(HashMap::new());
+                return AggState::JsonDistinct(Box::default());
             }
-            return AggState::Distinct(HashMap::new());
+            return AggState::Distinct(Box::default());
         }
         match spec.func {
             AggFunc::CountStar | AggFunc::Count => AggState::Count(0),
             AggFunc::Sum | AggFunc::Total | AggFunc::Avg => AggState::Sum(SumState::default()),
             AggFunc::Min | AggFunc::Max => AggState::Best(None),
             AggFunc::GroupConcat => AggState::Concat(Vec::new()),
-            AggFunc::Json(_) => AggState::Json(JsonRows::default()),
+            AggFunc::Json(_) => AggState::Json(Box::default()),
             AggFunc::Shown => AggState::Shown(None),
         }
     }
@@ -466,10 +705,10 @@ impl AggState {
                 this.update(spec, v.as_ref(), at)
             }
             (AggState::Concat(a), AggState::Concat(b)) => a.extend(b),
-            (AggState::Json(a), AggState::Json(b)) => a.extend(b),
+            (AggState::Json(a), AggState::Json(b)) => a.extend(*b),
             (AggState::Ordered(a), AggState::Ordered(b)) => a.extend(b),
             (AggState::JsonDistinct(seen), AggState::JsonDistinct(more)) => {
-                for (key, (v, at, json)) in more {
+                for (key, (v, at, json)) in *more {
                     seen.entry(key)
                         .and_modify(|e| {
                             if at < e.1 {
@@ -480,7 +719,7 @@ impl AggState {
                 }
             }
             (AggState::Distinct(seen), AggState::Distinct(more)) => {
-                for (key, (v, at)) in more {
+                for (key, (v, at)) in *more {
                     seen.entry(key)
                         .and_modify(|e| {
                             if at < e.1 {
@@ -537,6 +776,7 @@ impl AggState {
         Ok(match (spec.func, self) {
             (_, AggState::Count(n)) => Value::Integer(n),
             (AggFunc::Sum, AggState::Sum(s)) => {
+                let s = s.into_wide();
                 if s.count == 0 {
                     Value::Null
                 } else if !s.approx {
@@ -548,8 +788,9 @@ impl AggState {
                     Value::real(s.real())
                 }
             }
-            (AggFunc::Total, AggState::Sum(s)) => Value::real(s.real()),
+            (AggFunc::Total, AggState::Sum(s)) => Value::real(s.into_wide().real()),
             (AggFunc::Avg, AggState::Sum(s)) => {
+                let s = s.into_wide();
                 if s.count == 0 {
                     Value::Null
                 } else {
@@ -699,6 +940,75 @@ mod tests {
         assert_eq!(run(AggFunc::Avg, &[&[i(1), i(2)]]), Ok(Value::Real(1.5)));
     }
 
+    /// The compact forms stand for the wide one: every prefix of a mixed sequence (integers
+    /// near the 64-bit limits, reals in and out of the window) kept both ways, split in two
+    /// at every place, gives the same state and answers.
+    #[test]
+    fn compact_sum_states_equal_the_wide_form() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..300 {
+            let n = (next() % 12) as usize;
+            let values: Vec<Value> = (0..n)
+                .map(|_| match next() % 7 {
+                    0 => Value::Integer(next() as i64),
+                    1 => Value::Integer((next() % 100) as i64 - 50),
+                    2 => Value::Real((next() % 1000) as f64 / 8.0),
+                    3 => Value::Real(f64::from_bits(next() >> 2)),
+                    4 => Value::Real(3e12),
+                    5 => Value::Integer(i64::MAX - (next() % 3) as i64),
+                    _ => Value::Null,
+                })
+                .collect();
+            for cut in 0..=n {
+                let (mut compact, mut wide) = (SumState::default(), WideSum::default());
+                let mut later = SumState::default();
+                for (k, v) in values.iter().enumerate() {
+                    let into = if k < cut { &mut compact } else { &mut later };
+                    into.update(v.as_ref());
+                    match v {
+                        Value::Integer(i) => wide.add_integer(*i),
+                        Value::Real(r) => wide.add_real(*r),
+                        _ => {}
+                    }
+                }
+                compact.merge(&later);
+                assert_eq!(
+                    compact.clone().into_wide(),
+                    wide,
+                    "{values:?} split at {cut}"
+                );
+                for func in [AggFunc::Sum, AggFunc::Total, AggFunc::Avg] {
+                    let sp = spec(func);
+                    let w = SumState::Wide(Box::new(wide.clone()));
+                    assert_eq!(
+                        AggState::Sum(compact.clone()).finish(&sp),
+                        AggState::Sum(w).finish(&sp)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn states_are_small() {
+        // A sum is 40 bytes until an input needs the wide form; an aggregate state 48.
+        assert!(std::mem::size_of::<SumState>() <= 40);
+        assert!(std::mem::size_of::<AggState>() <= 48);
+        let mut s = SumState::default();
+        s.update(ValueRef::Integer(5));
+        assert!(matches!(s, SumState::Ints { .. }));
+        s.update(ValueRef::Real(0.25));
+        assert!(matches!(s, SumState::Reals { .. }));
+        s.update(ValueRef::Real(1e300));
+        assert!(matches!(s, SumState::Wide(_)));
+    }
+
     #[test]
     fn min_max_keep_the_first_of_equals() {
         assert_eq!(
@@ -763,6 +1073,13 @@ mod tests {
             vec![Value::text("12"), i(5), Value::text("2.5")],
             vec![Value::Null, Value::Null],
             vec![],
+            // The compact forms' edges: a real sum leaving the fixed-point window, reals the
+            // window never takes, integers overflowing after a real, a real after integers.
+            vec![r(3e12), r(3e12), r(-3e12), r(3e12), i(2)],
+            vec![r(1e-20), i(4), r(0.75)],
+            vec![r(0.5), i(i64::MAX), i(1), i(-3)],
+            vec![i(i64::MAX), i(-2), r(0.5), i(i64::MAX)],
+            vec![i(7), r(f64::INFINITY), i(1)],
         ];
         for values in &cases {
             let want = sqlite_sums(values);

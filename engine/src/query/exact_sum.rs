@@ -113,19 +113,42 @@ impl ExactSum {
         self.limbs.get_or_insert_with(|| Box::new([0; LIMBS]))
     }
 
+    /// `x` in units of the fixed-point window, when it is a term the window takes: a normal
+    /// double whose lowest mantissa bit is worth at least 2^-[`FIXED_BITS`] and which stays
+    /// below 2^126 units (zero, subnormals, infinities and NaN are not: their exponent field is
+    /// 0 or 0x7ff).
+    #[inline(always)]
+    pub fn window_term(x: f64) -> Option<i128> {
+        let bits = x.to_bits();
+        let shift = ((bits >> 52) & 0x7ff).wrapping_sub(FIXED_LOWEST_EXP);
+        if shift > FIXED_MAX_SHIFT {
+            return None;
+        }
+        // The signed mantissa in 54 bits (negated by the sign bit without a branch), then
+        // shifted into the window.
+        let mantissa = ((bits & ((1 << 52) - 1)) | (1 << 52)) as i64;
+        let sign = (bits as i64) >> 63;
+        Some(i128::from((mantissa ^ sign) - sign) << shift)
+    }
+
+    /// The sum of window terms whose total is `fixed` ([`Self::window_term`]).
+    pub fn from_window(fixed: i128) -> ExactSum {
+        ExactSum {
+            fixed,
+            ..ExactSum::default()
+        }
+    }
+
+    /// The sum in units of the window, when the window alone holds it (no limbs, no
+    /// infinity).
+    pub fn only_window(&self) -> Option<i128> {
+        (self.limbs.is_none() && !self.pos_inf && !self.neg_inf).then_some(self.fixed)
+    }
+
     /// Adds a double (an infinity is remembered; NaN never reaches here: SQLite has none).
     #[inline(always)]
     pub fn add_f64(&mut self, x: f64) {
-        let bits = x.to_bits();
-        let shift = ((bits >> 52) & 0x7ff).wrapping_sub(FIXED_LOWEST_EXP);
-        if shift <= FIXED_MAX_SHIFT {
-            // A normal double in the window (zero, subnormals, infinities and NaN are not:
-            // their exponent field is 0 or 0x7ff).
-            // The signed mantissa in 54 bits (negated by the sign bit without a branch), then
-            // shifted into the window.
-            let mantissa = ((bits & ((1 << 52) - 1)) | (1 << 52)) as i64;
-            let sign = (bits as i64) >> 63;
-            let term = i128::from((mantissa ^ sign) - sign) << shift;
+        if let Some(term) = Self::window_term(x) {
             match self.fixed.checked_add(term) {
                 Some(sum) => self.fixed = sum,
                 None => {

@@ -451,7 +451,7 @@ mod tests {
                 AggState::Count(k),
                 AggState::Sum(sum),
                 AggState::Best(Some((Value::Blob(vec![k as u8; 3]), k))),
-                AggState::Distinct(seen),
+                AggState::Distinct(Box::new(seen)),
                 AggState::Concat(vec![(k, b"a".to_vec())]),
                 AggState::Best(None),
             ],

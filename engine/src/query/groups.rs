@@ -460,14 +460,14 @@ mod tests {
 
     #[test]
     fn a_group_of_one_key_and_one_state_is_one_block() {
-        // Its key and state inline (no allocation of their own), in at most 160 bytes.
+        // Its key and state inline (no allocation of their own), in at most 104 bytes.
         let g = Group {
             keys: smallvec::smallvec![Value::Integer(1)],
             keys_rowid: 1,
             states: smallvec::smallvec![AggState::Count(0)],
         };
         assert!(!g.keys.spilled() && !g.states.spilled());
-        assert!(std::mem::size_of::<Group>() <= 160);
+        assert!(std::mem::size_of::<Group>() <= 104);
         assert_eq!(
             group_bytes(&g),
             std::mem::size_of::<Group>()

@@ -726,14 +726,14 @@ impl<'p, 'r> Partition<'p, 'r> {
             if self.counts(call, p) {
                 let v = self.arg_of(call, p);
                 probe.update(v);
-                if probe.approx {
+                if probe.approx() {
                     let r = v.to_f64().unwrap_or(0.0);
                     inf.0 |= r == f64::INFINITY;
                     inf.1 |= r == f64::NEG_INFINITY;
                 }
             }
-            sticky.push(sticky[p] || probe.approx);
-            values.push(values[p] + usize::from(probe.count > 0));
+            sticky.push(sticky[p] || probe.approx());
+            values.push(values[p] + usize::from(probe.count() > 0));
             infinite.push(inf);
         }
         let ints = self.frame_values(call, spec, frames);
