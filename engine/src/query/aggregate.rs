@@ -465,6 +465,9 @@ pub enum AggState {
     Best(Option<(Value, i64)>),
     /// A `DISTINCT` aggregate: its distinct inputs, each as first seen in rowid order, by key.
     Distinct(Box<HashMap<KeyPart, (Value, i64)>>),
+    /// `count(DISTINCT x)`: only its inputs' keys (which value and row came first does not
+    /// change a count).
+    CountDistinct(Box<DistinctKeys>),
     /// `group_concat`: the text of each non-NULL input with its row's rowid (an executor
     /// reads its leaves in file order, which need not be rowid order): joined in rowid order
     /// when finished.
@@ -481,6 +484,52 @@ pub enum AggState {
     /// A bare column ([`AggFunc::Shown`]): its value in the row that shows the group's keys
     /// (the row `Group::keys_rowid` names), set by `super::key_row::load_shown`.
     Shown(Option<Value>),
+}
+
+/// The distinct non-NULL keys of `count(DISTINCT x)` ([`AggState::CountDistinct`]): integers
+/// (and reals equal to one) as themselves, 8 bytes each in the set, any other key as its
+/// [`KeyPart`] (32 bytes and the bytes of a text or blob). The general `DISTINCT` state keeps
+/// each value's first value and row as well (72 bytes an entry): `count(DISTINCT l_partkey)`
+/// over 1,000 groups of SF 1 held 744 MB.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DistinctKeys {
+    ints: hashbrown::HashSet<i64>,
+    others: hashbrown::HashSet<KeyPart>,
+}
+
+impl DistinctKeys {
+    /// Adds the key of a non-NULL value; returns the bytes the set grew by (an estimate: the
+    /// entry at the set's lowest load, and the key's bytes).
+    fn insert(&mut self, key: KeyPart) -> usize {
+        match key {
+            KeyPart::Integer(i) => {
+                if self.ints.insert(i) {
+                    return 2 * std::mem::size_of::<i64>();
+                }
+            }
+            other => {
+                let bytes = match &other {
+                    KeyPart::Text(b) | KeyPart::Blob(b) => b.len(),
+                    _ => 0,
+                };
+                if self.others.insert(other) {
+                    return 2 * std::mem::size_of::<KeyPart>() + bytes;
+                }
+            }
+        }
+        0
+    }
+
+    /// How many distinct keys.
+    fn len(&self) -> usize {
+        self.ints.len() + self.others.len()
+    }
+
+    /// Adds the keys of another set.
+    fn extend(&mut self, more: DistinctKeys) {
+        self.ints.extend(more.ints);
+        self.others.extend(more.others);
+    }
 }
 
 /// The rows of a JSON aggregate ([`AggState::Json`]), each rendered alone: their bytes one
@@ -575,6 +624,9 @@ impl AggState {
         if spec.distinct {
             if let AggFunc::Json(_) = spec.func {
                 return AggState::JsonDistinct(Box::default());
+            }
+            if matches!(spec.func, AggFunc::Count | AggFunc::CountStar) {
+                return AggState::CountDistinct(Box::default());
             }
             return AggState::Distinct(Box::default());
         }
@@ -673,6 +725,14 @@ impl AggState {
             AggState::Ordered(_) => unreachable!("an ordered aggregate is updated by push_ordered"),
             // Set where the row shows the group (`key_row::load_shown`), not per row.
             AggState::Shown(_) => {}
+            AggState::CountDistinct(keys) => {
+                if !v.is_null() {
+                    let bytes = keys.insert(KeyPart::of(v, spec.collation));
+                    if bytes > 0 {
+                        grew(bytes);
+                    }
+                }
+            }
             AggState::Distinct(seen) => {
                 if v.is_null() {
                     return;
@@ -706,6 +766,7 @@ impl AggState {
             }
             (AggState::Concat(a), AggState::Concat(b)) => a.extend(b),
             (AggState::Json(a), AggState::Json(b)) => a.extend(*b),
+            (AggState::CountDistinct(a), AggState::CountDistinct(b)) => a.extend(*b),
             (AggState::Ordered(a), AggState::Ordered(b)) => a.extend(b),
             (AggState::JsonDistinct(seen), AggState::JsonDistinct(more)) => {
                 for (key, (v, at, json)) in *more {
@@ -775,6 +836,9 @@ impl AggState {
         }
         Ok(match (spec.func, self) {
             (_, AggState::Count(n)) => Value::Integer(n),
+            (_, AggState::CountDistinct(keys)) => {
+                Value::Integer(i64::try_from(keys.len()).unwrap_or(i64::MAX))
+            }
             (AggFunc::Sum, AggState::Sum(s)) => {
                 let s = s.into_wide();
                 if s.count == 0 {

@@ -444,6 +444,20 @@ mod tests {
         sum.update(crate::value::ValueRef::Real(1e300));
         let mut seen = HashMap::new();
         seen.insert(KeyPart::Text(b"x".to_vec()), (Value::text("X"), k + 1));
+        let count_spec = crate::query::ir::AggSpec {
+            distinct: true,
+            ..crate::query::ir::AggSpec::new(crate::query::ir::AggFunc::Count, None)
+        };
+        let mut distinct_count = AggState::new(&count_spec);
+        for v in [
+            Value::Integer(k),
+            Value::Real(2.0),
+            Value::text("t"),
+            Value::Real(0.5),
+        ] {
+            distinct_count.update(&count_spec, v.as_ref(), k);
+        }
+        assert!(matches!(distinct_count, AggState::CountDistinct(_)));
         Group {
             keys: smallvec::smallvec![Value::Integer(k), Value::text(format!("k{k}"))],
             keys_rowid: k * 10,
@@ -454,6 +468,7 @@ mod tests {
                 AggState::Distinct(Box::new(seen)),
                 AggState::Concat(vec![(k, b"a".to_vec())]),
                 AggState::Best(None),
+                distinct_count,
             ],
         }
     }

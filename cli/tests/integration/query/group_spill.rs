@@ -46,6 +46,11 @@ const GROUPED: &[&str] = &[
     "SELECT count(DISTINCT rt) FROM t",
     "SELECT count(DISTINCT s), count(*) FROM t WHERE id < 0",
     "SELECT count(DISTINCT x), count(DISTINCT i) FROM t",
+    // count(DISTINCT x) inside GROUP BY keeps only keys (aggregate::DistinctKeys): every
+    // storage class (1 and 1.0 one key), NOCASE and RTRIM spellings, blobs, NULLs, beside the
+    // general DISTINCT state of sum(DISTINCT).
+    "SELECT i % 7, count(DISTINCT x), count(DISTINCT c), count(DISTINCT rt), count(DISTINCT b), \
+     count(DISTINCT r), sum(DISTINCT i), count(DISTINCT n) FROM t GROUP BY 1",
 ];
 
 #[test]
