@@ -318,7 +318,14 @@ impl GroupTable {
     /// Sorted by [`key_prefix`] first, so that most comparisons are one of two integers
     /// beside each other in memory rather than of values behind two pointers.
     pub fn into_key_order(self, collations: &[Collation]) -> Vec<Group> {
-        let mut groups = self.groups;
+        // The lookup freed before the sort's order is made: this is the table's peak.
+        let GroupTable {
+            index,
+            hashes,
+            mut groups,
+            ..
+        } = self;
+        drop((index, hashes));
         let mut order: Vec<(u128, usize)> = groups
             .iter()
             .enumerate()
