@@ -74,13 +74,16 @@ impl Resolver<'_> {
             _ => None,
         };
         // `AND` and `OR` compute the operand holding a subquery last, and not at all when the
-        // other one decides (`exprCodeTargetAndOr`); that shows only where the skipped side
-        // could fail.
+        // other one decides (`exprCodeTargetAndOr`, and as a condition `sqlite3ExprIfTrue`/
+        // `sqlite3ExprIfFalse`); that shows only where a side could fail: the subquery side
+        // SQLite skips, or, with the subquery on the left, the right side SQLite computes
+        // first where a plain condition would skip it once the left decides (the
+        // differential tester's run seed 1796507242087074040).
         let and_or = matches!(op, BinaryOperator::And | BinaryOperator::Or);
         let right_first = match (holds_subquery(left), holds_subquery(right)) {
             _ if !and_or => None,
             (_, true) if r.expr.may_fail() => Some(false),
-            (true, false) if l.expr.may_fail() => Some(true),
+            (true, false) if l.expr.may_fail() || r.expr.may_fail() => Some(true),
             _ => None,
         };
         let t = binary(op, l, r, truth)?;

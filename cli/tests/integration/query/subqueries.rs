@@ -130,6 +130,20 @@ fn errors_and_refusals() {
     ] {
         check_error(db, &sql, "integer overflow");
     }
+    // With the subquery on the left, the right side is computed first as a condition too,
+    // though the subquery (true on every row) would decide: a failing right side fails the
+    // query (the tester's run seed 1796507242087074040).
+    check_error(
+        db,
+        "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM t) OR json_extract('[1]', 'a' || id) LIMIT 3",
+        "bad JSON path",
+    );
+    // As separate WHERE terms, in the order written: the false one first decides.
+    QueryTester::new(
+        db,
+        "SELECT id FROM t WHERE NOT EXISTS (SELECT 1 FROM t) AND json_extract('[1]', 'a' || id)",
+    )
+    .check();
     // A WHERE term holding a subquery is tested on each row, after the terms before it,
     // though it reads no column (the differential tester's table seeds 9202923161938340359
     // and 11963387922097340470): a failing term before a false subquery fails the query, a
