@@ -1311,7 +1311,7 @@ fn plan_select(
                         .any(|l| l.contains("TEMP B-TREE FOR") && l.contains("ORDER BY"));
                     if sorter && limit.is_some_and(|l| l != 0) && outputs.iter().any(Expr::may_fail)
                     {
-                        return unsupported(&format!(
+                        return unsupported(format!(
                             "ORDER BY with LIMIT sorted after a loop over index {name:?}, over \
                              output columns that can fail (SQLite computes them for the rows \
                              its sorter takes as the index gives them, an order corescan does \
