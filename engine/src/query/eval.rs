@@ -428,6 +428,10 @@ pub(super) fn maybe_number(t: &[u8]) -> bool {
     true
 }
 
+/// SQLite's unary minus of anything but a numeric literal (which the parser negates itself):
+/// `0 - x` (`sqlite3ExprCodeTarget`'s `TK_UMINUS`), so the negated zero real is `+0.0`, never
+/// `-0.0` (`power(-r, -7)` of a zero `r` is `+inf`: the differential tester's run seed
+/// 1796510084326036891).
 fn negate(v: ValueRef<'_>) -> Value {
     match v.to_number() {
         None => Value::Null,
@@ -435,7 +439,7 @@ fn negate(v: ValueRef<'_>) -> Value {
             Some(n) => Value::Integer(n),
             None => Value::real(-(i as f64)),
         },
-        Some(Number::Real(r)) => Value::real(-r),
+        Some(Number::Real(r)) => Value::real(0.0 - r),
     }
 }
 

@@ -414,6 +414,11 @@ fn refusals_name_the_construct() {
 #[test]
 fn regressions_found_by_the_differential_tester() {
     all(&[
+        // Unary minus is `0 - x` (run seed 1796510084326036891): the negated zero real is
+        // +0.0 (power(+0.0, -7) is +inf, of -0.0 -inf), but a negated literal is the
+        // literal's negation (atan2(0, -0.0) is pi).
+        "SELECT id, power(-(r * 0), -7), atan2(0, -(r * 0)), atan2(0, -0.0), atan2(0, - -0.0) FROM t WHERE r IS NOT NULL",
+        "SELECT total(power(-(r * 0), -7)), total(power(-(-r * 0), -7)) FROM t",
         // A column without COLLATE has BINARY, which beats the other operand's NOCASE.
         "SELECT id FROM t WHERE n BETWEEN c AND rt",
         "SELECT id FROM t WHERE x >= c",
