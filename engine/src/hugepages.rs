@@ -15,8 +15,9 @@
 //!
 //! - [`HugeRegion`]: an anonymous mapping, aligned to 2 MiB and advised `MADV_HUGEPAGE`, for
 //!   buffers the engine allocates itself (the `uring` backend);
-//! - [`HugePageAlloc`]: a global allocator that does the same for every allocation of 2 MiB or
-//!   more and leaves the rest to the system allocator. glommio allocates its registered I/O
+//! - [`HugePageAlloc`]: a global allocator that maps every allocation of 2 MiB or more on its
+//!   own (advising huge pages for page-aligned ones, I/O memory) and leaves the rest to
+//!   mimalloc. glommio allocates its registered I/O
 //!   memory (the `dma` backend's buffers) through the global allocator, so a binary that
 //!   installs this one gives the `dma` backend huge-page buffers too.
 //!
@@ -115,10 +116,11 @@ pub fn huge_page_bytes(addr: *const u8) -> Option<u64> {
 }
 
 /// A global allocator that puts every allocation of at least [`HUGE_PAGE`] bytes in its own
-/// huge-page-aligned anonymous mapping advised `MADV_HUGEPAGE`, and hands everything smaller to
-/// mimalloc. Growing such a block with `realloc` moves its pages with `mremap` rather than
-/// copying them (it may then start on an ordinary page boundary; its aligned 2 MiB stretches
-/// still get huge pages). Install it in a binary that uses the `dma` backend:
+/// huge-page-aligned anonymous mapping, advised `MADV_HUGEPAGE` when it is page-aligned I/O
+/// memory, and hands everything smaller to mimalloc. Growing such a block with `realloc` moves
+/// its pages with `mremap` rather than copying them (it may then start on an ordinary page
+/// boundary; its aligned 2 MiB stretches still get huge pages). Install it in a binary that
+/// uses the `dma` backend:
 ///
 /// ```ignore
 /// #[global_allocator]
@@ -131,6 +133,15 @@ pub fn huge_page_bytes(addr: *const u8) -> Option<u64> {
 /// -> 0.81 s, 1.5M keys 1.62 s -> 1.35 s, medians, `--io pread`, 2 executors). mimalloc's
 /// arenas are committed lazily ([`small`]): eager commit on top of transparent huge pages
 /// held 35 MiB resident where a streamed export needs 14.
+///
+/// Only I/O memory is advised huge pages. Group tables and sort runs were too, once: each
+/// first touch of a huge page zeroes 2 MiB in the kernel, and on the reference VM that zeroing
+/// (perf: `clear_page_erms` under `do_huge_pmd_anonymous_page`, from `GroupTable::push` and
+/// hashbrown's rehash) ran several times slower in about one run of three (our guess: the
+/// host backing again free 2 MiB blocks its virtio balloon had taken): `GROUP BY l_orderkey` on SF 1
+/// (`--io pread`, 2 executors) took 0.93-1.41 s with 0.13-0.85 s of system time, against
+/// 1.03-1.10 s and 0.23-0.28 s on small pages (eight runs each, transparent huge pages
+/// switched off system-wide for the second set).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HugePageAlloc;
 
@@ -164,8 +175,16 @@ impl HugePageAlloc {
         layout.size() >= HUGE_PAGE && layout.align() <= HUGE_PAGE
     }
 
-    /// Maps `size` bytes (a multiple of [`HUGE_PAGE`]) on a huge-page boundary.
-    unsafe fn map(size: usize) -> *mut u8 {
+    /// Whether a large block is I/O memory, to be advised `MADV_HUGEPAGE`: page-aligned, as
+    /// glommio's registered buffers are. Other large blocks (group tables, sort runs, hash
+    /// indexes) get the system's default: see [`HugePageAlloc`].
+    fn is_io(layout: Layout) -> bool {
+        layout.align() >= 4096
+    }
+
+    /// Maps `size` bytes (a multiple of [`HUGE_PAGE`]) on a huge-page boundary, advised
+    /// `MADV_HUGEPAGE` when `advise`.
+    unsafe fn map(size: usize, advise: bool) -> *mut u8 {
         let span = size + HUGE_PAGE;
         // SAFETY: an anonymous private mapping with no address hint touches no existing memory.
         let base = unsafe {
@@ -195,7 +214,9 @@ impl HugePageAlloc {
                 libc::munmap((start + size) as *mut libc::c_void, tail);
             }
             // Best effort: without transparent huge pages the kernel says EINVAL.
-            libc::madvise(start as *mut libc::c_void, size, libc::MADV_HUGEPAGE);
+            if advise {
+                libc::madvise(start as *mut libc::c_void, size, libc::MADV_HUGEPAGE);
+            }
         }
         start as *mut u8
     }
@@ -210,7 +231,12 @@ unsafe impl GlobalAlloc for HugePageAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if Self::is_huge(layout) {
             // SAFETY: see the impl's comment.
-            unsafe { Self::map(layout.size().next_multiple_of(HUGE_PAGE)) }
+            unsafe {
+                Self::map(
+                    layout.size().next_multiple_of(HUGE_PAGE),
+                    Self::is_io(layout),
+                )
+            }
         } else {
             // SAFETY: forwarded with the caller's guarantees.
             unsafe { small().alloc(layout) }
@@ -335,6 +361,31 @@ mod tests {
         }
         let huge = huge_page_bytes(p).unwrap();
         assert_eq!(huge > 0, thp, "{huge} bytes on huge pages");
+    }
+
+    #[test]
+    fn only_page_aligned_large_blocks_are_advised_huge_pages() {
+        // Under the `madvise` policy only advised memory gets huge pages, so an unadvised
+        // block shows none; under `always` or `never` the advice changes nothing visible.
+        let madvise = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .is_ok_and(|mode| mode.contains("[madvise]"));
+        let a = HugePageAlloc;
+        for (align, advised) in [(8, false), (4096, true)] {
+            let layout = Layout::from_size_align(2 * HUGE_PAGE, align).unwrap();
+            assert_eq!(HugePageAlloc::is_io(layout), advised);
+            // SAFETY: a non-zero size; the block is freed with its layout.
+            unsafe {
+                let p = a.alloc(layout);
+                assert!(!p.is_null());
+                p.write(1);
+                p.add(HUGE_PAGE).write(1);
+                let huge = huge_page_bytes(p).unwrap();
+                if madvise && !advised {
+                    assert_eq!(huge, 0, "align {align}: {huge} bytes on huge pages");
+                }
+                a.dealloc(p, layout);
+            }
+        }
     }
 
     #[test]
