@@ -243,6 +243,7 @@ fn projection(table: &TablePlan, names: &[String]) -> Result<QueryPlan> {
         names: shown,
         distinct: false,
         windows: None,
+        arrival: None,
     })
 }
 

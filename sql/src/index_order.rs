@@ -13,11 +13,13 @@
 //!   order breaks the ties of the query's `ORDER BY`. Within a group, rows come in index
 //!   order; that shows only where equal values differ (`'a'` and `'A'` under `NOCASE`, `1`
 //!   and `1.0` in a column without a type): in which of them `min()`, `max()`, a `DISTINCT`
-//!   aggregate or a group key returns. corescan reads a group's rows in rowid order, which is
-//!   the index's order when every key column of the index is a group key or made constant by
-//!   `WHERE`, and for bare columns beside the one `max()`/`min()` of the index's last key
-//!   column ("the latest row per key": ties of the extreme come by rowid either way); other
-//!   such queries are refused. A scan of the table delivers a `GROUP BY` that
+//!   aggregate or a group key returns, and from which row bare columns come. corescan reads a
+//!   group's rows in rowid order, which is the index's order when every key column of the
+//!   index is a group key or made constant by `WHERE`, and for bare columns beside the one
+//!   `max()`/`min()` of the index's last key column ("the latest row per key": ties of the
+//!   extreme come by rowid either way); elsewhere ([`Followed::by_place`]) each row is ranked
+//!   by its place in the index ([`index_arrival`]), which the group states keep in place of
+//!   the rowid. A scan of the table delivers a `GROUP BY` that
 //!   holds the rowid (each group is one row): groups in rowid order.
 //! - A loop corescan cannot follow (`MULTI-INDEX OR`: the rows of one index, then those of
 //!   the next not yet seen) is refused where the answer depends on its order.
@@ -62,7 +64,7 @@ pub(crate) fn follow(
     written: Vec<SortKey>,
     (order_by, backward): (Vec<SortKey>, bool),
     distinct: bool,
-) -> Result<(Vec<SortKey>, bool), SqlError> {
+) -> Result<Followed, SqlError> {
     if distinct {
         // SELECT DISTINCT shows each row where the loop first meets it: in rowid order for a
         // forward scan of the table, in the index's key order where the index delivers the
@@ -118,7 +120,7 @@ pub(crate) fn follow(
                 if *b && !backward && order_by.is_empty() {
                     return refuse(choice, "order of rows");
                 }
-                Ok((order_by, backward))
+                Ok(Followed::rows(order_by, backward))
             }
             Access::Index {
                 name,
@@ -142,7 +144,7 @@ pub(crate) fn follow(
                     nulls_first: !*b,
                     collation: Collation::Binary,
                 });
-                Ok((keys, false))
+                Ok(Followed::rows(keys, false))
             }
             Access::Other(_) => refuse(choice, "order of rows"),
         },
@@ -151,7 +153,10 @@ pub(crate) fn follow(
         } => {
             let (name, (b, unique), key) = match &choice.access {
                 Access::Rowid { .. } => {
-                    return Ok((rowid_group_order(r, keys, choice, order_by), backward))
+                    return Ok(Followed::rows(
+                        rowid_group_order(r, keys, choice, order_by),
+                        backward,
+                    ))
                 }
                 Access::Index {
                     name,
@@ -164,7 +169,7 @@ pub(crate) fn follow(
                     if order_sensitive(r, keys, aggregates) {
                         return refuse(choice, "result");
                     }
-                    return Ok((order_by, backward));
+                    return Ok(Followed::rows(order_by, backward));
                 }
             };
             let constants = constant_columns(r, filter);
@@ -198,21 +203,13 @@ pub(crate) fn follow(
                 && deciding_last_key(r, aggregates, &key, |k| {
                     group_key(k).is_some() || constant(k)
                 });
-            if !bare_by_last_key
+            // Otherwise each group's rows must come as the loop meets them: their places in
+            // the index's order stand for their rowids ([`index_arrival`]).
+            let by_place = !bare_by_last_key
                 && order_sensitive(r, keys, aggregates)
-                && (!covered || (b && !one_row_groups))
-            {
-                return Err(SqlError::Unsupported(format!(
-                    "the result of this query depends on the order of the rows within its \
-                     groups, which SQLite takes from index {name:?} ({}): a group key or the \
-                     argument of min(), max() or a DISTINCT aggregate can hold equal values \
-                     that differ (1 and 1.0 in a column without a type, 'a' and 'A' under \
-                     NOCASE), and which of them shows depends on that order, as does the order \
-                     group_concat and the JSON aggregates list their rows in (with ORDER BY \
-                     inside, the order of its ties: end it with the rowid to settle them); \
-                     corescan cannot follow it yet",
-                    choice.lines.join("; ")
-                )));
+                && (!covered || (b && !one_row_groups));
+            if by_place && distinct {
+                return Err(within_groups(choice, name, "corescan cannot follow it yet"));
             }
             let mut order_by = order_by;
             // DISTINCT through a temporary b-tree: the loop does not deliver the rows
@@ -268,7 +265,11 @@ pub(crate) fn follow(
                     )));
                 }
             }
-            Ok((order_by, backward))
+            Ok(Followed {
+                order_by,
+                backward,
+                by_place,
+            })
         }
     }
 }
@@ -948,6 +949,88 @@ fn resolve_key(r: &mut Resolver<'_>, name: &str, key: &[KeyColumn]) -> Result<Ve
         .collect();
     r.aliases_enabled = aliases;
     resolved
+}
+
+/// What [`follow`] gives a query: the `ORDER BY` and direction that give SQLite's rows in
+/// SQLite's order, and whether each group's rows must also be ranked by their places in the
+/// index SQLite reads ([`index_arrival`]).
+#[derive(Debug)]
+pub(crate) struct Followed {
+    /// The `ORDER BY` to run.
+    pub order_by: Vec<SortKey>,
+    /// The scan's direction ([`engine::query::ir::QueryPlan::backward`]).
+    pub backward: bool,
+    /// Whether the result depends on the order in which the index delivers each group's rows.
+    pub by_place: bool,
+}
+
+impl Followed {
+    fn rows(order_by: Vec<SortKey>, backward: bool) -> Followed {
+        Followed {
+            order_by,
+            backward,
+            by_place: false,
+        }
+    }
+}
+
+/// The most rows [`index_arrival`] ranks (16 bytes each); a larger index leaves the query
+/// refused.
+pub(crate) const MAX_ARRIVAL_ROWS: usize = 20_000_000;
+
+/// Each row's place in the order SQLite's loop over the index of `choice` meets the rows
+/// ([`engine::query::ir::Arrival`]), read from the index's entries; refused beyond
+/// [`MAX_ARRIVAL_ROWS`].
+pub(crate) fn index_arrival(
+    table: &TablePlan,
+    choice: &SqliteChoice,
+) -> Result<engine::query::ir::Arrival, SqlError> {
+    let Access::Index {
+        name,
+        backward,
+        fields,
+        ..
+    } = &choice.access
+    else {
+        return Err(SqlError::Invalid(
+            "the rows' places come from an index".into(),
+        ));
+    };
+    let Some(root) = index_root(table, name) else {
+        return Err(within_groups(
+            choice,
+            name,
+            "corescan cannot read that index",
+        ));
+    };
+    let rowids = table.index_rowids(root, *fields, *backward, MAX_ARRIVAL_ROWS + 1)?;
+    if rowids.len() > MAX_ARRIVAL_ROWS {
+        return Err(within_groups(
+            choice,
+            name,
+            &format!("corescan follows it for indexes of up to {MAX_ARRIVAL_ROWS} rows"),
+        ));
+    }
+    engine::query::ir::Arrival::new(name.clone(), &rowids).map_err(|rowid| {
+        SqlError::Invalid(format!(
+            "database disk image is malformed: index {name:?} lists row {rowid} twice"
+        ))
+    })
+}
+
+/// The refusal of a query whose result depends on the order in which index `name` delivers
+/// each group's rows, and why (`why`).
+fn within_groups(choice: &SqliteChoice, name: &str, why: &str) -> SqlError {
+    SqlError::Unsupported(format!(
+        "the result of this query depends on the order of the rows within its groups, which \
+         SQLite takes from index {name:?} ({}): a group key or the argument of min(), max() \
+         or a DISTINCT aggregate can hold equal values that differ (1 and 1.0 in a column \
+         without a type, 'a' and 'A' under NOCASE), and which of them shows depends on that \
+         order, as does the order group_concat and the JSON aggregates list their rows in \
+         (with ORDER BY inside, the order of its ties: end it with the rowid to settle them); \
+         {why}",
+        choice.lines.join("; ")
+    ))
 }
 
 fn refuse<T>(choice: &SqliteChoice, what: &str) -> Result<T, SqlError> {

@@ -17,8 +17,8 @@ use super::expr::{
     Resolver, Stage, Typed, WindowContext,
 };
 use super::index_order::{
-    first_rows, follow, minmax_row, order_listings, order_sensitive, range_seek, rowid_group_order,
-    rowid_in, seek_target, SeekTarget,
+    first_rows, follow, index_arrival, minmax_row, order_listings, order_sensitive, range_seek,
+    rowid_group_order, rowid_in, seek_target, SeekTarget,
 };
 use super::init_constants::init_constants;
 use super::order::{scan_order, ScanOrder};
@@ -1198,6 +1198,8 @@ fn plan_select(
     // Whether SQLite sorts the groups itself (a temporary b-tree for the GROUP BY), not
     // taking them in the order an index or the rowid gives them.
     let mut groups_sorted = true;
+    // Each group's rows ranked by their places in the index SQLite reads.
+    let mut arrival = None;
     let written_directions: Vec<bool> = written.iter().map(|k| k.descending).collect();
     if order == Order::Sqlite {
         let others = subqueries.map(Subqueries::tables).unwrap_or_default();
@@ -1251,15 +1253,19 @@ fn plan_select(
                         }],
                         false,
                     ),
-                    _ => follow(
-                        &mut r,
-                        &choice,
-                        &shape,
-                        select.selection.as_ref(),
-                        Vec::new(),
-                        (order_by, backward),
-                        false,
-                    )?,
+                    _ => {
+                        let followed = follow(
+                            &mut r,
+                            &choice,
+                            &shape,
+                            select.selection.as_ref(),
+                            Vec::new(),
+                            (order_by, backward),
+                            false,
+                        )?;
+                        debug_assert!(!followed.by_place, "a plain query has no groups");
+                        (followed.order_by, followed.backward)
+                    }
                 };
                 index_plan = Some(IndexPlan {
                     corescan: match &choice.access {
@@ -1330,6 +1336,10 @@ fn plan_select(
                     (order_by, backward),
                     distinct,
                 )?;
+                if followed.by_place {
+                    arrival = Some(index_arrival(table, &choice)?);
+                }
+                let followed = (followed.order_by, followed.backward);
                 // NULLs placed against the index's order (`DESC NULLS FIRST`, `ASC NULLS
                 // LAST`): SQLite's loop visits the NULL entries first or last in a loop of
                 // their own (WHERE_BIGNULL_SORT), so the index's first entries are not the
@@ -1360,6 +1370,15 @@ fn plan_select(
                         (Access::Index { name, .. }, Shape::Rows { .. }) => format!(
                             "the table in rowid order, rows ordered as index {name:?} gives them"
                         ),
+                        (Access::Index { name, .. }, Shape::Groups { .. }) if arrival.is_some() => {
+                            format!(
+                                "the table in rowid order, each group's rows ranked by their \
+                                 places in index {name:?} ({} entries read)",
+                                arrival
+                                    .as_ref()
+                                    .map_or(0, |a: &engine::query::ir::Arrival| a.len())
+                            )
+                        }
                         (Access::Index { name, .. }, Shape::Groups { keys, .. })
                             if !choice.sorts_groups && !keys.is_empty() =>
                         {
@@ -1419,6 +1438,7 @@ fn plan_select(
         names: outputs.into_iter().map(|o| o.name).collect(),
         distinct,
         windows: window_stage.map(|(stage, _)| Box::new(stage)),
+        arrival,
     };
     // Constant subexpressions are evaluated once here, not once per row.
     engine::query::fold::fold_plan(&mut plan);
@@ -1441,9 +1461,15 @@ fn plan_select(
                     "the {found} entries of the index in the range the WHERE bounds, then their \
                      rows by rowid{}",
                     if matches!(plan.shape, Shape::Rows { .. }) {
-                        ", ordered as the index gives them"
+                        ", ordered as the index gives them".to_string()
+                    } else if let Some(a) = &plan.arrival {
+                        format!(
+                            ", each group's rows ranked by their places in the index ({} \
+                             entries read)",
+                            a.len()
+                        )
                     } else {
-                        ""
+                        String::new()
                     }
                 );
             }

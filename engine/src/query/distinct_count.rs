@@ -47,7 +47,12 @@ impl DistinctCount {
         else {
             return None;
         };
-        if !keys.is_empty() || plan.windows.is_some() || plan.distinct || plan.limit == Some(0) {
+        if !keys.is_empty()
+            || plan.windows.is_some()
+            || plan.distinct
+            || plan.limit == Some(0)
+            || plan.arrival.is_some()
+        {
             return None;
         }
         let counts = aggregates.iter().all(|a| {
@@ -174,6 +179,7 @@ mod tests {
             names: Vec::new(),
             distinct: false,
             windows: None,
+            arrival: None,
         }
     }
 

@@ -675,6 +675,7 @@ mod tests {
             names: vec!["k".into(), "sum".into()],
             distinct: false,
             windows: None,
+            arrival: None,
         }
     }
 

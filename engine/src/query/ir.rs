@@ -492,6 +492,68 @@ pub struct QueryPlan {
     /// loop order) are the window stage's input, and the stage gives the result; the plan's
     /// own `ORDER BY` is then only the loop's order, and its `LIMIT` none.
     pub windows: Option<Box<WindowStage>>,
+    /// A grouped query whose rows SQLite's loop delivers in an index's order, where that order
+    /// shows in the result (which of equal values a `min()` keeps, the row a bare column
+    /// comes from, the order `group_concat` lists): each row's place in that order, used
+    /// wherever the rowid decides which row came first. `None`: rowid order.
+    pub arrival: Option<Arrival>,
+}
+
+/// The order in which SQLite's loop over an index meets the table's rows: each row's place
+/// in the index's key order (walked forwards or backwards), by rowid
+/// ([`QueryPlan::arrival`]). A grouped query's states keep the place where they otherwise
+/// keep the rowid (the first row of a group, a `min()`'s row, `group_concat`'s order), so
+/// that every "first" is the loop's first, on every executor and in every merge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arrival {
+    /// What SQLite reads, for messages (`index "ix_user"`).
+    pub index: String,
+    /// The rowids in ascending order, each with its place in the loop's order.
+    places: std::sync::Arc<[(i64, i64)]>,
+}
+
+impl Arrival {
+    /// The order of `rowids`, listed as the loop meets them; `Err` with the rowid when one
+    /// is listed twice (a damaged index).
+    pub fn new(index: String, rowids: &[i64]) -> Result<Arrival, i64> {
+        let mut places: Vec<(i64, i64)> = rowids
+            .iter()
+            .enumerate()
+            .map(|(at, &rowid)| (rowid, at as i64))
+            .collect();
+        places.sort_unstable();
+        if let Some(w) = places.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(w[0].0);
+        }
+        Ok(Arrival {
+            index,
+            places: places.into(),
+        })
+    }
+
+    /// The place of the row `rowid` in the loop's order, or an error when the index does not
+    /// list it (the table holds a row its index lacks: SQLite's loop would never meet it).
+    #[inline]
+    pub fn place(&self, rowid: i64) -> Result<i64, String> {
+        match self.places.binary_search_by_key(&rowid, |p| p.0) {
+            Ok(i) => Ok(self.places[i].1),
+            Err(_) => Err(format!(
+                "database disk image is malformed: row {rowid} is missing from index {:?}, \
+                 which SQLite reads the table through",
+                self.index
+            )),
+        }
+    }
+
+    /// How many rows the index lists.
+    pub fn len(&self) -> usize {
+        self.places.len()
+    }
+
+    /// Whether the index lists no row.
+    pub fn is_empty(&self) -> bool {
+        self.places.is_empty()
+    }
 }
 
 /// The window stage of a query with window functions, run on the coordinator over every row
@@ -998,7 +1060,25 @@ mod tests {
             names: vec!["rowid".into()],
             distinct: false,
             windows: None,
+            arrival: None,
         }
+    }
+
+    #[test]
+    fn arrival_places_rows_in_the_loops_order() {
+        // An index listing rows 7, 3, 9 in that order.
+        let a = Arrival::new("ix".into(), &[7, 3, 9]).unwrap();
+        assert_eq!(a.len(), 3);
+        assert_eq!(a.place(7), Ok(0));
+        assert_eq!(a.place(3), Ok(1));
+        assert_eq!(a.place(9), Ok(2));
+        let missing = a.place(4).unwrap_err();
+        assert!(
+            missing.contains("row 4 is missing from index \"ix\""),
+            "{missing}"
+        );
+        assert_eq!(Arrival::new("ix".into(), &[5, 2, 5]), Err(5));
+        assert!(Arrival::new("ix".into(), &[]).unwrap().is_empty());
     }
 
     fn cmp(op: CmpOp, left: Expr, right: Expr) -> Expr {

@@ -738,6 +738,20 @@ impl QueryKernel {
         if n == 0 {
             return Ok(());
         }
+        // Rows met in an index's order: their places in it stand for their rowids (only the
+        // selected rows': a partial index lists no other).
+        let places: Vec<i64>;
+        let rowids = match &plan.arrival {
+            Some(arrival) => {
+                let mut p = vec![0; rowids.len()];
+                for &r in &sel {
+                    p[r as usize] = arrival.place(rowids[r as usize])?;
+                }
+                places = p;
+                &places[..]
+            }
+            None => rowids,
+        };
         let (
             Shape::Groups {
                 keys, aggregates, ..
@@ -1055,6 +1069,11 @@ fn accept(
             },
             Partial::Groups(table),
         ) => {
+            // Rows met in an index's order: the row's place in it stands for its rowid.
+            let rowid = match &plan.arrival {
+                Some(arrival) => arrival.place(rowid)?,
+                None => rowid,
+            };
             // Borrowed key values: an owned key is made only for a new group.
             let mut key_values: SmallVec<[Operand<'_>; 4]> = SmallVec::new();
             for (e, _) in keys {

@@ -92,6 +92,7 @@ fn plan(shape: Shape, names: &[&str]) -> QueryPlan {
         names: names.iter().map(|n| n.to_string()).collect(),
         distinct: false,
         windows: None,
+        arrival: None,
     }
 }
 
