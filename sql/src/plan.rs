@@ -1047,6 +1047,15 @@ fn plan_select(
         let mut order_by = Vec::new();
         for (i, term) in order_terms.iter().enumerate() {
             let t = match by_alias_or_position(&term.expr, "ORDER BY", i)? {
+                // A copy of the result column, as SQLite's ORDER BY takes it: an aggregate in
+                // it that holds a subquery is then an aggregate of its own (see
+                // `Resolver::function`).
+                Some((p, collation)) if holds_subquery(outputs[p].expr) => {
+                    r.aliases_enabled = false;
+                    let t = r.resolve(outputs[p].expr, &mut Stage::Group(&mut ctx), 0);
+                    r.aliases_enabled = true;
+                    t?.collated(collation)
+                }
                 Some((p, collation)) => resolved[p].clone().collated(collation),
                 None if distinct => r
                     .resolve(&term.expr, &mut Stage::Group(&mut ctx), 0)

@@ -281,7 +281,26 @@ impl Resolver<'_> {
                 order_by,
             };
             let keys = ctx.keys.len();
-            let i = match ctx.aggregates.iter().position(|a| *a == spec) {
+            // SQLite's AggInfo lists an aggregate once however often it is written, but one
+            // that holds a subquery anywhere (its arguments, FILTER or ORDER BY) never
+            // compares equal to another (`sqlite3ExprCompare` on `EP_xIsSelect`): each
+            // occurrence is an aggregate of its own, which matters to which `min()`/`max()`
+            // is the last and so decides the row a group shows (the differential tester's
+            // run seed 1796518177108502051: `max((NOT EXISTS (...)))` again as `ORDER BY 2`).
+            let repeats = ast::visit_expressions(f, |x| {
+                if super::is_subquery(x) {
+                    std::ops::ControlFlow::Break(())
+                } else {
+                    std::ops::ControlFlow::Continue(())
+                }
+            })
+            .is_break();
+            let i = match ctx
+                .aggregates
+                .iter()
+                .position(|a| *a == spec)
+                .filter(|_| !repeats)
+            {
                 Some(i) => i,
                 None => {
                     ctx.aggregates.push(spec);

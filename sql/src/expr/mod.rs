@@ -350,7 +350,7 @@ impl<'t> Resolver<'t> {
 }
 
 /// Whether `x` itself is a subquery (scalar, `EXISTS` or `IN (SELECT ...)`).
-fn is_subquery(x: &ast::Expr) -> bool {
+pub(super) fn is_subquery(x: &ast::Expr) -> bool {
     matches!(
         x,
         ast::Expr::Subquery(_)

@@ -414,6 +414,11 @@ fn refusals_name_the_construct() {
 #[test]
 fn regressions_found_by_the_differential_tester() {
     all(&[
+        // An aggregate holding a subquery is never one SQLite's AggInfo lists twice (run seed
+        // 1796518177108502051): `ORDER BY 2` adds another `max((NOT EXISTS ...))` after
+        // max(c), which is then the last min()/max() and decides the row bare columns show.
+        "SELECT added2, max((NOT EXISTS (SELECT x FROM t AS u LIMIT 3))), count(*), max(c), (r * -1) FROM t GROUP BY 1 ORDER BY 2 DESC, 1",
+        "SELECT i % 5 AS k, max((SELECT count(*) FROM t AS u WHERE u.id < 0) + 0) AS m, max(c), id, s FROM t GROUP BY k HAVING m IS NOT NULL ORDER BY k",
         // Unary minus is `0 - x` (run seed 1796510084326036891): the negated zero real is
         // +0.0 (power(+0.0, -7) is +inf, of -0.0 -inf), but a negated literal is the
         // literal's negation (atan2(0, -0.0) is pi).
