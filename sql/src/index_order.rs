@@ -623,7 +623,7 @@ pub(crate) fn range_seek(
     table: &TablePlan,
     target: &SeekTarget,
     filter: Option<&Expr>,
-) -> Result<Option<Expr>, SqlError> {
+) -> Result<Option<(Expr, Vec<i64>)>, SqlError> {
     let mut terms = Vec::new();
     let mut stack: Vec<&Expr> = filter.into_iter().collect();
     while let Some(e) = stack.pop() {
@@ -782,7 +782,7 @@ pub(crate) fn range_seek(
     else {
         return Ok(None);
     };
-    Ok(Some(in_rowids(target.rowid, rowids)))
+    Ok(Some((in_rowids(target.rowid, rowids.clone()), rowids)))
 }
 
 /// Whether a grouped query's answer can depend on the order of the rows within a group:
@@ -979,11 +979,13 @@ impl Followed {
 pub(crate) const MAX_ARRIVAL_ROWS: usize = 20_000_000;
 
 /// Each row's place in the order SQLite's loop over the index of `choice` meets the rows
-/// ([`engine::query::ir::Arrival`]), read from the index's entries; refused beyond
-/// [`MAX_ARRIVAL_ROWS`].
+/// ([`engine::query::ir::Arrival`]): from `range`, the rowids of the index range the `WHERE`
+/// bounds in key order ([`range_seek`]), or else from the whole index's entries; refused
+/// beyond [`MAX_ARRIVAL_ROWS`].
 pub(crate) fn index_arrival(
     table: &TablePlan,
     choice: &SqliteChoice,
+    range: Option<Vec<i64>>,
 ) -> Result<engine::query::ir::Arrival, SqlError> {
     let Access::Index {
         name,
@@ -996,14 +998,27 @@ pub(crate) fn index_arrival(
             "the rows' places come from an index".into(),
         ));
     };
-    let Some(root) = index_root(table, name) else {
-        return Err(within_groups(
-            choice,
-            name,
-            "corescan cannot read that index",
-        ));
+    let rowids = match range {
+        // The entries of a range the loop seeks, in key order: the rows it can meet, in the
+        // order of their places in the whole index (a loop over an `IN` list takes its
+        // values in the index's order too).
+        Some(mut rowids) => {
+            if *backward {
+                rowids.reverse();
+            }
+            rowids
+        }
+        None => {
+            let Some(root) = index_root(table, name) else {
+                return Err(within_groups(
+                    choice,
+                    name,
+                    "corescan cannot read that index",
+                ));
+            };
+            table.index_rowids(root, *fields, *backward, MAX_ARRIVAL_ROWS + 1)?
+        }
     };
-    let rowids = table.index_rowids(root, *fields, *backward, MAX_ARRIVAL_ROWS + 1)?;
     if rowids.len() > MAX_ARRIVAL_ROWS {
         return Err(within_groups(
             choice,

@@ -1346,7 +1346,8 @@ fn plan_select(
                     distinct,
                 )?;
                 if followed.by_place {
-                    arrival = Some(index_arrival(table, &choice)?);
+                    // Ranked once the range the scan reads is known (below).
+                    arrival = Some(choice.clone());
                 }
                 let followed = (followed.order_by, followed.backward);
                 // NULLs placed against the index's order (`DESC NULLS FIRST`, `ASC NULLS
@@ -1382,10 +1383,7 @@ fn plan_select(
                         (Access::Index { name, .. }, Shape::Groups { .. }) if arrival.is_some() => {
                             format!(
                                 "the table in rowid order, each group's rows ranked by their \
-                                 places in index {name:?} ({} entries read)",
-                                arrival
-                                    .as_ref()
-                                    .map_or(0, |a: &engine::query::ir::Arrival| a.len())
+                                 places in index {name:?}"
                             )
                         }
                         (Access::Index { name, .. }, Shape::Groups { keys, .. })
@@ -1447,7 +1445,7 @@ fn plan_select(
         names: outputs.into_iter().map(|o| o.name).collect(),
         distinct,
         windows: window_stage.map(|(stage, _)| Box::new(stage)),
-        arrival,
+        arrival: None,
     };
     // Constant subexpressions are evaluated once here, not once per row.
     engine::query::fold::fold_plan(&mut plan);
@@ -1455,12 +1453,14 @@ fn plan_select(
     // A WHERE bounding the first key column of the index SQLite reads: only the rows of the
     // index's entries in that range are read (on the folded WHERE, whose constants are
     // literals by now).
+    let mut range = None;
     if let Some(target) = &seek {
-        if let Some(rowids) = range_seek(table, target, plan.filter.as_ref())? {
-            let found = match &rowids {
-                Expr::InIntegers { values, .. } => values.len(),
-                _ => 0,
-            };
+        if let Some((rowids, in_key_order)) = range_seek(table, target, plan.filter.as_ref())? {
+            let found = in_key_order.len();
+            if let Some(choice) = &arrival {
+                plan.arrival = Some(index_arrival(table, choice, Some(in_key_order))?);
+            }
+            range = Some(found);
             plan.filter = Some(match plan.filter.take() {
                 Some(f) => Expr::And(Box::new(rowids), Box::new(f)),
                 None => rowids,
@@ -1471,18 +1471,22 @@ fn plan_select(
                      rows by rowid{}",
                     if matches!(plan.shape, Shape::Rows { .. }) {
                         ", ordered as the index gives them".to_string()
-                    } else if let Some(a) = &plan.arrival {
-                        format!(
-                            ", each group's rows ranked by their places in the index ({} \
-                             entries read)",
-                            a.len()
-                        )
+                    } else if plan.arrival.is_some() {
+                        ", each group's rows ranked by their places in the index".to_string()
                     } else {
                         String::new()
                     }
                 );
             }
         }
+    }
+    // Each group's rows ranked by their places in the whole index, when no range was read.
+    if let (Some(choice), None) = (&arrival, range) {
+        let ranks = index_arrival(table, choice, None)?;
+        if let Some(p) = &mut index_plan {
+            p.corescan = format!("{} ({} entries read)", p.corescan, ranks.len());
+        }
+        plan.arrival = Some(ranks);
     }
     // As a rowid range: also under verify-retry, whose later attempts scan the table
     // (`plan_table` plans them from the query).
