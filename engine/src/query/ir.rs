@@ -508,14 +508,60 @@ pub struct QueryPlan {
 pub struct Arrival {
     /// What SQLite reads, for messages (`index "ix_user"`).
     pub index: String,
-    /// The rowids in ascending order, each with its place in the loop's order.
-    places: std::sync::Arc<[(i64, i64)]>,
+    /// Each listed row's place, by rowid.
+    places: Places,
+    /// How many rows the index lists.
+    len: usize,
 }
+
+/// [`Arrival`]'s places.
+#[derive(Debug, Clone, PartialEq)]
+enum Places {
+    /// Rowids from `first` on, most of them listed (a table's rowids usually are): the place
+    /// of rowid `first + i` at `i`, or [`NOT_LISTED`].
+    Dense {
+        first: i64,
+        places: std::sync::Arc<[i64]>,
+    },
+    /// The listed rowids in ascending order, each with its place.
+    Sparse(std::sync::Arc<[(i64, i64)]>),
+}
+
+/// A rowid the index does not list, in [`Places::Dense`].
+const NOT_LISTED: i64 = -1;
 
 impl Arrival {
     /// The order of `rowids`, listed as the loop meets them; `Err` with the rowid when one
     /// is listed twice (a damaged index).
     pub fn new(index: String, rowids: &[i64]) -> Result<Arrival, i64> {
+        let len = rowids.len();
+        let (Some(&low), Some(&high)) = (rowids.iter().min(), rowids.iter().max()) else {
+            return Ok(Arrival {
+                index,
+                places: Places::Sparse(Vec::new().into()),
+                len,
+            });
+        };
+        // A table array of at most twice the rows' count: 8 bytes a rowid, found directly.
+        let span = (high as i128 - low as i128 + 1) as u128;
+        if span <= 2 * len as u128 + 1024 {
+            let mut places = vec![NOT_LISTED; span as usize];
+            for (at, &rowid) in rowids.iter().enumerate() {
+                let slot = &mut places[(rowid - low) as usize];
+                if *slot != NOT_LISTED {
+                    return Err(rowid);
+                }
+                *slot = at as i64;
+            }
+            return Ok(Arrival {
+                index,
+                places: Places::Dense {
+                    first: low,
+                    places: places.into(),
+                },
+                len,
+            });
+        }
         let mut places: Vec<(i64, i64)> = rowids
             .iter()
             .enumerate()
@@ -527,7 +573,8 @@ impl Arrival {
         }
         Ok(Arrival {
             index,
-            places: places.into(),
+            places: Places::Sparse(places.into()),
+            len,
         })
     }
 
@@ -535,24 +582,34 @@ impl Arrival {
     /// list it (the table holds a row its index lacks: SQLite's loop would never meet it).
     #[inline]
     pub fn place(&self, rowid: i64) -> Result<i64, String> {
-        match self.places.binary_search_by_key(&rowid, |p| p.0) {
-            Ok(i) => Ok(self.places[i].1),
-            Err(_) => Err(format!(
+        let found = match &self.places {
+            Places::Dense { first, places } => rowid
+                .checked_sub(*first)
+                .and_then(|i| usize::try_from(i).ok())
+                .and_then(|i| places.get(i).copied())
+                .filter(|&p| p != NOT_LISTED),
+            Places::Sparse(places) => places
+                .binary_search_by_key(&rowid, |p| p.0)
+                .ok()
+                .map(|i| places[i].1),
+        };
+        found.ok_or_else(|| {
+            format!(
                 "database disk image is malformed: row {rowid} is missing from index {:?}, \
                  which SQLite reads the table through",
                 self.index
-            )),
-        }
+            )
+        })
     }
 
     /// How many rows the index lists.
     pub fn len(&self) -> usize {
-        self.places.len()
+        self.len
     }
 
     /// Whether the index lists no row.
     pub fn is_empty(&self) -> bool {
-        self.places.is_empty()
+        self.len == 0
     }
 }
 
@@ -1079,6 +1136,19 @@ mod tests {
         );
         assert_eq!(Arrival::new("ix".into(), &[5, 2, 5]), Err(5));
         assert!(Arrival::new("ix".into(), &[]).unwrap().is_empty());
+        // Rowids spread too far apart for a table array: the same places by search.
+        let sparse = Arrival::new("ix".into(), &[1 << 40, -3, 12, i64::MAX]).unwrap();
+        assert!(matches!(sparse.places, Places::Sparse(_)));
+        assert!(matches!(a.places, Places::Dense { .. }));
+        for (at, rowid) in [1 << 40, -3, 12, i64::MAX].into_iter().enumerate() {
+            assert_eq!(sparse.place(rowid), Ok(at as i64));
+        }
+        assert!(sparse.place(13).is_err() && sparse.place(i64::MIN).is_err());
+        assert!(a.place(i64::MIN).is_err() && a.place(i64::MAX).is_err());
+        assert_eq!(
+            Arrival::new("ix".into(), &[i64::MIN, i64::MAX, i64::MIN]),
+            Err(i64::MIN)
+        );
     }
 
     fn cmp(op: CmpOp, left: Expr, right: Expr) -> Expr {
