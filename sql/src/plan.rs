@@ -1453,14 +1453,12 @@ fn plan_select(
     // A WHERE bounding the first key column of the index SQLite reads: only the rows of the
     // index's entries in that range are read (on the folded WHERE, whose constants are
     // literals by now).
-    let mut range = None;
     if let Some(target) = &seek {
         if let Some((rowids, in_key_order)) = range_seek(table, target, plan.filter.as_ref())? {
             let found = in_key_order.len();
             if let Some(choice) = &arrival {
                 plan.arrival = Some(index_arrival(table, choice, Some(in_key_order))?);
             }
-            range = Some(found);
             plan.filter = Some(match plan.filter.take() {
                 Some(f) => Expr::And(Box::new(rowids), Box::new(f)),
                 None => rowids,
@@ -1481,7 +1479,7 @@ fn plan_select(
         }
     }
     // Each group's rows ranked by their places in the whole index, when no range was read.
-    if let (Some(choice), None) = (&arrival, range) {
+    if let (Some(choice), None) = (&arrival, &plan.arrival) {
         let ranks = index_arrival(table, choice, None)?;
         if let Some(p) = &mut index_plan {
             p.corescan = format!("{} ({} entries read)", p.corescan, ranks.len());
