@@ -434,9 +434,7 @@ fn first_and_last(
     let header_len = usize::try_from(header_len)
         .ok()
         .filter(|&h| h >= pos && h <= record.len())
-        .ok_or(format!(
-            "a record header of {header_len} bytes does not fit its record"
-        ))?;
+        .ok_or_else(|| format!("a record header of {header_len} bytes does not fit its record"))?;
     let mut body = header_len;
     let mut count = 0;
     let mut first = None;
@@ -447,7 +445,7 @@ fn first_and_last(
             .and_then(read_varint)
             .ok_or("a serial type runs past the record header")?;
         pos += n;
-        let size = serial_type_size(serial).ok_or(format!("reserved serial type {serial}"))?;
+        let size = serial_type_size(serial).ok_or_else(|| format!("reserved serial type {serial}"))?;
         count += 1;
         last = Some((serial, body));
         first.get_or_insert((serial, body));
