@@ -1165,23 +1165,35 @@ fn plan_select(
         let c = r.resolve(e, &mut Stage::Row, 0)?.expr;
         constant_terms.insert(k, Expr::computing(c));
     }
-    // A min()/max() with FILTER decides which row shows a group's keys by rules of its own
-    // (select.c's "magnet" register: a row the FILTER leaves out shows the keys only if it is
-    // the group's first); where equal keys can show differently, refused (the differential
-    // tester's table seeds 4548612221040139265 and 9333272895976208442).
-    if let Shape::Groups { keys, .. } = &shape {
-        if !keys.is_empty() && minmax_with_filter(query) && order_sensitive(&r, keys, &[]) {
+    // The last min()/max() decides which row shows a group's keys; with FILTER by the
+    // "magnet" register's rules (`engine::query::key_row`), with DISTINCT a duplicate row
+    // repeats the previous row's decision, which depends on every row before it: refused
+    // where equal keys can show differently (the differential tester's table seeds
+    // 4548612221040139265 and 9333272895976208442 had the FILTER case).
+    if let Shape::Groups {
+        keys, aggregates, ..
+    } = &shape
+    {
+        let deciding = engine::query::key_row::deciding(&shape, written.iter().map(|k| &k.expr));
+        if !keys.is_empty()
+            && deciding.is_some_and(|a| aggregates[a].distinct)
+            && order_sensitive(&r, keys, &[])
+        {
             return unsupported(
-                "min() or max() with FILTER in a grouped query whose keys can hold equal \
-                 values that differ (1 and 1.0, 'a' and 'A' under NOCASE): which row shows \
-                 the keys then follows SQLite's FILTER rules, not modelled yet",
+                "min(DISTINCT) or max(DISTINCT) as the last min() or max() of a grouped query \
+                 whose keys can hold equal values that differ (1 and 1.0, 'a' and 'A' under \
+                 NOCASE): which row shows the keys then follows SQLite's duplicate rows, not \
+                 modelled yet",
             );
         }
     }
     // Bare columns come from the row the deciding min()/max() chose; a DISTINCT one skips
     // its duplicate values without deciding (the row before decides again), and a FILTER
     // leaves the decision of the row before it in place: neither modelled.
-    if let Shape::Groups { aggregates, .. } = &shape {
+    if let Shape::Groups {
+        keys, aggregates, ..
+    } = &shape
+    {
         if engine::query::key_row::shows_columns(aggregates) {
             let deciding =
                 engine::query::key_row::deciding(&shape, written.iter().map(|k| &k.expr));
@@ -1192,11 +1204,12 @@ fn plan_select(
                      rows, not modelled yet",
                 );
             }
-            if minmax_with_filter(query) {
+            // Without GROUP BY there is no magnet register: a row the FILTER leaves out
+            // repeats the decision of the row before it.
+            if keys.is_empty() && minmax_with_filter(query) {
                 return unsupported(
-                    "a bare column (outside GROUP BY and the aggregates) beside min() or max() \
-                     with FILTER: which row shows it then follows SQLite's FILTER rules, not \
-                     modelled yet",
+                    "a bare column beside min() or max() with FILTER and no GROUP BY: which row \
+                     shows it then follows SQLite's FILTER rules, not modelled yet",
                 );
             }
         }

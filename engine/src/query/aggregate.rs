@@ -461,7 +461,8 @@ pub enum AggState {
     /// `sum`, `total`, `avg`.
     Sum(SumState),
     /// `min`/`max`: the best value so far and its row's rowid (of equal values SQLite keeps
-    /// the first in rowid order, and `1` and `1.0` are equal).
+    /// the first in rowid order, and `1` and `1.0` are equal). With a `FILTER`, a NULL
+    /// best is the last row that passed it with a NULL value while no value has.
     Best(Option<(Value, i64)>),
     /// A `DISTINCT` aggregate: its distinct inputs, each as first seen in rowid order, by key.
     Distinct(Box<HashMap<KeyPart, (Value, i64)>>),
@@ -699,10 +700,19 @@ impl AggState {
             AggState::Sum(s) => s.update(v),
             AggState::Best(best) => {
                 if v.is_null() {
+                    // A row that passed the FILTER (the caller tested it) with a NULL value
+                    // shows the group while no value has: the last such row is kept.
+                    if spec.filter.is_some() {
+                        match best {
+                            None => *best = Some((Value::Null, rowid)),
+                            Some((Value::Null, at)) if rowid > *at => *at = rowid,
+                            Some(_) => {}
+                        }
+                    }
                     return;
                 }
                 let replace = match best {
-                    None => true,
+                    None | Some((Value::Null, _)) => true,
                     Some((b, at)) => match compare_values(b.as_ref(), v, spec.collation) {
                         Ordering::Equal => rowid < *at,
                         Ordering::Less => spec.func == AggFunc::Max,

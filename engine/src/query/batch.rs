@@ -184,7 +184,10 @@ pub fn plan_batchable(plan: &QueryPlan, has_virtual: bool) -> bool {
         && plan.filter.as_ref().is_none_or(batchable)
         && keys.iter().all(|(e, _)| batchable(e))
         && aggregates.iter().all(|a| {
-            !matches!(a.func, AggFunc::Json(_)) && a.order_by.is_empty() && a.exprs().all(batchable)
+            !matches!(a.func, AggFunc::Json(_))
+                && a.order_by.is_empty()
+                && a.filter.is_none()
+                && a.exprs().all(batchable)
         })
 }
 

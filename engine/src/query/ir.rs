@@ -344,9 +344,11 @@ pub struct AggSpec {
     pub separator: Option<Value>,
     /// A second argument (row stage): `json_group_object`'s value, `arg` being its label.
     pub second: Option<Expr>,
-    /// `FILTER (WHERE c)` of a JSON aggregate (row stage): a row where `c` does not hold is
-    /// not added at all. The other aggregates skip NULL inputs, so their filter is a
-    /// `CASE WHEN c THEN x END` argument instead; a JSON aggregate adds a NULL as `null`.
+    /// `FILTER (WHERE c)` (row stage): a row where `c` does not hold is not added at all.
+    /// Kept here by JSON aggregates (which add a NULL as `null`), aggregates with `ORDER
+    /// BY`, and one-argument `min()`/`max()` without `DISTINCT` (a passing NULL can decide
+    /// which row shows the group: [`super::key_row`]); the other aggregates skip NULL
+    /// inputs, so their filter is a `CASE WHEN c THEN x END` argument instead.
     pub filter: Option<Expr>,
     /// `ORDER BY` inside the call (row stage; SQLite 3.44+): the order the rows are added in
     /// (ties in scan order), for the aggregates whose value depends on it (`group_concat`,
@@ -521,10 +523,10 @@ enum Places {
     /// of rowid `first + i` at `i`, or [`NOT_LISTED`].
     Dense {
         first: i64,
-        places: std::sync::Arc<[i64]>,
+        places: std::sync::Arc<Vec<i64>>,
     },
     /// The listed rowids in ascending order, each with its place.
-    Sparse(std::sync::Arc<[(i64, i64)]>),
+    Sparse(std::sync::Arc<Vec<(i64, i64)>>),
 }
 
 /// A rowid the index does not list, in [`Places::Dense`].
@@ -538,7 +540,7 @@ impl Arrival {
         let (Some(&low), Some(&high)) = (rowids.iter().min(), rowids.iter().max()) else {
             return Ok(Arrival {
                 index,
-                places: Places::Sparse(Vec::new().into()),
+                places: Places::Sparse(Default::default()),
                 len,
             });
         };
@@ -557,7 +559,7 @@ impl Arrival {
                 index,
                 places: Places::Dense {
                     first: low,
-                    places: places.into(),
+                    places: std::sync::Arc::new(places),
                 },
                 len,
             });
@@ -573,7 +575,7 @@ impl Arrival {
         }
         Ok(Arrival {
             index,
-            places: Places::Sparse(places.into()),
+            places: Places::Sparse(std::sync::Arc::new(places)),
             len,
         })
     }

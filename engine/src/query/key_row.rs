@@ -13,6 +13,13 @@
 //!   from the first row in rowid order that holds the final minimum (maximum), or, when every
 //!   value of the group is NULL, from the group's last row.
 //!
+//! - when that last one has a `FILTER` (and the query a `GROUP BY`), a row the filter leaves
+//!   out loads the columns only as the group's first row (the "magnet" register takes the
+//!   group's use flag before the filter is tested), and a row that passes it decides as
+//!   above: so the keys come from the first row holding the final minimum (maximum) among
+//!   the passing rows, or the last passing row when all their values are NULL, or the
+//!   group's first row when no row passes ([`KeyRow::FilteredMinMax`]).
+//!
 //! A bare column (a column read over the group outside its keys and aggregates,
 //! [`AggFunc::Shown`]) is loaded with the keys, from the same row ([`load_shown`]); so is one
 //! of a query without `GROUP BY`, whose one group follows the same rules.
@@ -20,7 +27,9 @@
 //! Both are kept per executor and merged by rowid, so the choice does not depend on the split
 //! or the file order of the leaves. Not reproduced: a `DISTINCT` `min`/`max` as the deciding
 //! aggregate (SQLite's duplicate rows then repeat the previous row's decision); the group's
-//! first row shows the keys then.
+//! first row shows the keys then, and the planner refuses where that can show; nor, without
+//! `GROUP BY`, a `FILTER` on one (no magnet register: a row the filter leaves out repeats the
+//! previous row's decision), refused where a bare column shows it.
 
 use crate::value::{Value, ValueRef};
 
@@ -36,6 +45,11 @@ pub enum KeyRow {
     /// The row aggregate `i` (a one-argument `min`/`max`) chose: the first row holding its
     /// final value, or the group's last row when all its values are NULL.
     MinMax(usize),
+    /// The row aggregate `i` (a one-argument `min`/`max` with a `FILTER`) chose: the first
+    /// row holding its final value, or the last row that passed the filter when all their
+    /// values are NULL (its state then holds a NULL best: [`AggState::Best`]), or the
+    /// group's first row when no row passed.
+    FilteredMinMax(usize),
 }
 
 impl KeyRow {
@@ -52,8 +66,10 @@ impl KeyRow {
             return KeyRow::First;
         }
         match deciding(shape, order_by) {
-            Some(a) if !aggregates[a].distinct => KeyRow::MinMax(a),
-            _ => KeyRow::First,
+            Some(a) if aggregates[a].distinct => KeyRow::First,
+            Some(a) if aggregates[a].filter.is_some() => KeyRow::FilteredMinMax(a),
+            Some(a) => KeyRow::MinMax(a),
+            None => KeyRow::First,
         }
     }
 }
@@ -98,9 +114,15 @@ pub fn deciding<'a>(
 /// values when the rule says this row now shows the group. (For [`KeyRow::First`] the caller
 /// keeps the lowest rowid's values.)
 pub fn after_update(rule: KeyRow, group: &mut Group, keys: &[ValueRef<'_>], rowid: i64) {
-    let KeyRow::MinMax(a) = rule else { return };
+    let (a, filtered) = match rule {
+        KeyRow::First => return,
+        KeyRow::MinMax(a) => (a, false),
+        KeyRow::FilteredMinMax(a) => (a, true),
+    };
     let take = match group.states.get(a) {
         Some(AggState::Best(Some((_, at)))) => *at == rowid,
+        // No value yet: the last row, or with a FILTER that no row passed, the first.
+        Some(AggState::Best(None)) if filtered => rowid < group.keys_rowid,
         Some(AggState::Best(None)) => rowid >= group.keys_rowid,
         _ => false,
     };
@@ -159,8 +181,11 @@ pub fn merge(
     merge_states(into, states);
     let take = match rule {
         KeyRow::First => keys_rowid < into.keys_rowid,
-        KeyRow::MinMax(a) => match into.states.get(a) {
+        KeyRow::MinMax(a) | KeyRow::FilteredMinMax(a) => match into.states.get(a) {
             Some(AggState::Best(Some((_, at)))) => *at == keys_rowid,
+            Some(AggState::Best(None)) if rule == KeyRow::FilteredMinMax(a) => {
+                keys_rowid < into.keys_rowid
+            }
             Some(AggState::Best(None)) => keys_rowid > into.keys_rowid,
             _ => false,
         },

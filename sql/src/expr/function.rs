@@ -226,6 +226,15 @@ impl Resolver<'_> {
                     filter = Some(self.resolve(c, &mut Stage::Row, d)?.expr);
                 }
             }
+            // A one-argument min()/max() keeps its FILTER apart from its argument: a row
+            // that passes it with a NULL value shows the group while no value has
+            // (`key_row::KeyRow::FilteredMinMax`), one that fails it never does. Not with
+            // DISTINCT, whose duplicates SQLite decides otherwise (refused where it shows).
+            if matches!(func, AggFunc::Min | AggFunc::Max) && !distinct && args.len() == 1 {
+                if let Some(c) = &f.filter {
+                    filter = Some(self.resolve(c, &mut Stage::Row, d)?.expr);
+                }
+            }
             if let AggFunc::Json(_) = func {
                 let mut typed = Vec::with_capacity(2);
                 if let Some(a) = args.get(1) {
