@@ -81,6 +81,19 @@ impl PageSet {
         }
     }
 
+    /// Adds the pages of `other` (a set of the same size) unless the two share a page: then
+    /// that page, and `self` is left partly merged.
+    pub fn add_disjoint(&mut self, other: &PageSet) -> Option<u32> {
+        for (word, (a, &b)) in self.bits.iter_mut().zip(&other.bits).enumerate() {
+            let common = *a & b;
+            if common != 0 {
+                return Some(word as u32 * 64 + common.trailing_zeros());
+            }
+            *a |= b;
+        }
+        None
+    }
+
     /// Whether `page` is present.
     pub fn contains(&self, page: u32) -> bool {
         self.bits

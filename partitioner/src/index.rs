@@ -68,6 +68,12 @@ enum Item {
 /// from the last entry down when `backward`; fewer when the index has fewer. `fields` is the
 /// number of fields of each entry (the index's columns and the rowid). See the module docs
 /// for what is checked.
+///
+/// A walk of more than [`PARALLEL_WALK`] entries shares the index's subtrees among up to
+/// `std::thread::available_parallelism` threads: the upper levels are read first, level by
+/// level, until they name enough subtrees ([`Work`]); each thread walks a run of them (with
+/// the entries of the upper pages between them) in order, and the runs are joined in key
+/// order, every leaf checked to lie at one depth, and no page met twice.
 pub fn index_rowids(
     file: &PageFile,
     root: u32,
@@ -75,7 +81,212 @@ pub fn index_rowids(
     backward: bool,
     n: usize,
 ) -> Result<Vec<i64>> {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    if n > PARALLEL_WALK && threads > 1 {
+        return parallel_walk(file, root, fields, backward, n, threads);
+    }
     index_walk(file, root, fields, backward, n, false)
+}
+
+/// The size of walk from which [`index_rowids`] walks an index's subtrees on several threads.
+pub const PARALLEL_WALK: usize = 100_000;
+
+/// An item of the upper levels of an index, in the walk's order: an entry's rowid, or a
+/// subtree to walk (its page and depth).
+enum Work {
+    Rowid(i64),
+    Subtree(u32, u32),
+}
+
+/// What one thread of [`parallel_walk`] met: the rowids, the depth of the leaves, the pages.
+type Run = (Vec<i64>, Option<u32>, PageSet);
+
+/// [`index_rowids`]' walk on `threads` threads.
+fn parallel_walk(
+    file: &PageFile,
+    root: u32,
+    fields: usize,
+    backward: bool,
+    n: usize,
+    threads: usize,
+) -> Result<Vec<i64>> {
+    let db = file.header();
+    let mut seen = PageSet::new(db.page_count);
+    seen.insert(root);
+    let (mut record, mut scratch) = (Vec::new(), Vec::new());
+    let mut leaf_depth: Option<u32> = None;
+    let mut work = vec![Work::Subtree(root, 1)];
+    let subtrees = |work: &[Work]| {
+        work.iter()
+            .filter(|w| matches!(w, Work::Subtree(..)))
+            .count()
+    };
+    // Expand level by level until there are four subtrees a thread (or only leaves).
+    while subtrees(&work) > 0 && subtrees(&work) < 4 * threads {
+        let mut next = Vec::with_capacity(work.len() * 8);
+        for w in work {
+            let (page, depth) = match w {
+                Work::Rowid(r) => {
+                    next.push(Work::Rowid(r));
+                    continue;
+                }
+                Work::Subtree(page, depth) => (page, depth),
+            };
+            let frame = read_frame(file, page, depth)?;
+            let items = frame.items();
+            let leaf = frame.header.page_type == PAGE_LEAF_INDEX;
+            if leaf && *leaf_depth.get_or_insert(depth) != depth {
+                return Err(file.corrupt(page, "index leaves at different depths"));
+            }
+            for taken in 0..items {
+                let at = if backward { items - 1 - taken } else { taken };
+                if leaf || at % 2 == 1 {
+                    let i = if leaf { at } else { at / 2 };
+                    let (_, rowid) = entry(
+                        file,
+                        &frame,
+                        i,
+                        fields,
+                        &mut seen,
+                        &mut record,
+                        &mut scratch,
+                    )?;
+                    next.push(Work::Rowid(rowid));
+                    continue;
+                }
+                let child = child_of(file, &frame, at / 2)?;
+                if !seen.insert(child) {
+                    return Err(file.corrupt(
+                        page,
+                        format!(
+                            "index cell {} child pointer: page {child} is already in the b-tree",
+                            at / 2
+                        ),
+                    ));
+                }
+                if depth >= 64 {
+                    return Err(file.corrupt(page, "index b-tree deeper than 64 levels"));
+                }
+                next.push(Work::Subtree(child, depth + 1));
+            }
+        }
+        work = next;
+    }
+    // Runs of about equal numbers of subtrees, each with the entries after its subtrees.
+    let total = subtrees(&work).max(1);
+    let mut runs: Vec<&[Work]> = Vec::with_capacity(threads);
+    let (mut start, mut met) = (0, 0);
+    for (i, w) in work.iter().enumerate() {
+        if let Work::Subtree(..) = w {
+            if met * threads >= total * (runs.len() + 1) && i > start {
+                runs.push(&work[start..i]);
+                start = i;
+            }
+            met += 1;
+        }
+    }
+    runs.push(&work[start..]);
+    let results: Vec<Result<Run>> = std::thread::scope(|s| {
+        let handles: Vec<_> = runs
+            .iter()
+            .map(|&run| {
+                s.spawn(move || {
+                    let mut seen = PageSet::new(db.page_count);
+                    let mut rowids = Vec::new();
+                    let mut depth: Option<u32> = None;
+                    for w in run {
+                        if rowids.len() >= n {
+                            break;
+                        }
+                        match *w {
+                            Work::Rowid(r) => rowids.push(r),
+                            Work::Subtree(page, d) => {
+                                let frame = read_frame(file, page, d)?;
+                                let (part, leaves) = walk_from(
+                                    file,
+                                    frame,
+                                    fields,
+                                    backward,
+                                    n - rowids.len(),
+                                    false,
+                                    &mut seen,
+                                )?;
+                                if let (Some(a), Some(b)) = (depth, leaves) {
+                                    if a != b {
+                                        return Err(
+                                            file.corrupt(page, "index leaves at different depths")
+                                        );
+                                    }
+                                }
+                                depth = depth.or(leaves);
+                                rowids.extend(part);
+                            }
+                        }
+                    }
+                    Ok((rowids, depth, seen))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("an index walk thread does not panic"))
+            .collect()
+    });
+    let mut rowids = Vec::new();
+    for result in results {
+        let (part, depth, met) = result?;
+        if let (Some(a), Some(b)) = (leaf_depth, depth) {
+            if a != b {
+                return Err(file.corrupt(root, format!("index leaves at depths {a} and {b}")));
+            }
+        }
+        leaf_depth = leaf_depth.or(depth);
+        if let Some(page) = seen.add_disjoint(&met) {
+            return Err(file.corrupt(
+                root,
+                format!("page {page} is reached twice in the index b-tree"),
+            ));
+        }
+        if rowids.is_empty() {
+            rowids = part;
+        } else {
+            rowids.extend(part);
+        }
+        if rowids.len() >= n {
+            rowids.truncate(n);
+            break;
+        }
+    }
+    Ok(rowids)
+}
+
+/// The child page before entry `i` of an interior `frame` (its right child for `i` equal to
+/// the cell count), checked to be a usable page.
+fn child_of(file: &PageFile, frame: &Frame, i: usize) -> Result<u32> {
+    let child = if i == usize::from(frame.header.cell_count) {
+        frame.header.right_child.unwrap_or(0)
+    } else {
+        let cell = cell_offset(file, frame, i)?;
+        be_u32(&frame.buf, cell).ok_or_else(|| {
+            file.corrupt(frame.page, format!("cell {i} runs past the usable page"))
+        })?
+    };
+    if let Some(reason) = file.header().unusable_page_reason(child) {
+        return Err(file.corrupt(
+            frame.page,
+            format!("index cell {i} child pointer: {reason}"),
+        ));
+    }
+    Ok(child)
+}
+
+/// The root page `root` of an index, read and checked.
+fn read_root(file: &PageFile, root: u32) -> Result<Frame> {
+    file.check_page_number(root)?;
+    if let Some(reason) = file.header().unusable_page_reason(root) {
+        return Err(file.corrupt(root, format!("invalid index root page: {reason}")));
+    }
+    read_frame(file, root, 1)
 }
 
 /// The rowid of the first entry of the index b-tree rooted at `root` whose first field is
@@ -100,14 +311,24 @@ fn index_walk(
     n: usize,
     skip_nulls: bool,
 ) -> Result<Vec<i64>> {
-    let db = file.header();
-    file.check_page_number(root)?;
-    if let Some(reason) = db.unusable_page_reason(root) {
-        return Err(file.corrupt(root, format!("invalid index root page: {reason}")));
-    }
-    let mut seen = PageSet::new(db.page_count);
+    let frame = read_root(file, root)?;
+    let mut seen = PageSet::new(file.header().page_count);
     seen.insert(root);
-    let mut stack = vec![read_frame(file, root, 1)?];
+    walk_from(file, frame, fields, backward, n, skip_nulls, &mut seen).map(|(rowids, _)| rowids)
+}
+
+/// [`index_walk`] from the subtree whose top is `frame`, adding the pages below it to
+/// `seen`: the rowids, and the depth of the leaves met.
+fn walk_from(
+    file: &PageFile,
+    frame: Frame,
+    fields: usize,
+    backward: bool,
+    n: usize,
+    skip_nulls: bool,
+    seen: &mut PageSet,
+) -> Result<(Vec<i64>, Option<u32>)> {
+    let mut stack = vec![frame];
     let mut leaf_depth: Option<u32> = None;
     let mut rowids = Vec::new();
     let mut record = Vec::new();
@@ -141,23 +362,11 @@ fn index_walk(
         } else if at % 2 == 1 {
             Item::Entry(at / 2)
         } else {
-            let i = at / 2;
-            let child = if i == usize::from(top.header.cell_count) {
-                top.header.right_child.unwrap_or(0)
-            } else {
-                let cell = cell_offset(file, top, i)?;
-                be_u32(&top.buf, cell).ok_or_else(|| {
-                    file.corrupt(page, format!("cell {i} runs past the usable page"))
-                })?
-            };
-            Item::Child(child)
+            Item::Child(child_of(file, top, at / 2)?)
         };
         match item {
             Item::Child(child) => {
                 let which = || format!("index cell {} child", at / 2);
-                if let Some(reason) = db.unusable_page_reason(child) {
-                    return Err(file.corrupt(page, format!("{} pointer: {reason}", which())));
-                }
                 if !seen.insert(child) {
                     return Err(file.corrupt(
                         page,
@@ -171,15 +380,14 @@ fn index_walk(
             }
             Item::Entry(i) => {
                 let top = stack.last().expect("the frame of the entry");
-                let (key, rowid) =
-                    entry(file, top, i, fields, &mut seen, &mut record, &mut scratch)?;
+                let (key, rowid) = entry(file, top, i, fields, seen, &mut record, &mut scratch)?;
                 if !(skip_nulls && key == KeyField::Null) {
                     rowids.push(rowid);
                 }
             }
         }
     }
-    Ok(rowids)
+    Ok((rowids, leaf_depth))
 }
 
 /// The first field of an index entry (its bytes borrowed from the record).
@@ -378,7 +586,7 @@ fn cell_offset(file: &PageFile, frame: &Frame, i: usize) -> Result<usize> {
 /// from the overflow chain into `record`), whose last field must be an integer.
 fn entry<'r>(
     file: &PageFile,
-    frame: &Frame,
+    frame: &'r Frame,
     i: usize,
     fields: usize,
     seen: &mut PageSet,
@@ -407,9 +615,13 @@ fn entry<'r>(
             "a {payload_len}-byte record runs past the usable page"
         )));
     }
+    if !spills {
+        // The whole record is on the page: read in place.
+        return first_and_last(&frame.buf[start..start + local], fields).map_err(corrupt);
+    }
     record.clear();
     record.extend_from_slice(&frame.buf[start..start + local]);
-    if spills {
+    {
         // The chain walk of table cells, with this cell's sizes.
         let cell = TableLeafCell {
             rowid: 0,
@@ -445,7 +657,8 @@ fn first_and_last(
             .and_then(read_varint)
             .ok_or("a serial type runs past the record header")?;
         pos += n;
-        let size = serial_type_size(serial).ok_or_else(|| format!("reserved serial type {serial}"))?;
+        let size =
+            serial_type_size(serial).ok_or_else(|| format!("reserved serial type {serial}"))?;
         count += 1;
         last = Some((serial, body));
         first.get_or_insert((serial, body));

@@ -7,6 +7,7 @@ mod corrupt;
 mod dbstat;
 mod defaults;
 mod fuzz;
+mod index_walk;
 mod leaf_parents;
 mod locks;
 mod ranges;

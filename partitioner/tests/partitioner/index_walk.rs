@@ -1,0 +1,99 @@
+//! Walking a whole index: above `partitioner::index::PARALLEL_WALK` entries the root's
+//! subtrees are shared among threads; the rowids must come in SQLite's index order (checked
+//! against `ORDER BY` over the index, both directions), and a page that two subtrees reach
+//! must be an error, not rows listed twice.
+
+use partitioner::index::PARALLEL_WALK;
+use partitioner::TablePlan;
+
+use super::{create_db, read_only, Layout};
+
+/// A table of `rows` rows with an index on a key of many duplicates (so the rowid orders
+/// ties) and a text column long enough to give the index four levels on 1 KiB pages.
+fn build(dir: &std::path::Path, rows: i64) -> std::path::PathBuf {
+    create_db(dir, "walk.db", Layout::pages(1024), |conn| {
+        conn.execute_batch(&format!(
+            "CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, s TEXT);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows})
+             INSERT INTO t(k, s) SELECT (i * 7919) % 1000, printf('%08d', (i * 104729) % {rows})
+             FROM n;
+             CREATE INDEX t_k_s ON t(k, s);"
+        ))
+        .unwrap();
+    })
+}
+
+fn index_root(plan: &TablePlan) -> u32 {
+    plan.indexes
+        .iter()
+        .find(|i| i.name == "t_k_s")
+        .expect("the index")
+        .root_page
+}
+
+#[test]
+fn a_whole_index_walk_gives_sqlites_order_in_both_directions() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = (PARALLEL_WALK as i64) * 3 / 2;
+    let path = build(dir.path(), rows);
+    let plan = TablePlan::open(&path, "t").unwrap();
+    let root = index_root(&plan);
+    let conn = read_only(&path);
+    for (backward, dir) in [(false, "ASC"), (true, "DESC")] {
+        let expected: Vec<i64> = conn
+            .prepare(&format!(
+                "SELECT id FROM t INDEXED BY t_k_s ORDER BY k {dir}, s {dir}, id {dir}"
+            ))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(expected.len() as i64, rows);
+        let walked = plan.index_rowids(root, 3, backward, usize::MAX).unwrap();
+        assert_eq!(walked.len(), expected.len(), "backward {backward}");
+        assert!(walked == expected, "backward {backward}: another order");
+        // A walk that stops early stops at the same entries.
+        let some = plan
+            .index_rowids(root, 3, backward, PARALLEL_WALK + 7)
+            .unwrap();
+        assert_eq!(some[..], expected[..PARALLEL_WALK + 7]);
+    }
+}
+
+#[test]
+fn a_page_two_subtrees_reach_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = build(dir.path(), (PARALLEL_WALK as i64) * 3 / 2);
+    let plan = TablePlan::open(&path, "t").unwrap();
+    let root = index_root(&plan);
+    drop(plan);
+    // dbstat's paths: "/" the root, "/000/" its first child, and so on. The last page of
+    // the third level gets the first leaf of the first one as its right child: the walk's
+    // first and last subtrees, read by different threads, both reach that leaf.
+    let conn = read_only(&path);
+    let page_at = |sql: &str| -> u32 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    let last_third = page_at(
+        "SELECT pageno FROM dbstat WHERE name = 't_k_s' AND length(path) = 9 \
+         ORDER BY path DESC LIMIT 1",
+    );
+    let first_leaf = page_at(
+        "SELECT pageno FROM dbstat WHERE name = 't_k_s' AND pagetype = 'leaf' ORDER BY path LIMIT 1",
+    );
+    drop(conn);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = (last_third as usize - 1) * 1024;
+    assert_eq!(bytes[at], 0x02, "an interior index page above the leaves");
+    bytes[at + 8..at + 12].copy_from_slice(&first_leaf.to_be_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let plan = TablePlan::open(&path, "t").unwrap();
+    for backward in [false, true] {
+        let err = plan
+            .index_rowids(root, 3, backward, usize::MAX)
+            .unwrap_err()
+            .to_string();
+        let twice = format!("page {first_leaf} is reached twice");
+        let serial = format!("page {first_leaf} is already in the b-tree");
+        assert!(err.contains(&twice) || err.contains(&serial), "{err}");
+    }
+}
