@@ -83,7 +83,11 @@ pub fn index_rowids(
 ) -> Result<Vec<i64>> {
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
     if n > PARALLEL_WALK && threads > 1 {
-        return parallel_walk(file, root, fields, backward, n, threads);
+        let keep = Keep::Rowids {
+            fields,
+            skip_nulls: false,
+        };
+        return parallel_walk(file, root, keep, backward, n, threads).map(|w| w.rowids);
     }
     index_walk(file, root, fields, backward, n, false)
 }
@@ -98,31 +102,33 @@ enum Work {
     Subtree(u32, u32),
 }
 
-/// What one thread of [`parallel_walk`] met: the rowids, the depth of the leaves, the pages.
-type Run = (Vec<i64>, Option<u32>, PageSet);
+/// What one thread of [`parallel_walk`] met, and the pages it read.
+type Run = (Walked, PageSet);
 
-/// [`index_rowids`]' walk on `threads` threads.
+/// [`index_rowids`]' walk on `threads` threads, keeping `keep` of the entries.
 fn parallel_walk(
     file: &PageFile,
     root: u32,
-    fields: usize,
+    keep: Keep,
     backward: bool,
     n: usize,
     threads: usize,
-) -> Result<Vec<i64>> {
+) -> Result<Walked> {
     let db = file.header();
+    let frame = read_root(file, root)?;
     let mut seen = PageSet::new(db.page_count);
     seen.insert(root);
     let (mut record, mut scratch) = (Vec::new(), Vec::new());
     let mut leaf_depth: Option<u32> = None;
     let mut work = vec![Work::Subtree(root, 1)];
+    let mut root_frame = Some(frame);
     let subtrees = |work: &[Work]| {
         work.iter()
             .filter(|w| matches!(w, Work::Subtree(..)))
             .count()
     };
     // Expand level by level until there are four subtrees a thread (or only leaves).
-    while subtrees(&work) > 0 && subtrees(&work) < 4 * threads {
+    while subtrees(&work) > 0 && subtrees(&work) < 4 * threads.max(2) {
         let mut next = Vec::with_capacity(work.len() * 8);
         for w in work {
             let (page, depth) = match w {
@@ -132,7 +138,10 @@ fn parallel_walk(
                 }
                 Work::Subtree(page, depth) => (page, depth),
             };
-            let frame = read_frame(file, page, depth)?;
+            let frame = match root_frame.take() {
+                Some(f) => f,
+                None => read_frame(file, page, depth)?,
+            };
             let items = frame.items();
             let leaf = frame.header.page_type == PAGE_LEAF_INDEX;
             if leaf && *leaf_depth.get_or_insert(depth) != depth {
@@ -142,16 +151,26 @@ fn parallel_walk(
                 let at = if backward { items - 1 - taken } else { taken };
                 if leaf || at % 2 == 1 {
                     let i = if leaf { at } else { at / 2 };
-                    let (_, rowid) = entry(
-                        file,
-                        &frame,
-                        i,
-                        fields,
-                        &mut seen,
-                        &mut record,
-                        &mut scratch,
-                    )?;
-                    next.push(Work::Rowid(rowid));
+                    match keep {
+                        Keep::Count => {
+                            cell_offset(file, &frame, i)?;
+                            next.push(Work::Rowid(0));
+                        }
+                        Keep::Rowids { fields, skip_nulls } => {
+                            let (key, rowid) = entry(
+                                file,
+                                &frame,
+                                i,
+                                fields,
+                                &mut seen,
+                                &mut record,
+                                &mut scratch,
+                            )?;
+                            if !(skip_nulls && key == KeyField::Null) {
+                                next.push(Work::Rowid(rowid));
+                            }
+                        }
+                    }
                     continue;
                 }
                 let child = child_of(file, &frame, at / 2)?;
@@ -186,78 +205,87 @@ fn parallel_walk(
         }
     }
     runs.push(&work[start..]);
-    let results: Vec<Result<Run>> = std::thread::scope(|s| {
-        let handles: Vec<_> = runs
-            .iter()
-            .map(|&run| {
-                s.spawn(move || {
-                    let mut seen = PageSet::new(db.page_count);
-                    let mut rowids = Vec::new();
-                    let mut depth: Option<u32> = None;
-                    for w in run {
-                        if rowids.len() >= n {
-                            break;
-                        }
-                        match *w {
-                            Work::Rowid(r) => rowids.push(r),
-                            Work::Subtree(page, d) => {
-                                let frame = read_frame(file, page, d)?;
-                                let (part, leaves) = walk_from(
-                                    file,
-                                    frame,
-                                    fields,
-                                    backward,
-                                    n - rowids.len(),
-                                    false,
-                                    &mut seen,
-                                )?;
-                                if let (Some(a), Some(b)) = (depth, leaves) {
-                                    if a != b {
-                                        return Err(
-                                            file.corrupt(page, "index leaves at different depths")
-                                        );
-                                    }
-                                }
-                                depth = depth.or(leaves);
-                                rowids.extend(part);
-                            }
+    let walk_run = |run: &[Work]| -> Result<Run> {
+        let mut seen = PageSet::new(db.page_count);
+        let mut walked = Walked {
+            rowids: Vec::new(),
+            met: 0,
+            leaf_depth: None,
+        };
+        for w in run {
+            if walked.met >= n as u64 {
+                break;
+            }
+            match *w {
+                Work::Rowid(r) => {
+                    if let Keep::Rowids { .. } = keep {
+                        walked.rowids.push(r);
+                    }
+                    walked.met += 1;
+                }
+                Work::Subtree(page, d) => {
+                    let frame = read_frame(file, page, d)?;
+                    let left = n - walked.met as usize;
+                    let part = walk_from(file, frame, keep, backward, left, &mut seen)?;
+                    if let (Some(a), Some(b)) = (walked.leaf_depth, part.leaf_depth) {
+                        if a != b {
+                            return Err(file.corrupt(page, "index leaves at different depths"));
                         }
                     }
-                    Ok((rowids, depth, seen))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("an index walk thread does not panic"))
-            .collect()
-    });
-    let mut rowids = Vec::new();
+                    walked.leaf_depth = walked.leaf_depth.or(part.leaf_depth);
+                    walked.rowids.extend(part.rowids);
+                    walked.met += part.met;
+                }
+            }
+        }
+        Ok((walked, seen))
+    };
+    let results: Vec<Result<Run>> = if runs.len() == 1 {
+        vec![walk_run(runs[0])]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = runs
+                .iter()
+                .map(|&run| s.spawn(move || walk_run(run)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("an index walk thread does not panic"))
+                .collect()
+        })
+    };
+    let mut all = Walked {
+        rowids: Vec::new(),
+        met: 0,
+        leaf_depth,
+    };
     for result in results {
-        let (part, depth, met) = result?;
-        if let (Some(a), Some(b)) = (leaf_depth, depth) {
+        let (part, pages) = result?;
+        if let (Some(a), Some(b)) = (all.leaf_depth, part.leaf_depth) {
             if a != b {
                 return Err(file.corrupt(root, format!("index leaves at depths {a} and {b}")));
             }
         }
-        leaf_depth = leaf_depth.or(depth);
-        if let Some(page) = seen.add_disjoint(&met) {
+        all.leaf_depth = all.leaf_depth.or(part.leaf_depth);
+        if let Some(page) = seen.add_disjoint(&pages) {
             return Err(file.corrupt(
                 root,
                 format!("page {page} is reached twice in the index b-tree"),
             ));
         }
-        if rowids.is_empty() {
-            rowids = part;
+        if all.rowids.is_empty() {
+            all.rowids = part.rowids;
         } else {
-            rowids.extend(part);
+            all.rowids.extend(part.rowids);
         }
-        if rowids.len() >= n {
-            rowids.truncate(n);
+        all.met += part.met;
+        if all.met >= n as u64 {
+            all.met = n as u64;
+            all.rowids.truncate(n);
             break;
         }
     }
-    Ok(rowids)
+    Ok(all)
 }
 
 /// The child page before entry `i` of an interior `frame` (its right child for `i` equal to
@@ -302,6 +330,17 @@ pub fn index_first_not_null(
     Ok(index_walk(file, root, fields, backward, 1, true)?.pop())
 }
 
+/// What a walk keeps of the entries it meets.
+#[derive(Debug, Clone, Copy)]
+enum Keep {
+    /// Their rowids (each record of `fields` fields checked), but of those whose first field
+    /// is NULL when `skip_nulls`.
+    Rowids { fields: usize, skip_nulls: bool },
+    /// Only how many there are: the records are not read (SQLite's `OP_Count` reads none),
+    /// the cell pointers are checked.
+    Count,
+}
+
 /// [`index_rowids`], skipping the entries whose first field is NULL when `skip_nulls`.
 fn index_walk(
     file: &PageFile,
@@ -314,30 +353,60 @@ fn index_walk(
     let frame = read_root(file, root)?;
     let mut seen = PageSet::new(file.header().page_count);
     seen.insert(root);
-    walk_from(file, frame, fields, backward, n, skip_nulls, &mut seen).map(|(rowids, _)| rowids)
+    let keep = Keep::Rowids { fields, skip_nulls };
+    walk_from(file, frame, keep, backward, n, &mut seen).map(|walked| walked.rowids)
+}
+
+/// The number of entries of the index b-tree rooted at `root` (one per row of its table,
+/// per row its `WHERE` admits for a partial index), counted as SQLite's `count(*)` counts
+/// them over an index: from the pages' cell counts, on several threads as [`index_rowids`]
+/// walks. The pages are checked as a walk checks them, but the records are not read.
+pub fn index_entries(file: &PageFile, root: u32) -> Result<u64> {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    Ok(parallel_walk(file, root, Keep::Count, false, usize::MAX, threads)?.met)
+}
+
+/// What a walk met: the rowids it kept, how many entries it counted, the depth of its leaves.
+struct Walked {
+    rowids: Vec<i64>,
+    met: u64,
+    leaf_depth: Option<u32>,
 }
 
 /// [`index_walk`] from the subtree whose top is `frame`, adding the pages below it to
-/// `seen`: the rowids, and the depth of the leaves met.
+/// `seen`, until `n` entries are met.
 fn walk_from(
     file: &PageFile,
     frame: Frame,
-    fields: usize,
+    keep: Keep,
     backward: bool,
     n: usize,
-    skip_nulls: bool,
     seen: &mut PageSet,
-) -> Result<(Vec<i64>, Option<u32>)> {
+) -> Result<Walked> {
     let mut stack = vec![frame];
     let mut leaf_depth: Option<u32> = None;
     let mut rowids = Vec::new();
     let mut record = Vec::new();
     let mut scratch = Vec::new();
-    while rowids.len() < n {
+    let mut met: u64 = 0;
+    while met < n as u64 {
         let Some(top) = stack.last_mut() else { break };
         let items = top.items();
         if top.taken == items {
             stack.pop();
+            continue;
+        }
+        if let (Keep::Count, PAGE_LEAF_INDEX, 0) = (keep, top.header.page_type, top.taken) {
+            // A leaf counted whole: its depth and cell pointers checked.
+            let (page, depth) = (top.page, top.depth);
+            if *leaf_depth.get_or_insert(depth) != depth {
+                return Err(file.corrupt(page, "index leaves at different depths"));
+            }
+            for i in 0..items {
+                cell_offset(file, top, i)?;
+            }
+            top.taken = items;
+            met += items as u64;
             continue;
         }
         let at = if backward {
@@ -380,14 +449,28 @@ fn walk_from(
             }
             Item::Entry(i) => {
                 let top = stack.last().expect("the frame of the entry");
-                let (key, rowid) = entry(file, top, i, fields, seen, &mut record, &mut scratch)?;
-                if !(skip_nulls && key == KeyField::Null) {
-                    rowids.push(rowid);
+                match keep {
+                    Keep::Count => {
+                        cell_offset(file, top, i)?;
+                        met += 1;
+                    }
+                    Keep::Rowids { fields, skip_nulls } => {
+                        let (key, rowid) =
+                            entry(file, top, i, fields, seen, &mut record, &mut scratch)?;
+                        if !(skip_nulls && key == KeyField::Null) {
+                            rowids.push(rowid);
+                            met += 1;
+                        }
+                    }
                 }
             }
         }
     }
-    Ok((rowids, leaf_depth))
+    Ok(Walked {
+        rowids,
+        met,
+        leaf_depth,
+    })
 }
 
 /// The first field of an index entry (its bytes borrowed from the record).

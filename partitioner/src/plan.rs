@@ -268,6 +268,15 @@ impl TablePlan {
         crate::index::index_rowids(&file, root, fields, backward, n)
     }
 
+    /// The number of entries of the index b-tree rooted at `root` (one of
+    /// [`TablePlan::indexes`]) in the plan's snapshot, counted from its pages' cell counts
+    /// as SQLite's `count(*)` counts an index (see [`crate::index::index_entries`]).
+    pub fn index_entries(&self, root: u32) -> Result<u64> {
+        let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
+        self.check_same_as(&file)?;
+        crate::index::index_entries(&file, root)
+    }
+
     /// The rowid of the first entry of the index b-tree rooted at `root` whose first field
     /// is not NULL, walking forwards or `backward` (see
     /// [`crate::index::index_first_not_null`]).

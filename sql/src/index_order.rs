@@ -420,6 +420,48 @@ pub(crate) fn first_rows(
     ))
 }
 
+/// Where SQLite counts the rows of `count(*)` over an index (a query of that one aggregate,
+/// no `GROUP BY`, no `WHERE`, SQLite's loop over a whole index that is not partial: `SCAN t
+/// USING COVERING INDEX i`, its `OP_Count`): the index's name and its number of entries,
+/// counted from its pages' cell counts, one per row of the table. `None` elsewhere.
+pub(crate) fn counted_entries(
+    table: &TablePlan,
+    choice: &SqliteChoice,
+    shape: &Shape,
+    has_where: bool,
+) -> Result<Option<(String, u64)>, SqlError> {
+    let Access::Index {
+        name,
+        partial: false,
+        ..
+    } = &choice.access
+    else {
+        return Ok(None);
+    };
+    let Shape::Groups {
+        keys, aggregates, ..
+    } = shape
+    else {
+        return Ok(None);
+    };
+    let counts_rows = matches!(
+        aggregates.as_slice(),
+        [AggSpec {
+            func: AggFunc::CountStar,
+            distinct: false,
+            filter: None,
+            ..
+        }]
+    );
+    let Some(root) = index_root(table, name).filter(|_| counts_rows && keys.is_empty()) else {
+        return Ok(None);
+    };
+    if has_where {
+        return Ok(None);
+    }
+    Ok(Some((name.clone(), table.index_entries(root)?)))
+}
+
 /// Where SQLite answers `min(x)` or `max(x)` from one entry of an index on `x` (its
 /// min/max optimization: `SEARCH t USING [COVERING] INDEX i`, no constraint, the loop left
 /// after its first row): the rowid of that entry, `Some(None)` when there is none. `max()`

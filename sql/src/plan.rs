@@ -17,8 +17,8 @@ use super::expr::{
     Resolver, Stage, Typed, WindowContext,
 };
 use super::index_order::{
-    first_rows, follow, index_arrival, minmax_row, order_listings, order_sensitive, range_seek,
-    rowid_group_order, rowid_in, seek_target, SeekTarget,
+    counted_entries, first_rows, follow, index_arrival, minmax_row, order_listings,
+    order_sensitive, range_seek, rowid_group_order, rowid_in, seek_target, SeekTarget,
 };
 use super::init_constants::init_constants;
 use super::order::{scan_order, ScanOrder};
@@ -1239,6 +1239,13 @@ fn plan_select(
             }
             _ => None,
         };
+        // count(*) from an index's page headers.
+        let counted = match &chosen {
+            Ok(Some(choice)) if window_stage.is_none() && constant_terms.is_empty() => {
+                counted_entries(table, choice, &shape, select.selection.is_some())?
+            }
+            _ => None,
+        };
         match chosen {
             // A table without an index: SQLite scans it, and may deliver a GROUP BY that
             // holds the rowid without sorting (asked of SQLite only then).
@@ -1301,6 +1308,39 @@ fn plan_select(
                     seek_rows: None,
                 });
                 followed
+            }
+            Ok(Some(choice)) if counted.is_some() => {
+                // No row is read: the count (the one aggregate, slot 0) is the index's.
+                let (name, entries) = counted.expect("counted above");
+                filter = Some(rowid_in(&mut r, &[])?);
+                let count = i64::try_from(entries).map_err(|_| {
+                    SqlError::Invalid(format!("index {name:?} lists {entries} entries"))
+                })?;
+                let mut with_count = |slot: usize| {
+                    (slot == 0).then_some(Expr::Literal(engine::value::Value::Integer(count)))
+                };
+                if let Shape::Groups {
+                    outputs, having, ..
+                } = &mut shape
+                {
+                    outputs
+                        .iter_mut()
+                        .chain(having.iter_mut())
+                        .for_each(|e| e.replace_slots(&mut with_count));
+                }
+                let mut order_by = order_by;
+                for k in &mut order_by {
+                    k.expr.replace_slots(&mut with_count);
+                }
+                index_plan = Some(IndexPlan {
+                    corescan: format!(
+                        "the {entries} entries of index {name:?} counted from its pages' cell \
+                         counts, no table page read"
+                    ),
+                    sqlite: choice.lines.clone(),
+                    seek_rows: None,
+                });
+                (order_by, backward)
             }
             Ok(Some(choice)) if minmax.is_some() => {
                 // Only the row of the entry SQLite reads.

@@ -53,6 +53,7 @@ fn a_whole_index_walk_gives_sqlites_order_in_both_directions() {
         let walked = plan.index_rowids(root, 3, backward, usize::MAX).unwrap();
         assert_eq!(walked.len(), expected.len(), "backward {backward}");
         assert!(walked == expected, "backward {backward}: another order");
+        assert_eq!(plan.index_entries(root).unwrap(), rows as u64);
         // A walk that stops early stops at the same entries.
         let some = plan
             .index_rowids(root, 3, backward, PARALLEL_WALK + 7)
@@ -87,11 +88,12 @@ fn a_page_two_subtrees_reach_is_an_error() {
     bytes[at + 8..at + 12].copy_from_slice(&first_leaf.to_be_bytes());
     std::fs::write(&path, &bytes).unwrap();
     let plan = TablePlan::open(&path, "t").unwrap();
-    for backward in [false, true] {
-        let err = plan
-            .index_rowids(root, 3, backward, usize::MAX)
-            .unwrap_err()
-            .to_string();
+    for backward in [None, Some(false), Some(true)] {
+        let err = match backward {
+            Some(b) => plan.index_rowids(root, 3, b, usize::MAX).unwrap_err(),
+            None => plan.index_entries(root).unwrap_err(),
+        }
+        .to_string();
         let twice = format!("page {first_leaf} is reached twice");
         let serial = format!("page {first_leaf} is already in the b-tree");
         assert!(err.contains(&twice) || err.contains(&serial), "{err}");

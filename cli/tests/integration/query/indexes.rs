@@ -589,6 +589,66 @@ fn literal_bounds_seek_the_index_range() {
 /// A damaged index is one `error:` line naming the file and the page; an index that lists
 /// rowids its table lacks (its root pointed at another table's index) is one naming the file,
 /// as SQLite reports `database disk image is malformed`.
+/// `count(*)` of a whole table, where SQLite counts an index (`SCAN t USING COVERING INDEX
+/// i`, its `OP_Count`): corescan counts the same index's entries from its pages' cell counts
+/// and reads no table page; with a `WHERE`, a partial index only, or another aggregate
+/// beside it, the table is scanned.
+#[test]
+fn count_star_counts_the_index_sqlite_counts() {
+    let dir = scratch_dir("query-indexes-count");
+    let partial = dir.join("partial.db");
+    let _ = std::fs::remove_file(&partial);
+    Connection::open(&partial)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE p(id INTEGER PRIMARY KEY, x, pad);
+             CREATE INDEX p_x ON p(x) WHERE x > 5;
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500)
+             INSERT INTO p(x, pad) SELECT i % 9, zeroblob(100) FROM n;
+             CREATE TABLE e(x); CREATE INDEX e_x ON e(x);",
+        )
+        .unwrap();
+    let mut cases: Vec<(&Path, &str)> = Vec::new();
+    for db in files().iter() {
+        for sql in [
+            "SELECT count(*) FROM urls",
+            "SELECT count(*) FROM o",
+            "SELECT count(*) FROM users",
+            "SELECT count(*) FROM kv",
+            "SELECT count(*) FROM ev",
+            "SELECT count(*) FROM t",
+            "SELECT count(*) * 2, count(*) + 0.5 AS half FROM o HAVING count(*) > 1 ORDER BY half",
+            "SELECT count(*) FROM o LIMIT 1 OFFSET 1",
+            "SELECT count(*) FROM o WHERE id > 0",
+            "SELECT count(*), count(status) FROM o",
+        ] {
+            cases.push((db, sql));
+        }
+    }
+    cases.extend([
+        (partial.as_path(), "SELECT count(*) FROM p"),
+        (partial.as_path(), "SELECT count(*) FROM e"),
+    ]);
+    let mut counted = 0;
+    for (db, sql) in cases {
+        let planned = corescan_sql::plan_query(db, sql).unwrap();
+        if planned
+            .index_plan
+            .as_ref()
+            .is_some_and(|p| p.corescan.contains("counted from its pages"))
+        {
+            counted += 1;
+            assert!(sqlite_plan(db, sql).contains("COVERING INDEX"), "{sql}");
+            assert!(!sql.contains("WHERE") && !sql.contains("FROM p"), "{sql}");
+        }
+        QueryTester::new(db, sql)
+            .span(&[Axis::Cores, Axis::Io])
+            .check();
+    }
+    // Every table of the two files but one whose only index is its rowid's.
+    assert!(counted >= 12, "{counted} counted");
+}
+
 #[test]
 fn a_damaged_index_is_a_clean_error() {
     let dir = scratch_dir("query-indexes-damaged");
@@ -630,6 +690,12 @@ fn a_damaged_index_is_a_clean_error() {
     std::os::unix::fs::FileExt::write_all_at(&file, &[0x0d], u64::from(child - 1) * 512).unwrap();
     drop(file);
     let run = corescan(["query", copy.to_str().unwrap(), sql]);
+    assert_ne!(run.status, 0);
+    run.assert_error_line(&[copy.to_str().unwrap(), &format!("page {child}"), "index"]);
+    // count(*) counts that index's cells without reading its records: the page still fails.
+    let count = "SELECT count(*) FROM t";
+    assert!(sqlite_plan(&db, count).contains("COVERING INDEX t_v"));
+    let run = corescan(["query", copy.to_str().unwrap(), count]);
     assert_ne!(run.status, 0);
     run.assert_error_line(&[copy.to_str().unwrap(), &format!("page {child}"), "index"]);
 
