@@ -266,7 +266,14 @@ impl<'a> Subqueries<'a> {
         if want == Want::Exists {
             dropped_projection_errors(q)?;
         }
-        let (q, uncomputed) = shaped(q, want);
+        let (mut q, uncomputed) = shaped(q, want);
+        if want == Want::In && q.order_by.is_some() && self.reads_rowids_directly(&q) {
+            // SQLite searches the table's rowids for the IN (`USING ROWID SEARCH ON TABLE
+            // t FOR IN-OPERATOR`): the subquery never runs, its ORDER BY never computed
+            // (the differential tester's run seed 1796530039104147478: a json_array() of a
+            // blob there failed corescan's query, not SQLite's).
+            q.order_by = None;
+        }
         let key = (want, q.to_string());
         if let Some(done) = self.results.borrow().get(&key) {
             return Ok(done.clone());
@@ -302,6 +309,79 @@ impl<'a> Subqueries<'a> {
         };
         self.results.borrow_mut().insert(key, outcome.clone());
         Ok(outcome)
+    }
+
+    /// Whether `x IN (q)` is SQLite's `IN_INDEX_ROWID` (`sqlite3FindInIndex`): `q` is a
+    /// candidate for the IN optimization (`isCandidateForInOpt`: one `SELECT` without
+    /// `WHERE`, `LIMIT`, `GROUP BY`, aggregates or windows, over one table named in `FROM`,
+    /// whose one result column is a column) and that column is the table's rowid or its
+    /// `INTEGER PRIMARY KEY` alias. (Where an index on the column serves the IN instead,
+    /// `USING INDEX i FOR IN-OPERATOR`, corescan still runs the subquery.)
+    fn reads_rowids_directly(&self, q: &ast::Query) -> bool {
+        let ast::SetExpr::Select(select) = q.body.as_ref() else {
+            return false;
+        };
+        if q.with.is_some()
+            || q.limit_clause.is_some()
+            || select.selection.is_some()
+            || select.having.is_some()
+            || !matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+        {
+            return false;
+        }
+        let [from] = select.from.as_slice() else {
+            return false;
+        };
+        let ast::TableFactor::Table {
+            name, args: None, ..
+        } = &from.relation
+        else {
+            return false;
+        };
+        if !from.joins.is_empty() {
+            return false;
+        }
+        let [item] = select.projection.as_slice() else {
+            return false;
+        };
+        let column = match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => e,
+            _ => return false,
+        };
+        let column = match column {
+            ast::Expr::Identifier(i) => &i.value,
+            ast::Expr::CompoundIdentifier(parts) => match parts.last() {
+                Some(i) => &i.value,
+                None => return false,
+            },
+            _ => return false,
+        };
+        // Aggregates or windows anywhere (ORDER BY too) make it another query.
+        let mut other = false;
+        let _ = ast::visit_expressions(q, |e| {
+            if let ast::Expr::Function(f) = e {
+                other |= f.over.is_some() || crate::aggregate::has_aggregate(e);
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        if other {
+            return false;
+        }
+        let Ok(table) = self.open_table(&name.to_string()) else {
+            return false;
+        };
+        let columns = &table.definition.columns;
+        let is_column = |n: &str| columns.iter().any(|c| c.name.eq_ignore_ascii_case(n));
+        match table.definition.rowid_alias() {
+            Some(i) if columns[i].name.eq_ignore_ascii_case(column) => true,
+            _ => {
+                ["rowid", "oid", "_rowid_"]
+                    .iter()
+                    .any(|r| r.eq_ignore_ascii_case(column))
+                    && !is_column(column)
+                    && !table.definition.without_rowid
+            }
+        }
     }
 
     /// `e`, from planning a subquery, as a refusal of a correlated subquery when the name it

@@ -299,6 +299,19 @@ fn integer_overflow_is_an_error() {
     check_error(db, sql, "JSON cannot hold BLOB values");
 }
 
+/// Where SQLite runs an `IN` subquery into a list (`LIST SUBQUERY`: a `WHERE`, or a column no
+/// index serves), its `ORDER BY` is computed, and a failing term fails the query in both.
+#[test]
+fn an_in_subquery_that_runs_computes_its_order_by() {
+    let db = fixture();
+    for sql in [
+        "SELECT count(*) FROM t WHERE id IN (SELECT id FROM t AS u WHERE 1 ORDER BY json_array(b))",
+        "SELECT count(*) FROM t WHERE i IN (SELECT i FROM t AS u ORDER BY json_array(b))",
+    ] {
+        super::check_error(db, sql, "JSON cannot hold BLOB values");
+    }
+}
+
 #[test]
 fn refusals_name_the_construct() {
     let db = fixture();
@@ -418,6 +431,12 @@ fn refusals_name_the_construct() {
 #[test]
 fn regressions_found_by_the_differential_tester() {
     all(&[
+        // `x IN (SELECT rowid FROM t ...)` searches the table's rowids (`USING ROWID SEARCH
+        // ON TABLE t FOR IN-OPERATOR`): the subquery's ORDER BY, whose json_array() of a blob
+        // fails, is never computed (run seed 1796530039104147478). See also
+        // `an_in_subquery_that_runs_computes_its_order_by`.
+        "SELECT id, 5 NOT IN (SELECT rowid FROM t ORDER BY json_array(b), id) FROM t WHERE id < 9",
+        "SELECT count(*) FROM t WHERE id IN (SELECT id FROM t AS u ORDER BY json_array(x, b))",
         // The last min()/max() with FILTER decides which row shows the keys by the "magnet"
         // register's rules (refused before: table seeds 4548612221040139265 and
         // 9333272895976208442).
