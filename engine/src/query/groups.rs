@@ -113,6 +113,10 @@ pub struct GroupTable {
     pub groups: Vec<Group>,
     /// The group the last row went to, and its packed key (or [`UNPACKED`]).
     last: Option<(usize, u64)>,
+    /// At least the highest row id a group was met or made at: no group's `keys_rowid` is
+    /// above it, so a row above it is no group's lower row (rows mostly come in rowid
+    /// order: the group need not be read to know).
+    max_rowid: i64,
     /// An estimate of the bytes the table holds ([`group_bytes`] of each group when it was
     /// made, plus what [`Self::add_bytes`] adds).
     bytes: usize,
@@ -324,12 +328,13 @@ impl GroupTable {
                 prefetch_lines(group);
                 // Otherwise (a min()/max() rule) the caller chooses the keys after the
                 // update (`key_row::after_update`).
-                if lowest_rowid_keys && rowid < group.keys_rowid {
+                if lowest_rowid_keys && rowid <= self.max_rowid && rowid < group.keys_rowid {
                     if group.keys.iter().zip(values).any(|(k, v)| k.as_ref() != *v) {
                         group.keys = values.iter().map(|v| ValueRef::to_owned(*v)).collect();
                     }
                     group.keys_rowid = rowid;
                 }
+                self.max_rowid = self.max_rowid.max(rowid);
                 self.last = Some((g, packed));
                 g
             }
@@ -394,6 +399,7 @@ impl GroupTable {
     /// Adds `group`, whose key no group has yet; returns its index.
     pub fn push(&mut self, group: Group, collations: &[Collation]) -> usize {
         let g = self.groups.len();
+        self.max_rowid = self.max_rowid.max(group.keys_rowid);
         self.bytes += group_bytes(&group);
         let mut packed = UNPACKED;
         if !group.keys.is_empty() {
@@ -599,5 +605,50 @@ mod tests {
             GroupStates::new,
         );
         assert_eq!(t.groups[0].keys[..], [Value::Real(1.0), Value::text("A")]);
+    }
+
+    #[test]
+    fn rows_above_every_rowid_met_keep_the_keys_and_lower_rows_bring_theirs() {
+        use Collation::NoCase;
+        let mut t = GroupTable::default();
+        let mut meet = |t: &mut GroupTable, key: &'static [u8], rowid: i64| {
+            t.find_or_insert(
+                &[ValueRef::Text(key)],
+                &[NoCase],
+                rowid,
+                true,
+                GroupStates::new,
+            )
+        };
+        // Groups met in rowid order, then out of it (a leaf of lower rowids read last).
+        assert_eq!(meet(&mut t, b"b", 10), 0);
+        assert_eq!(meet(&mut t, b"x", 30), 1);
+        assert_eq!(meet(&mut t, b"B", 40), 0);
+        assert_eq!(t.groups[0].keys[..], [Value::text("b")]);
+        meet(&mut t, b"B", 20);
+        assert_eq!(
+            (t.groups[0].keys_rowid, &t.groups[0].keys[..]),
+            (10, &[Value::text("b")][..])
+        );
+        meet(&mut t, b"B", 5);
+        assert_eq!(
+            (t.groups[0].keys_rowid, &t.groups[0].keys[..]),
+            (5, &[Value::text("B")][..])
+        );
+        // A group pushed whole raises the bound with its row id.
+        let mut u = GroupTable::default();
+        u.push(
+            Group {
+                keys: std::iter::once(Value::text("q")).collect(),
+                keys_rowid: 100,
+                states: GroupStates::new(),
+            },
+            &[NoCase],
+        );
+        meet(&mut u, b"Q", 50);
+        assert_eq!(
+            (u.groups[0].keys_rowid, &u.groups[0].keys[..]),
+            (50, &[Value::text("Q")][..])
+        );
     }
 }

@@ -1349,8 +1349,10 @@ fn compare(path: &Path, sql: &str, config: &Config) -> Outcome {
                     || l.trim() == "SEARCH t"
             })
         };
+        // (`INDEX` as SQLite's plan lines in a refusal spell it: table seed
+        // 10152554133236087043, a bare column beside min() over an EXISTS loop.)
         if e.contains("not supported")
-            && (e.contains("index") || e.contains("how SQLite reads"))
+            && (e.to_ascii_lowercase().contains("index") || e.contains("how SQLite reads"))
             && through_an_index()
         {
             return Outcome::Refused(e.clone());
