@@ -611,7 +611,7 @@ mod tests {
     fn rows_above_every_rowid_met_keep_the_keys_and_lower_rows_bring_theirs() {
         use Collation::NoCase;
         let mut t = GroupTable::default();
-        let mut meet = |t: &mut GroupTable, key: &'static [u8], rowid: i64| {
+        let meet = |t: &mut GroupTable, key: &'static [u8], rowid: i64| {
             t.find_or_insert(
                 &[ValueRef::Text(key)],
                 &[NoCase],
