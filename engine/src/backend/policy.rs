@@ -213,6 +213,11 @@ fn choose_backend(
 ) -> Result<(IoBackend, Option<String>)> {
     match settings.io {
         IoChoice::Fixed(b) => Ok((b, None)),
+        // Nothing to sample (a seek that found no row, a count from an index's pages).
+        IoChoice::Auto if plan.listed_leaves() == Some(0) => Ok((
+            IoBackend::Pread,
+            Some("auto: the scan reads no table page, so pread".to_string()),
+        )),
         IoChoice::Auto => {
             match residency::sample(&plan.path, plan.header.page_size, plan.leaf_sample(), 1024) {
                 Ok(r) => {

@@ -647,6 +647,19 @@ fn count_star_counts_the_index_sqlite_counts() {
     }
     // Every table of the two files but one whose only index is its rowid's.
     assert!(counted >= 12, "{counted} counted");
+    // The report says what was read: the index's pages, no table page.
+    let db = files()[0].to_str().unwrap();
+    let run = corescan(["query", db, "SELECT count(*) FROM o", "--report"]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("counted from its pages' cell counts, no table page read")
+            && run
+                .stderr
+                .contains("auto: the scan reads no table page, so pread"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
