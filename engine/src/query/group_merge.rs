@@ -26,8 +26,10 @@ use crate::value::{Value, ValueRef};
 
 use super::aggregate::AggState;
 use super::eval::{eval, holds};
-use super::group_spill::{compare_to_bound, GroupReader, GroupWriter, KeyBound, SpilledGroups};
-use super::groups::{compare_group_keys, key_prefix, Group};
+use super::group_spill::{
+    bound_of, compare_to_bound, GroupReader, GroupWriter, KeyBound, SpilledGroups,
+};
+use super::groups::{compare_group_keys, compare_key_values, key_prefix, Group};
 use super::ir::{AggSpec, Expr, QueryPlan, Shape};
 use super::key_row::{self, KeyRow};
 use super::marks::compare_keys;
@@ -402,6 +404,13 @@ impl GroupQuery<'_> {
             groups: 0,
         };
         let base = (index as i64) << 40;
+        // With a LIMIT's best rows kept, a group that ranks after the last cut's worst kept
+        // row can never be among them: its output columns are not computed, unless
+        // computing one could fail (SQLite computes every group's before it sorts).
+        let outputs_may_fail = self.outputs.iter().any(Expr::may_fail);
+        let mut bar: Option<(Vec<Value>, i64)> = None;
+        // A group's key values, then its aggregates' results: one buffer for every group.
+        let mut slots: Vec<Value> = Vec::new();
         let mut finish = |seq: usize, g: Group| -> Result<bool, GroupError> {
             if in_order && slice.listed.len() >= enough {
                 return Ok(false);
@@ -411,27 +420,41 @@ impl GroupQuery<'_> {
             } else {
                 base + seq as i64
             };
-            let mut slots = g.keys;
+            slots.clear();
+            slots.extend(g.keys);
             for (spec, s) in self.aggregates.iter().zip(g.states) {
                 slots.push(s.finish(spec)?);
             }
-            let refs: Vec<ValueRef<'_>> = slots.iter().map(Value::as_ref).collect();
+            let refs: smallvec::SmallVec<[ValueRef<'_>; 8]> =
+                slots.iter().map(Value::as_ref).collect();
             if let Some(h) = self.having {
                 if !holds(h, &refs)? {
                     return Ok(true);
                 }
             }
-            let row = self.output(&refs).map(|(sort, values)| (sort, seq, values));
             if in_order {
+                let row = self.output(&refs).map(|(sort, values)| (sort, seq, values));
                 slice.listed.push(row);
                 return Ok(true);
             }
-            slice.ranked.push(row?);
+            let sort = self.sort_values(&refs)?;
+            if let Some((worst, worst_seq)) = bar.as_ref().filter(|_| !outputs_may_fail) {
+                let after = compare_keys(&self.plan.order_by, &sort, worst)
+                    .then(seq.cmp(worst_seq))
+                    .is_gt();
+                if after {
+                    return Ok(true);
+                }
+            }
+            let values = self.output_values(&refs)?;
+            slice.ranked.push((sort, seq, values));
             if let Some(k) = keep.filter(|&k| k > 0 && slice.ranked.len() >= k.saturating_mul(2)) {
                 slice
                     .ranked
                     .select_nth_unstable_by(k - 1, |a, b| self.order(a, b));
                 slice.ranked.truncate(k);
+                let worst = &slice.ranked[k - 1];
+                bar = Some((worst.0.clone(), worst.1));
             }
             Ok(true)
         };
@@ -458,18 +481,26 @@ impl GroupQuery<'_> {
 
     /// A finished group's `ORDER BY` values and output values.
     fn output(&self, refs: &[ValueRef<'_>]) -> Result<(Vec<Value>, Vec<Value>), GroupError> {
-        let sort = self
-            .plan
+        Ok((self.sort_values(refs)?, self.output_values(refs)?))
+    }
+
+    /// A finished group's `ORDER BY` values.
+    fn sort_values(&self, refs: &[ValueRef<'_>]) -> Result<Vec<Value>, GroupError> {
+        self.plan
             .order_by
             .iter()
             .map(|k| eval(&k.expr, refs))
-            .collect::<Result<Vec<_>, _>>()?;
-        let values = self
-            .outputs
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())
+    }
+
+    /// A finished group's output values.
+    fn output_values(&self, refs: &[ValueRef<'_>]) -> Result<Vec<Value>, GroupError> {
+        self.outputs
             .iter()
             .map(|e| eval(e, refs))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok((sort, values))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -485,9 +516,11 @@ fn split_runs<'r>(
 ) -> Vec<Vec<Cursor<'r>>> {
     let total: usize = runs.iter().map(Run::len).sum();
     let slices = slices.min(total / 2);
+    let in_memory = || runs.iter().all(|r| matches!(r, Run::Memory(_)));
     let splitters: Vec<KeyBound> = match runs.iter().max_by_key(|r| r.len()) {
         _ if slices <= 1 || collations.is_empty() => Vec::new(),
         None => Vec::new(),
+        Some(_) if runs.len() > 1 && in_memory() => balanced_splitters(runs, collations, slices),
         Some(Run::File(f)) => f.splitters(slices),
         Some(Run::Memory(largest)) => {
             // Distinct places of one run are distinct keys.
@@ -536,6 +569,49 @@ fn split_runs<'r>(
         }
     }
     out
+}
+
+/// Splitters that cut runs in memory into `slices` slices of about equal numbers of groups,
+/// whatever the runs' key ranges: each run offers keys at even places, each standing for the
+/// groups of its run up to the next, and the splitters are the offered keys where the groups
+/// so counted, in key order, pass each `i / slices` of the total. (Places of the largest run
+/// alone cut badly when the runs hold different ranges of keys, as executors that each read
+/// a range of a table clustered by the key do: with two, one slice took three quarters.)
+fn balanced_splitters(runs: &[Run], collations: &[Collation], slices: usize) -> Vec<KeyBound> {
+    let per_run = slices * 16;
+    let mut offered: Vec<(&Group, usize)> = Vec::with_capacity(runs.len() * per_run);
+    for run in runs {
+        let Run::Memory(groups) = run else { continue };
+        let len = groups.len();
+        let places = per_run.min(len);
+        for j in 0..places {
+            let (at, next) = (len * j / places, len * (j + 1) / places);
+            offered.push((&groups[at], next - at));
+        }
+    }
+    offered.sort_by(|a, b| {
+        key_prefix(a.0, collations)
+            .cmp(&key_prefix(b.0, collations))
+            .then_with(|| compare_group_keys(a.0, b.0, collations))
+    });
+    let total: usize = offered.iter().map(|o| o.1).sum();
+    let mut splitters: Vec<KeyBound> = Vec::with_capacity(slices - 1);
+    let mut counted = 0usize;
+    for (group, weight) in offered {
+        let due = total * (splitters.len() + 1) / slices;
+        if splitters.len() + 1 < slices && counted >= due && counted > 0 {
+            let bound = bound_of(group, collations);
+            // Equal keys offered by two runs make one splitter (an empty slice otherwise).
+            let repeated = splitters.last().is_some_and(|last| {
+                last.0 == bound.0 && compare_key_values(&last.1, &bound.1, collations).is_eq()
+            });
+            if !repeated {
+                splitters.push(bound);
+            }
+        }
+        counted += weight;
+    }
+    splitters
 }
 
 /// Merges runs of groups, each sorted by key with no key twice (what executors hand over,
@@ -735,6 +811,42 @@ mod tests {
             .unwrap()
             .merge(runs, threads)
             .map(|m| m.rows)
+    }
+
+    #[test]
+    fn runs_of_different_key_ranges_split_into_even_slices() {
+        let ints = |keys: std::ops::Range<i64>| -> Vec<Group> {
+            keys.map(|k| Group {
+                keys: smallvec::smallvec![Value::Integer(k)],
+                keys_rowid: k,
+                states: smallvec::SmallVec::new(),
+            })
+            .collect()
+        };
+        for threads in [2, 3] {
+            // As two executors hand over a table clustered by its key: the second holds the
+            // larger range, above the first's.
+            let mut runs = vec![Run::Memory(ints(0..1000)), Run::Memory(ints(1000..4000))];
+            let slices = split_runs(&mut runs, &[Collation::Binary], threads);
+            let sizes: Vec<usize> = slices
+                .iter()
+                .map(|s| {
+                    s.iter()
+                        .map(|c| match c {
+                            Cursor::Memory(it) => it.len(),
+                            Cursor::File(_) => unreachable!("runs in memory"),
+                        })
+                        .sum()
+                })
+                .collect();
+            assert_eq!(sizes.len(), threads);
+            assert_eq!(sizes.iter().sum::<usize>(), 4000);
+            let even = 4000 / threads;
+            assert!(
+                sizes.iter().all(|&n| n.abs_diff(even) <= 4000 / 32),
+                "{sizes:?}"
+            );
+        }
     }
 
     #[test]

@@ -120,6 +120,12 @@ pub struct GroupTable {
     /// An estimate of the bytes the table holds ([`group_bytes`] of each group when it was
     /// made, plus what [`Self::add_bytes`] adds).
     bytes: usize,
+    /// While every group's key is one integer above the key of the group before (a table
+    /// clustered by its key, `GROUP BY order_id` over rows in rowid order), the highest: the
+    /// index is then empty, since a row's key is its last group's (found without it) or
+    /// above every group's (a new group), and the groups are already in key order. Any other
+    /// key builds the index of every group ([`Self::index_every_group`]) and ends this.
+    ascending: Option<i64>,
 }
 
 /// An estimate of the bytes group `g` takes in a table: the group, its index entry (at the
@@ -268,7 +274,44 @@ impl GroupTable {
 
     /// The group whose key is `values` (one per key, under `collations`), if there is one.
     pub fn find(&self, values: &[ValueRef<'_>], collations: &[Collation]) -> Option<usize> {
+        if self.ascending.is_some() {
+            // No index yet: the groups in turn (`find_or_insert` builds the index instead).
+            return (0..self.groups.len()).find(|&g| self.matches(g, values, collations));
+        }
         self.find_packed(values, collations, packed_of(values, collations))
+    }
+
+    /// The index's hash of group `g`'s key, and its entry.
+    fn slot_of(&self, g: usize, collations: &[Collation]) -> (u64, Slot) {
+        let keys = &self.groups[g].keys;
+        // `hash_value` normalizes as it goes: equal keys hash alike whatever their spelling.
+        let mut h = self.hasher.build_hasher();
+        for (v, c) in keys.iter().zip(collations) {
+            hash_value(v.as_ref(), *c, &mut h);
+        }
+        let hash = slot_hash(h.finish());
+        let refs: smallvec::SmallVec<[ValueRef<'_>; 2]> = keys.iter().map(Value::as_ref).collect();
+        let slot = Slot {
+            packed: packed_of(&refs, collations),
+            group: u32::try_from(g).expect("a group table spills long before 2^32 groups"),
+            hash: hash as u32,
+        };
+        (hash, slot)
+    }
+
+    /// Ends [`Self::ascending`]: every group goes into the index.
+    #[cold]
+    fn index_every_group(&mut self, collations: &[Collation]) {
+        if self.ascending.take().is_none() {
+            return;
+        }
+        self.index
+            .reserve(self.groups.len(), |s| slot_hash(u64::from(s.hash) << 32));
+        for g in 0..self.groups.len() {
+            let (hash, slot) = self.slot_of(g, collations);
+            self.index
+                .insert_unique(hash, slot, |s| slot_hash(u64::from(s.hash) << 32));
+        }
     }
 
     /// [`Self::find`] of a key whose packed form is `packed` ([`packed_of`]).
@@ -319,7 +362,15 @@ impl GroupTable {
             };
             same.then_some(g)
         });
-        let found = last.or_else(|| self.find_packed(values, collations, packed));
+        let found = match (last, self.ascending) {
+            (Some(g), _) => Some(g),
+            (None, Some(top)) if matches!(values, [ValueRef::Integer(i)] if *i > top) => None,
+            (None, Some(_)) => {
+                self.index_every_group(collations);
+                self.find_packed(values, collations, packed)
+            }
+            (None, None) => self.find_packed(values, collations, packed),
+        };
         match found {
             Some(g) => {
                 let group = &mut self.groups[g];
@@ -357,9 +408,15 @@ impl GroupTable {
     pub fn into_key_order(self, collations: &[Collation]) -> Vec<Group> {
         // The lookup freed before the sort's order is made: this is the table's peak.
         let GroupTable {
-            index, mut groups, ..
+            index,
+            mut groups,
+            ascending,
+            ..
         } = self;
         drop(index);
+        if ascending.is_some() {
+            return groups;
+        }
         let mut order: Vec<(u128, usize)> = groups
             .iter()
             .enumerate()
@@ -401,28 +458,32 @@ impl GroupTable {
         let g = self.groups.len();
         self.max_rowid = self.max_rowid.max(group.keys_rowid);
         self.bytes += group_bytes(&group);
-        let mut packed = UNPACKED;
-        if !group.keys.is_empty() {
-            // `hash_value` normalizes as it goes: equal keys hash alike whatever their
-            // spelling.
-            let mut h = self.hasher.build_hasher();
-            for (v, c) in group.keys.iter().zip(collations) {
-                hash_value(v.as_ref(), *c, &mut h);
-            }
-            let hash = slot_hash(h.finish());
+        let (packed, integer) = {
             let refs: smallvec::SmallVec<[ValueRef<'_>; 2]> =
                 group.keys.iter().map(Value::as_ref).collect();
-            packed = packed_of(&refs, collations);
-            let slot = Slot {
-                packed,
-                group: u32::try_from(g).expect("a group table spills long before 2^32 groups"),
-                hash: hash as u32,
+            let integer = match &*refs {
+                [ValueRef::Integer(k)] => Some(*k),
+                _ => None,
             };
+            (packed_of(&refs, collations), integer)
+        };
+        let ascends = match (self.ascending, integer) {
+            (Some(top), Some(k)) => k > top,
+            (None, Some(_)) => g == 0,
+            _ => false,
+        };
+        self.groups.push(group);
+        self.last = Some((g, packed));
+        if ascends {
+            self.ascending = integer;
+        } else if self.ascending.is_some() {
+            // Every group into the index, this one too.
+            self.index_every_group(collations);
+        } else if !self.groups[g].keys.is_empty() {
+            let (hash, slot) = self.slot_of(g, collations);
             self.index
                 .insert_unique(hash, slot, |s| slot_hash(u64::from(s.hash) << 32));
         }
-        self.groups.push(group);
-        self.last = Some((g, packed));
         g
     }
 }
@@ -520,6 +581,56 @@ mod tests {
                 + 2 * std::mem::size_of::<Slot>()
                 + std::mem::size_of::<(u128, usize)>()
         );
+    }
+
+    #[test]
+    fn ascending_integer_keys_need_no_index_until_a_key_falls_back() {
+        let c = [Collation::Binary];
+        let mut t = GroupTable::default();
+        let mut rowid = 0;
+        let mut row = |t: &mut GroupTable, v: ValueRef<'_>| {
+            rowid += 1;
+            t.find_or_insert(&[v], &c, rowid, true, GroupStates::new)
+        };
+        for k in 1..=100 {
+            assert_eq!(row(&mut t, ValueRef::Integer(k * 10)), k as usize - 1);
+            assert_eq!(row(&mut t, ValueRef::Integer(k * 10)), k as usize - 1);
+        }
+        assert_eq!(t.ascending, Some(1000));
+        assert!(t.index.is_empty());
+        // Found without the index, one group at a time.
+        assert_eq!(key_of(&t, &[ValueRef::Integer(500)], &c), Some(49));
+        assert_eq!(key_of(&t, &[ValueRef::Integer(505)], &c), None);
+        // A real spelling of a group's integer is that group: the index is built for it.
+        assert_eq!(row(&mut t, ValueRef::Real(70.0)), 6);
+        assert_eq!(t.ascending, None);
+        assert_eq!(t.index.len(), 100);
+        assert_eq!(row(&mut t, ValueRef::Integer(500)), 49);
+        assert_eq!(row(&mut t, ValueRef::Integer(5)), 100);
+        assert_eq!(row(&mut t, ValueRef::Integer(2000)), 101);
+        let keys: Vec<Value> = t
+            .into_key_order(&c)
+            .into_iter()
+            .map(|g| g.keys[0].clone())
+            .collect();
+        let mut expected: Vec<Value> = (1..=100).map(|k| Value::Integer(k * 10)).collect();
+        expected.insert(0, Value::Integer(5));
+        expected.push(Value::Integer(2000));
+        assert_eq!(keys, expected);
+
+        // A lower key first met as a new group (a second range of the table) leaves the
+        // mode too, and the groups still come out in key order.
+        let mut t = GroupTable::default();
+        for k in [3, 4, 9, 1, 4, 2] {
+            row(&mut t, ValueRef::Integer(k));
+        }
+        assert_eq!(t.groups.len(), 5);
+        let order: Vec<Value> = t
+            .into_key_order(&c)
+            .into_iter()
+            .map(|g| g.keys[0].clone())
+            .collect();
+        assert_eq!(order, [1, 2, 3, 4, 9].map(Value::Integer));
     }
 
     #[test]
