@@ -428,8 +428,30 @@ impl GroupTable {
         });
         // The groups moved into that order in place, a cycle of the permutation at a time
         // (place `at` takes the group at `order[at].1`; a followed place is marked done).
+        // Each step reads a group at a random place, a cache miss: `ahead` runs along the
+        // cycle `AHEAD` places in front and asks for each group it passes, so that several
+        // misses are under way at once (the permutation of 400k groups took a fifth of
+        // `GROUP BY k` over 632k keys, one miss after another).
         const DONE: usize = usize::MAX;
+        const AHEAD: usize = 8;
         for start in 0..order.len() {
+            if order[start].1 == DONE {
+                continue;
+            }
+            let mut ahead = Some(start);
+            let step_ahead =
+                |order: &[(u128, usize)], groups: &[Group], ahead: &mut Option<usize>| {
+                    if let Some(a) = *ahead {
+                        let next = order[a].1;
+                        *ahead = (next != start && next != DONE).then_some(next);
+                        if next != start && next != DONE {
+                            prefetch_lines(&groups[next]);
+                        }
+                    }
+                };
+            for _ in 0..AHEAD {
+                step_ahead(&order, &groups, &mut ahead);
+            }
             let mut at = start;
             while order[at].1 != DONE {
                 let from = std::mem::replace(&mut order[at].1, DONE);
@@ -438,6 +460,7 @@ impl GroupTable {
                 }
                 groups.swap(at, from);
                 at = from;
+                step_ahead(&order, &groups, &mut ahead);
             }
         }
         groups
