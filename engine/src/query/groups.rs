@@ -120,12 +120,25 @@ pub struct GroupTable {
     /// An estimate of the bytes the table holds ([`group_bytes`] of each group when it was
     /// made, plus what [`Self::add_bytes`] adds).
     bytes: usize,
-    /// While every group's key is one integer above the key of the group before (a table
-    /// clustered by its key, `GROUP BY order_id` over rows in rowid order), the highest: the
-    /// index is then empty, since a row's key is its last group's (found without it) or
-    /// above every group's (a new group), and the groups are already in key order. Any other
-    /// key builds the index of every group ([`Self::index_every_group`]) and ends this.
-    ascending: Option<i64>,
+    /// Whether every group's key is above the key of the group before, in SQLite's group
+    /// order (a table clustered by its key: `GROUP BY order_id`, or a Django-style text
+    /// timestamp, over rows in rowid order): the index is then empty, since a row's key is
+    /// its last group's (found without it) or above every group's (a new group), and the
+    /// groups are already in key order. Any other key builds the index of every group
+    /// ([`Self::index_every_group`]) and ends this.
+    ascending: bool,
+}
+
+/// How the borrowed key `values` compares with the stored key `keys` in SQLite's group order
+/// ([`compare_key_values`]).
+fn compare_to_keys(values: &[ValueRef<'_>], keys: &[Value], collations: &[Collation]) -> Ordering {
+    for ((v, k), c) in values.iter().zip(keys).zip(collations) {
+        let o = compare_values(*v, k.as_ref(), *c);
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
 }
 
 /// An estimate of the bytes group `g` takes in a table: the group, its index entry (at the
@@ -274,7 +287,7 @@ impl GroupTable {
 
     /// The group whose key is `values` (one per key, under `collations`), if there is one.
     pub fn find(&self, values: &[ValueRef<'_>], collations: &[Collation]) -> Option<usize> {
-        if self.ascending.is_some() {
+        if self.ascending {
             // No index yet: the groups in turn (`find_or_insert` builds the index instead).
             return (0..self.groups.len()).find(|&g| self.matches(g, values, collations));
         }
@@ -299,10 +312,19 @@ impl GroupTable {
         (hash, slot)
     }
 
+    /// Whether `values` is above the last group's key (while [`Self::ascending`], every
+    /// group's), or there is no group.
+    #[inline]
+    fn above_every_group(&self, values: &[ValueRef<'_>], collations: &[Collation]) -> bool {
+        self.groups
+            .last()
+            .is_none_or(|top| compare_to_keys(values, &top.keys, collations) == Ordering::Greater)
+    }
+
     /// Ends [`Self::ascending`]: every group goes into the index.
     #[cold]
     fn index_every_group(&mut self, collations: &[Collation]) {
-        if self.ascending.take().is_none() {
+        if !std::mem::take(&mut self.ascending) {
             return;
         }
         self.index
@@ -362,14 +384,17 @@ impl GroupTable {
             };
             same.then_some(g)
         });
-        let found = match (last, self.ascending) {
-            (Some(g), _) => Some(g),
-            (None, Some(top)) if matches!(values, [ValueRef::Integer(i)] if *i > top) => None,
-            (None, Some(_)) => {
-                self.index_every_group(collations);
-                self.find_packed(values, collations, packed)
+        let found = match last {
+            Some(g) => Some(g),
+            None if self.ascending => {
+                if self.above_every_group(values, collations) {
+                    None
+                } else {
+                    self.index_every_group(collations);
+                    self.find_packed(values, collations, packed)
+                }
             }
-            (None, None) => self.find_packed(values, collations, packed),
+            None => self.find_packed(values, collations, packed),
         };
         match found {
             Some(g) => {
@@ -414,7 +439,7 @@ impl GroupTable {
             ..
         } = self;
         drop(index);
-        if ascending.is_some() {
+        if ascending {
             return groups;
         }
         let mut order: Vec<(u128, usize)> = groups
@@ -481,25 +506,21 @@ impl GroupTable {
         let g = self.groups.len();
         self.max_rowid = self.max_rowid.max(group.keys_rowid);
         self.bytes += group_bytes(&group);
-        let (packed, integer) = {
+        let (packed, ascends) = {
             let refs: smallvec::SmallVec<[ValueRef<'_>; 2]> =
                 group.keys.iter().map(Value::as_ref).collect();
-            let integer = match &*refs {
-                [ValueRef::Integer(k)] => Some(*k),
-                _ => None,
+            let ascends = if g == 0 {
+                !refs.is_empty()
+            } else {
+                self.ascending && self.above_every_group(&refs, collations)
             };
-            (packed_of(&refs, collations), integer)
-        };
-        let ascends = match (self.ascending, integer) {
-            (Some(top), Some(k)) => k > top,
-            (None, Some(_)) => g == 0,
-            _ => false,
+            (packed_of(&refs, collations), ascends)
         };
         self.groups.push(group);
         self.last = Some((g, packed));
         if ascends {
-            self.ascending = integer;
-        } else if self.ascending.is_some() {
+            self.ascending = true;
+        } else if self.ascending {
             // Every group into the index, this one too.
             self.index_every_group(collations);
         } else if !self.groups[g].keys.is_empty() {
@@ -619,14 +640,14 @@ mod tests {
             assert_eq!(row(&mut t, ValueRef::Integer(k * 10)), k as usize - 1);
             assert_eq!(row(&mut t, ValueRef::Integer(k * 10)), k as usize - 1);
         }
-        assert_eq!(t.ascending, Some(1000));
+        assert!(t.ascending);
         assert!(t.index.is_empty());
         // Found without the index, one group at a time.
         assert_eq!(key_of(&t, &[ValueRef::Integer(500)], &c), Some(49));
         assert_eq!(key_of(&t, &[ValueRef::Integer(505)], &c), None);
         // A real spelling of a group's integer is that group: the index is built for it.
         assert_eq!(row(&mut t, ValueRef::Real(70.0)), 6);
-        assert_eq!(t.ascending, None);
+        assert!(!t.ascending);
         assert_eq!(t.index.len(), 100);
         assert_eq!(row(&mut t, ValueRef::Integer(500)), 49);
         assert_eq!(row(&mut t, ValueRef::Integer(5)), 100);
@@ -654,6 +675,61 @@ mod tests {
             .map(|g| g.keys[0].clone())
             .collect();
         assert_eq!(order, [1, 2, 3, 4, 9].map(Value::Integer));
+    }
+
+    #[test]
+    fn ascending_texts_and_compound_keys_need_no_index_either() {
+        use Collation::*;
+        let t_of = |rows: &[&[ValueRef<'_>]], c: &[Collation]| {
+            let mut t = GroupTable::default();
+            let found: Vec<usize> = rows
+                .iter()
+                .enumerate()
+                .map(|(i, v)| t.find_or_insert(v, c, i as i64 + 1, true, GroupStates::new))
+                .collect();
+            (t, found)
+        };
+        let text = |s: &'static str| ValueRef::Text(s.as_bytes());
+        // Text timestamps as an application appends them, under NOCASE: 'b' and 'B' are one
+        // group, met again after a higher key.
+        let (t, found) = t_of(
+            &[
+                &[text("2024-01-01 10:00")],
+                &[text("2024-01-01 10:00")],
+                &[text("2024-01-01 10:05")],
+                &[text("a")],
+                &[text("B")],
+            ],
+            &[NoCase],
+        );
+        assert_eq!(found, [0, 0, 1, 2, 3]);
+        assert!(t.ascending && t.index.is_empty());
+        let (t, found) = t_of(
+            &[&[text("a")], &[text("B")], &[text("c")], &[text("b")]],
+            &[NoCase],
+        );
+        assert_eq!(found, [0, 1, 2, 1]);
+        assert!(!t.ascending);
+        // Two parts, compared in turn: (2, 'a') is above (1, 'y').
+        let (i, x) = (ValueRef::Integer, text);
+        let (t, found) = t_of(
+            &[
+                &[i(1), x("x")],
+                &[i(1), x("y")],
+                &[i(2), x("a")],
+                &[i(1), x("y")],
+                &[i(1), x("a")],
+            ],
+            &[Binary, Binary],
+        );
+        assert_eq!(found, [0, 1, 2, 1, 3]);
+        let order: Vec<Vec<Value>> = t
+            .into_key_order(&[Binary, Binary])
+            .into_iter()
+            .map(|g| g.keys.to_vec())
+            .collect();
+        let key = |n: i64, s: &str| vec![Value::Integer(n), Value::text(s)];
+        assert_eq!(order, [key(1, "a"), key(1, "x"), key(1, "y"), key(2, "a")]);
     }
 
     #[test]
