@@ -132,8 +132,21 @@ pub struct GroupTable {
 /// How the borrowed key `values` compares with the stored key `keys` in SQLite's group order
 /// ([`compare_key_values`]).
 fn compare_to_keys(values: &[ValueRef<'_>], keys: &[Value], collations: &[Collation]) -> Ordering {
-    for ((v, k), c) in values.iter().zip(keys).zip(collations) {
-        let o = compare_values(*v, k.as_ref(), *c);
+    compare_parts(
+        values.iter().copied(),
+        keys.iter().map(Value::as_ref),
+        collations,
+    )
+}
+
+/// Two keys' parts compared in turn, each under its collation.
+fn compare_parts<'a, 'b>(
+    a: impl Iterator<Item = ValueRef<'a>>,
+    b: impl Iterator<Item = ValueRef<'b>>,
+    collations: &[Collation],
+) -> Ordering {
+    for ((x, y), c) in a.zip(b).zip(collations) {
+        let o = compare_values(x, y, *c);
         if o != Ordering::Equal {
             return o;
         }
@@ -466,11 +479,11 @@ impl GroupTable {
             let mut ahead = Some(start);
             let step_ahead =
                 |order: &[(u128, usize)], groups: &[Group], ahead: &mut Option<usize>| {
-                    if let Some(a) = *ahead {
+                    if let Some(a) = ahead.take() {
                         let next = order[a].1;
-                        *ahead = (next != start && next != DONE).then_some(next);
                         if next != start && next != DONE {
                             prefetch_lines(&groups[next]);
+                            *ahead = Some(next);
                         }
                     }
                 };
@@ -540,13 +553,11 @@ pub fn compare_group_keys(a: &Group, b: &Group, collations: &[Collation]) -> Ord
 
 /// [`compare_group_keys`] of two groups' key values.
 pub fn compare_key_values(a: &[Value], b: &[Value], collations: &[Collation]) -> Ordering {
-    for ((x, y), c) in a.iter().zip(b).zip(collations) {
-        let o = compare_values(x.as_ref(), y.as_ref(), *c);
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    Ordering::Equal
+    compare_parts(
+        a.iter().map(Value::as_ref),
+        b.iter().map(Value::as_ref),
+        collations,
+    )
 }
 
 /// An order-preserving prefix of a group's key (its first part, as SQLite's grouping sorter
