@@ -868,22 +868,19 @@ impl QueryKernel {
                             counts[g as usize] += 1;
                         }
                         for (group, n) in table.iter_mut().zip(counts) {
-                            match &mut group.states[j] {
-                                AggState::Count(c) => *c += n,
-                                _ => unreachable!("count(*) keeps a count"),
-                            }
+                            *count_of(group, j) += n;
+                        }
+                    }
+                    (AggFunc::CountStar, _) if !spec.distinct => {
+                        for &g in groups {
+                            *count_of(&mut table[g as usize], j) += 1;
                         }
                     }
                     (AggFunc::Sum | AggFunc::Total | AggFunc::Avg, Some(a))
                         if !spec.distinct && table.len() <= FEW_GROUPS =>
                     {
-                        let mut sums: SmallVec<[&mut SumState; FEW_GROUPS]> = SmallVec::new();
-                        for group in table.iter_mut() {
-                            match &mut group.states[j] {
-                                AggState::Sum(s) => sums.push(s),
-                                _ => unreachable!("sums keep a sum state"),
-                            }
-                        }
+                        let mut sums: SmallVec<[&mut SumState; FEW_GROUPS]> =
+                            table.iter_mut().map(|g| sum_of(g, j)).collect();
                         let sums = sums.as_mut_slice();
                         if typed {
                             let (x, int) = numeric.run(a);
@@ -908,6 +905,31 @@ impl QueryKernel {
                         } else {
                             for (&g, &v) in groups.iter().zip(run(a)) {
                                 sums[g as usize].update(v);
+                            }
+                        }
+                    }
+                    (AggFunc::Sum | AggFunc::Total | AggFunc::Avg, Some(a))
+                        if !spec.distinct && typed =>
+                    {
+                        // Many groups: each row's sum reached through its group, the
+                        // argument's run read as the numbers it holds.
+                        let (x, int) = numeric.run(a);
+                        let pairs = groups.iter().zip(x);
+                        match numeric.kind(a) {
+                            RunKind::Integers => {
+                                for (&g, &x) in pairs {
+                                    sum_of(&mut table[g as usize], j).add_integer(x as i64);
+                                }
+                            }
+                            RunKind::Reals => {
+                                for (&g, &x) in pairs {
+                                    sum_of(&mut table[g as usize], j).add_real(x);
+                                }
+                            }
+                            RunKind::Mixed => {
+                                for ((&g, &x), &int) in pairs.zip(int) {
+                                    sum_of(&mut table[g as usize], j).update_number(x, int);
+                                }
                             }
                         }
                     }
@@ -945,6 +967,24 @@ impl QueryKernel {
             }
         }
         Ok(())
+    }
+}
+
+/// The count `count(*)` number `j` keeps in `group`.
+#[inline(always)]
+fn count_of(group: &mut Group, j: usize) -> &mut i64 {
+    match &mut group.states[j] {
+        AggState::Count(c) => c,
+        _ => unreachable!("count(*) keeps a count"),
+    }
+}
+
+/// The sum state `sum`, `total` or `avg` number `j` keeps in `group`.
+#[inline(always)]
+fn sum_of(group: &mut Group, j: usize) -> &mut SumState {
+    match &mut group.states[j] {
+        AggState::Sum(s) => s,
+        _ => unreachable!("sums keep a sum state"),
     }
 }
 
