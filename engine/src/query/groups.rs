@@ -11,12 +11,13 @@
 use std::cmp::Ordering;
 use std::hash::{BuildHasher, Hasher};
 
-use hashbrown::{DefaultHashBuilder, HashTable};
+use hashbrown::DefaultHashBuilder;
 
 use crate::datatype3::{compare_values, Collation};
 use crate::value::{Value, ValueRef};
 
 use super::aggregate::{rtrim, AggState, KeyPart};
+use super::group_index::{GroupIndex, Slot};
 use super::sort::prefix_under;
 
 /// A group's key values: one is held in the group itself (no allocation of its own).
@@ -62,31 +63,9 @@ fn prefetch_lines<T>(x: &T) {
 /// (no hash to compute); beyond, through the hash index.
 const LINEAR_GROUPS: usize = 8;
 
-/// An entry of [`GroupTable`]'s index: a group, and its one-part key packed into a number
-/// ([`packed_part`]) when it packs, so that looking up such a key compares two numbers in the
-/// index itself instead of reaching for the group and its key values (two cache misses a row
-/// when the groups are many).
-///
-/// The entry also keeps 32 bits of the key's hash ([`slot_hash`]), so that growing the index
-/// hashes no key again, in 16 bytes.
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    /// The packed key, or [`UNPACKED`].
-    packed: u64,
-    /// The group's index in `groups`.
-    group: u32,
-    /// The index's hash of the key, [`slot_hash`].
-    hash: u32,
-}
-
-/// The hash the index files a key under: 32 bits of its full hash, in both halves (hashbrown
-/// takes the bucket from the low bits and the control byte from the top seven, which are then
-/// bits 25-31 of the 32: independent of the bucket below 2^25 buckets).
-#[inline(always)]
-fn slot_hash(full: u64) -> u64 {
-    let h = full >> 32;
-    (h << 32) | h
-}
+/// From this many groups on (an index of 512 KiB and more: past a core's L1 and most of its
+/// L2), a page's rows ask for their index entries ahead ([`GroupTable::probes_ahead`]).
+const PROBE_AHEAD_GROUPS: usize = 16 * 1024;
 
 /// No packed key: a real, a NOCASE or RTRIM text, a long text, a blob, several parts.
 /// ([`packed_part`] never gives it: its top byte is at most 8 or 0x80.)
@@ -105,9 +84,11 @@ fn packed_of(values: &[ValueRef<'_>], collations: &[Collation]) -> u64 {
 /// Groups by normalized key, in order of first appearance.
 #[derive(Debug, Clone, Default)]
 pub struct GroupTable {
-    /// Indices into `groups`, hashed by normalized key ([`slot_hash`]), each beside its
-    /// packed key.
-    index: HashTable<Slot>,
+    /// Indices into `groups`, hashed by normalized key, each beside its packed key: the
+    /// entry holds the packed form of a one-part key ([`packed_part`]) when it packs, so that
+    /// looking up such a key compares two numbers in the index itself instead of reaching
+    /// for the group and its key values.
+    index: GroupIndex,
     hasher: DefaultHashBuilder,
     /// The groups in order of first appearance.
     pub groups: Vec<Group>,
@@ -290,12 +271,29 @@ impl GroupTable {
             .all(|((k, v), c)| same_key(k, *v, *c))
     }
 
-    fn hash_values(&self, values: &[ValueRef<'_>], collations: &[Collation]) -> u64 {
+    /// The index's hash of the key `values` (normalized under `collations`: equal keys hash
+    /// alike whatever their spelling).
+    #[inline]
+    pub fn key_hash(&self, values: &[ValueRef<'_>], collations: &[Collation]) -> u32 {
         let mut h = self.hasher.build_hasher();
         for (v, c) in values.iter().zip(collations) {
             hash_value(*v, *c, &mut h);
         }
-        slot_hash(h.finish())
+        (h.finish() >> 32) as u32
+    }
+
+    /// Whether looking keys up goes through an index too large for the CPU's nearer caches:
+    /// a page's rows then ask for their entries ahead ([`Self::prefetch_key`]).
+    #[inline]
+    pub fn probes_ahead(&self) -> bool {
+        self.index.len() >= PROBE_AHEAD_GROUPS
+    }
+
+    /// Asks the CPU to start loading the index entry a lookup of a key whose
+    /// [`Self::key_hash`] is `hash` starts at.
+    #[inline(always)]
+    pub fn prefetch_key(&self, hash: u32) {
+        self.index.prefetch(hash);
     }
 
     /// The group whose key is `values` (one per key, under `collations`), if there is one.
@@ -304,25 +302,18 @@ impl GroupTable {
             // No index yet: the groups in turn (`find_or_insert` builds the index instead).
             return (0..self.groups.len()).find(|&g| self.matches(g, values, collations));
         }
-        self.find_packed(values, collations, packed_of(values, collations))
+        self.find_packed(values, collations, packed_of(values, collations), None)
     }
 
-    /// The index's hash of group `g`'s key, and its entry.
-    fn slot_of(&self, g: usize, collations: &[Collation]) -> (u64, Slot) {
+    /// Group `g`'s index entry.
+    fn slot_of(&self, g: usize, collations: &[Collation]) -> Slot {
         let keys = &self.groups[g].keys;
-        // `hash_value` normalizes as it goes: equal keys hash alike whatever their spelling.
-        let mut h = self.hasher.build_hasher();
-        for (v, c) in keys.iter().zip(collations) {
-            hash_value(v.as_ref(), *c, &mut h);
-        }
-        let hash = slot_hash(h.finish());
         let refs: smallvec::SmallVec<[ValueRef<'_>; 2]> = keys.iter().map(Value::as_ref).collect();
-        let slot = Slot {
+        Slot {
             packed: packed_of(&refs, collations),
             group: u32::try_from(g).expect("a group table spills long before 2^32 groups"),
-            hash: hash as u32,
-        };
-        (hash, slot)
+            hash: self.key_hash(&refs, collations),
+        }
     }
 
     /// Whether `values` is above the last group's key (while [`Self::ascending`], every
@@ -340,12 +331,10 @@ impl GroupTable {
         if !std::mem::take(&mut self.ascending) {
             return;
         }
-        self.index
-            .reserve(self.groups.len(), |s| slot_hash(u64::from(s.hash) << 32));
+        self.index.reserve(self.groups.len());
         for g in 0..self.groups.len() {
-            let (hash, slot) = self.slot_of(g, collations);
-            self.index
-                .insert_unique(hash, slot, |s| slot_hash(u64::from(s.hash) << 32));
+            let slot = self.slot_of(g, collations);
+            self.index.insert_unique(slot);
         }
     }
 
@@ -356,6 +345,7 @@ impl GroupTable {
         values: &[ValueRef<'_>],
         collations: &[Collation],
         packed: u64,
+        hash: Option<u32>,
     ) -> Option<usize> {
         if values.is_empty() {
             return (!self.groups.is_empty()).then_some(0);
@@ -363,7 +353,7 @@ impl GroupTable {
         if self.groups.len() <= LINEAR_GROUPS {
             return (0..self.groups.len()).find(|&g| self.matches(g, values, collations));
         }
-        let hash = self.hash_values(values, collations);
+        let hash = hash.unwrap_or_else(|| self.key_hash(values, collations));
         self.index
             .find(hash, |s| {
                 if packed != UNPACKED && s.packed != UNPACKED {
@@ -386,6 +376,19 @@ impl GroupTable {
         lowest_rowid_keys: bool,
         states: impl FnOnce() -> GroupStates,
     ) -> usize {
+        self.find_or_insert_hashed(values, collations, rowid, lowest_rowid_keys, states, None)
+    }
+
+    /// [`Self::find_or_insert`] of a key whose [`Self::key_hash`] may be known already.
+    pub fn find_or_insert_hashed(
+        &mut self,
+        values: &[ValueRef<'_>],
+        collations: &[Collation],
+        rowid: i64,
+        lowest_rowid_keys: bool,
+        states: impl FnOnce() -> GroupStates,
+        hash: Option<u32>,
+    ) -> usize {
         // Neighbouring rows often share a group: try the last one before hashing (by its
         // packed key when both pack, without reaching for its key values).
         let packed = packed_of(values, collations);
@@ -404,10 +407,10 @@ impl GroupTable {
                     None
                 } else {
                     self.index_every_group(collations);
-                    self.find_packed(values, collations, packed)
+                    self.find_packed(values, collations, packed, hash)
                 }
             }
-            None => self.find_packed(values, collations, packed),
+            None => self.find_packed(values, collations, packed, hash),
         };
         match found {
             Some(g) => {
@@ -537,9 +540,8 @@ impl GroupTable {
             // Every group into the index, this one too.
             self.index_every_group(collations);
         } else if !self.groups[g].keys.is_empty() {
-            let (hash, slot) = self.slot_of(g, collations);
-            self.index
-                .insert_unique(hash, slot, |s| slot_hash(u64::from(s.hash) << 32));
+            let slot = self.slot_of(g, collations);
+            self.index.insert_unique(slot);
         }
         g
     }
@@ -652,7 +654,7 @@ mod tests {
             assert_eq!(row(&mut t, ValueRef::Integer(k * 10)), k as usize - 1);
         }
         assert!(t.ascending);
-        assert!(t.index.is_empty());
+        assert!(t.index.len() == 0);
         // Found without the index, one group at a time.
         assert_eq!(key_of(&t, &[ValueRef::Integer(500)], &c), Some(49));
         assert_eq!(key_of(&t, &[ValueRef::Integer(505)], &c), None);
@@ -714,7 +716,7 @@ mod tests {
             &[NoCase],
         );
         assert_eq!(found, [0, 0, 1, 2, 3]);
-        assert!(t.ascending && t.index.is_empty());
+        assert!(t.ascending && t.index.len() == 0);
         let (t, found) = t_of(
             &[&[text("a")], &[text("B")], &[text("c")], &[text("b")]],
             &[NoCase],

@@ -58,6 +58,7 @@ pub mod exact_sum;
 pub mod files;
 pub mod fold;
 pub mod functions;
+mod group_index;
 pub mod group_merge;
 pub mod group_spill;
 pub mod groups;

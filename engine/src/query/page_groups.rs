@@ -25,6 +25,10 @@ use super::groups::{packed_part, GroupStates, GroupTable};
 /// page take the group table's lookup).
 const PAGE_KEYS: usize = 8;
 
+/// How many rows ahead a row's lookup asks for a later row's index entry
+/// ([`GroupTable::probes_ahead`]).
+const PROBE_AHEAD: usize = 8;
+
 /// A batched page's selected rows, for finding their groups.
 pub struct PageRows<'s> {
     /// The selected rows.
@@ -55,7 +59,23 @@ impl PageRows<'_> {
         let mut seen: SmallVec<[(u128, u32, i64); PAGE_KEYS]> = SmallVec::new();
         let mut last = 0usize;
         let mut key: SmallVec<[ValueRef<'a>; 4]> = SmallVec::new();
+        // With an index past the nearer caches, every row's key hash first, and each row's
+        // lookup asks for the entry of the row `PROBE_AHEAD` places on: the misses overlap.
+        let mut hashes: SmallVec<[u32; 256]> = SmallVec::new();
+        if table.probes_ahead() {
+            hashes.extend(self.sel.iter().enumerate().map(|(k, &r)| {
+                key.clear();
+                key.extend((0..parts).map(|j| part(k, r, j)));
+                table.key_hash(&key, self.collations)
+            }));
+            for &h in hashes.iter().take(PROBE_AHEAD) {
+                table.prefetch_key(h);
+            }
+        }
         for (k, &r) in self.sel.iter().enumerate() {
+            if let Some(&h) = hashes.get(k + PROBE_AHEAD) {
+                table.prefetch_key(h);
+            }
             let rowid = self.rowids[r as usize];
             let code = packed(k, r);
             let hit = code.and_then(|p| {
@@ -74,12 +94,13 @@ impl PageRows<'_> {
             }
             key.clear();
             key.extend((0..parts).map(|j| part(k, r, j)));
-            let g = table.find_or_insert(
+            let g = table.find_or_insert_hashed(
                 &key,
                 self.collations,
                 rowid,
                 self.lowest_rowid_keys,
                 &new_group,
+                hashes.get(k).copied(),
             );
             match (hit, code) {
                 (Some(h), _) => seen[h].2 = rowid,
