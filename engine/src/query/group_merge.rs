@@ -656,10 +656,11 @@ fn merge_key_order<E>(
     Ok(emitted)
 }
 
-/// A run's next group: borrowed from a run in memory until it is taken, or read from a file.
+/// A run's next group: borrowed from a run in memory until it is taken, or read from a file
+/// (boxed: the heads are moved about as the merge goes, and a group is some 150 bytes).
 enum Head<'r> {
     Borrowed(&'r mut Group),
-    Owned(Group),
+    Owned(Box<Group>),
 }
 
 impl Head<'_> {
@@ -673,7 +674,7 @@ impl Head<'_> {
     fn take(self) -> Group {
         match self {
             Head::Borrowed(g) => std::mem::take(g),
-            Head::Owned(g) => g,
+            Head::Owned(g) => *g,
         }
     }
 }
@@ -682,7 +683,7 @@ impl<'r> Cursor<'r> {
     fn next_head(&mut self) -> Result<Option<Head<'r>>, SpillError> {
         match self {
             Cursor::Memory(it) => Ok(it.next().map(Head::Borrowed)),
-            Cursor::File(r) => Ok(r.next_group()?.map(Head::Owned)),
+            Cursor::File(r) => Ok(r.next_group()?.map(|g| Head::Owned(Box::new(g)))),
         }
     }
 }
