@@ -641,6 +641,39 @@ mod tests {
     }
 
     #[test]
+    fn keys_hashed_ahead_find_the_groups_their_spellings_share() {
+        // Past PROBE_AHEAD_GROUPS, with the hash given as a page's rows compute it ahead:
+        // 7 and 7.0, 'k7' and 'K7' under NOCASE are one group each, found again by any
+        // spelling, and no key makes a second group.
+        let c = [Collation::NoCase];
+        let mut t = GroupTable::default();
+        let keys = 3 * PROBE_AHEAD_GROUPS as i64;
+        let texts: Vec<String> = (0..keys).map(|n| format!("k{n}")).collect();
+        let upper: Vec<String> = texts.iter().map(|t| t.to_uppercase()).collect();
+        let spell = |n: i64, turn: i64| match turn % 4 {
+            0 => ValueRef::Integer(n),
+            1 => ValueRef::Real(n as f64),
+            2 => ValueRef::Text(texts[n as usize].as_bytes()),
+            _ => ValueRef::Text(upper[n as usize].as_bytes()),
+        };
+        // The group each key (number, or text) went to when first met.
+        let mut first: Vec<Option<usize>> = vec![None; 2 * keys as usize];
+        let mut rowid = 0;
+        for turn in 0..4 {
+            for n in (0..keys).map(|i| (i * 7919) % keys) {
+                rowid += 1;
+                let v = [spell(n, turn)];
+                let hash = t.probes_ahead().then(|| t.key_hash(&v, &c));
+                let g = t.find_or_insert_hashed(&v, &c, rowid, true, GroupStates::new, hash);
+                let key = (turn / 2 * keys + n) as usize;
+                assert_eq!(*first[key].get_or_insert(g), g, "turn {turn}, key {n}");
+            }
+        }
+        assert!(t.probes_ahead());
+        assert_eq!(t.groups.len() as i64, 2 * keys);
+    }
+
+    #[test]
     fn ascending_integer_keys_need_no_index_until_a_key_falls_back() {
         let c = [Collation::Binary];
         let mut t = GroupTable::default();
