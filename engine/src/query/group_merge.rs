@@ -32,6 +32,7 @@ use super::groups::{compare_group_keys, compare_key_values, key_prefix, Group};
 use super::ir::{AggSpec, Expr, QueryPlan, Shape};
 use super::key_row::{self, KeyRow};
 use super::marks::compare_keys;
+use super::run_heap;
 use super::sort::SpillError;
 
 /// Why finishing a group failed (`integer overflow`, an output column's error): SQLite's
@@ -713,9 +714,13 @@ impl<'r, 'c> KWay<'r, 'c> {
             }
             merge.heads.push(head);
         }
-        for at in (0..merge.heap.len() / 2).rev() {
-            merge.sift_down(at);
-        }
+        let KWay {
+            heap,
+            heads,
+            collations,
+            ..
+        } = &mut merge;
+        run_heap::heapify(heap, |a, b| head_before(heads, collations, a, b));
         Ok(merge)
     }
 
@@ -723,36 +728,6 @@ impl<'r, 'c> KWay<'r, 'c> {
         Ok(self.runs[run]
             .next_head()?
             .map(|h| (key_prefix(h.group(), self.collations), h)))
-    }
-
-    /// Whether run `a`'s next group comes before run `b`'s.
-    fn before(&self, a: usize, b: usize) -> bool {
-        let (Some((pa, ga)), Some((pb, gb))) = (&self.heads[a], &self.heads[b]) else {
-            unreachable!("only runs with a next group are on the heap")
-        };
-        pa.cmp(pb)
-            .then_with(|| compare_group_keys(ga.group(), gb.group(), self.collations))
-            .then(a.cmp(&b))
-            .is_lt()
-    }
-
-    fn sift_down(&mut self, mut at: usize) {
-        let len = self.heap.len();
-        loop {
-            let (left, right) = (2 * at + 1, 2 * at + 2);
-            let mut least = at;
-            if left < len && self.before(self.heap[left], self.heap[least]) {
-                least = left;
-            }
-            if right < len && self.before(self.heap[right], self.heap[least]) {
-                least = right;
-            }
-            if least == at {
-                return;
-            }
-            self.heap.swap(at, least);
-            at = least;
-        }
     }
 
     /// Whether the lowest next group has the key of `group` (whose prefix is `prefix`).
@@ -775,16 +750,28 @@ impl<'r, 'c> KWay<'r, 'c> {
         let (prefix, head) = self.heads[run].take().expect("a run on the heap");
         let group = head.take();
         self.heads[run] = self.next_of(run)?;
-        if self.heads[run].is_none() {
-            let last = self.heap.pop().expect("not empty");
-            if self.heap.is_empty() {
-                return Ok(Some((prefix, group)));
-            }
-            self.heap[0] = last;
-        }
-        self.sift_down(0);
+        let (heads, collations) = (&self.heads, self.collations);
+        run_heap::advance_top(&mut self.heap, heads[run].is_none(), |a, b| {
+            head_before(heads, collations, a, b)
+        });
         Ok(Some((prefix, group)))
     }
+}
+
+/// Whether run `a`'s next group comes before run `b`'s ([`KWay`]'s heap order).
+fn head_before(
+    heads: &[Option<(u128, Head<'_>)>],
+    collations: &[Collation],
+    a: usize,
+    b: usize,
+) -> bool {
+    let (Some((pa, ga)), Some((pb, gb))) = (&heads[a], &heads[b]) else {
+        unreachable!("only runs with a next group are on the heap")
+    };
+    pa.cmp(pb)
+        .then_with(|| compare_group_keys(ga.group(), gb.group(), collations))
+        .then(a.cmp(&b))
+        .is_lt()
 }
 
 #[cfg(test)]

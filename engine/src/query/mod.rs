@@ -28,10 +28,12 @@
 //! - [`over`]: window functions (`OVER`), a stage on the coordinator over the scan's rows;
 //! - [`window`]: the text range the decoder itself applies for such a query's filter;
 //! - [`groups`]: the group table, looked up by borrowed key values;
+//!   its hash index is `group_index` (entries a page's rows ask for ahead);
 //! - [`group_merge`]: the executors' groups merged and finished in slices of the key space,
 //!   one thread per executor;
 //! - [`group_spill`]: groups beyond the memory budget, written to the scratch directory in
 //!   runs sorted by key and read back by the merge;
+//! - `run_heap`: the heap of run numbers the k-way merges of sorted runs keep (groups', sorts');
 //! - [`page_groups`]: a page's rows' groups, looked up once per distinct packed key;
 //! - [`kernel`]: one executor's work ([`kernel::QueryKernel`]: filter, projection, partial
 //!   groups or top-k over its range), a [`crate::ScanKernel`] run by [`crate::run_scan`];
@@ -78,6 +80,7 @@ pub mod printf;
 pub mod program;
 pub mod row_stream;
 pub mod run;
+mod run_heap;
 pub mod sink;
 pub mod sort;
 pub mod stream;

@@ -37,6 +37,7 @@ use crate::value::{Value, ValueRef};
 
 use super::ir::SortKey;
 use super::marks::compare_key_ref;
+use super::run_heap;
 
 /// At most this many spilled runs per executor reach the final merge: beyond it, the
 /// executor merges its runs into fewer files first (16 at a time).
@@ -834,9 +835,9 @@ impl<'p> SortedMerge<'p> {
             dir,
             stats,
         };
-        for i in (0..m.heap.len() / 2).rev() {
-            m.sift_down(i);
-        }
+        let mut heap = std::mem::take(&mut m.heap);
+        run_heap::heapify(&mut heap, |a, b| m.less(a, b));
+        m.heap = heap;
         m
     }
 
@@ -858,36 +859,14 @@ impl<'p> SortedMerge<'p> {
             == Ordering::Less
     }
 
-    fn sift_down(&mut self, mut i: usize) {
-        let n = self.heap.len();
-        loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut least = i;
-            if l < n && self.less(self.heap[l], self.heap[least]) {
-                least = l;
-            }
-            if r < n && self.less(self.heap[r], self.heap[least]) {
-                least = r;
-            }
-            if least == i {
-                return;
-            }
-            self.heap.swap(i, least);
-            i = least;
-        }
-    }
-
     /// The next row in the result's order, or `None` after the last.
     fn next_head(&mut self) -> io::Result<Option<Head<'_>>> {
         if let Some(c) = self.pending.take() {
             self.cursors[c].advance()?;
-            if self.cursors[c].head().is_none() {
-                let last = self.heap.pop().expect("the pending cursor is in the heap");
-                if !self.heap.is_empty() {
-                    self.heap[0] = last;
-                }
-            }
-            self.sift_down(0);
+            let exhausted = self.cursors[c].head().is_none();
+            let mut heap = std::mem::take(&mut self.heap);
+            run_heap::advance_top(&mut heap, exhausted, |a, b| self.less(a, b));
+            self.heap = heap;
         }
         let Some(&top) = self.heap.first() else {
             return Ok(None);
