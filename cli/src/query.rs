@@ -98,7 +98,8 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         args.output.format,
         planned.query.names.clone(),
         result_stdout(),
-    );
+    )
+    .drawing_threads(executors.len());
     let render: Arc<dyn RowRender> = Arc::new(FormatRender::new(
         args.output.format,
         planned.query.names.clone(),
@@ -299,7 +300,8 @@ fn run_files(args: &QueryArgs, sql: &str, files: Vec<PathBuf>) -> anyhow::Result
     let (executors, mut settings) = scan_setup(&args.scan, planned.table.header.page_size)?;
     settings.memory = args.memory;
     let names = planned.query.names.clone();
-    let mut writer = RowWriter::new(args.output.format, names.clone(), result_stdout());
+    let mut writer = RowWriter::new(args.output.format, names.clone(), result_stdout())
+        .drawing_threads(executors.len());
     // The executors format the rows in parallel (a box table's cells, kept until its widths
     // are known); this thread only writes them.
     let render: Option<Arc<dyn RowRender>> =

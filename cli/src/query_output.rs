@@ -151,6 +151,8 @@ pub struct RowWriter<W: std::io::Write> {
     rows: u64,
     /// The rows of a `table`, kept until the widths are known.
     table: TableCells,
+    /// Threads that measure and draw a `table` ([`RowWriter::drawing_threads`]).
+    threads: usize,
     line: Vec<u8>,
 }
 
@@ -162,8 +164,17 @@ impl<W: std::io::Write> RowWriter<W> {
             out,
             rows: 0,
             table: TableCells::default(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             line: Vec::new(),
         }
+    }
+
+    /// Measures and draws a `table` on `threads` threads (at least one): the query's
+    /// executors, so that `--cores 1` draws on one CPU as it scans on one. Every CPU the
+    /// machine has by default.
+    pub fn drawing_threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self
     }
 
     /// Rows written so far.
@@ -219,7 +230,7 @@ impl<W: std::io::Write> RowWriter<W> {
         match self.format.format {
             Format::Json if self.rows > 0 => self.out.write_all(b"]\n")?,
             Format::Table if self.rows > 0 => {
-                boxed(&mut self.out, &self.format.names, &self.table)?;
+                boxed(&mut self.out, &self.format.names, &self.table, self.threads)?;
             }
             _ => {}
         }
@@ -314,10 +325,14 @@ impl FormatRender {
                             out.extend_from_slice(if r > 0.0 { b"1e999" } else { b"-1e999" })
                         }
                         ValueRef::Integer(_) | ValueRef::Real(_) => push_text(out, v),
-                        ValueRef::Text(_) | ValueRef::Blob(_) => {
-                            let mut t = Vec::new();
-                            push_text(&mut t, v);
-                            json_string(out, &t);
+                        ValueRef::Text(b) | ValueRef::Blob(b) => {
+                            // As `push_text` shows it (up to the first NUL, UTF-8), escaped
+                            // straight from the page: no copy unless it is not UTF-8.
+                            let b = &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())];
+                            match std::str::from_utf8(b) {
+                                Ok(_) => json_string(out, b),
+                                Err(_) => json_string(out, String::from_utf8_lossy(b).as_bytes()),
+                            }
                         }
                     }
                 }
@@ -386,11 +401,19 @@ fn csv_field(out: &mut Vec<u8>, field: &[u8]) {
     out.push(b'"');
 }
 
-/// Appends UTF-8 text `s` as a JSON string.
+/// Appends UTF-8 text `s` as a JSON string: the runs of bytes that need no escape copied
+/// whole, the rest (`"`, `\\` and control characters) escaped as the shell's JSON mode does.
 fn json_string(out: &mut Vec<u8>, s: &[u8]) {
+    /// Whether a byte is written escaped.
+    const fn escaped(b: u8) -> bool {
+        b < 0x20 || b == b'"' || b == b'\\'
+    }
+    out.reserve(s.len() + 2);
     out.push(b'"');
-    for &b in s {
-        match b {
+    let mut rest = s;
+    while let Some(at) = rest.iter().position(|&b| escaped(b)) {
+        out.extend_from_slice(&rest[..at]);
+        match rest[at] {
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),
             b'\n' => out.extend_from_slice(b"\\n"),
@@ -398,12 +421,13 @@ fn json_string(out: &mut Vec<u8>, s: &[u8]) {
             b'\t' => out.extend_from_slice(b"\\t"),
             0x08 => out.extend_from_slice(b"\\b"),
             0x0c => out.extend_from_slice(b"\\f"),
-            b if b < 0x20 => {
+            b => {
                 let _ = write!(out, "\\u{b:04x}");
             }
-            b => out.push(b),
         }
+        rest = &rest[at + 1..];
     }
+    out.extend_from_slice(rest);
     out.push(b'"');
 }
 
@@ -455,11 +479,25 @@ fn cell_width(cell: &[u8]) -> (usize, bool) {
     (widest.max(line), lines)
 }
 
-/// The cells in `bytes`, each ended by its NUL.
-fn cells(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
-    bytes
-        .split_inclusive(|&b| b == 0)
-        .map(|c| &c[..c.len() - 1])
+/// The first cell of `bytes` (which starts at a cell): its length in bytes (its NUL not
+/// counted), its width in characters on its widest line ([`cell_width`]) and whether it has
+/// more than one line. One pass over the cell's bytes, as the table's millions of cells need.
+#[inline]
+fn next_cell(bytes: &[u8]) -> (usize, usize, bool) {
+    let (mut line, mut widest, mut lines) = (0, 0, false);
+    for (at, &b) in bytes.iter().enumerate() {
+        match b {
+            0 => return (at, widest.max(line), lines),
+            b'\n' => {
+                lines = true;
+                widest = widest.max(line);
+                line = 0;
+            }
+            // Every byte but a UTF-8 continuation byte starts a character.
+            _ => line += usize::from(b & 0xc0 != 0x80),
+        }
+    }
+    (bytes.len(), widest.max(line), lines)
 }
 
 /// The widths of the columns of the cells in `blocks` (whole rows of `columns` cells each),
@@ -467,11 +505,20 @@ fn cells(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
 fn measure(blocks: &[&[u8]], columns: usize) -> (Vec<usize>, bool) {
     let mut widths = vec![0; columns];
     let mut multiline = false;
+    if columns == 0 {
+        return (widths, multiline);
+    }
     for block in blocks {
-        for (cell, column) in cells(block).zip((0..columns).cycle()) {
-            let (w, lines) = cell_width(cell);
+        let (mut at, mut column) = (0, 0);
+        while at < block.len() {
+            let (len, w, lines) = next_cell(&block[at..]);
             widths[column] = widths[column].max(w);
             multiline |= lines;
+            at += len + 1;
+            column += 1;
+            if column == columns {
+                column = 0;
+            }
         }
     }
     (widths, multiline)
@@ -482,6 +529,8 @@ fn measure(blocks: &[&[u8]], columns: usize) -> (Vec<usize>, bool) {
 /// `first`), each of a row's lines between `│`, every cell padded to its column's width.
 fn draw(bytes: &[u8], widths: &[usize], multiline: bool, first: bool, out: &mut Vec<u8>) {
     const SPACES: &[u8] = &[b' '; 256];
+    const BAR: &[u8] = "│".as_bytes();
+    const CLOSE: &[u8] = " │".as_bytes();
     let pad = |out: &mut Vec<u8>, mut n: usize| {
         while n > 0 {
             let k = n.min(SPACES.len());
@@ -489,45 +538,58 @@ fn draw(bytes: &[u8], widths: &[usize], multiline: bool, first: bool, out: &mut 
             n -= k;
         }
     };
-    let middle = rule(widths, "├", "┼", "┤");
     let columns = widths.len();
-    let mut row_cells: Vec<&[u8]> = Vec::with_capacity(columns);
-    let mut pieces = cells(bytes);
-    let mut row = 0;
     if columns == 0 {
         return;
     }
-    loop {
-        row_cells.clear();
-        row_cells.extend(pieces.by_ref().take(columns));
-        if row_cells.len() < columns {
-            break;
+    if !multiline {
+        // One line a row: each cell copied and padded as it is found. A line holds at least
+        // its widths' spaces and 4 bytes a column (a space, a space and `│`).
+        let line = widths.iter().sum::<usize>() + 4 * columns + BAR.len() + 1;
+        out.reserve(bytes.len() + bytes.len() / 2 + line * 64);
+        let mut at = 0;
+        while at < bytes.len() {
+            out.extend_from_slice(BAR);
+            for &w in widths {
+                let (len, width, _) = next_cell(&bytes[at..]);
+                out.push(b' ');
+                out.extend_from_slice(&bytes[at..at + len]);
+                pad(out, w - width);
+                out.extend_from_slice(CLOSE);
+                at += len + 1;
+            }
+            out.push(b'\n');
         }
-        if multiline && (row > 0 || !first) {
+        return;
+    }
+    let middle = rule(widths, "├", "┼", "┤");
+    let mut row_cells: Vec<&[u8]> = Vec::with_capacity(columns);
+    let mut at = 0;
+    let mut row = 0;
+    while at < bytes.len() {
+        row_cells.clear();
+        for _ in 0..columns {
+            let (len, _, _) = next_cell(&bytes[at..]);
+            row_cells.push(&bytes[at..at + len]);
+            at += len + 1;
+        }
+        if row > 0 || !first {
             out.extend_from_slice(middle.as_bytes());
         }
         row += 1;
-        let lines = if multiline {
-            row_cells
-                .iter()
-                .map(|c| c.iter().filter(|&&b| b == b'\n').count() + 1)
-                .max()
-                .unwrap_or(1)
-        } else {
-            1
-        };
+        let lines = row_cells
+            .iter()
+            .map(|c| c.iter().filter(|&&b| b == b'\n').count() + 1)
+            .max()
+            .unwrap_or(1);
         for l in 0..lines {
-            out.extend_from_slice("│".as_bytes());
+            out.extend_from_slice(BAR);
             for (cell, &w) in row_cells.iter().zip(widths) {
-                let text = if lines == 1 {
-                    *cell
-                } else {
-                    cell.split(|&b| b == b'\n').nth(l).unwrap_or(b"")
-                };
+                let text = cell.split(|&b| b == b'\n').nth(l).unwrap_or(b"");
                 out.push(b' ');
                 out.extend_from_slice(text);
                 pad(out, w - cell_width(text).0);
-                out.extend_from_slice(" │".as_bytes());
+                out.extend_from_slice(CLOSE);
             }
             out.push(b'\n');
         }
@@ -540,15 +602,15 @@ fn rule(widths: &[usize], l: &str, m: &str, r: &str) -> String {
     format!("{l}{}{r}\n", parts.join(m))
 }
 
-/// Writes the rows of `table` as `sqlite3 -box` draws them, on every CPU: the threads first
-/// measure the columns' widths, each over its own blocks of rows, then draw blocks in turn
-/// while this thread writes the blocks drawn before, in order.
+/// Writes the rows of `table` as `sqlite3 -box` draws them, on `threads` threads: they first
+/// measure the columns' widths, each over its own blocks of rows, then draw runs of blocks
+/// ([`draw_runs`]) while this thread writes the runs drawn before, in order.
 fn boxed(
     out: &mut impl std::io::Write,
     names: &[String],
     table: &TableCells,
+    threads: usize,
 ) -> std::io::Result<()> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let columns = names.len();
     let blocks: Vec<&[u8]> = table.blocks.iter().map(Vec::as_slice).collect();
     let per = blocks.len().div_ceil(threads).max(1);
@@ -586,46 +648,89 @@ fn boxed(
     head.push('\n');
     head.push_str(&rule(&widths, "├", "┼", "┤"));
     out.write_all(head.as_bytes())?;
-    // Each round draws `threads` runs of blocks while the runs of the round before are written.
-    const BLOCKS_PER_RUN: usize = 4;
-    let mut drawn: Vec<Vec<u8>> = Vec::new();
-    let mut rounds = blocks
-        .chunks(BLOCKS_PER_RUN * threads)
-        .enumerate()
-        .peekable();
-    while rounds.peek().is_some() || !drawn.is_empty() {
-        let round = rounds.next();
-        let (widths, drawn_before) = (&widths, std::mem::take(&mut drawn));
-        let (now, written) = std::thread::scope(|s| {
-            let handles: Vec<_> = round
-                .into_iter()
-                .flat_map(|(r, blocks)| {
-                    blocks
-                        .chunks(BLOCKS_PER_RUN)
-                        .enumerate()
-                        .map(move |(k, run)| (r == 0 && k == 0, run))
-                })
-                .map(|(first, run)| {
-                    s.spawn(move || {
-                        let mut buf = Vec::new();
-                        for (i, block) in run.iter().enumerate() {
-                            draw(block, widths, multiline, first && i == 0, &mut buf);
-                        }
-                        buf
-                    })
-                })
-                .collect();
-            let written = drawn_before.iter().try_for_each(|b| out.write_all(b));
-            let now: Vec<Vec<u8>> = handles
-                .into_iter()
-                .map(|h| h.join().expect("drawing a box table"))
-                .collect();
-            (now, written)
-        });
-        written?;
-        drawn = now;
-    }
+    draw_runs(out, &blocks, &widths, multiline, threads)?;
     out.write_all(rule(&widths, "└", "┴", "┘").as_bytes())
+}
+
+/// Blocks of rows a drawing thread draws at a time ([`draw_runs`]).
+const BLOCKS_PER_RUN: usize = 4;
+
+/// Draws `blocks` (whole rows of cells) in runs of [`BLOCKS_PER_RUN`] on `threads` threads
+/// and writes them to `out` in order as they are done. No thread waits for a round of the
+/// others: the runs are handed out as tickets, each with a buffer, at most four per thread
+/// ahead of the run being written, and a written run's buffer goes out again with the next
+/// ticket (the drawn runs take a few megabytes, allocated and faulted in once).
+fn draw_runs(
+    out: &mut impl std::io::Write,
+    blocks: &[&[u8]],
+    widths: &[usize],
+    multiline: bool,
+    threads: usize,
+) -> std::io::Result<()> {
+    let runs: Vec<&[&[u8]]> = blocks.chunks(BLOCKS_PER_RUN).collect();
+    let window = (4 * threads).min(runs.len());
+    // A ticket: the run to draw and a buffer to draw it into. A drawn run comes back with
+    // its number, or `None` from a thread that panicked (its panic is raised at the scope's
+    // end), so that this thread never waits for a run no one will draw.
+    let (tickets, taken) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(window);
+    let (done, drawn) = std::sync::mpsc::sync_channel::<Option<(usize, Vec<u8>)>>(window);
+    let taken = std::sync::Mutex::new(taken);
+    std::thread::scope(|s| {
+        for _ in 0..threads.min(runs.len()) {
+            let (taken, done, runs) = (&taken, done.clone(), &runs);
+            s.spawn(move || {
+                /// Says a drawing thread is gone when it panics.
+                struct Gone(std::sync::mpsc::SyncSender<Option<(usize, Vec<u8>)>>);
+                impl Drop for Gone {
+                    fn drop(&mut self) {
+                        if std::thread::panicking() {
+                            let _ = self.0.send(None);
+                        }
+                    }
+                }
+                let gone = Gone(done);
+                loop {
+                    let ticket = taken.lock().map(|t| t.recv());
+                    let Ok(Ok((run, mut buf))) = ticket else {
+                        return;
+                    };
+                    buf.clear();
+                    for (i, block) in runs[run].iter().enumerate() {
+                        draw(block, widths, multiline, run == 0 && i == 0, &mut buf);
+                    }
+                    if gone.0.send(Some((run, buf))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done);
+        for run in 0..window {
+            tickets
+                .send((run, Vec::new()))
+                .expect("the drawing threads wait for tickets");
+        }
+        let mut next_ticket = window;
+        let mut ready: std::collections::BTreeMap<usize, Vec<u8>> = Default::default();
+        let mut next = 0;
+        while next < runs.len() {
+            let Ok(Some((run, buf))) = drawn.recv() else {
+                break;
+            };
+            ready.insert(run, buf);
+            while let Some(buf) = ready.remove(&next) {
+                out.write_all(&buf)?;
+                next += 1;
+                if next_ticket < runs.len() {
+                    // The threads are alive: the run before this one came back.
+                    let _ = tickets.send((next_ticket, buf));
+                    next_ticket += 1;
+                }
+            }
+        }
+        drop(tickets);
+        Ok(())
+    })
 }
 
 #[cfg(test)]
@@ -804,6 +909,22 @@ mod tests {
                 render(Format::Table, &names, few),
                 boxed_one_by_one(&names, few)
             );
+            // As many drawing threads as `--cores` gives executors: one, or more than rows
+            // of blocks per round.
+            for threads in [1, 3] {
+                let mut out = Vec::new();
+                let mut w =
+                    RowWriter::new(Format::Table, names.clone(), &mut out).drawing_threads(threads);
+                for r in &rows {
+                    w.row(r).expect("writing to memory");
+                }
+                w.finish().expect("writing to memory");
+                assert_eq!(
+                    String::from_utf8(out).expect("UTF-8"),
+                    boxed_one_by_one(&names, &rows),
+                    "lines {lines}, {threads} threads"
+                );
+            }
         }
     }
 }
