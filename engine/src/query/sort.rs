@@ -26,7 +26,8 @@
 use std::cmp::Ordering;
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as Atomic};
 use std::sync::Arc;
@@ -48,7 +49,8 @@ pub const MAX_RUNS: usize = 16;
 const MERGE_FILES: usize = 256;
 
 /// Bytes of a spilled run's read buffer in a merge.
-const READ_BUFFER: usize = 256 * 1024;
+/// (Small in tests, so that a run is read in many pieces.)
+const READ_BUFFER: usize = if cfg!(test) { 512 } else { 256 * 1024 };
 
 /// Bytes of one entry of a buffer's index (its prefix, rowid and place).
 const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
@@ -365,7 +367,40 @@ impl SortStats {
 struct SpillFile {
     file: Arc<File>,
     rows: u64,
+    /// Every [`MARK_ROWS`]th row's number and byte offset: where a part of a split merge
+    /// ([`SortedMerge::split`]) starts reading.
+    marks: Arc<Vec<(u64, u64)>>,
 }
+
+/// Rows between two marks of a spilled run ([`SpillFile::marks`]).
+const MARK_ROWS: u64 = if cfg!(test) { 16 } else { 8192 };
+
+/// A run being written: its rows, one after the other, and its marks.
+struct RunWriter<'f> {
+    out: BufWriter<&'f File>,
+    offset: u64,
+    rows: u64,
+    marks: Vec<(u64, u64)>,
+}
+
+impl RunWriter<'_> {
+    /// Appends a row: its first key's prefix, its rowid, its record's length and record.
+    fn row(&mut self, prefix: u128, rowid: i64, record: &[u8]) -> io::Result<()> {
+        if self.rows.is_multiple_of(MARK_ROWS) {
+            self.marks.push((self.rows, self.offset));
+        }
+        self.out.write_all(&prefix.to_le_bytes())?;
+        self.out.write_all(&rowid.to_le_bytes())?;
+        self.out.write_all(&(record.len() as u32).to_le_bytes())?;
+        self.out.write_all(record)?;
+        self.offset += (ROW_HEAD + record.len()) as u64;
+        self.rows += 1;
+        Ok(())
+    }
+}
+
+/// Bytes before a spilled row's record: its prefix, rowid and record length.
+const ROW_HEAD: usize = 16 + 8 + 4;
 
 impl fmt::Debug for SpillFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -491,7 +526,7 @@ impl SortBuffer {
         if self.failed.is_none() {
             let written = write_run(&self.space.dir, self.entries.len() as u64, |out| {
                 for e in &self.entries {
-                    write_entry(out, e, &self.arena)?;
+                    out.row(e.prefix, e.rowid, entry_record(e, &self.arena))?;
                 }
                 Ok(())
             });
@@ -565,8 +600,8 @@ impl SortBuffer {
             let rows = group.iter().map(|s| s.rows).sum();
             let merged = SortedMerge::of_files(order, backward, group).and_then(|mut merge| {
                 write_run(&self.space.dir, rows, |out| {
-                    while let Some(head) = merge.next_head()? {
-                        write_head(out, head)?;
+                    while let Some(h) = merge.next_head()? {
+                        out.row(h.prefix, h.rowid, h.record)?;
                     }
                     Ok(())
                 })
@@ -601,38 +636,38 @@ impl SortBuffer {
     }
 }
 
-fn write_entry(out: &mut impl Write, e: &Entry, arena: &[u8]) -> io::Result<()> {
+/// The record of an entry of `arena`.
+fn entry_record<'a>(e: &Entry, arena: &'a [u8]) -> &'a [u8] {
     let at = e.at as usize;
     let len = u32::from_le_bytes(arena[at..at + 4].try_into().expect("4 bytes")) as usize;
-    out.write_all(&e.prefix.to_le_bytes())?;
-    out.write_all(&e.rowid.to_le_bytes())?;
-    out.write_all(&arena[at..at + 4 + len])
-}
-
-fn write_head(out: &mut impl Write, h: Head<'_>) -> io::Result<()> {
-    out.write_all(&h.prefix.to_le_bytes())?;
-    out.write_all(&h.rowid.to_le_bytes())?;
-    out.write_all(&(h.record.len() as u32).to_le_bytes())?;
-    out.write_all(h.record)
+    &arena[at + 4..at + 4 + len]
 }
 
 /// Writes a run of `rows` rows with `write` to a new file in `dir`; returns it and its size.
 fn write_run(
     dir: &Path,
     rows: u64,
-    write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+    write: impl FnOnce(&mut RunWriter<'_>) -> io::Result<()>,
 ) -> io::Result<(SpillFile, u64)> {
     let file = tempfile::tempfile_in(dir)?;
-    {
-        let mut out = BufWriter::with_capacity(READ_BUFFER, &file);
+    let marks = {
+        let mut out = RunWriter {
+            out: BufWriter::with_capacity(READ_BUFFER, &file),
+            offset: 0,
+            rows: 0,
+            marks: Vec::new(),
+        };
         write(&mut out)?;
-        out.flush()?;
-    }
+        out.out.flush()?;
+        debug_assert_eq!(out.rows, rows);
+        out.marks
+    };
     let bytes = file.metadata()?.len();
     Ok((
         SpillFile {
             file: Arc::new(file),
             rows,
+            marks: Arc::new(marks),
         },
         bytes,
     ))
@@ -651,11 +686,16 @@ pub struct Head<'a> {
 
 /// One run being merged.
 enum Cursor {
-    /// A run in memory: a finished buffer and the next entry.
-    Memory { buffer: SortBuffer, next: usize },
+    /// A run in memory: a finished buffer, the next entry and the end of its rows here.
+    Memory {
+        buffer: Arc<SortBuffer>,
+        next: usize,
+        end: usize,
+    },
     /// A run in a file, and its current row (prefix, rowid, record).
     File {
-        reader: BufReader<File>,
+        source: SpillFile,
+        reader: BufReader<RunReader>,
         left: u64,
         prefix: u128,
         rowid: i64,
@@ -663,15 +703,60 @@ enum Cursor {
     },
 }
 
+/// A spilled run read from a byte offset with positional reads: the cursors of a cut merge
+/// read one file side by side, and a handle's own offset would be shared by them all (a
+/// duplicated descriptor shares it).
+struct RunReader {
+    file: Arc<File>,
+    at: u64,
+}
+
+impl RunReader {
+    fn new(s: &SpillFile, at: u64, buffer: usize) -> BufReader<RunReader> {
+        BufReader::with_capacity(
+            buffer,
+            RunReader {
+                file: Arc::clone(&s.file),
+                at,
+            },
+        )
+    }
+}
+
+impl Read for RunReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read_at(buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// Reads a spilled row: its prefix and rowid, its record into `record`.
+fn read_row(reader: &mut impl Read, record: &mut Vec<u8>) -> io::Result<(u128, i64)> {
+    let mut head = [0u8; ROW_HEAD];
+    reader.read_exact(&mut head)?;
+    let prefix = u128::from_le_bytes(head[..16].try_into().expect("16 bytes"));
+    let rowid = i64::from_le_bytes(head[16..24].try_into().expect("8 bytes"));
+    let len = u32::from_le_bytes(head[24..].try_into().expect("4 bytes"));
+    record.resize(len as usize, 0);
+    reader.read_exact(record)?;
+    Ok((prefix, rowid))
+}
+
 impl Cursor {
     fn open(s: SpillFile) -> io::Result<Cursor> {
-        // A handle of its own on the run (each run has one reader), from its start.
-        let mut file = s.file.try_clone()?;
-        file.seek(SeekFrom::Start(0))?;
-        let reader = BufReader::with_capacity(READ_BUFFER, file);
+        let rows = s.rows;
+        Cursor::open_at(s, 0, rows)
+    }
+
+    /// A cursor over `rows` rows of the run `s` from byte `offset`, with a handle of its own
+    /// (each cursor has one reader).
+    fn open_at(s: SpillFile, offset: u64, rows: u64) -> io::Result<Cursor> {
+        let reader = RunReader::new(&s, offset, READ_BUFFER);
         let mut c = Cursor::File {
+            source: s,
             reader,
-            left: s.rows,
+            left: rows,
             prefix: 0,
             rowid: 0,
             record: Vec::new(),
@@ -694,30 +779,19 @@ impl Cursor {
             if *left == 0 {
                 return Ok(());
             }
-            let mut wide = [0u8; 16];
-            reader.read_exact(&mut wide)?;
-            *prefix = u128::from_le_bytes(wide);
-            let mut word = [0u8; 8];
-            reader.read_exact(&mut word)?;
-            *rowid = i64::from_le_bytes(word);
-            let mut len = [0u8; 4];
-            reader.read_exact(&mut len)?;
-            record.resize(u32::from_le_bytes(len) as usize, 0);
-            reader.read_exact(record)?;
+            (*prefix, *rowid) = read_row(reader, record)?;
         }
         Ok(())
     }
 
     fn head(&self) -> Option<Head<'_>> {
         match self {
-            Cursor::Memory { buffer, next } => buffer.entries.get(*next).map(|e| {
-                let at = e.at as usize;
-                let len = u32::from_le_bytes(buffer.arena[at..at + 4].try_into().expect("4 bytes"))
-                    as usize;
+            Cursor::Memory { buffer, next, end } => (next < end).then(|| {
+                let e = &buffer.entries[*next];
                 Head {
                     prefix: e.prefix,
                     rowid: e.rowid,
-                    record: &buffer.arena[at + 4..at + 4 + len],
+                    record: entry_record(e, &buffer.arena),
                 }
             }),
             Cursor::File {
@@ -745,6 +819,120 @@ impl Cursor {
                 self.read_next()
             }
         }
+    }
+
+    /// The rows left.
+    fn rows(&self) -> u64 {
+        match self {
+            Cursor::Memory { next, end, .. } => (end - next) as u64,
+            Cursor::File { left, .. } => *left,
+        }
+    }
+}
+
+/// How two rows of a merge compare: by their keys, then their runs' file ranks, then in
+/// scan order (a total order: no two rows of one file share a rowid).
+fn compare_heads(
+    order: &[SortKey],
+    backward: bool,
+    (x, x_rank): (Head<'_>, usize),
+    (y, y_rank): (Head<'_>, usize),
+) -> Ordering {
+    x.prefix
+        .cmp(&y.prefix)
+        .then_with(|| compare_records(order, x.record, y.record))
+        .then_with(|| x_rank.cmp(&y_rank))
+        .then_with(|| scan_order(backward, x.rowid, y.rowid))
+}
+
+/// A row of a run kept by [`SortedMerge::split`]: where the parts begin.
+#[derive(Clone)]
+struct Sample {
+    prefix: u128,
+    rowid: i64,
+    rank: usize,
+    record: Vec<u8>,
+}
+
+impl Sample {
+    fn of(h: Head<'_>, rank: usize) -> Sample {
+        Sample {
+            prefix: h.prefix,
+            rowid: h.rowid,
+            rank,
+            record: h.record.to_vec(),
+        }
+    }
+
+    fn head(&self) -> (Head<'_>, usize) {
+        (
+            Head {
+                prefix: self.prefix,
+                rowid: self.rowid,
+                record: &self.record,
+            },
+            self.rank,
+        )
+    }
+}
+
+/// One run's rows within a part of a split merge.
+enum Piece {
+    /// Entries `from..to` of a finished buffer.
+    Memory(Arc<SortBuffer>, usize, usize),
+    /// `rows` rows of a spilled run from byte `offset`.
+    File(SpillFile, u64, u64),
+}
+
+/// A part of a merge cut by [`SortedMerge::split`]: every run's rows within one range of the
+/// result's order. [`MergePart::open`] makes its merge (its files' readers only then).
+pub struct MergePart<'p> {
+    order: &'p [SortKey],
+    backward: bool,
+    pieces: Vec<(usize, Piece)>,
+    dir: PathBuf,
+}
+
+impl<'p> MergePart<'p> {
+    /// The merge of this part's rows, in the result's order.
+    pub fn open(&self) -> Result<SortedMerge<'p>, SpillError> {
+        let mut cursors = Vec::new();
+        let mut ranks = Vec::new();
+        for (rank, piece) in &self.pieces {
+            let c = match piece {
+                Piece::Memory(buffer, from, to) => Cursor::Memory {
+                    buffer: Arc::clone(buffer),
+                    next: *from,
+                    end: *to,
+                },
+                Piece::File(s, offset, rows) => Cursor::open_at(s.clone(), *offset, *rows)
+                    .map_err(|e| SpillError {
+                        dir: self.dir.clone(),
+                        what: format!("reading a sorted run: {e}"),
+                    })?,
+            };
+            cursors.push(c);
+            ranks.push(*rank);
+        }
+        Ok(SortedMerge::start(
+            self.order,
+            self.backward,
+            cursors,
+            ranks,
+            self.dir.clone(),
+            SortStats::default(),
+        ))
+    }
+
+    /// Its rows.
+    pub fn rows(&self) -> u64 {
+        self.pieces
+            .iter()
+            .map(|(_, p)| match p {
+                Piece::Memory(_, from, to) => (to - from) as u64,
+                Piece::File(_, _, rows) => *rows,
+            })
+            .sum()
     }
 }
 
@@ -793,7 +981,11 @@ impl<'p> SortedMerge<'p> {
                 ranks.push(rank);
             }
             debug_assert!(buffer.sorted || buffer.entries.is_empty());
-            cursors.push(Cursor::Memory { buffer, next: 0 });
+            cursors.push(Cursor::Memory {
+                end: buffer.entries.len(),
+                buffer: Arc::new(buffer),
+                next: 0,
+            });
             ranks.push(rank);
         }
         Ok(Self::start(order, backward, cursors, ranks, dir, stats))
@@ -851,12 +1043,157 @@ impl<'p> SortedMerge<'p> {
             self.cursors[a].head().expect("heap cursors have rows"),
             self.cursors[b].head().expect("heap cursors have rows"),
         );
-        x.prefix
-            .cmp(&y.prefix)
-            .then_with(|| compare_records(self.order, x.record, y.record))
-            .then_with(|| self.ranks[a].cmp(&self.ranks[b]))
-            .then_with(|| scan_order(self.backward, x.rowid, y.rowid))
-            == Ordering::Less
+        compare_heads(
+            self.order,
+            self.backward,
+            (x, self.ranks[a]),
+            (y, self.ranks[b]),
+        ) == Ordering::Less
+    }
+
+    /// Cuts a merge not yet started into at most `parts` merges of consecutive ranges of the
+    /// result's order, each of at least about `min_rows` rows, which can run side by side:
+    /// the rows of part 0, then of part 1 and so on are the whole merge's, in its order.
+    /// The cuts come from a row every [`MARK_ROWS`] of each run (a spilled run's marks), sorted;
+    /// each run is then cut where its rows pass each cut (a binary search in memory; in a
+    /// file, a read from the mark before it). `None` when the merge is too small to cut (or
+    /// already started).
+    pub fn split(
+        &self,
+        parts: usize,
+        min_rows: u64,
+    ) -> Result<Option<Vec<MergePart<'p>>>, SpillError> {
+        let total: u64 = self.cursors.iter().map(Cursor::rows).sum();
+        let fresh = self.pending.is_none()
+            && self.cursors.iter().all(|c| match c {
+                Cursor::Memory { next, .. } => *next == 0,
+                Cursor::File { source, left, .. } => *left == source.rows,
+            });
+        let parts = parts.min(usize::try_from(total / min_rows.max(1)).unwrap_or(usize::MAX));
+        if !fresh || parts < 2 {
+            return Ok(None);
+        }
+        let failed = |e: io::Error| SpillError {
+            dir: self.dir.clone(),
+            what: format!("reading a sorted run: {e}"),
+        };
+        // Each file run's marked rows, and the rows every run contributes to the cuts.
+        let mut marked: Vec<Vec<Sample>> = Vec::with_capacity(self.cursors.len());
+        let mut samples = Vec::new();
+        for (c, &rank) in self.cursors.iter().zip(&self.ranks) {
+            let mut rows = Vec::new();
+            match c {
+                Cursor::Memory { buffer, end, .. } => {
+                    for e in buffer.entries[..*end].iter().step_by(MARK_ROWS as usize) {
+                        let h = Head {
+                            prefix: e.prefix,
+                            rowid: e.rowid,
+                            record: entry_record(e, &buffer.arena),
+                        };
+                        samples.push(Sample::of(h, rank));
+                    }
+                }
+                Cursor::File { source, .. } => {
+                    let mut record = Vec::new();
+                    for &(_, offset) in source.marks.iter() {
+                        let mut file = RunReader::new(source, offset, 4096);
+                        let (prefix, rowid) = read_row(&mut file, &mut record).map_err(failed)?;
+                        rows.push(Sample {
+                            prefix,
+                            rowid,
+                            rank,
+                            record: record.clone(),
+                        });
+                    }
+                    samples.extend(rows.iter().cloned());
+                }
+            }
+            marked.push(rows);
+        }
+        let cmp = |a: (Head<'_>, usize), b: (Head<'_>, usize)| {
+            compare_heads(self.order, self.backward, a, b)
+        };
+        samples.sort_by(|a, b| cmp(a.head(), b.head()));
+        let mut cuts: Vec<&Sample> = (1..parts)
+            .map(|j| &samples[j * samples.len() / parts])
+            .collect();
+        cuts.dedup_by(|a, b| cmp(a.head(), b.head()) == Ordering::Equal);
+        // Each run's bounds: where its rows reach each cut, as (row, byte offset in a file).
+        let mut pieces: Vec<Vec<(usize, Piece)>> = (0..=cuts.len()).map(|_| Vec::new()).collect();
+        for ((c, &rank), marks) in self.cursors.iter().zip(&self.ranks).zip(&marked) {
+            match c {
+                Cursor::Memory { buffer, end, .. } => {
+                    let entries = &buffer.entries[..*end];
+                    let mut bounds = vec![0];
+                    for cut in &cuts {
+                        bounds.push(entries.partition_point(|e| {
+                            let h = Head {
+                                prefix: e.prefix,
+                                rowid: e.rowid,
+                                record: entry_record(e, &buffer.arena),
+                            };
+                            cmp((h, rank), cut.head()) == Ordering::Less
+                        }));
+                    }
+                    bounds.push(*end);
+                    for (part, w) in bounds.windows(2).enumerate() {
+                        if w[0] < w[1] {
+                            pieces[part]
+                                .push((rank, Piece::Memory(Arc::clone(buffer), w[0], w[1])));
+                        }
+                    }
+                }
+                Cursor::File { source, .. } => {
+                    let mut bounds = vec![(0u64, 0u64)];
+                    let mut record = Vec::new();
+                    for cut in &cuts {
+                        let before =
+                            marks.partition_point(|m| cmp(m.head(), cut.head()) == Ordering::Less);
+                        let Some(from) = before.checked_sub(1) else {
+                            bounds.push((0, 0));
+                            continue;
+                        };
+                        // From the last mark before the cut, the rows before it.
+                        let (mut row, mut offset) = source.marks[from];
+                        let mut reader = RunReader::new(source, offset, 64 * 1024);
+                        while row < source.rows {
+                            let (prefix, rowid) =
+                                read_row(&mut reader, &mut record).map_err(failed)?;
+                            let h = Head {
+                                prefix,
+                                rowid,
+                                record: &record,
+                            };
+                            if cmp((h, rank), cut.head()) != Ordering::Less {
+                                break;
+                            }
+                            row += 1;
+                            offset += (ROW_HEAD + record.len()) as u64;
+                        }
+                        bounds.push((row, offset));
+                    }
+                    bounds.push((source.rows, 0));
+                    for (part, w) in bounds.windows(2).enumerate() {
+                        let ((from, offset), (to, _)) = (w[0], w[1]);
+                        if from < to {
+                            pieces[part]
+                                .push((rank, Piece::File(source.clone(), offset, to - from)));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Some(
+            pieces
+                .into_iter()
+                .map(|pieces| MergePart {
+                    order: self.order,
+                    backward: self.backward,
+                    pieces,
+                    dir: self.dir.clone(),
+                })
+                .collect(),
+        ))
     }
 
     /// The next row in the result's order, or `None` after the last.
@@ -1035,5 +1372,75 @@ mod tests {
         assert_eq!(memory, expected);
         // The runs were never named in the directory.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// A merge cut into parts gives, part after part, the rows the whole merge gives: runs in
+    /// memory and spilled, runs of two files whose rowids repeat, keys that tie under
+    /// `NOCASE`, and cuts that fall among equal keys.
+    #[test]
+    fn a_split_merge_is_the_whole_merge_part_after_part() {
+        let k = key(true, false, Collation::NoCase);
+        let order = std::slice::from_ref(&k);
+        let texts = ["b", "A", "a", "B", "c", "", "aa", "x"];
+        let dir = tempfile::tempdir().unwrap();
+        let buffer = |space: SortSpace, seed: i64| {
+            let mut b = SortBuffer::new(space);
+            for i in 0..3_000i64 {
+                let t = texts[((i * 7 + seed) % 8) as usize].repeat((i % 3) as usize + 1);
+                let v = Value::Text(t.into_bytes());
+                // Rowids unique within a file (rank), repeated across the two.
+                let rowid = i * 10 + 1 + seed % 2;
+                b.push(
+                    order,
+                    false,
+                    &[v.as_ref()],
+                    rowid,
+                    &[ValueRef::Integer(i * 10 + seed)],
+                );
+            }
+            b.finish(order, false);
+            b
+        };
+        let runs = || {
+            vec![
+                (0, buffer(SortSpace::unbounded(), 1)),
+                (0, buffer(SortSpace::new(0, 1, dir.path().to_path_buf()), 2)),
+                (1, buffer(SortSpace::new(0, 1, dir.path().to_path_buf()), 3)),
+                (1, buffer(SortSpace::unbounded(), 4)),
+            ]
+        };
+        let ids = |m: &mut SortedMerge<'_>| {
+            let mut out = Vec::new();
+            while let Some(r) = m.next_record().unwrap() {
+                out.push(record_values(r, 1)[0].clone());
+            }
+            out
+        };
+        let whole = ids(&mut SortedMerge::new(order, false, runs()).unwrap());
+        assert_eq!(whole.len(), 12_000);
+        for parts in [2, 3, 7, 64] {
+            let merge = SortedMerge::new(order, false, runs()).unwrap();
+            let cut = merge
+                .split(parts, 100)
+                .unwrap()
+                .expect("large enough to cut");
+            assert!(cut.len() > 1 && cut.len() <= parts, "{} parts", cut.len());
+            assert_eq!(cut.iter().map(MergePart::rows).sum::<u64>(), 12_000);
+            // All open at once, as threads read them side by side: one file's cursors must
+            // not share an offset.
+            let mut merges: Vec<SortedMerge<'_>> = cut.iter().map(|p| p.open().unwrap()).collect();
+            let mut joined = Vec::new();
+            for m in &mut merges {
+                joined.extend(ids(m));
+            }
+            let differ = joined.iter().zip(&whole).position(|(a, b)| a != b);
+            assert_eq!((joined.len(), differ), (whole.len(), None), "{parts} parts");
+        }
+        // Too small to cut, or already started: not cut.
+        let merge = SortedMerge::new(order, false, runs()).unwrap();
+        assert!(merge.split(4, 100_000).unwrap().is_none());
+        let mut merge = SortedMerge::new(order, false, runs()).unwrap();
+        merge.next_record().unwrap();
+        assert!(merge.split(4, 100).unwrap().is_none());
     }
 }
