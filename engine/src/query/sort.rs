@@ -556,11 +556,7 @@ impl SortBuffer {
 
     fn sort(&mut self, order: &[SortKey], backward: bool) {
         let arena = &self.arena;
-        let record = |e: &Entry| {
-            let at = e.at as usize;
-            let len = u32::from_le_bytes(arena[at..at + 4].try_into().expect("4 bytes")) as usize;
-            &arena[at + 4..at + 4 + len]
-        };
+        let record = |e: &Entry| entry_record(e, arena);
         self.entries.sort_unstable_by(|a, b| {
             compare_rows(
                 order,
@@ -623,6 +619,15 @@ impl SortBuffer {
             arena.extend_from_slice(&self.arena[at..at + 4 + len as usize]);
         }
         self.arena = arena;
+    }
+
+    /// An entry of this buffer as a merge's row.
+    fn head<'a>(&'a self, e: &Entry) -> Head<'a> {
+        Head {
+            prefix: e.prefix,
+            rowid: e.rowid,
+            record: entry_record(e, &self.arena),
+        }
     }
 
     /// The first failure to write or read a run.
@@ -786,14 +791,9 @@ impl Cursor {
 
     fn head(&self) -> Option<Head<'_>> {
         match self {
-            Cursor::Memory { buffer, next, end } => (next < end).then(|| {
-                let e = &buffer.entries[*next];
-                Head {
-                    prefix: e.prefix,
-                    rowid: e.rowid,
-                    record: entry_record(e, &buffer.arena),
-                }
-            }),
+            Cursor::Memory { buffer, next, end } => {
+                (next < end).then(|| buffer.head(&buffer.entries[*next]))
+            }
             Cursor::File {
                 left,
                 prefix,
@@ -1085,12 +1085,7 @@ impl<'p> SortedMerge<'p> {
             match c {
                 Cursor::Memory { buffer, end, .. } => {
                     for e in buffer.entries[..*end].iter().step_by(MARK_ROWS as usize) {
-                        let h = Head {
-                            prefix: e.prefix,
-                            rowid: e.rowid,
-                            record: entry_record(e, &buffer.arena),
-                        };
-                        samples.push(Sample::of(h, rank));
+                        samples.push(Sample::of(buffer.head(e), rank));
                     }
                 }
                 Cursor::File { source, .. } => {
@@ -1127,12 +1122,7 @@ impl<'p> SortedMerge<'p> {
                     let mut bounds = vec![0];
                     for cut in &cuts {
                         bounds.push(entries.partition_point(|e| {
-                            let h = Head {
-                                prefix: e.prefix,
-                                rowid: e.rowid,
-                                record: entry_record(e, &buffer.arena),
-                            };
-                            cmp((h, rank), cut.head()) == Ordering::Less
+                            cmp((buffer.head(e), rank), cut.head()) == Ordering::Less
                         }));
                     }
                     bounds.push(*end);

@@ -630,15 +630,6 @@ fn write_sorted(
         bytes: Vec::new(),
         ends: Vec::new(),
     };
-    let mut write = |out: &RenderedRows, rows: &mut u64| -> Result<(), QueryError> {
-        let mut from = 0;
-        for &to in &out.ends {
-            on_row(ResultRow::Rendered(&out.bytes[from..to])).map_err(QueryError::Output)?;
-            from = to;
-            *rows += 1;
-        }
-        Ok(())
-    };
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let jobs = jobs.clone();
@@ -656,16 +647,7 @@ fn write_sorted(
         let written = (|| -> Result<(), QueryError> {
             loop {
                 let (mut chunk, out) = spare.pop().unwrap_or_else(|| (empty(), empty()));
-                chunk.bytes.clear();
-                chunk.ends.clear();
-                while chunk.ends.len() < RENDER_WAVE_ROWS {
-                    let Some(record) = merge.next_record()? else {
-                        break;
-                    };
-                    chunk.bytes.extend_from_slice(record);
-                    chunk.ends.push(chunk.bytes.len());
-                }
-                let last = chunk.ends.len() < RENDER_WAVE_ROWS;
+                let last = fill_chunk(&mut merge, &mut chunk)?;
                 if !chunk.ends.is_empty() {
                     let (reply, rendered) = crossbeam_channel::bounded(1);
                     work.send((chunk, out, reply))
@@ -675,7 +657,7 @@ fn write_sorted(
                 while pending.len() > 2 * threads || (last && !pending.is_empty()) {
                     let front = pending.pop_front().expect("pending is not empty");
                     let (chunk, out) = front.recv().expect("a render thread replies");
-                    write(&out, &mut rows)?;
+                    rows += write_rendered(&out, on_row)?;
                     spare.push((chunk, out));
                 }
                 if last {
@@ -758,27 +740,13 @@ fn write_parts(
                         if stop.load(Ordering::Relaxed) {
                             return;
                         }
-                        chunk.bytes.clear();
-                        chunk.ends.clear();
-                        let mut failed = None;
-                        while chunk.ends.len() < RENDER_WAVE_ROWS {
-                            match merge.next_record() {
-                                Ok(Some(record)) => {
-                                    chunk.bytes.extend_from_slice(record);
-                                    chunk.ends.push(chunk.bytes.len());
-                                }
-                                Ok(None) => break,
-                                Err(e) => {
-                                    failed = Some(e);
-                                    break;
-                                }
+                        let last = match fill_chunk(&mut merge, &mut chunk) {
+                            Ok(last) => last,
+                            Err(e) => {
+                                let _ = out.send(Err(e));
+                                break;
                             }
-                        }
-                        if let Some(e) = failed {
-                            let _ = out.send(Err(e));
-                            break;
-                        }
-                        let last = chunk.ends.len() < RENDER_WAVE_ROWS;
+                        };
                         if !chunk.ends.is_empty() {
                             let mut rendered = RenderedRows {
                                 bytes: Vec::with_capacity(chunk.bytes.len() * 2),
@@ -808,15 +776,7 @@ fn write_parts(
                 }
                 loop {
                     match received.recv().expect("a part's thread ends it or fails") {
-                        Ok(Some(chunk)) => {
-                            let mut from = 0;
-                            for &to in &chunk.ends {
-                                on_row(ResultRow::Rendered(&chunk.bytes[from..to]))
-                                    .map_err(QueryError::Output)?;
-                                from = to;
-                                rows += 1;
-                            }
-                        }
+                        Ok(Some(chunk)) => rows += write_rendered(&chunk, on_row)?,
                         Ok(None) => break,
                         Err(e) => return Err(e.into()),
                     }
@@ -829,6 +789,37 @@ fn write_parts(
         drop(tickets);
         written
     })
+}
+
+/// Fills `chunk` (emptied first) with up to [`RENDER_WAVE_ROWS`] records of `merge`; true
+/// when the merge has no more.
+fn fill_chunk(
+    merge: &mut SortedMerge<'_>,
+    chunk: &mut RenderedRows,
+) -> Result<bool, super::sort::SpillError> {
+    chunk.bytes.clear();
+    chunk.ends.clear();
+    while chunk.ends.len() < RENDER_WAVE_ROWS {
+        let Some(record) = merge.next_record()? else {
+            return Ok(true);
+        };
+        chunk.bytes.extend_from_slice(record);
+        chunk.ends.push(chunk.bytes.len());
+    }
+    Ok(false)
+}
+
+/// Hands each rendered row of `chunk` to `on_row`; returns how many.
+fn write_rendered(
+    chunk: &RenderedRows,
+    on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
+) -> Result<u64, QueryError> {
+    let mut from = 0;
+    for &to in &chunk.ends {
+        on_row(ResultRow::Rendered(&chunk.bytes[from..to])).map_err(QueryError::Output)?;
+        from = to;
+    }
+    Ok(chunk.ends.len() as u64)
 }
 
 /// A chunk of sort records (their bytes one after the other, and where each ends) rendered
