@@ -673,10 +673,12 @@ fn write_sorted(
 }
 
 /// Threads from which a full sort's merge is cut into parts merged side by side
-/// ([`write_parts`]). With two, one thread merging while two render already keeps both CPUs
-/// busy, and the cut merge measured 10-20 % slower on the 2-vCPU reference machine (its
-/// cuts, and more runs read at once); with more, the one merging thread is the limit.
-const PARALLEL_MERGE_THREADS: usize = 3;
+/// ([`write_parts`]): from two. When each executor handed one run, one thread merging while
+/// two rendered kept both CPUs busy and the cut merge measured 10-20 % slower on the 2-vCPU
+/// reference machine; since executors hand their sorted segments (a merge of dozens of runs
+/// for the one thread), the cut merge measured about 5 % faster there (SF 1's full sort,
+/// min of 4 paired runs: 3.97 s against 4.25 s).
+const PARALLEL_MERGE_THREADS: usize = 2;
 
 /// Rows of a full sort's part ([`write_parts`]), about: a part's rendered output waits whole
 /// for the parts before it to be written, and at most one part per thread is under way.
