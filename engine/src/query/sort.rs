@@ -10,6 +10,9 @@
 //!   collation, `DESC` and `NULLS FIRST/LAST`. Most comparisons end at the prefixes; ties
 //!   compare the encoded keys as SQLite does ([`compare_key_ref`]), then the scan order. No
 //!   row is an allocation of its own.
+//! - **Segments**: the rows are sorted in segments of at most [`SEGMENT_BYTES`] of arena as the
+//!   scan goes on, so that a sort's comparisons stay within a few tens of megabytes; a
+//!   finished buffer hands each segment to the merge as a run, and a spill merges them.
 //! - **Bounded memory** ([`SortSpace`]): a query's budget (`--memory`) is split in two: half
 //!   for the executors' buffers while they scan (a buffer that would grow past its share is
 //!   sorted and written to a file in the scratch directory, never beside the user's file),
