@@ -1414,7 +1414,10 @@ mod tests {
                 (i, Value::Text(t.repeat((i % 5) as usize + 1).into_bytes()))
             })
             .collect();
-        let run = |space: SortSpace| -> (Vec<(i64, Value)>, SortStats, usize, (usize, usize)) {
+        // The rows in the merge's order, the sort's figures, the files handed over, and the
+        // segments before the last and the runs in memory.
+        type Sorted = (Vec<(i64, Value)>, SortStats, usize, (usize, usize));
+        let run = |space: SortSpace| -> Sorted {
             let mut b = SortBuffer::new(space);
             for (rowid, v) in &rows {
                 b.push(
