@@ -871,6 +871,30 @@ mod tests {
     }
 
     #[test]
+    fn a_cell_is_measured_as_its_lines_are() {
+        // Cells of every length around the 8-byte steps, a line break or a multi-byte
+        // character at every place, ended by a NUL or by the end of the bytes.
+        let pieces: [&str; 5] = ["a", "é", "\n", "日本", "x\ny"];
+        for len in 0..40 {
+            for (p, piece) in pieces.iter().enumerate() {
+                for place in 0..=len {
+                    let mut cell: String =
+                        (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+                    cell.insert_str(place, piece);
+                    let (width, lines) = cell_width(cell.as_bytes());
+                    let ended = format!("{cell}\0more");
+                    assert_eq!(
+                        next_cell(ended.as_bytes()),
+                        (cell.len(), width, lines),
+                        "{cell:?} ({p})"
+                    );
+                    assert_eq!(next_cell(cell.as_bytes()), (cell.len(), width, lines));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_box_table_drawn_in_parallel_is_the_one_drawn_row_by_row() {
         // Enough rows for several rounds of blocks on every thread; cells of every storage
         // class, wide and multi-byte characters, NULs, bytes that are not UTF-8, and (in the
