@@ -428,8 +428,6 @@ pub struct SortBuffer {
     /// Where each sorted segment of `entries` ends: the rows after the last are not sorted
     /// yet. A finished buffer is the runs `entries[0..ends[0]]`, `entries[ends[0]..ends[1]]`...
     ends: Vec<usize>,
-    /// Where the unsorted rows' records start in `arena`.
-    tail_at: usize,
     spills: Vec<SpillFile>,
     /// Whether every row is in a sorted segment (the buffer is finished).
     sorted: bool,
@@ -459,7 +457,6 @@ impl Clone for SortBuffer {
             arena: self.arena.clone(),
             entries: self.entries.clone(),
             ends: self.ends.clone(),
-            tail_at: self.tail_at,
             spills: self.spills.clone(),
             sorted: self.sorted,
             held: 0,
@@ -493,7 +490,6 @@ impl SortBuffer {
             arena: Vec::new(),
             entries: Vec::new(),
             ends: Vec::new(),
-            tail_at: 0,
             spills: Vec::new(),
             sorted: false,
             held: 0,
@@ -537,9 +533,18 @@ impl SortBuffer {
         self.stats.rows += 1;
         if self.bytes() >= self.space.buffer_limit && self.entries.len() > 1 {
             self.spill(order, backward);
-        } else if self.arena.len() - self.tail_at >= self.segment_bytes() {
+        } else if self.arena.len() - self.tail_at() >= self.segment_bytes() {
             self.sort_tail(order, backward);
         }
+    }
+
+    /// Where the unsorted rows' records start in the arena: the first unsorted entry's (the
+    /// rows after the last segment are still in the order they came).
+    fn tail_at(&self) -> usize {
+        let from = self.ends.last().copied().unwrap_or(0);
+        self.entries
+            .get(from)
+            .map_or(self.arena.len(), |e| e.at as usize)
     }
 
     /// Bytes of arena past which the unsorted rows are sorted as a segment: at most a quarter
@@ -564,7 +569,6 @@ impl SortBuffer {
             });
             self.ends.push(self.entries.len());
         }
-        self.tail_at = self.arena.len();
     }
 
     /// The sorted segments, as ranges of entries.
@@ -589,7 +593,6 @@ impl SortBuffer {
         self.arena.clear();
         self.entries.clear();
         self.ends.clear();
-        self.tail_at = 0;
         self.sorted = false;
     }
 
@@ -696,7 +699,6 @@ impl SortBuffer {
             arena.extend_from_slice(&self.arena[at..at + 4 + len as usize]);
         }
         self.arena = arena;
-        self.tail_at = self.arena.len();
     }
 
     /// An entry of this buffer as a merge's row.
