@@ -151,8 +151,10 @@ pub struct RowWriter<W: std::io::Write> {
     rows: u64,
     /// The rows of a `table`, kept until the widths are known.
     table: TableCells,
-    /// Threads that measure and draw a `table` ([`RowWriter::drawing_threads`]).
-    threads: usize,
+    /// Threads that measure and draw a `table` ([`RowWriter::drawing_threads`]); `None`:
+    /// every CPU, asked for only when a table is drawn (`available_parallelism` reads the
+    /// cgroup's files).
+    threads: Option<usize>,
     line: Vec<u8>,
 }
 
@@ -164,7 +166,7 @@ impl<W: std::io::Write> RowWriter<W> {
             out,
             rows: 0,
             table: TableCells::default(),
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            threads: None,
             line: Vec::new(),
         }
     }
@@ -173,7 +175,7 @@ impl<W: std::io::Write> RowWriter<W> {
     /// executors, so that `--cores 1` draws on one CPU as it scans on one. Every CPU the
     /// machine has by default.
     pub fn drawing_threads(mut self, threads: usize) -> Self {
-        self.threads = threads.max(1);
+        self.threads = Some(threads.max(1));
         self
     }
 
@@ -230,7 +232,10 @@ impl<W: std::io::Write> RowWriter<W> {
         match self.format.format {
             Format::Json if self.rows > 0 => self.out.write_all(b"]\n")?,
             Format::Table if self.rows > 0 => {
-                boxed(&mut self.out, &self.format.names, &self.table, self.threads)?;
+                let threads = self
+                    .threads
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+                boxed(&mut self.out, &self.format.names, &self.table, threads)?;
             }
             _ => {}
         }
@@ -614,16 +619,22 @@ fn boxed(
     let columns = names.len();
     let blocks: Vec<&[u8]> = table.blocks.iter().map(Vec::as_slice).collect();
     let per = blocks.len().div_ceil(threads).max(1);
-    let measured: Vec<(Vec<usize>, bool)> = std::thread::scope(|s| {
-        let handles: Vec<_> = blocks
-            .chunks(per)
-            .map(|mine| s.spawn(move || measure(mine, columns)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("measuring a box table's columns"))
-            .collect()
-    });
+    // One block (up to 4,096 rows: most tables printed to a terminal) is measured and drawn
+    // on this thread: starting threads took longer than the work.
+    let measured: Vec<(Vec<usize>, bool)> = if blocks.len() <= 1 {
+        vec![measure(&blocks, columns)]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = blocks
+                .chunks(per)
+                .map(|mine| s.spawn(move || measure(mine, columns)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("measuring a box table's columns"))
+                .collect()
+        })
+    };
     let mut widths: Vec<usize> = names.iter().map(|n| n.chars().count()).collect();
     let mut multiline = false;
     for (w, m) in measured {
@@ -668,6 +679,13 @@ fn draw_runs(
     threads: usize,
 ) -> std::io::Result<()> {
     let runs: Vec<&[&[u8]]> = blocks.chunks(BLOCKS_PER_RUN).collect();
+    if let [run] = runs[..] {
+        let mut buf = Vec::new();
+        for (i, block) in run.iter().enumerate() {
+            draw(block, widths, multiline, i == 0, &mut buf);
+        }
+        return out.write_all(&buf);
+    }
     let window = (4 * threads).min(runs.len());
     // A ticket: the run to draw and a buffer to draw it into. A drawn run comes back with
     // its number, or `None` from a thread that panicked (its panic is raised at the scope's
@@ -928,11 +946,16 @@ mod tests {
                 boxed_one_by_one(&names, &rows),
                 "lines {lines}"
             );
-            let few = &rows[..3];
-            assert_eq!(
-                render(Format::Table, &names, few),
-                boxed_one_by_one(&names, few)
-            );
+            // One block (measured and drawn on the caller's thread; with `lines`, row 3 has
+            // two), and one run of several blocks (drawn on the caller's thread).
+            for few in [&rows[..5], &rows[..TABLE_BLOCK * 2 + 7]] {
+                assert_eq!(
+                    render(Format::Table, &names, few),
+                    boxed_one_by_one(&names, few),
+                    "lines {lines}, {} rows",
+                    few.len()
+                );
+            }
             // As many drawing threads as `--cores` gives executors: one, or more than rows
             // of blocks per round.
             for threads in [1, 3] {

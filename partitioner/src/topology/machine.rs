@@ -220,6 +220,33 @@ pub struct Machine {
     pub memory_bytes: Option<u64>,
 }
 
+/// Moves the calling thread off CPU `busy` when the process may run on another one.
+///
+/// The background discovery ([`Machine::detect_in_background`]) is milliseconds of work a
+/// short command (an index seek: a few milliseconds in all) does not wait for, but a new
+/// thread starts on its parent's CPU, and the scheduler left the command's thread waiting
+/// behind it there while the other CPU was idle (seen with `perf`: the main thread off-CPU for
+/// the whole discovery). What hwloc reports does not depend on the thread's affinity (it reads
+/// the allowed CPUs from the cgroup), and the x86 backend binds to each PU in turn and then
+/// back to every allowed one: the affinity set here holds only until then.
+fn keep_off_cpu(busy: usize) {
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: a zeroed cpu_set_t is an empty set; both calls read or write only `set`, whose
+    // size is passed, and act on the calling thread (pid 0).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size, &mut set) != 0
+            || busy >= libc::CPU_SETSIZE as usize
+            || !libc::CPU_ISSET(busy, &set)
+            || libc::CPU_COUNT(&set) < 2
+        {
+            return;
+        }
+        libc::CPU_CLR(busy, &mut set);
+        libc::sched_setaffinity(0, size, &set);
+    }
+}
+
 /// This machine, once detected.
 static DETECTED: OnceLock<Machine> = OnceLock::new();
 
@@ -252,9 +279,14 @@ impl Machine {
         }
         let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
         if pending.is_none() {
+            // SAFETY: sched_getcpu takes no arguments and only returns a number or -1.
+            let caller = usize::try_from(unsafe { libc::sched_getcpu() }).ok();
             *pending = std::thread::Builder::new()
                 .name("corescan-hwloc".into())
-                .spawn(|| {
+                .spawn(move || {
+                    if let Some(cpu) = caller {
+                        keep_off_cpu(cpu);
+                    }
                     if let Ok(machine) = Machine::detect_uncached() {
                         let _ = DETECTED.set(machine);
                     }
