@@ -265,16 +265,52 @@ fn plan_statement(
     let mut attempt = 1;
     loop {
         let file = partitioner::PageFile::open(db)?;
-        let (executors, settings) = scan_setup(scan, file.header().page_size)?;
-        let scans = FileScans {
+        let scans = PlacedScans {
             file: &file,
-            settings: &settings,
-            executors: &executors,
+            scan,
+            setup: std::cell::OnceCell::new(),
         };
         match corescan_sql::plan_query_running(sql, &scans) {
             Err(e) if e.is_change() && attempt < engine::MAX_ATTEMPTS => attempt += 1,
             planned => return Ok(planned?),
         }
+    }
+}
+
+/// A statement's subqueries, run with the placement `scan` gives, resolved at the first
+/// subquery: a statement without one never waits for the machine's topology, whose discovery
+/// (hwloc, a few milliseconds) is longer than an index seek (its scan is placed by
+/// [`scan_setup_for_leaves`], which needs no topology for a small scan).
+struct PlacedScans<'a> {
+    file: &'a partitioner::PageFile,
+    scan: &'a ScanArgs,
+    setup: std::cell::OnceCell<(Vec<engine::ExecutorSpec>, engine::ScanSettings)>,
+}
+
+impl corescan_sql::SubqueryRunner for PlacedScans<'_> {
+    fn open_table(&self, name: &str) -> partitioner::Result<partitioner::TablePlan> {
+        partitioner::TablePlan::open_for_scan_from(self.file, name)
+    }
+
+    fn run(
+        &self,
+        table: &partitioner::TablePlan,
+        query: engine::query::QueryPlan,
+    ) -> Result<Result<Vec<Vec<engine::value::Value>>, String>, corescan_sql::SqlError> {
+        let (executors, settings) = match self.setup.get() {
+            Some(s) => s,
+            None => {
+                let s = scan_setup(self.scan, self.file.header().page_size)
+                    .map_err(|e| corescan_sql::SqlError::Invalid(format!("{e:#}")))?;
+                self.setup.get_or_init(|| s)
+            }
+        };
+        let scans = FileScans {
+            file: self.file,
+            settings,
+            executors,
+        };
+        corescan_sql::SubqueryRunner::run(&scans, table, query)
     }
 }
 
