@@ -50,14 +50,23 @@ pub enum Placement {
 /// to 64 rows.
 pub const SMALL_SCAN_LEAVES: usize = 64;
 
+/// A scan of at most this many leaf pages (4 MiB of 4 KiB pages: a few milliseconds on one
+/// executor) takes one executor per available CPU without the machine's topology
+/// ([`Placement::for_leaves`]): with every CPU given one, the topology would only order them
+/// (and weigh SMT siblings of a core where some cores have one thread and some two), and
+/// waiting for hwloc's discovery (2-4 ms here) cost an index seek of 66 rows, spread over as
+/// many leaves, a third of its time.
+pub const PLAIN_SCAN_LEAVES: usize = 1024;
+
 impl Placement {
     /// The placement of a scan that reads `leaves` leaf pages (`None`: not known, many). Under
     /// the default
     /// ([`Placement::AllCpus`]) a small scan ([`SMALL_SCAN_LEAVES`]: a rowid or short index
     /// seek, a tiny table) runs on one executor, on the CPU the caller runs on: more executors
     /// would find no pages to read, and placing them needs the machine's topology, whose
-    /// discovery (hwloc reading sysfs, milliseconds) takes longer than such a scan. Any other
-    /// placement, and any larger scan, is kept as asked.
+    /// discovery (hwloc reading sysfs, milliseconds) takes longer than such a scan. A scan of
+    /// at most [`PLAIN_SCAN_LEAVES`] takes one executor on each available CPU, placed without
+    /// the topology. Any other placement, and any larger scan, is kept as asked.
     pub fn for_leaves(self, leaves: Option<usize>) -> Placement {
         match self {
             Placement::AllCpus if leaves.is_some_and(|n| n <= SMALL_SCAN_LEAVES) => {
@@ -66,6 +75,9 @@ impl Placement {
                     weight: 1,
                     sqpoll_cpu: None,
                 }])
+            }
+            Placement::AllCpus if leaves.is_some_and(|n| n <= PLAIN_SCAN_LEAVES) => {
+                Placement::Executors(spread(available_cpus().len().max(1)))
             }
             other => other,
         }
@@ -207,8 +219,21 @@ mod tests {
             available.is_empty() || available.contains(&one[0].cpu),
             "{one:?} not in {available:?}"
         );
+        // A scan of a few more leaves: one executor on every available CPU, each once.
+        let Placement::Executors(every) =
+            Placement::AllCpus.for_leaves(Some(SMALL_SCAN_LEAVES + 1))
+        else {
+            panic!("a scan of a few leaves keeps the default placement");
+        };
+        let mut cpus: Vec<usize> = every.iter().map(|e| e.cpu).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        assert_eq!(cpus.len(), every.len(), "{every:?}");
+        if !available.is_empty() {
+            assert_eq!(cpus, available);
+        }
         assert_eq!(
-            Placement::AllCpus.for_leaves(Some(SMALL_SCAN_LEAVES + 1)),
+            Placement::AllCpus.for_leaves(Some(PLAIN_SCAN_LEAVES + 1)),
             Placement::AllCpus
         );
         assert_eq!(Placement::AllCpus.for_leaves(None), Placement::AllCpus);
