@@ -67,7 +67,22 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         return run_files(&args, sql, files);
     }
     let db = files.into_iter().next().context("no database file")?;
-    let planned = match plan_statement(&db, sql, &args.scan) {
+    run_one(&args, &db, sql, true)
+}
+
+/// `corescan query` over one file. A statement that fails to plan and names a view of the
+/// file is planned again with the view's query in its place ([`corescan_sql::expand_views`])
+/// when `views` is set (the statements that name none never read the schema twice).
+fn run_one(args: &QueryArgs, db: &std::path::Path, sql: &str, views: bool) -> anyhow::Result<()> {
+    let db = db.to_path_buf();
+    let planned = plan_statement(&db, sql, &args.scan);
+    if views && planned.is_err() {
+        let expanded = corescan_sql::expand_views(&partitioner::PageFile::open(&db)?, sql)?;
+        if let Some(expanded) = expanded {
+            return run_one(args, &db, &expanded, false);
+        }
+    }
+    let planned = match planned {
         // A subquery in FROM that SQLite does not flatten: its rows, then the query over them.
         Err(e)
             if matches!(
@@ -75,7 +90,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
                 Some(corescan_sql::SqlError::Unsupported(_))
             ) && corescan_sql::is_materializable(sql) =>
         {
-            return run_materialized(&args, &db, sql);
+            return run_materialized(args, &db, sql);
         }
         planned => planned?,
     };

@@ -32,6 +32,7 @@ mod position;
 mod source;
 mod sqlite_plan;
 mod subquery;
+mod views;
 
 pub use error::SqlError;
 pub use materialize::{answer_materialized, is_materializable, Materialized};
@@ -41,3 +42,4 @@ pub use plan::{
     plan_unordered_with, scan_spec, union_table, IndexPlan, PlannedQuery,
 };
 pub use subquery::{DefaultScans, FileScans, SubqueryRunner};
+pub use views::expand_views;
