@@ -74,13 +74,28 @@ enum Item {
 /// level, until they name enough subtrees ([`Work`]); each thread walks a run of them (with
 /// the entries of the upper pages between them) in order, and the runs are joined in key
 /// order, every leaf checked to lie at one depth, and no page met twice.
+///
+/// With `skip`, the first `skip` entries met are passed over first (an `OFFSET` SQLite's loop
+/// steps through without reading the rows): a leaf passed over whole is counted from its
+/// cell count, its cell pointers checked, its records not read; the walk is then one thread's.
 pub fn index_rowids(
     file: &PageFile,
     root: u32,
     fields: usize,
     backward: bool,
+    skip: u64,
     n: usize,
 ) -> Result<Vec<i64>> {
+    if skip > 0 {
+        let frame = read_root(file, root)?;
+        let mut seen = PageSet::new(file.header().page_count);
+        seen.insert(root);
+        let keep = Keep::Rowids {
+            fields,
+            skip_nulls: false,
+        };
+        return walk_from(file, frame, keep, (backward, skip), n, &mut seen).map(|w| w.rowids);
+    }
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
     if n > PARALLEL_WALK && threads > 1 {
         let keep = Keep::Rowids {
@@ -226,7 +241,7 @@ fn parallel_walk(
                 Work::Subtree(page, d) => {
                     let frame = read_frame(file, page, d)?;
                     let left = n - walked.met as usize;
-                    let part = walk_from(file, frame, keep, backward, left, &mut seen)?;
+                    let part = walk_from(file, frame, keep, (backward, 0), left, &mut seen)?;
                     if let (Some(a), Some(b)) = (walked.leaf_depth, part.leaf_depth) {
                         if a != b {
                             return Err(file.corrupt(page, "index leaves at different depths"));
@@ -354,7 +369,7 @@ fn index_walk(
     let mut seen = PageSet::new(file.header().page_count);
     seen.insert(root);
     let keep = Keep::Rowids { fields, skip_nulls };
-    walk_from(file, frame, keep, backward, n, &mut seen).map(|walked| walked.rowids)
+    walk_from(file, frame, keep, (backward, 0), n, &mut seen).map(|walked| walked.rowids)
 }
 
 /// The number of entries of the index b-tree rooted at `root` (one per row of its table,
@@ -373,13 +388,14 @@ struct Walked {
     leaf_depth: Option<u32>,
 }
 
-/// [`index_walk`] from the subtree whose top is `frame`, adding the pages below it to
-/// `seen`, until `n` entries are met.
+/// [`index_walk`] from the subtree whose top is `frame`, in key order or, when `backward`,
+/// from the last entry down, adding the pages below it to `seen`, until `n` entries are met
+/// after the first `skip` (passed over: only their cell pointers checked).
 fn walk_from(
     file: &PageFile,
     frame: Frame,
     keep: Keep,
-    backward: bool,
+    (backward, mut skip): (bool, u64),
     n: usize,
     seen: &mut PageSet,
 ) -> Result<Walked> {
@@ -396,7 +412,8 @@ fn walk_from(
             stack.pop();
             continue;
         }
-        if let (Keep::Count, PAGE_LEAF_INDEX, 0) = (keep, top.header.page_type, top.taken) {
+        let whole_leaf = top.header.page_type == PAGE_LEAF_INDEX && top.taken == 0;
+        if whole_leaf && (matches!(keep, Keep::Count) || items as u64 <= skip) {
             // A leaf counted whole: its depth and cell pointers checked.
             let (page, depth) = (top.page, top.depth);
             if *leaf_depth.get_or_insert(depth) != depth {
@@ -406,7 +423,11 @@ fn walk_from(
                 cell_offset(file, top, i)?;
             }
             top.taken = items;
-            met += items as u64;
+            if matches!(keep, Keep::Count) {
+                met += items as u64;
+            } else {
+                skip -= items as u64;
+            }
             continue;
         }
         let at = if backward {
@@ -449,6 +470,11 @@ fn walk_from(
             }
             Item::Entry(i) => {
                 let top = stack.last().expect("the frame of the entry");
+                if skip > 0 && !matches!(keep, Keep::Count) {
+                    cell_offset(file, top, i)?;
+                    skip -= 1;
+                    continue;
+                }
                 match keep {
                     Keep::Count => {
                         cell_offset(file, top, i)?;

@@ -251,9 +251,10 @@ impl TablePlan {
         Ok(plan)
     }
 
-    /// The rowids of the first `n` entries of the index b-tree rooted at `root` (one of
-    /// [`TablePlan::indexes`]), in key order or, when `backward`, from the last entry down, in
-    /// the plan's snapshot: the rows SQLite's loop over that index gives first. `fields` is
+    /// The rowids of the first `n` entries after the first `skip` of the index b-tree rooted
+    /// at `root` (one of [`TablePlan::indexes`]), in key order or, when `backward`, from the
+    /// last entry down, in the plan's snapshot: the rows SQLite's loop over that index gives
+    /// first, past an `OFFSET` of `skip` (entries passed over are counted, not read). `fields` is
     /// the number of fields of an entry (the index's columns and the rowid). A damaged index
     /// is an error naming the page (see [`crate::index`]).
     pub fn index_rowids(
@@ -261,11 +262,12 @@ impl TablePlan {
         root: u32,
         fields: usize,
         backward: bool,
+        skip: u64,
         n: usize,
     ) -> Result<Vec<i64>> {
         let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
         self.check_same_as(&file)?;
-        crate::index::index_rowids(&file, root, fields, backward, n)
+        crate::index::index_rowids(&file, root, fields, backward, skip, n)
     }
 
     /// The number of entries of the index b-tree rooted at `root` (one of

@@ -369,18 +369,20 @@ pub(crate) fn rowid_group_order(
     order_by
 }
 
-/// The most rows ([`first_rows`]) read from an index before the scan; a larger `LIMIT` plus
-/// `OFFSET` scans the table.
+/// The most rows ([`first_rows`]) read from an index before the scan; a larger `LIMIT` scans
+/// the table.
 pub(crate) const MAX_SEEK_ROWS: u64 = 10_000;
 
 /// Where SQLite's loop reads an index and stops at the `LIMIT`, with no `WHERE` to skip
 /// rows and no sorter after it (`SELECT url FROM urls LIMIT 5`, `ORDER BY created DESC LIMIT
 /// 20` served by an index on `created`): the rowids of the first `LIMIT + OFFSET` entries of
-/// the index in the loop's direction, which are exactly the rows SQLite returns. The scan
+/// the index in the loop's direction past the first `OFFSET` (counted from the leaves' cell
+/// counts, not read: SQLite's loop steps over them without computing their output columns),
+/// which are exactly the rows SQLite returns: the plan's `OFFSET` is then spent. The scan
 /// then reads only their leaves ([`engine::query::ir::QueryPlan::rowid_ranges`]), and the
 /// order [`follow`] gives them is the index's. `None` where that does not hold (a `WHERE`, a
-/// grouped query, a `USE TEMP B-TREE` after the loop, a partial index, more than
-/// [`MAX_SEEK_ROWS`] rows). Under verify-retry (a database read without SQLite's locks) a
+/// grouped query, a `USE TEMP B-TREE` after the loop, a partial index, a `LIMIT` of more
+/// than [`MAX_SEEK_ROWS`] rows). Under verify-retry (a database read without SQLite's locks) a
 /// change re-plans the whole statement ([`crate::PlannedQuery::replans`]), reading the index
 /// again.
 pub(crate) fn first_rows(
@@ -402,7 +404,7 @@ pub(crate) fn first_rows(
         return Ok(None);
     };
     let n = match limit {
-        Some(l) if l > 0 => l.saturating_add(offset),
+        Some(l) if l > 0 => l,
         _ => return Ok(None),
     };
     if !matches!(shape, Shape::Rows { .. })
@@ -415,9 +417,9 @@ pub(crate) fn first_rows(
     let Some(root) = index_root(table, name) else {
         return Ok(None);
     };
-    Ok(Some(
-        table.index_rowids(root, *fields, *backward, n as usize)?,
-    ))
+    Ok(Some(table.index_rowids(
+        root, *fields, *backward, offset, n as usize,
+    )?))
 }
 
 /// Where SQLite counts the rows of `count(*)` over an index (a query of that one aggregate,
@@ -538,7 +540,7 @@ pub(crate) fn minmax_row(
     let rowid = if spec.func == AggFunc::Min {
         table.index_first_not_null(root, *fields, *backward)?
     } else {
-        table.index_rowids(root, *fields, *backward, 1)?.pop()
+        table.index_rowids(root, *fields, *backward, 0, 1)?.pop()
     };
     Ok(Some(rowid))
 }
@@ -1058,7 +1060,7 @@ pub(crate) fn index_arrival(
                     "corescan cannot read that index",
                 ));
             };
-            table.index_rowids(root, *fields, *backward, MAX_ARRIVAL_ROWS + 1)?
+            table.index_rowids(root, *fields, *backward, 0, MAX_ARRIVAL_ROWS + 1)?
         }
     };
     if rowids.len() > MAX_ARRIVAL_ROWS {

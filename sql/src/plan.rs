@@ -1136,7 +1136,7 @@ fn plan_select(
     };
 
     // A window query's LIMIT and OFFSET are its window stage's: its scan reads every row.
-    let (limit, offset) = match window_stage.as_mut() {
+    let (limit, mut offset) = match window_stage.as_mut() {
         Some((stage, fallible)) => {
             if *fallible && limit.is_some() && !stage.order_by.is_empty() {
                 // SQLite's sorter under a LIMIT drops rows before computing their columns.
@@ -1411,6 +1411,7 @@ fn plan_select(
                     let descending = matches!(t.options.sort, Some(ast::OrderBySort::Desc));
                     t.options.nulls_first.is_some_and(|f| f == descending)
                 });
+                let mut skipped = 0;
                 let first = if bignull {
                     None
                 } else {
@@ -1418,16 +1419,22 @@ fn plan_select(
                 };
                 if let Some(rowids) = &first {
                     filter = Some(rowid_in(&mut r, rowids)?);
+                    // The entries past the OFFSET: the rows read are the answer's.
+                    skipped = std::mem::take(&mut offset);
                 } else {
                     seek = seek_target(&mut r, table, &choice, filter.as_ref())?;
                 }
                 index_plan = Some(IndexPlan {
                     corescan: match (&choice.access, &shape) {
                         (Access::Index { name, .. }, Shape::Rows { .. }) if first.is_some() => {
+                            let n = first.as_ref().map_or(0, Vec::len);
+                            let which = match skipped {
+                                0 => format!("the first {n} entries"),
+                                s => format!("the {n} entries after the first {s} (counted)"),
+                            };
                             format!(
-                                "the first {} entries of index {name:?}, then their rows by \
-                                 rowid, ordered as the index gives them",
-                                first.as_ref().map_or(0, Vec::len)
+                                "{which} of index {name:?}, then their rows by rowid, ordered \
+                                 as the index gives them"
                             )
                         }
                         (Access::Index { name, .. }, Shape::Rows { .. }) => format!(
@@ -1456,7 +1463,7 @@ fn plan_select(
                         .as_ref()
                         .filter(|_| constant_terms.is_empty())
                         .map(|f| {
-                            let found = (f.len() as u64).saturating_sub(offset);
+                            let found = f.len() as u64;
                             limit.map_or(found, |l| found.min(l))
                         }),
                 });

@@ -33,7 +33,8 @@ use super::ir::{AggFunc, ColumnRead, Expr, QueryPlan, Shape};
 use super::key_row::{self, KeyRow};
 pub use super::marks::compare_key;
 use super::marks::{
-    compare_rows, keep_best, past_end, plan_marks, resolve_marks, sorts_fully, sorts_with_limit,
+    compare_key_ref, compare_rows, keep_best, past_end, plan_marks, resolve_marks, sorts_fully,
+    sorts_with_limit,
 };
 pub use super::merge::{merge, MergeError, Partial};
 use super::numeric::{NumericRuns, RunKind};
@@ -100,6 +101,12 @@ pub struct QueryKernel {
     /// A sorting plan with a `LIMIT` has marked rows on the page being decoded whose place
     /// is not yet known ([`resolve_marks`]).
     unresolved: bool,
+    /// A top-k plan (`ORDER BY ... LIMIT`): the `k`-th best row this executor has kept (its
+    /// keys and rowid), once it has `k` rows whose output columns are computed. A later row
+    /// that ranks after it is not among the range's best `k`, and SQLite's sorter drops it
+    /// before computing its output columns: it is neither allocated nor kept
+    /// ([`QueryKernel::update_cutoff`]).
+    cutoff: Option<OutRow>,
     /// Set when nobody wants the answer any more (an embedder dropped its handle): the
     /// executor stops at its next read.
     abandoned: Option<Arc<AtomicBool>>,
@@ -194,6 +201,7 @@ impl QueryKernel {
             failed: None,
             end_at: None,
             unresolved: false,
+            cutoff: None,
             abandoned: None,
             columnar: None,
             spilled: GroupSpill::default(),
@@ -340,6 +348,48 @@ fn row_slots<'a>(
     Ok(())
 }
 
+/// The `k`-th best of a top-k plan's `rows` just cut by [`keep_best`], if the first `k`
+/// all have their output columns (a marked row among them leaves no cutoff).
+fn cutoff_of(plan: &QueryPlan, rows: &[OutRow], k: u64) -> Option<OutRow> {
+    if plan.order_by.is_empty() {
+        return None;
+    }
+    let k = usize::try_from(k).ok()?;
+    let best = rows.get(..k)?;
+    if k == 0 || best.iter().any(|r| r.values.is_err()) {
+        return None;
+    }
+    let last = &best[k - 1];
+    Some(OutRow {
+        keys: last.keys.clone(),
+        rowid: last.rowid,
+        values: Ok(Vec::new()),
+    })
+}
+
+/// Whether the row in `slots` (rowid `rowid`) ranks strictly after `cutoff` in `plan`'s
+/// order ([`compare_rows`]), its `ORDER BY` keys evaluated without allocating.
+fn ranks_after(
+    plan: &QueryPlan,
+    slots: &[ValueRef<'_>],
+    rowid: i64,
+    cutoff: &OutRow,
+) -> Result<bool, String> {
+    for (k, c) in plan.order_by.iter().zip(&cutoff.keys) {
+        let v = eval_ref(&k.expr, slots)?;
+        match compare_key_ref(k, v.as_ref(), c.as_ref()) {
+            std::cmp::Ordering::Equal => {}
+            o => return Ok(o == std::cmp::Ordering::Greater),
+        }
+    }
+    let scan = if plan.backward {
+        cutoff.rowid.cmp(&rowid)
+    } else {
+        rowid.cmp(&cutoff.rowid)
+    };
+    Ok(scan == std::cmp::Ordering::Greater)
+}
+
 impl ScanKernel for QueryKernel {
     type Partial = Partial;
 
@@ -353,6 +403,7 @@ impl ScanKernel for QueryKernel {
                 resolve_marks(&self.plan.order_by, rows, k);
                 if rows.len() as u64 >= 2 * k.max(512) {
                     keep_best(&self.plan, rows, k);
+                    self.cutoff = cutoff_of(&self.plan, rows, k);
                 }
             }
         }
@@ -613,6 +664,7 @@ impl QueryKernel {
                         plan,
                         self.key_row,
                         &mut self.partial,
+                        self.cutoff.as_ref(),
                         (page_no, rowid),
                         &refs,
                     )
@@ -621,6 +673,7 @@ impl QueryKernel {
                         plan,
                         self.key_row,
                         &mut self.partial,
+                        self.cutoff.as_ref(),
                         (page_no, rowid),
                         &slots,
                     )
@@ -632,6 +685,7 @@ impl QueryKernel {
                         // While the page has unresolved marked rows its rows all stay.
                         if !self.unresolved && rows.len() as u64 >= 2 * k.max(512) {
                             keep_best(plan, rows, k);
+                            self.cutoff = cutoff_of(plan, rows, k);
                         }
                     }
                 }
@@ -1052,6 +1106,7 @@ fn accept(
     plan: &QueryPlan,
     key_row: KeyRow,
     partial: &mut Partial,
+    cutoff: Option<&OutRow>,
     at: (u32, i64),
     slots: &[ValueRef<'_>],
 ) -> Result<Kept, String> {
@@ -1064,6 +1119,16 @@ fn accept(
     let mut kept = Kept::Row;
     match (&plan.shape, partial) {
         (Shape::Rows { outputs }, Partial::Rows(rows)) => {
+            if let Some(cutoff) = cutoff {
+                if ranks_after(plan, slots, rowid, cutoff)?
+                    && outputs.iter().all(|e| eval_ref(e, slots).is_ok())
+                {
+                    // Not among the range's best `k`. (A row whose output columns fail is
+                    // kept as a marked row below: rows that rank before it may have come
+                    // after it in the scan's order, which is not the order pages arrive in.)
+                    return Ok(Kept::Row);
+                }
+            }
             let keys = plan
                 .order_by
                 .iter()

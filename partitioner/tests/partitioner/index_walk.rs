@@ -50,15 +50,32 @@ fn a_whole_index_walk_gives_sqlites_order_in_both_directions() {
             .map(Result::unwrap)
             .collect();
         assert_eq!(expected.len() as i64, rows);
-        let walked = plan.index_rowids(root, 3, backward, usize::MAX).unwrap();
+        let walked = plan.index_rowids(root, 3, backward, 0, usize::MAX).unwrap();
         assert_eq!(walked.len(), expected.len(), "backward {backward}");
         assert!(walked == expected, "backward {backward}: another order");
         assert_eq!(plan.index_entries(root).unwrap(), rows as u64);
         // A walk that stops early stops at the same entries.
         let some = plan
-            .index_rowids(root, 3, backward, PARALLEL_WALK + 7)
+            .index_rowids(root, 3, backward, 0, PARALLEL_WALK + 7)
             .unwrap();
         assert_eq!(some[..], expected[..PARALLEL_WALK + 7]);
+        // Past an OFFSET: whole leaves counted, the entries of interior pages among them
+        // (four levels: every kind of skip), then the entries wanted; none past the end.
+        for skip in [
+            1,
+            5,
+            1_000,
+            54_321,
+            rows as usize - 3,
+            rows as usize,
+            rows as usize + 9,
+        ] {
+            let after = plan
+                .index_rowids(root, 3, backward, skip as u64, 10)
+                .unwrap();
+            let want = &expected[skip.min(expected.len())..(skip + 10).min(expected.len())];
+            assert_eq!(after[..], want[..], "backward {backward}, skip {skip}");
+        }
     }
 }
 
@@ -90,7 +107,7 @@ fn a_page_two_subtrees_reach_is_an_error() {
     let plan = TablePlan::open(&path, "t").unwrap();
     for backward in [None, Some(false), Some(true)] {
         let err = match backward {
-            Some(b) => plan.index_rowids(root, 3, b, usize::MAX).unwrap_err(),
+            Some(b) => plan.index_rowids(root, 3, b, 0, usize::MAX).unwrap_err(),
             None => plan.index_entries(root).unwrap_err(),
         }
         .to_string();

@@ -341,10 +341,25 @@ fn a_limit_over_an_index_reads_its_first_entries() {
             "SELECT * FROM ev ORDER BY dev DESC LIMIT 5 OFFSET 10",
             "SELECT id, payload FROM ev ORDER BY lower(payload) DESC LIMIT 7",
             "SELECT id FROM ev ORDER BY dev, ts DESC LIMIT 3",
+            // Past an OFFSET: the entries before it counted (whole leaves from their cell
+            // counts), not read, and only the rows after it read.
+            "SELECT * FROM ev ORDER BY dev LIMIT 5 OFFSET 600",
+            "SELECT id, payload FROM ev ORDER BY lower(payload) DESC LIMIT 7 OFFSET 433",
+            "SELECT id FROM ev ORDER BY dev LIMIT 3 OFFSET 897",
+            "SELECT id FROM ev ORDER BY dev LIMIT 3 OFFSET 950",
+            "SELECT url FROM urls LIMIT 4 OFFSET 777",
         ] {
             let planned = corescan_sql::plan_query(db, sql).unwrap();
             let how = &planned.index_plan.as_ref().expect("an index plan").corescan;
             assert!(how.contains("first"), "{sql}: {how}");
+            if sql.contains("OFFSET") {
+                let offset = sql.rsplit(' ').next().unwrap();
+                assert!(
+                    how.contains(&format!("after the first {offset} (counted)")),
+                    "{sql}: {how}"
+                );
+                assert_eq!(planned.query.offset, 0, "{sql}: the OFFSET is spent");
+            }
             let read = planned.table.leaves.len();
             assert!(read <= 15 && read < all, "{sql}: {read} of {all} leaves");
             QueryTester::new(db, sql)

@@ -61,6 +61,73 @@ fn full_sorts_give_sqlites_order_in_memory_and_spilled() {
     }
 }
 
+/// `ORDER BY ... LIMIT` (top-k): each executor keeps its best `LIMIT + OFFSET` rows and,
+/// once it has them, neither computes nor keeps a row that ranks after them. The fixture's
+/// 6,000 rows give each executor thousands of rows past its first cut. A row whose output
+/// columns fail (`abs()` of the smallest integer) fails the query only where SQLite's sorter
+/// takes it: a row that comes when the sorter is full and ranks after all its rows is dropped
+/// before its output columns are computed.
+const TOP_K: &[(&str, bool)] = &[
+    ("SELECT id, x FROM t ORDER BY x LIMIT 5", false),
+    (
+        "SELECT id, s FROM t ORDER BY s COLLATE NOCASE DESC, id LIMIT 7 OFFSET 3",
+        false,
+    ),
+    (
+        "SELECT id, r, n FROM t ORDER BY n DESC, r LIMIT 1500 OFFSET 20",
+        false,
+    ),
+    ("SELECT id, rt FROM t ORDER BY rt LIMIT 600", false),
+    // Ties on `i % 7` broken by `r`, then rowid.
+    (
+        "SELECT id, i % 7 AS m, r FROM t ORDER BY m, r LIMIT 9",
+        false,
+    ),
+    // Every row after the third ranks after the sorter's rows: row 1007's output is never
+    // computed, by either engine (`id + 0`: sorted, not read in rowid order).
+    (
+        "SELECT id, CASE WHEN id % 1000 = 7 THEN abs(-9223372036854775807 - 1) ELSE i END \
+         FROM t ORDER BY id + 0 LIMIT 3",
+        false,
+    ),
+    // Every row ranks before the rows before it: SQLite's sorter takes row 7, computes its
+    // output and fails.
+    (
+        "SELECT id, CASE WHEN id % 1000 = 7 THEN abs(-9223372036854775807 - 1) ELSE i END \
+         FROM t ORDER BY -id LIMIT 3",
+        true,
+    ),
+    // The failing row is the table's last and ranks after the best rows of its range.
+    (
+        "SELECT id, CASE WHEN id = 5999 THEN abs(-9223372036854775807 - 1) END \
+         FROM t ORDER BY i % 7, r LIMIT 4",
+        false,
+    ),
+];
+
+#[test]
+fn top_k_keeps_sqlites_rows_and_failures() {
+    let db = sort_fixture();
+    for (k, (sql, fails)) in TOP_K.iter().enumerate() {
+        let axes: &[Axis] = if k == 0 {
+            &[Axis::Io, Axis::Cores, Axis::Path]
+        } else {
+            &[Axis::Cores, Axis::Path]
+        };
+        let mut tester = QueryTester::new(db, *sql).paths(&RowPath::ALL).span(axes);
+        if *fails {
+            tester = tester.sqlite_may_fail();
+            assert!(
+                super::sqlite_answer(db, sql).is_err(),
+                "SQLite answered {sql}"
+            );
+        } else {
+            assert!(super::sqlite_answer(db, sql).is_ok(), "SQLite failed {sql}");
+        }
+        tester.check();
+    }
+}
+
 #[test]
 fn the_report_says_what_spilled_and_the_scratch_directory_is_left_empty() {
     let db = sort_fixture();
