@@ -621,6 +621,131 @@ fn uneven(file: &PageFile, page: u32, depth: u32, is: &str, rest: &str) -> crate
     )
 }
 
+/// One interior page of [`table_rowids`]' walk: its children, left to right, and how many
+/// have been taken (from the right when walking backwards).
+struct TableFrame {
+    page: u32,
+    children: Vec<u32>,
+    taken: usize,
+    depth: u32,
+}
+
+/// The rowids of the `n` rows after the first `skip` of the table b-tree rooted at `root`, in
+/// rowid order or, when `backward`, from the last row down: the rows a plain `SELECT ...
+/// LIMIT n OFFSET skip` returns from SQLite's loop over the table, which steps over the
+/// `OFFSET`'s rows without reading their columns. Whole leaves are passed over from their
+/// cell counts (their cell pointers checked, no cell read); interior pages are checked as
+/// [`walk_table`] checks them (usable children met once, every leaf at one depth), each
+/// rowid read must follow the one before it in the walk's order, and a damaged page is an
+/// error naming it.
+pub fn table_rowids(
+    file: &PageFile,
+    root: u32,
+    backward: bool,
+    skip: u64,
+    n: usize,
+) -> Result<Vec<i64>> {
+    file.check_page_number(root)?;
+    if root != 1 {
+        if let Some(reason) = file.header().unusable_page_reason(root) {
+            return Err(file.corrupt(root, format!("invalid root page: {reason}")));
+        }
+    }
+    let usable = file.header().usable_size() as usize;
+    let mut seen = PageSet::new(file.header().page_count);
+    seen.insert(root);
+    let mut buf = file.page_buffer();
+    let (mut skip, mut rowids) = (skip, Vec::with_capacity(n.min(1 << 16)));
+    let mut leaf_depth: Option<u32> = None;
+    // The page to read next and its depth; then the interior pages above it.
+    let mut next = Some((root, 1u32));
+    let mut stack: Vec<TableFrame> = Vec::new();
+    while rowids.len() < n {
+        let (page, depth) = match next.take() {
+            Some(p) => p,
+            None => {
+                let Some(top) = stack.last_mut() else { break };
+                if top.taken == top.children.len() {
+                    stack.pop();
+                    continue;
+                }
+                let at = if backward {
+                    top.children.len() - 1 - top.taken
+                } else {
+                    top.taken
+                };
+                top.taken += 1;
+                let (child, depth) = (top.children[at], top.depth + 1);
+                if !seen.insert(child) {
+                    return Err(already_in_tree(file, top.page, "a child", child));
+                }
+                (child, depth)
+            }
+        };
+        if depth > MAX_DEPTH {
+            return Err(file.corrupt(page, format!("table b-tree deeper than {MAX_DEPTH} levels")));
+        }
+        file.read_page(page, &mut buf)?;
+        let header = table_page_header(file, page, &buf)?;
+        if header.is_table_interior() {
+            let mut children = Vec::with_capacity(usize::from(header.cell_count) + 1);
+            push_interior_children(file, page, &buf, &header, |_| true, &mut children)?;
+            stack.push(TableFrame {
+                page,
+                children,
+                taken: 0,
+                depth,
+            });
+            continue;
+        }
+        if *leaf_depth.get_or_insert(depth) != depth {
+            return Err(file.corrupt(
+                page,
+                format!(
+                    "table leaf at depth {depth}, where the table's first leaf was at depth {}",
+                    leaf_depth.unwrap_or(depth)
+                ),
+            ));
+        }
+        let offset = btree_header_offset(page);
+        let cells = usize::from(header.cell_count);
+        let cell_at = |i: usize| {
+            header
+                .cell_offset(&buf, offset, i, usable)
+                .map_err(|what| file.corrupt(page, what))
+        };
+        if cells as u64 <= skip {
+            for i in 0..cells {
+                cell_at(i)?;
+            }
+            skip -= cells as u64;
+            continue;
+        }
+        for k in (skip as usize)..cells {
+            if rowids.len() == n {
+                break;
+            }
+            let i = if backward { cells - 1 - k } else { k };
+            let at = cell_at(i)?;
+            let rowid = read_varint(&buf[at.min(usable)..usable])
+                .and_then(|(_, len)| read_varint(&buf[(at + len).min(usable)..usable]))
+                .map(|(rowid, _)| rowid as i64)
+                .ok_or_else(|| file.corrupt(page, format!("cell {i} runs past the usable page")))?;
+            if let Some(&last) = rowids.last() {
+                if (rowid <= last && !backward) || (rowid >= last && backward) {
+                    return Err(file.corrupt(
+                        page,
+                        format!("cell {i}: rowid {rowid} out of order after rowid {last}"),
+                    ));
+                }
+            }
+            rowids.push(rowid);
+        }
+        skip = 0;
+    }
+    Ok(rowids)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

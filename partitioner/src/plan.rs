@@ -270,6 +270,16 @@ impl TablePlan {
         crate::index::index_rowids(&file, root, fields, backward, skip, n)
     }
 
+    /// The rowids of the `n` rows after the first `skip` of the table, in rowid order or, when
+    /// `backward`, from the last row down, in the plan's snapshot: the rows SQLite's loop over
+    /// the table returns for `LIMIT n OFFSET skip` (the rows passed over are counted from the
+    /// leaves' cell counts, not read; see [`crate::btree::table_rowids`]).
+    pub fn table_rowids(&self, backward: bool, skip: u64, n: usize) -> Result<Vec<i64>> {
+        let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
+        self.check_same_as(&file)?;
+        crate::btree::table_rowids(&file, self.table.root_page, backward, skip, n)
+    }
+
     /// The number of entries of the index b-tree rooted at `root` (one of
     /// [`TablePlan::indexes`]) in the plan's snapshot, counted from its pages' cell counts
     /// as SQLite's `count(*)` counts an index (see [`crate::index::index_entries`]).

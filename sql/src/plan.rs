@@ -19,12 +19,13 @@ use super::expr::{
 use super::index_order::{
     counted_entries, first_rows, follow, index_arrival, minmax_row, order_listings,
     order_sensitive, range_seek, rowid_group_order, rowid_in, seek_target, SeekTarget,
+    MAX_SEEK_ROWS,
 };
 use super::init_constants::init_constants;
 use super::order::{scan_order, ScanOrder};
 use super::position::{position_term, skip_collate};
 use super::source::offset_of;
-use super::sqlite_plan::{ask, choose, Access};
+use super::sqlite_plan::{ask, choose, Access, SqliteChoice};
 use super::subquery::{has_subquery, DefaultScans, PlannedSubquery, Subqueries, SubqueryRunner};
 
 /// A planned query and the table it scans.
@@ -1229,9 +1230,19 @@ fn plan_select(
         let has_where = select.selection.is_some();
         first_row_shows(&mut shape, table, planner_sql, &others, has_where, rowid)?;
     }
+    // Whether SQLite's loop reads the table itself (no index), in rowid order.
+    let mut loops_table = false;
     let (order_by, backward) = if order == Order::Sqlite {
         let others = subqueries.map(Subqueries::tables).unwrap_or_default();
         let chosen = choose(table, planner_sql, &others);
+        loops_table = matches!(
+            &chosen,
+            Ok(None)
+                | Ok(Some(SqliteChoice {
+                    access: Access::Rowid { .. },
+                    ..
+                }))
+        );
         // min(x) or max(x) from one entry of an index on x.
         let minmax = match &chosen {
             Ok(Some(choice)) => {
@@ -1485,6 +1496,24 @@ fn plan_select(
     } else {
         (order_by, backward)
     };
+    // `LIMIT n OFFSET m` over SQLite's loop of the table, with no WHERE, sorter or
+    // aggregate: the rows are the table's entries after its first m in the loop's
+    // direction, and SQLite steps over those m without reading their columns. corescan
+    // counts them from the leaves' cell counts and reads only the n rows after them.
+    let plain = matches!(shape, Shape::Rows { .. }) && !distinct && window_stage.is_none();
+    if loops_table && plain && offset > 0 && filter.is_none() && order_by.is_empty() {
+        if let Some(n) = limit.filter(|&l| l > 0 && l <= MAX_SEEK_ROWS) {
+            let rowids = table.table_rowids(backward, offset, n as usize)?;
+            filter = Some(rowid_in(&mut r, &rowids)?);
+            if let Some(p) = &mut index_plan {
+                p.corescan = format!(
+                    "the table's {} rows after its first {offset} (counted), by rowid",
+                    rowids.len()
+                );
+            }
+            offset = 0;
+        }
+    }
     // Groups of a subquery's co-routine come in ascending key order: ties stay so.
     let order_by = group_ties(
         &shape,

@@ -116,3 +116,51 @@ fn a_page_two_subtrees_reach_is_an_error() {
         assert!(err.contains(&twice) || err.contains(&serial), "{err}");
     }
 }
+
+/// `LIMIT n OFFSET m` over the table itself: the rowids after the first `m` rows in both
+/// directions (whole leaves passed over from their cell counts), as SQLite's loop gives them;
+/// a table leaf that a walk passes over whole is still checked (its cell pointer array).
+#[test]
+fn the_rows_after_an_offset_of_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = 20_000i64;
+    let path = build(dir.path(), rows);
+    let plan = TablePlan::open(&path, "t").unwrap();
+    let conn = read_only(&path);
+    for (backward, dir) in [(false, "ASC"), (true, "DESC")] {
+        for skip in [0, 1, 37, 9_999, 19_995, 20_000, 30_000] {
+            let expected: Vec<i64> = conn
+                .prepare(&format!(
+                    "SELECT id FROM t ORDER BY id {dir} LIMIT 10 OFFSET {skip}"
+                ))
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let got = plan.table_rowids(backward, skip, 10).unwrap();
+            assert_eq!(got, expected, "backward {backward}, skip {skip}");
+        }
+    }
+    let leaf: u32 = conn
+        .query_row(
+            "SELECT pageno FROM dbstat WHERE name = 't' AND pagetype = 'leaf' \
+             ORDER BY path LIMIT 1 OFFSET 3",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop((conn, plan));
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = (leaf as usize - 1) * 1024;
+    assert_eq!(bytes[at], 0x0d, "a table leaf");
+    // A cell count whose pointer array runs past the page.
+    bytes[at + 3..at + 5].copy_from_slice(&900u16.to_be_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let plan = TablePlan::open(&path, "t").unwrap();
+    let err = plan
+        .table_rowids(false, 15_000, 10)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&format!("page {leaf}")), "{err}");
+}

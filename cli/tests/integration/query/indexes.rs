@@ -380,6 +380,65 @@ fn a_limit_over_an_index_reads_its_first_entries() {
     }
 }
 
+/// `LIMIT n OFFSET m` where SQLite's loop reads the table in rowid order (no `WHERE`, no
+/// sorter, no index): corescan counts the first `m` rows from the leaves' cell counts and
+/// reads only the `n` rows after them (forwards and backwards, past the end, on tables with
+/// and without indexes), and the `OFFSET` is spent. An output column that would fail on a
+/// row the `OFFSET` passes over is never computed, by either engine.
+#[test]
+fn an_offset_over_the_table_is_counted_not_read() {
+    let mixed = super::fixture();
+    let cases: Vec<(&Path, &str)> = files()
+        .iter()
+        .flat_map(|db| {
+            [
+                "SELECT * FROM ev LIMIT 5 OFFSET 600",
+                "SELECT id, payload FROM ev ORDER BY id DESC LIMIT 7 OFFSET 433",
+                "SELECT * FROM ev LIMIT 3 OFFSET 898",
+                "SELECT * FROM ev LIMIT 3 OFFSET 950",
+                "SELECT rowid, * FROM kv LIMIT 4 OFFSET 100",
+            ]
+            .map(|sql| (db.as_path(), sql))
+        })
+        .chain([
+            (mixed, "SELECT id, s, x FROM t LIMIT 10 OFFSET 150"),
+            (
+                mixed,
+                "SELECT id, CASE WHEN id = 100 THEN abs(-9223372036854775807 - 1) END \
+                 FROM t LIMIT 3 OFFSET 200",
+            ),
+            (
+                mixed,
+                "SELECT id, gs, g FROM t ORDER BY rowid DESC LIMIT 2 OFFSET 37",
+            ),
+        ])
+        .collect();
+    for (db, sql) in cases {
+        let planned = corescan_sql::plan_query(db, sql).unwrap();
+        assert_eq!(planned.query.offset, 0, "{sql}: the OFFSET is spent");
+        let ranges = planned
+            .query
+            .rowid_ranges()
+            .expect("only the rows after it");
+        assert!(ranges.len() <= 10, "{sql}: {ranges:?}");
+        if let Some(p) = &planned.index_plan {
+            assert!(p.corescan.contains("(counted)"), "{sql}: {}", p.corescan);
+        }
+        QueryTester::new(db, sql)
+            .span(&[Axis::Cores, Axis::Io])
+            .check();
+    }
+    // A WHERE, a sorter or an aggregate: the rows before the OFFSET are read.
+    for sql in [
+        "SELECT * FROM ev WHERE ts > 5 LIMIT 5 OFFSET 10",
+        "SELECT * FROM ev ORDER BY payload LIMIT 5 OFFSET 10",
+        "SELECT DISTINCT dev FROM ev LIMIT 5 OFFSET 10",
+    ] {
+        let planned = corescan_sql::plan_query(&files()[0], sql).unwrap();
+        assert_eq!(planned.query.offset, 10, "{sql}");
+    }
+}
+
 /// `min(x)` and `max(x)` where SQLite reads one entry of an index on `x` (`SEARCH ... USING
 /// COVERING INDEX`): corescan reads that entry, then its row, and shows SQLite's value of
 /// equal keys that differ (`'open'` and `'Open'`, `'zoe'` and `'Zoë'` under `NOCASE`: the last
