@@ -547,6 +547,7 @@ pub fn index_range_rowids(
         fields,
         place,
         max,
+        counted: None,
         seen: PageSet::new(db.page_count),
         leaf_depth: None,
         rowids: Vec::new(),
@@ -557,12 +558,46 @@ pub fn index_range_rowids(
     Ok(walk.visit(root, 1)?.then_some(walk.rowids))
 }
 
+/// The number of entries of the index b-tree rooted at `root` whose first field `place` puts
+/// inside a range, walking the subtrees [`index_range_rowids`] walks: a leaf whose first and
+/// last entries are inside is counted from its cell count (its cell pointers checked, its
+/// other records not read), as SQLite's `count(*)` over the range steps over them.
+pub fn index_range_count(
+    file: &PageFile,
+    root: u32,
+    fields: usize,
+    place: &dyn Fn(KeyField<'_>) -> Place,
+) -> Result<u64> {
+    let db = file.header();
+    file.check_page_number(root)?;
+    if let Some(reason) = db.unusable_page_reason(root) {
+        return Err(file.corrupt(root, format!("invalid index root page: {reason}")));
+    }
+    let mut walk = RangeWalk {
+        file,
+        fields,
+        place,
+        max: usize::MAX,
+        counted: Some(0),
+        seen: PageSet::new(db.page_count),
+        leaf_depth: None,
+        rowids: Vec::new(),
+        record: Vec::new(),
+        scratch: Vec::new(),
+    };
+    walk.seen.insert(root);
+    walk.visit(root, 1)?;
+    Ok(walk.counted.unwrap_or(0))
+}
+
 /// The state of [`index_range_rowids`].
 struct RangeWalk<'a> {
     file: &'a PageFile,
     fields: usize,
     place: &'a dyn Fn(KeyField<'_>) -> Place,
     max: usize,
+    /// Counting ([`index_range_count`]): the entries inside so far; no rowid is kept.
+    counted: Option<u64>,
     seen: PageSet,
     leaf_depth: Option<u32>,
     rowids: Vec<i64>,
@@ -584,10 +619,45 @@ impl RangeWalk<'_> {
                 format!("index leaf at depth {depth}, where the index's first leaf was deeper or shallower"),
             ));
         }
+        // Counting: the places of a leaf's first and last entries (each record read once: a
+        // spilled one claims its overflow pages), and the leaf counted whole when both are
+        // inside (so is every entry between them).
+        let mut known: [Option<(usize, Place)>; 2] = [None, None];
+        if leaf && cells > 0 && self.counted.is_some() {
+            for (k, i) in [0, cells - 1].into_iter().enumerate() {
+                if k == 1 && i == 0 {
+                    known[1] = known[0];
+                    break;
+                }
+                let (key, _) = entry(
+                    file,
+                    &frame,
+                    i,
+                    self.fields,
+                    &mut self.seen,
+                    &mut self.record,
+                    &mut self.scratch,
+                )?;
+                known[k] = Some((i, (self.place)(key)));
+            }
+            if known.iter().all(|k| matches!(k, Some((_, Place::Inside)))) {
+                for i in 1..cells.saturating_sub(1) {
+                    cell_offset(file, &frame, i)?;
+                }
+                if let Some(n) = &mut self.counted {
+                    *n += cells as u64;
+                }
+                return Ok(true);
+            }
+        }
         // The place of the entry before the current child (none for the first child).
         let mut before = Place::Below;
         for i in 0..=cells {
-            let current = if i < cells {
+            let cached = known.iter().flatten().find(|(at, _)| *at == i);
+            let current = if let Some(&(_, p)) = cached {
+                // Read above (counting: no rowid is kept).
+                Some((p, 0))
+            } else if i < cells {
                 let (key, rowid) = entry(
                     file,
                     &frame,
@@ -635,10 +705,13 @@ impl RangeWalk<'_> {
             let Some((p, rowid)) = current else { break };
             match p {
                 Place::Inside => {
-                    if self.rowids.len() == self.max {
+                    if let Some(n) = &mut self.counted {
+                        *n += 1;
+                    } else if self.rowids.len() == self.max {
                         return Ok(false);
+                    } else {
+                        self.rowids.push(rowid);
                     }
-                    self.rowids.push(rowid);
                 }
                 Place::Above => return Ok(true),
                 Place::Below => {}

@@ -318,6 +318,19 @@ impl TablePlan {
         crate::index::index_range_rowids(&file, root, fields, place, max)
     }
 
+    /// The number of entries of the index b-tree rooted at `root` whose first field `place`
+    /// puts inside a range, in the plan's snapshot (see [`crate::index::index_range_count`]).
+    pub fn index_range_count(
+        &self,
+        root: u32,
+        fields: usize,
+        place: &dyn Fn(crate::index::KeyField) -> crate::index::Place,
+    ) -> Result<u64> {
+        let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
+        self.check_same_as(&file)?;
+        crate::index::index_range_count(&file, root, fields, place)
+    }
+
     /// Cuts the table into one share per weight for a scan, as [`TablePlan::split`] (or, with
     /// `key_order`, [`TablePlan::split_in_key_order`]) cuts the leaves. A plan whose
     /// leaf-parent level is left to the scan ([`TablePlan::leaf_parents`]) is cut into

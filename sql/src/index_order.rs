@@ -668,6 +668,35 @@ pub(crate) fn range_seek(
     target: &SeekTarget,
     filter: Option<&Expr>,
 ) -> Result<Option<(Expr, Vec<i64>)>, SqlError> {
+    let utf8 = table.header.text_encoding == 1;
+    let Some((lower, upper)) = key_range(target, filter, utf8, false) else {
+        return Ok(None);
+    };
+    let in_index_order = range_place(target, lower, upper);
+    let Some(rowids) = table.index_range_rowids(
+        target.root,
+        target.fields,
+        &in_index_order,
+        MAX_SEEK_ROWS as usize,
+    )?
+    else {
+        return Ok(None);
+    };
+    Ok(Some((in_rowids(target.rowid, rowids.clone()), rowids)))
+}
+
+/// The range of the first key column of `target` that the top-level `AND` terms of `filter`
+/// bound with literals, as [`range_seek`] describes; `None` when nothing bounds it. With
+/// `exact`, only where the terms are all such bounds (`=`, `IS`, `<`, `<=`, `>`, `>=`, no
+/// `IN` list) and one of them is a lower bound: then an entry is in the range exactly when
+/// its row satisfies the `WHERE` (the comparisons follow the index's order, and a lower bound
+/// leaves the NULL entries out, as the comparisons do).
+fn key_range(
+    target: &SeekTarget,
+    filter: Option<&Expr>,
+    utf8: bool,
+    exact: bool,
+) -> Option<(Bound, Bound)> {
     let mut terms = Vec::new();
     let mut stack: Vec<&Expr> = filter.into_iter().collect();
     while let Some(e) = stack.pop() {
@@ -676,7 +705,6 @@ pub(crate) fn range_seek(
             other => terms.push(other),
         }
     }
-    let utf8 = table.header.text_encoding == 1;
     let numeric = |a: Option<Affinity>| {
         matches!(
             a,
@@ -719,6 +747,8 @@ pub(crate) fn range_seek(
         }
     };
     let mut bounded = false;
+    let terms_len = terms.len();
+    let mut used = 0;
     for term in terms {
         match term {
             Expr::Compare {
@@ -753,6 +783,7 @@ pub(crate) fn range_seek(
                     _ => continue,
                 }
                 bounded = true;
+                used += 1;
             }
             Expr::InList {
                 expr,
@@ -783,10 +814,20 @@ pub(crate) fn range_seek(
             _ => {}
         }
     }
-    if !bounded {
-        return Ok(None);
+    if !bounded || (exact && (used != terms_len || lower.is_none())) {
+        return None;
     }
-    let place = |k: KeyField<'_>| {
+    Some((lower, upper))
+}
+
+/// Where an index entry's first field lies against the range `lower`..`upper` of
+/// [`key_range`], in the index's order (a `DESC` column's largest values first).
+fn range_place(
+    target: &SeekTarget,
+    lower: Bound,
+    upper: Bound,
+) -> impl Fn(KeyField<'_>) -> Place + '_ {
+    let place = move |k: KeyField<'_>| {
         let key = match k {
             KeyField::Null => ValueRef::Null,
             KeyField::Integer(i) => ValueRef::Integer(i),
@@ -812,21 +853,32 @@ pub(crate) fn range_seek(
         Place::Inside
     };
     // In a DESC column's index the largest values come first.
-    let in_index_order = |k: KeyField<'_>| match (place(k), target.descending) {
+    move |k: KeyField<'_>| match (place(k), target.descending) {
         (Place::Below, true) => Place::Above,
         (Place::Above, true) => Place::Below,
         (p, _) => p,
-    };
-    let Some(rowids) = table.index_range_rowids(
-        target.root,
-        target.fields,
-        &in_index_order,
-        MAX_SEEK_ROWS as usize,
-    )?
-    else {
+    }
+}
+
+/// Where SQLite counts `count(*)` over the range of an index that the `WHERE` bounds (`SELECT
+/// count(*) FROM t WHERE status = 'paid'`: `SEARCH t USING COVERING INDEX i (status=?)`) and
+/// the `WHERE` is exactly that range ([`key_range`] with `exact`): the number of entries in
+/// the range, counted from the index (whole leaves inside it from their cell counts), no
+/// table page read, and the filter `rowid IN ()` that reads no row. `None` elsewhere, where
+/// the table is scanned.
+pub(crate) fn range_count(
+    table: &TablePlan,
+    target: &SeekTarget,
+    filter: Option<&Expr>,
+) -> Result<Option<(u64, Expr)>, SqlError> {
+    let utf8 = table.header.text_encoding == 1;
+    let Some((lower, upper)) = key_range(target, filter, utf8, true) else {
         return Ok(None);
     };
-    Ok(Some((in_rowids(target.rowid, rowids.clone()), rowids)))
+    let in_index_order = range_place(target, lower, upper);
+    let n = table.index_range_count(target.root, target.fields, &in_index_order)?;
+    // No row is read: the count is the index's.
+    Ok(Some((n, in_rowids(target.rowid, Vec::new()))))
 }
 
 /// Whether a grouped query's answer can depend on the order of the rows within a group:

@@ -18,7 +18,7 @@ use super::expr::{
 };
 use super::index_order::{
     counted_entries, first_rows, follow, index_arrival, minmax_row, order_listings,
-    order_sensitive, range_seek, rowid_group_order, rowid_in, seek_target, SeekTarget,
+    order_sensitive, range_count, range_seek, rowid_group_order, rowid_in, seek_target, SeekTarget,
     MAX_SEEK_ROWS,
 };
 use super::init_constants::init_constants;
@@ -1232,6 +1232,8 @@ fn plan_select(
     }
     // Whether SQLite's loop reads the table itself (no index), in rowid order.
     let mut loops_table = false;
+    // Whether the index `seek` targets lists every row (is not partial).
+    let mut whole_index = false;
     let (order_by, backward) = if order == Order::Sqlite {
         let others = subqueries.map(Subqueries::tables).unwrap_or_default();
         let chosen = choose(table, planner_sql, &others);
@@ -1434,6 +1436,7 @@ fn plan_select(
                     skipped = std::mem::take(&mut offset);
                 } else {
                     seek = seek_target(&mut r, table, &choice, filter.as_ref())?;
+                    whole_index = matches!(choice.access, Access::Index { partial: false, .. });
                 }
                 index_plan = Some(IndexPlan {
                     corescan: match (&choice.access, &shape) {
@@ -1542,6 +1545,41 @@ fn plan_select(
     // A WHERE bounding the first key column of the index SQLite reads: only the rows of the
     // index's entries in that range are read (on the folded WHERE, whose constants are
     // literals by now).
+    // count(*) alone over exactly the index range the WHERE bounds: counted from the index.
+    let counts_only = matches!(&plan.shape, Shape::Groups { keys, aggregates, .. }
+    if keys.is_empty() && matches!(aggregates.as_slice(), [AggSpec {
+        func: AggFunc::CountStar, distinct: false, filter: None, ..
+    }]));
+    if let Some(target) = seek.as_ref().filter(|_| {
+        counts_only && whole_index && plan.constant_terms.is_empty() && plan.windows.is_none()
+    }) {
+        if let Some((entries, no_rows)) = range_count(table, target, plan.filter.as_ref())? {
+            let count = i64::try_from(entries)
+                .map_err(|_| SqlError::Invalid(format!("an index range of {entries} entries")))?;
+            let mut with_count =
+                |slot: usize| (slot == 0).then_some(Expr::Literal(Value::Integer(count)));
+            if let Shape::Groups {
+                outputs, having, ..
+            } = &mut plan.shape
+            {
+                outputs
+                    .iter_mut()
+                    .chain(having.iter_mut())
+                    .for_each(|e| e.replace_slots(&mut with_count));
+            }
+            for k in &mut plan.order_by {
+                k.expr.replace_slots(&mut with_count);
+            }
+            plan.filter = Some(no_rows);
+            if let Some(p) = &mut index_plan {
+                p.corescan = format!(
+                    "the {entries} entries of the index in the range the WHERE bounds, counted \
+                     (whole leaves from their cell counts), no table page read"
+                );
+            }
+            seek = None;
+        }
+    }
     if let Some(target) = &seek {
         if let Some((rowids, in_key_order)) = range_seek(table, target, plan.filter.as_ref())? {
             let found = in_key_order.len();

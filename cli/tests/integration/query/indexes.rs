@@ -608,7 +608,7 @@ fn literal_bounds_seek_the_index_range() {
     }
     conn.execute_batch("COMMIT").unwrap();
     drop(conn);
-    let mut sought = 0;
+    let (mut sought, mut counted) = (0, 0);
     for column in ["u", "n", "r", "d", "t", "c", "rt"] {
         for cond in [
             "= 2",
@@ -643,14 +643,18 @@ fn literal_bounds_seek_the_index_range() {
                     "SELECT id FROM m WHERE {column} IS NOT NULL AND {column} {cond} \
                      ORDER BY id DESC LIMIT 3"
                 ),
+                // Counted from the index where the WHERE is exactly the range.
+                format!("SELECT count(*) FROM m WHERE {column} {cond}"),
+                format!("SELECT count(*) * 2, count(*) FROM m WHERE {column} {cond} AND 7 > 2"),
             ] {
                 let planned = corescan_sql::plan_query(&db, &shape).unwrap();
-                if planned
-                    .index_plan
-                    .as_ref()
-                    .is_some_and(|p| p.corescan.contains("in the range the WHERE bounds"))
-                {
-                    sought += 1;
+                if let Some(p) = planned.index_plan.as_ref() {
+                    if p.corescan.contains("in the range the WHERE bounds") {
+                        sought += 1;
+                    }
+                    if p.corescan.contains("counted") {
+                        counted += 1;
+                    }
                 }
                 // Every core count; the backend rotates from query to query.
                 QueryTester::new(&db, &shape).span(&[Axis::Cores]).check();
@@ -658,6 +662,10 @@ fn literal_bounds_seek_the_index_range() {
         }
     }
     assert!(sought > 150, "only {sought} queries sought an index range");
+    assert!(
+        counted > 40,
+        "only {counted} counts came from an index range"
+    );
 }
 
 /// A damaged index is one `error:` line naming the file and the page; an index that lists
