@@ -335,6 +335,13 @@ fn refusals_name_the_construct() {
             "SELECT max(i) FILTER (WHERE r > 0), s FROM t",
             "a bare column beside min() or max() with FILTER and no GROUP BY",
         ),
+        // SQLite's min/max loop over the table, left at its first row, under an EXISTS
+        // loop of its own (run seed 1796600395282030820).
+        (
+            "SELECT r, max(i) FROM t WHERE EXISTS (SELECT 1 FROM t WHERE i)",
+            "a bare column beside min() or max() that SQLite answers from the first row of \
+             its loop",
+        ),
         (
             "SELECT i % 2, rank() OVER (ORDER BY count(*) FILTER (WHERE i IN (SELECT 1 FROM t))) FROM t GROUP BY 1",
             "window functions over groups in a statement with a subquery",
