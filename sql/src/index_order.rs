@@ -688,9 +688,9 @@ pub(crate) fn range_seek(
 /// The range of the first key column of `target` that the top-level `AND` terms of `filter`
 /// bound with literals, as [`range_seek`] describes; `None` when nothing bounds it. With
 /// `exact`, only where the terms are all such bounds (`=`, `IS`, `<`, `<=`, `>`, `>=`, no
-/// `IN` list) and one of them is a lower bound: then an entry is in the range exactly when
-/// its row satisfies the `WHERE` (the comparisons follow the index's order, and a lower bound
-/// leaves the NULL entries out, as the comparisons do).
+/// `IN` list): then an entry is in the range exactly when its row satisfies the `WHERE` (the
+/// comparisons follow the index's order, and the range leaves the NULL entries out, as the
+/// comparisons do: [`range_place`]).
 fn key_range(
     target: &SeekTarget,
     filter: Option<&Expr>,
@@ -814,7 +814,7 @@ fn key_range(
             _ => {}
         }
     }
-    if !bounded || (exact && (used != terms_len || lower.is_none())) {
+    if !bounded || (exact && used != terms_len) {
         return None;
     }
     Some((lower, upper))
@@ -829,7 +829,9 @@ fn range_place(
 ) -> impl Fn(KeyField<'_>) -> Place + '_ {
     let place = move |k: KeyField<'_>| {
         let key = match k {
-            KeyField::Null => ValueRef::Null,
+            // No bound's comparison holds for NULL (the literals are not NULL), and NULL
+            // comes before every value: an upper bound alone leaves the NULL entries out too.
+            KeyField::Null => return Place::Below,
             KeyField::Integer(i) => ValueRef::Integer(i),
             KeyField::Real(r) => ValueRef::Real(r),
             KeyField::Text(t) => ValueRef::Text(t),
