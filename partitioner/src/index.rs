@@ -537,24 +537,7 @@ pub fn index_range_rowids(
     place: &dyn Fn(KeyField<'_>) -> Place,
     max: usize,
 ) -> Result<Option<Vec<i64>>> {
-    let db = file.header();
-    file.check_page_number(root)?;
-    if let Some(reason) = db.unusable_page_reason(root) {
-        return Err(file.corrupt(root, format!("invalid index root page: {reason}")));
-    }
-    let mut walk = RangeWalk {
-        file,
-        fields,
-        place,
-        max,
-        counted: None,
-        seen: PageSet::new(db.page_count),
-        leaf_depth: None,
-        rowids: Vec::new(),
-        record: Vec::new(),
-        scratch: Vec::new(),
-    };
-    walk.seen.insert(root);
+    let mut walk = RangeWalk::new(file, root, fields, place, (max, None))?;
     Ok(walk.visit(root, 1)?.then_some(walk.rowids))
 }
 
@@ -568,24 +551,7 @@ pub fn index_range_count(
     fields: usize,
     place: &dyn Fn(KeyField<'_>) -> Place,
 ) -> Result<u64> {
-    let db = file.header();
-    file.check_page_number(root)?;
-    if let Some(reason) = db.unusable_page_reason(root) {
-        return Err(file.corrupt(root, format!("invalid index root page: {reason}")));
-    }
-    let mut walk = RangeWalk {
-        file,
-        fields,
-        place,
-        max: usize::MAX,
-        counted: Some(0),
-        seen: PageSet::new(db.page_count),
-        leaf_depth: None,
-        rowids: Vec::new(),
-        record: Vec::new(),
-        scratch: Vec::new(),
-    };
-    walk.seen.insert(root);
+    let mut walk = RangeWalk::new(file, root, fields, place, (usize::MAX, Some(0)))?;
     walk.visit(root, 1)?;
     Ok(walk.counted.unwrap_or(0))
 }
@@ -605,7 +571,37 @@ struct RangeWalk<'a> {
     scratch: Vec<u8>,
 }
 
-impl RangeWalk<'_> {
+impl<'a> RangeWalk<'a> {
+    /// A walk from index root `root` (checked usable), keeping at most `max` rowids, or
+    /// counting from `counted` when that is `Some`.
+    fn new(
+        file: &'a PageFile,
+        root: u32,
+        fields: usize,
+        place: &'a dyn Fn(KeyField<'_>) -> Place,
+        (max, counted): (usize, Option<u64>),
+    ) -> Result<Self> {
+        let db = file.header();
+        file.check_page_number(root)?;
+        if let Some(reason) = db.unusable_page_reason(root) {
+            return Err(file.corrupt(root, format!("invalid index root page: {reason}")));
+        }
+        let mut seen = PageSet::new(db.page_count);
+        seen.insert(root);
+        Ok(RangeWalk {
+            file,
+            fields,
+            place,
+            max,
+            counted,
+            seen,
+            leaf_depth: None,
+            rowids: Vec::new(),
+            record: Vec::new(),
+            scratch: Vec::new(),
+        })
+    }
+
     /// Collects the entries of the subtree at `page` inside the range; `false` once more
     /// than `max` are.
     fn visit(&mut self, page: u32, depth: u32) -> Result<bool> {

@@ -1329,22 +1329,8 @@ fn plan_select(
                 let count = i64::try_from(entries).map_err(|_| {
                     SqlError::Invalid(format!("index {name:?} lists {entries} entries"))
                 })?;
-                let mut with_count = |slot: usize| {
-                    (slot == 0).then_some(Expr::Literal(engine::value::Value::Integer(count)))
-                };
-                if let Shape::Groups {
-                    outputs, having, ..
-                } = &mut shape
-                {
-                    outputs
-                        .iter_mut()
-                        .chain(having.iter_mut())
-                        .for_each(|e| e.replace_slots(&mut with_count));
-                }
                 let mut order_by = order_by;
-                for k in &mut order_by {
-                    k.expr.replace_slots(&mut with_count);
-                }
+                put_count(&mut shape, &mut order_by, count);
                 index_plan = Some(IndexPlan {
                     corescan: format!(
                         "the {entries} entries of index {name:?} counted from its pages' cell \
@@ -1556,20 +1542,7 @@ fn plan_select(
         if let Some((entries, no_rows)) = range_count(table, target, plan.filter.as_ref())? {
             let count = i64::try_from(entries)
                 .map_err(|_| SqlError::Invalid(format!("an index range of {entries} entries")))?;
-            let mut with_count =
-                |slot: usize| (slot == 0).then_some(Expr::Literal(Value::Integer(count)));
-            if let Shape::Groups {
-                outputs, having, ..
-            } = &mut plan.shape
-            {
-                outputs
-                    .iter_mut()
-                    .chain(having.iter_mut())
-                    .for_each(|e| e.replace_slots(&mut with_count));
-            }
-            for k in &mut plan.order_by {
-                k.expr.replace_slots(&mut with_count);
-            }
+            put_count(&mut plan.shape, &mut plan.order_by, count);
             plan.filter = Some(no_rows);
             if let Some(p) = &mut index_plan {
                 p.corescan = format!(
@@ -1622,6 +1595,24 @@ fn plan_select(
         first,
         edge,
     })
+}
+
+/// The count of a `count(*)` query answered without reading rows (slot 0, its one
+/// aggregate) put into its outputs, `HAVING` and `ORDER BY` as a literal.
+fn put_count(shape: &mut Shape, order_by: &mut [SortKey], count: i64) {
+    let mut with_count = |slot: usize| (slot == 0).then_some(Expr::Literal(Value::Integer(count)));
+    if let Shape::Groups {
+        outputs, having, ..
+    } = shape
+    {
+        outputs
+            .iter_mut()
+            .chain(having.iter_mut())
+            .for_each(|e| e.replace_slots(&mut with_count));
+    }
+    for k in order_by {
+        k.expr.replace_slots(&mut with_count);
+    }
 }
 
 /// `WHERE` split at its top-level `AND`s (`sqlite3WhereSplit`, also through `likely()` and
