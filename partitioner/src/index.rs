@@ -94,7 +94,8 @@ pub fn index_rowids(
             fields,
             skip_nulls: false,
         };
-        return walk_from(file, frame, keep, (backward, skip), n, &mut seen).map(|w| w.rowids);
+        return walk_from(file, frame, keep, (backward, skip), n, &mut seen, None)
+            .map(|w| w.rowids);
     }
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
     if n > PARALLEL_WALK && threads > 1 {
@@ -241,7 +242,7 @@ fn parallel_walk(
                 Work::Subtree(page, d) => {
                     let frame = read_frame(file, page, d)?;
                     let left = n - walked.met as usize;
-                    let part = walk_from(file, frame, keep, (backward, 0), left, &mut seen)?;
+                    let part = walk_from(file, frame, keep, (backward, 0), left, &mut seen, None)?;
                     if let (Some(a), Some(b)) = (walked.leaf_depth, part.leaf_depth) {
                         if a != b {
                             return Err(file.corrupt(page, "index leaves at different depths"));
@@ -345,6 +346,82 @@ pub fn index_first_not_null(
     Ok(index_walk(file, root, fields, backward, 1, true)?.pop())
 }
 
+/// The rowids of the entries of the first `runs` runs of the index b-tree rooted at `root`,
+/// in key order or from the last entry down when `backward`, and how many runs they are
+/// (fewer than `runs` when the index ends first): a run is a stretch of entries whose first
+/// fields `same` finds equal, each to the one before it. `None` when they are more than `max`
+/// entries. The walk stops at the first entry of the next run (where SQLite's loop
+/// over an index that delivers a `GROUP BY` or `DISTINCT` ends the group its `LIMIT`
+/// completes). Checked as [`index_rowids`] checks.
+pub fn index_first_runs(
+    file: &PageFile,
+    root: u32,
+    fields: usize,
+    backward: bool,
+    (runs, max): (u64, usize),
+    same: &dyn Fn(KeyField<'_>, KeyField<'_>) -> bool,
+) -> Result<Option<(Vec<i64>, u64)>> {
+    let frame = read_root(file, root)?;
+    let mut seen = PageSet::new(file.header().page_count);
+    seen.insert(root);
+    let keep = Keep::Rowids {
+        fields,
+        skip_nulls: false,
+    };
+    let mut last: Option<OwnedField> = None;
+    let mut met = 0u64;
+    let mut until = |key: KeyField<'_>| {
+        if last.as_ref().is_some_and(|l| same(l.borrowed(), key)) {
+            return false;
+        }
+        met += 1;
+        last = Some(OwnedField::of(key));
+        met > runs
+    };
+    let n = max.saturating_add(1);
+    let walked = walk_from(
+        file,
+        frame,
+        keep,
+        (backward, 0),
+        n,
+        &mut seen,
+        Some(&mut until),
+    )?;
+    Ok((walked.rowids.len() <= max).then(|| (walked.rowids, met.min(runs))))
+}
+
+/// A [`KeyField`] kept past its page.
+enum OwnedField {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(Vec<u8>),
+    Blob(Vec<u8>),
+}
+
+impl OwnedField {
+    fn of(key: KeyField<'_>) -> OwnedField {
+        match key {
+            KeyField::Null => OwnedField::Null,
+            KeyField::Integer(i) => OwnedField::Integer(i),
+            KeyField::Real(r) => OwnedField::Real(r),
+            KeyField::Text(t) => OwnedField::Text(t.to_vec()),
+            KeyField::Blob(b) => OwnedField::Blob(b.to_vec()),
+        }
+    }
+
+    fn borrowed(&self) -> KeyField<'_> {
+        match self {
+            OwnedField::Null => KeyField::Null,
+            OwnedField::Integer(i) => KeyField::Integer(*i),
+            OwnedField::Real(r) => KeyField::Real(*r),
+            OwnedField::Text(t) => KeyField::Text(t),
+            OwnedField::Blob(b) => KeyField::Blob(b),
+        }
+    }
+}
+
 /// What a walk keeps of the entries it meets.
 #[derive(Debug, Clone, Copy)]
 enum Keep {
@@ -369,7 +446,7 @@ fn index_walk(
     let mut seen = PageSet::new(file.header().page_count);
     seen.insert(root);
     let keep = Keep::Rowids { fields, skip_nulls };
-    walk_from(file, frame, keep, (backward, 0), n, &mut seen).map(|walked| walked.rowids)
+    walk_from(file, frame, keep, (backward, 0), n, &mut seen, None).map(|walked| walked.rowids)
 }
 
 /// The number of entries of the index b-tree rooted at `root` (one per row of its table,
@@ -390,7 +467,8 @@ struct Walked {
 
 /// [`index_walk`] from the subtree whose top is `frame`, in key order or, when `backward`,
 /// from the last entry down, adding the pages below it to `seen`, until `n` entries are met
-/// after the first `skip` (passed over: only their cell pointers checked).
+/// after the first `skip` (passed over: only their cell pointers checked), or until `until`
+/// says to stop at an entry (given its first field; the entry is not kept).
 fn walk_from(
     file: &PageFile,
     frame: Frame,
@@ -398,6 +476,7 @@ fn walk_from(
     (backward, mut skip): (bool, u64),
     n: usize,
     seen: &mut PageSet,
+    mut until: Option<&mut dyn FnMut(KeyField<'_>) -> bool>,
 ) -> Result<Walked> {
     let mut stack = vec![frame];
     let mut leaf_depth: Option<u32> = None;
@@ -483,6 +562,9 @@ fn walk_from(
                     Keep::Rowids { fields, skip_nulls } => {
                         let (key, rowid) =
                             entry(file, top, i, fields, seen, &mut record, &mut scratch)?;
+                        if until.as_mut().is_some_and(|stop| stop(key)) {
+                            break;
+                        }
                         if !(skip_nulls && key == KeyField::Null) {
                             rowids.push(rowid);
                             met += 1;

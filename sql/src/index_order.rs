@@ -422,6 +422,98 @@ pub(crate) fn first_rows(
     )?))
 }
 
+/// Where SQLite's loop over an index delivers the groups of a `GROUP BY` or `SELECT DISTINCT`
+/// (no `USE TEMP B-TREE`) and stops once its `LIMIT` (after the `OFFSET`) is complete, with
+/// no `WHERE` to drop rows and no `HAVING` to drop groups (`SELECT user_id, max(ts) FROM
+/// events GROUP BY user_id LIMIT 3` over an index on `(user_id, ts)`): the rowids of the
+/// index's first entries that hold every row of those groups, in the loop's order, and how
+/// many runs of equal first keys they are (the groups are at least as many). A group's rows
+/// share the index's first key column, which is a group key; stretches of entries whose
+/// first fields are equal under a comparison coarser than every collation (ASCII case and
+/// trailing spaces ignored, integers and reals by value) are therefore whole groups, one or
+/// more, and the first `LIMIT + OFFSET` of them hold the groups SQLite returns. The scan then
+/// reads only those rows, and groups and orders them as for the whole table. `None` where
+/// that does not hold, or beyond [`MAX_SEEK_ROWS`] entries.
+pub(crate) fn first_groups(
+    r: &mut Resolver<'_>,
+    table: &TablePlan,
+    choice: &SqliteChoice,
+    shape: &Shape,
+    filter: Option<&Expr>,
+    (limit, offset): (Option<u64>, u64),
+) -> Result<Option<(Vec<i64>, u64)>, SqlError> {
+    let Access::Index {
+        name,
+        backward,
+        key,
+        fields,
+        partial: false,
+        ..
+    } = &choice.access
+    else {
+        return Ok(None);
+    };
+    let Shape::Groups {
+        keys, having: None, ..
+    } = shape
+    else {
+        return Ok(None);
+    };
+    let Some(groups) = limit.filter(|&l| l > 0).and_then(|l| l.checked_add(offset)) else {
+        return Ok(None);
+    };
+    if keys.is_empty()
+        || filter.is_some()
+        || groups > MAX_SEEK_ROWS
+        || choice.lines.iter().any(|l| l.contains("USE TEMP B-TREE"))
+    {
+        return Ok(None);
+    }
+    let Some((first, root)) = first_column_key(table, name, key) else {
+        return Ok(None);
+    };
+    let first = resolve_key(r, name, std::slice::from_ref(first))?;
+    if !keys.iter().any(|(e, _)| *e == first[0].expr) {
+        return Ok(None);
+    }
+    let utf8 = table.header.text_encoding == 1;
+    let same = |a: KeyField<'_>, b: KeyField<'_>| coarsely_equal(a, b, utf8);
+    Ok(table.index_first_runs(
+        root,
+        (*fields, *backward),
+        (groups, MAX_SEEK_ROWS as usize),
+        &same,
+    )?)
+}
+
+/// Whether two index fields may be equal under some collation SQLite knows (`BINARY`,
+/// `NOCASE`, `RTRIM`), or as numbers: equal values always are; so are texts that differ
+/// only in ASCII case and trailing spaces (any two texts outside UTF-8, whose bytes this
+/// does not fold), and numbers with the same nearest double. It is the equality of an
+/// image of each value, so an equivalence: the runs it cuts an index into do not depend on
+/// which entry of a run is compared.
+fn coarsely_equal(a: KeyField<'_>, b: KeyField<'_>, utf8: bool) -> bool {
+    let folded = |t: &[u8]| {
+        let end = t.iter().rposition(|&c| c != b' ').map_or(0, |i| i + 1);
+        t[..end].to_ascii_lowercase()
+    };
+    match (a, b) {
+        (KeyField::Null, KeyField::Null) => true,
+        // Numbers by their nearest doubles: an equivalence coarser than SQLite's exact one.
+        (KeyField::Integer(_) | KeyField::Real(_), KeyField::Integer(_) | KeyField::Real(_)) => {
+            let image = |k| match k {
+                KeyField::Integer(i) => i as f64,
+                KeyField::Real(f) => f,
+                _ => f64::NAN,
+            };
+            image(a) == image(b)
+        }
+        (KeyField::Text(x), KeyField::Text(y)) => !utf8 || folded(x) == folded(y),
+        (KeyField::Blob(x), KeyField::Blob(y)) => x == y,
+        _ => false,
+    }
+}
+
 /// Where SQLite counts the rows of `count(*)` over an index (a query of that one aggregate,
 /// no `GROUP BY`, no `WHERE`, SQLite's loop over a whole index that is not partial: `SCAN t
 /// USING COVERING INDEX i`, its `OP_Count`): the index's name and its number of entries,

@@ -17,7 +17,7 @@ use super::expr::{
     Resolver, Stage, Typed, WindowContext,
 };
 use super::index_order::{
-    counted_entries, first_rows, follow, index_arrival, minmax_row, order_listings,
+    counted_entries, first_groups, first_rows, follow, index_arrival, minmax_row, order_listings,
     order_sensitive, range_count, range_seek, rowid_group_order, rowid_in, seek_target, SeekTarget,
     MAX_SEEK_ROWS,
 };
@@ -1223,6 +1223,9 @@ fn plan_select(
     let mut groups_sorted = true;
     // Each group's rows ranked by their places in the index SQLite reads.
     let mut arrival = None;
+    // The index entries (in key order) of the only rows read, when those are the first
+    // groups' (`first_groups`): the places each group's rows are ranked by.
+    let mut arrival_range: Option<Vec<i64>> = None;
     let written_directions: Vec<bool> = written.iter().map(|k| k.descending).collect();
     if order == Order::Sqlite {
         let others = subqueries.map(Subqueries::tables).unwrap_or_default();
@@ -1416,10 +1419,33 @@ fn plan_select(
                 } else {
                     first_rows(table, &choice, &shape, filter.as_ref(), limit, offset)?
                 };
+                // The first groups' rows, where the index delivers the groups and nothing
+                // drops rows or groups before the LIMIT.
+                let groups_first = match (&first, &window_stage, bignull) {
+                    (None, None, false) => first_groups(
+                        &mut r,
+                        table,
+                        &choice,
+                        &shape,
+                        filter.as_ref(),
+                        (limit, offset),
+                    )?,
+                    _ => None,
+                };
                 if let Some(rowids) = &first {
                     filter = Some(rowid_in(&mut r, rowids)?);
                     // The entries past the OFFSET: the rows read are the answer's.
                     skipped = std::mem::take(&mut offset);
+                } else if let Some((rowids, _)) = &groups_first {
+                    filter = Some(rowid_in(&mut r, rowids)?);
+                    if arrival.is_some() {
+                        // Ranked among these entries (in key order, as a range is given).
+                        let mut in_key_order = rowids.clone();
+                        if matches!(choice.access, Access::Index { backward: true, .. }) {
+                            in_key_order.reverse();
+                        }
+                        arrival_range = Some(in_key_order);
+                    }
                 } else {
                     seek = seek_target(&mut r, table, &choice, filter.as_ref())?;
                     whole_index = matches!(choice.access, Access::Index { partial: false, .. });
@@ -1440,6 +1466,22 @@ fn plan_select(
                         (Access::Index { name, .. }, Shape::Rows { .. }) => format!(
                             "the table in rowid order, rows ordered as index {name:?} gives them"
                         ),
+                        (Access::Index { name, .. }, Shape::Groups { .. })
+                            if groups_first.is_some() =>
+                        {
+                            let (rowids, runs) =
+                                groups_first.as_ref().map_or((0, 0), |(r, n)| (r.len(), *n));
+                            format!(
+                                "the first {rowids} entries of index {name:?} (the rows of its \
+                                 first {runs} keys, which hold the first groups), then their \
+                                 rows by rowid, {}",
+                                if arrival.is_some() {
+                                    "each group's rows ranked by their places in the index"
+                                } else {
+                                    "groups ordered as the index gives their keys"
+                                }
+                            )
+                        }
                         (Access::Index { name, .. }, Shape::Groups { .. }) if arrival.is_some() => {
                             format!(
                                 "the table in rowid order, each group's rows ranked by their \
@@ -1459,13 +1501,19 @@ fn plan_select(
                     sqlite: choice.lines,
                     // A constant WHERE term that is false leaves no row whatever the index
                     // lists (`WHERE 0 ORDER BY a LIMIT 1`): nothing to check then.
-                    seek_rows: first
-                        .as_ref()
-                        .filter(|_| constant_terms.is_empty())
-                        .map(|f| {
+                    seek_rows: match (&first, &groups_first) {
+                        _ if !constant_terms.is_empty() => None,
+                        (Some(f), _) => {
                             let found = f.len() as u64;
-                            limit.map_or(found, |l| found.min(l))
-                        }),
+                            Some(limit.map_or(found, |l| found.min(l)))
+                        }
+                        // At least as many groups as runs of keys.
+                        (None, Some((_, runs))) => {
+                            let past = runs.saturating_sub(offset);
+                            Some(limit.map_or(past, |l| past.min(l)))
+                        }
+                        (None, None) => None,
+                    },
                 });
                 followed
             }
@@ -1580,8 +1628,9 @@ fn plan_select(
     }
     // Each group's rows ranked by their places in the whole index, when no range was read.
     if let (Some(choice), None) = (&arrival, &plan.arrival) {
-        let ranks = index_arrival(table, choice, None)?;
-        if let Some(p) = &mut index_plan {
+        let ranged = arrival_range.is_some();
+        let ranks = index_arrival(table, choice, arrival_range.take())?;
+        if let Some(p) = index_plan.as_mut().filter(|_| !ranged) {
             p.corescan = format!("{} ({} entries read)", p.corescan, ranks.len());
         }
         plan.arrival = Some(ranks);

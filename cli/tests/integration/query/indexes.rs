@@ -1191,3 +1191,126 @@ fn index_reads_run_under_verify_retry() {
     }
     drop(conn);
 }
+
+/// `GROUP BY` and `SELECT DISTINCT` where SQLite's index delivers the groups and its loop
+/// stops at the `LIMIT` (no `WHERE`, no `HAVING`, no sorter after the loop): corescan reads
+/// the index's first entries up to the first key past the `LIMIT + OFFSET` groups, then only
+/// their rows, and gives SQLite's groups in SQLite's order. Keys equal under the column's
+/// collation but not in bytes (`'open'`/`'Open'` under `NOCASE`, trailing spaces under
+/// `RTRIM`, `1` and `1.0` untyped), NULL keys, `DESC` columns walked both ways, bare columns
+/// and `group_concat` (each group's rows ranked by their places in the index), `OFFSET`.
+#[test]
+fn the_first_groups_read_only_their_entries() {
+    let dir = scratch_dir("query-indexes-groups");
+    let mixed = dir.join("mixed-keys.db");
+    let _ = std::fs::remove_file(&mixed);
+    let conn = Connection::open(&mixed).unwrap();
+    conn.execute_batch(
+        "PRAGMA page_size = 512;
+         CREATE TABLE m(id INTEGER PRIMARY KEY, k COLLATE RTRIM, v);
+         CREATE INDEX m_k ON m(k, v);
+         CREATE TABLE n(id INTEGER PRIMARY KEY, k, pad);
+         CREATE INDEX n_k ON n(k);",
+    )
+    .unwrap();
+    let keys = [
+        "1",
+        "1.0",
+        "'1'",
+        "2",
+        "2.0",
+        "'a'",
+        "'A'",
+        "'a '",
+        "'a  '",
+        "x'61'",
+        "NULL",
+        "9007199254740993",
+        "9007199254740992.0",
+        "-0.0",
+        "0",
+        "'b'",
+    ];
+    let mut rng = testkit::Rng::xorshift64(0x9e37_79b9_7f4a_7c15);
+    for i in 0..600 {
+        let k = rng.pick(&keys);
+        conn.execute_batch(&format!(
+            "INSERT INTO m(k, v) VALUES ({k}, {});
+             INSERT INTO n(k, pad) VALUES ({k}, '{}');",
+            rng.below(7),
+            "p".repeat(i % 40)
+        ))
+        .unwrap();
+    }
+    drop(conn);
+    let mut read: Vec<(&Path, &str)> = Vec::new();
+    for db in files().iter() {
+        for sql in [
+            "SELECT status, count(*) FROM o GROUP BY status LIMIT 2",
+            "SELECT status, max(total), note FROM o GROUP BY status LIMIT 3 OFFSET 1",
+            "SELECT name, count(*), min(id) FROM users GROUP BY name LIMIT 3",
+            "SELECT DISTINCT name FROM users LIMIT 4",
+            "SELECT dev, count(*), max(ts) FROM ev GROUP BY dev LIMIT 3",
+            "SELECT dev, count(*), payload FROM ev GROUP BY dev ORDER BY dev LIMIT 2",
+            "SELECT a, count(*), group_concat(b) FROM t GROUP BY a LIMIT 3",
+            "SELECT a, b FROM t GROUP BY a, b LIMIT 5 OFFSET 7",
+            "SELECT url, count(*) FROM urls GROUP BY url LIMIT 3",
+        ] {
+            read.push((db.as_path(), sql));
+        }
+    }
+    for sql in [
+        "SELECT k, count(*), typeof(k), min(v) FROM m GROUP BY k LIMIT 4",
+        "SELECT k, count(*), group_concat(v) FROM m GROUP BY k ORDER BY k DESC LIMIT 3",
+        "SELECT k, typeof(k), count(*) FROM n GROUP BY k LIMIT 5 OFFSET 2",
+        "SELECT DISTINCT k FROM n LIMIT 6",
+        "SELECT k, pad FROM n GROUP BY k LIMIT 9",
+    ] {
+        read.push((&mixed, sql));
+    }
+    let mut seeks = 0;
+    for (db, sql) in read {
+        let planned = corescan_sql::plan_query(db, sql).unwrap();
+        let plan = planned.index_plan.as_ref().expect("an index plan");
+        if plan.corescan.contains("which hold the first groups") {
+            seeks += 1;
+            assert!(
+                planned.query.rowid_ranges().is_some(),
+                "{sql}: only the first groups' rows are read"
+            );
+        } else {
+            // Only where SQLite sorts after its loop.
+            assert!(
+                plan.sqlite.iter().any(|l| l.contains("USE TEMP B-TREE")),
+                "{sql}: {} / {:?}",
+                plan.corescan,
+                plan.sqlite
+            );
+        }
+        QueryTester::new(db, sql)
+            .span(&[Axis::Cores, Axis::Io])
+            .check();
+    }
+    assert!(
+        seeks >= 16,
+        "{seeks} queries read their first groups' entries"
+    );
+    // A WHERE or HAVING can drop a group, a window reads every group, a sorter after the
+    // loop orders them otherwise: the table is scanned.
+    for sql in [
+        "SELECT status, count(*) FROM o WHERE total > 3 GROUP BY status LIMIT 2",
+        "SELECT status, count(*) FROM o GROUP BY status HAVING count(*) > 50 LIMIT 2",
+        "SELECT status, count(*) OVER () FROM o GROUP BY status LIMIT 2",
+        "SELECT status, count(*) FROM o GROUP BY status ORDER BY 2 DESC LIMIT 2",
+    ] {
+        let db = &files()[0];
+        let planned = corescan_sql::plan_query(db, sql).unwrap();
+        let plan = planned.index_plan.as_ref().expect("an index plan");
+        assert!(
+            !plan.corescan.contains("first groups"),
+            "{sql}: {}",
+            plan.corescan
+        );
+        QueryTester::new(db, sql).span(&[Axis::Cores]).check();
+    }
+}
