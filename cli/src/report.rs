@@ -73,7 +73,8 @@ pub fn human(r: &RunReport, produced: &str) -> String {
     if let Some(f) = &r.files {
         let _ = writeln!(
             s,
-            "files       {} listed, {} read, {} skipped (no such table); planning {:.1} µs per \
+            "files       {} listed, {} read, {} skipped (excluded by _file, or without the table \
+             under --skip-missing); planning {:.1} µs per \
              file on average, {:.1} µs at most; at most {} open at once (one per executor)",
             f.files,
             f.opened,

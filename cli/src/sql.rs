@@ -98,6 +98,7 @@ async fn run_query(args: SqlArgs) -> anyhow::Result<()> {
             push_filters: !args.no_pushdown,
             all_text: args.all_text,
             types: args.types.clone(),
+            file_column: several && names_file_column(&sql),
         };
         let schema = if several {
             corescan_datafusion::register_files(
@@ -178,6 +179,7 @@ async fn run_distributed(args: SqlArgs) -> anyhow::Result<()> {
         push_filters: !args.no_pushdown,
         all_text: args.all_text,
         types: args.types.clone(),
+        file_column: false,
     };
     let cluster = corescan_distributed::Cluster::connect(&args.workers, tables).await?;
     let planned = cluster
@@ -368,5 +370,37 @@ fn one_error(e: DataFusionError) -> anyhow::Error {
         ),
         Some(ours) => anyhow::anyhow!("{ours}"),
         None => anyhow::anyhow!("{}", e.strip_backtrace().trim_end()),
+    }
+}
+
+/// Whether `sql` names the column `_file` ([`corescan_datafusion::FILE_COLUMN`]): the word,
+/// in any case, not inside a longer name. (A string or comment holding it only adds the
+/// column to `*`.)
+fn names_file_column(sql: &str) -> bool {
+    let word = corescan_datafusion::FILE_COLUMN.as_bytes();
+    let bytes = sql.as_bytes();
+    let part = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
+    bytes.windows(word.len()).enumerate().any(|(at, w)| {
+        w.eq_ignore_ascii_case(word)
+            && (at == 0 || !part(bytes[at - 1]))
+            && bytes.get(at + word.len()).is_none_or(|&b| !part(b))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_file_column;
+
+    #[test]
+    fn the_file_column_is_named_as_a_word() {
+        assert!(names_file_column(
+            "SELECT _file, count(*) FROM t GROUP BY 1"
+        ));
+        assert!(names_file_column(
+            "select * from t where \"_FILE\" = 'a.db'"
+        ));
+        assert!(names_file_column("SELECT t._file FROM t"));
+        assert!(!names_file_column("SELECT my_file, _files FROM t"));
+        assert!(!names_file_column("SELECT * FROM t"));
     }
 }

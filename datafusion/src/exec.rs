@@ -341,7 +341,7 @@ impl CorescanExec {
             sql.push_str(" WHERE ");
             sql.push_str(filter);
         }
-        let planned = corescan_sql::plan_unordered_with(&sql, |name| {
+        let planned = corescan_sql::plan_files_unordered_with(&sql, |name| {
             let mut plan = TablePlan::open_for_scan(&t.path, name)?;
             plan.definition = (*files.definition).clone();
             Ok(plan)

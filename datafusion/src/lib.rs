@@ -73,5 +73,5 @@ pub use exec::CorescanExec;
 pub use output::{arrow_value, batch_rows};
 pub use runtime::runtime;
 pub use session::context;
-pub use table::{SqliteTable, TableOptions, TypeOverride};
+pub use table::{SqliteTable, TableOptions, TypeOverride, FILE_COLUMN};
 pub use types::ColumnType;

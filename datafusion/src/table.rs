@@ -38,6 +38,10 @@ use crate::exec::{CorescanExec, Estimate, FilesTarget, ScanTarget};
 use crate::pushdown::{translate, PushColumn, Pushed};
 use crate::types::ColumnType;
 
+/// The name of the column holding each row's file, in a table over several files
+/// ([`TableOptions::file_column`]).
+pub const FILE_COLUMN: &str = "_file";
+
 /// What a [`SqliteTable`] does beyond the engine's settings.
 #[derive(Debug, Clone)]
 pub struct TableOptions {
@@ -49,6 +53,12 @@ pub struct TableOptions {
     pub all_text: bool,
     /// Columns read as another type than their declared type gives.
     pub types: Vec<TypeOverride>,
+    /// A table over several files gets a last column `_file` (`Utf8`, never NULL): each row's
+    /// file path as given. DataFusion has no hidden columns (apache/datafusion#20135), so it
+    /// is in `*` too; `corescan sql` asks for it when a statement names `_file`. A filter on
+    /// it alone is pushed into the scan, which never opens a file it excludes. A real column
+    /// of that name takes its place; over one file there is none.
+    pub file_column: bool,
 }
 
 impl Default for TableOptions {
@@ -57,6 +67,7 @@ impl Default for TableOptions {
             push_filters: true,
             all_text: false,
             types: Vec::new(),
+            file_column: false,
         }
     }
 }
@@ -226,8 +237,26 @@ impl SqliteTable {
         table_options: TableOptions,
         files: Option<FilesTarget>,
     ) -> Result<Self, Error> {
-        let (columns, rowid_name, schema) =
+        let (mut columns, rowid_name, mut schema) =
             table_columns(&path, &plan.definition, &plan.table.name, &table_options)?;
+        let file_column = files.is_some()
+            && table_options.file_column
+            && !columns
+                .iter()
+                .any(|c| c.name.eq_ignore_ascii_case(FILE_COLUMN));
+        if file_column {
+            columns.push(PushColumn {
+                field: FILE_COLUMN.into(),
+                name: FILE_COLUMN.into(),
+                ty: ColumnType::Utf8,
+                binary_collation: true,
+                computed: false,
+                declared: true,
+            });
+            let mut fields: Vec<Field> = schema.fields().iter().map(|f| (**f).clone()).collect();
+            fields.push(Field::new(FILE_COLUMN, ColumnType::Utf8.data_type(), false));
+            schema = Arc::new(Schema::new(fields));
+        }
         let name = plan.table.name.clone();
         let stat1_rows = match &file {
             Some(f) => stat1_rows(f, &name),

@@ -38,8 +38,8 @@ pub use error::SqlError;
 pub use materialize::{answer_materialized, is_materializable, Materialized};
 
 pub use plan::{
-    plan_query, plan_query_files, plan_query_running, plan_query_with, plan_table,
-    plan_unordered_with, scan_spec, union_table, IndexPlan, PlannedQuery,
+    plan_files_unordered_with, plan_query, plan_query_files, plan_query_running, plan_query_with,
+    plan_table, plan_unordered_with, scan_spec, union_table, IndexPlan, PlannedQuery,
 };
 pub use subquery::{DefaultScans, FileScans, SubqueryRunner};
 pub use views::expand_views;

@@ -96,6 +96,9 @@ enum Order {
     Scan,
     /// Several files: file by file, each in rowid order.
     Files,
+    /// Several files, the rows in any order (DataFusion's scans of a table over several
+    /// files): as [`Order::Scan`], with the hidden `_file` column.
+    ScanFiles,
 }
 
 impl PlannedQuery {
@@ -233,6 +236,17 @@ pub fn plan_unordered_with(
     plan_query_in(sql, open_table, Order::Scan)
 }
 
+/// [`plan_unordered_with`] over a table spread over several files, whose hidden `_file`
+/// column (each row's file) the query may name: the engine binds it (`bind_file_column`)
+/// to each file's path as the file is reached, and a file its `WHERE` excludes that way is
+/// never opened.
+pub fn plan_files_unordered_with(
+    sql: &str,
+    open_table: impl FnOnce(&str) -> partitioner::Result<TablePlan>,
+) -> Result<PlannedQuery, SqlError> {
+    plan_query_in(sql, open_table, Order::ScanFiles)
+}
+
 /// [`plan_query_with`] in `order`.
 fn plan_query_in(
     sql: &str,
@@ -348,7 +362,7 @@ fn plan_statement(
         Some(t) => t,
         None => open_table.take().expect("the table is opened once")(&name)?,
     };
-    if let (Some(flat), true) = (&flat, order != Order::Scan) {
+    if let (Some(flat), true) = (&flat, !matches!(order, Order::Scan | Order::ScanFiles)) {
         let others = subqueries
             .as_ref()
             .map(Subqueries::tables)
@@ -358,7 +372,7 @@ fn plan_statement(
     // The constants SQLite computes when the statement starts (not for DataFusion's scans,
     // whose statement is not SQLite's).
     let init = match order {
-        Order::Scan => Vec::new(),
+        Order::Scan | Order::ScanFiles => Vec::new(),
         _ => init_constants(query),
     };
     let planned = plan_select(
@@ -672,7 +686,7 @@ fn plan_select(
 ) -> Result<SelectPlan, SqlError> {
     let coroutine_groups = flat.is_some_and(|f| f.grouped);
     let mut r = Resolver::new(table, alias, sql);
-    r.files = order == Order::Files;
+    r.files = matches!(order, Order::Files | Order::ScanFiles);
     r.subqueries = subqueries;
     // The output list, with `*` expanded.
     let star_exprs: Vec<ast::Expr> = r

@@ -328,6 +328,102 @@ fn several_files_are_one_table_and_errors_name_the_file() {
     .assert_error(&["g.db", "\"n\"", "affinity"]);
 }
 
+/// Over several files, a statement that names `_file` gets each row's file path as given
+/// (the column is then in `*` too: DataFusion has no hidden columns); a `WHERE` term on it
+/// is pushed into the scan, which never opens a file it excludes (here a damaged one). A
+/// statement that does not name it sees the table's own columns; a real column of that name
+/// is read as it is.
+#[test]
+fn the_file_column_gives_each_rows_file_and_excluded_files_are_never_read() {
+    let dir = scratch_dir("sql-file-column");
+    let mut paths = Vec::new();
+    for i in 0..3i64 {
+        let path = dir.join(format!("shard{i}.db"));
+        let _ = std::fs::remove_file(&path);
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "PRAGMA page_size = 1024; CREATE TABLE t(id INTEGER PRIMARY KEY, n INTEGER);
+             CREATE TABLE real(id INTEGER PRIMARY KEY, _file TEXT);",
+        )
+        .unwrap();
+        for id in 1..=(100 * (i + 1)) {
+            c.execute("INSERT INTO t(id, n) VALUES (?1, ?1 + ?2)", [id, i])
+                .unwrap();
+        }
+        c.execute("INSERT INTO real VALUES (1, 'mine')", [])
+            .unwrap();
+        paths.push(path.to_str().unwrap().to_string());
+    }
+    let sql = |q: &str| {
+        let mut args = vec!["sql".to_string(), "--format".into(), "csv".into()];
+        args.extend(paths.iter().cloned());
+        args.push(q.to_string());
+        corescan(args)
+    };
+    // Not named: the table's own columns.
+    let run = sql("SELECT * FROM t WHERE n = 2 * id ORDER BY id");
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "id,n\n1,2\n2,4\n");
+    // The last shard's table root made an index page: reading it fails.
+    let root: u32 = rusqlite::Connection::open(&paths[2])
+        .unwrap()
+        .query_row(
+            "SELECT rootpage FROM sqlite_schema WHERE name = 't'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&paths[2])
+        .unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, &[0x0a], u64::from(root - 1) * 1024).unwrap();
+    drop(file);
+    let grouped = format!(
+        "SELECT _file, count(*), sum(n) FROM t WHERE _file <> '{}' GROUP BY _file ORDER BY 1",
+        paths[2]
+    );
+    let run = sql(&grouped);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let want = format!(
+        "_file,count(*),sum(t.n)\n{},100,5050\n{},200,20300\n",
+        paths[0], paths[1]
+    );
+    assert_eq!(run.stdout, want);
+    let run = sql(&format!(
+        "SELECT * FROM t WHERE _FILE = '{}' AND id < 3 ORDER BY id",
+        paths[1]
+    ));
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        format!("id,n,_file\n1,2,{0}\n2,3,{0}\n", paths[1])
+    );
+    // Without a _file term every file is read, the damaged one too.
+    sql("SELECT count(*) FROM t").assert_error(&["shard2.db", &format!("page {root}")]);
+    // A real column named _file.
+    let run = sql("SELECT _file, count(*) FROM real GROUP BY _file");
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "_file,count(*)\nmine,3\n");
+    // The report counts the excluded file.
+    let mut args = vec!["sql".to_string(), "--report".into()];
+    args.extend(paths.iter().cloned());
+    args.push(format!(
+        "SELECT count(*) FROM t WHERE _file = '{}'",
+        paths[0]
+    ));
+    let run = corescan(args);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(run.stdout.contains(" 100 "), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("3 listed, 1 read, 2 skipped")
+            || run.stdout.contains("3 listed, 1 read, 2 skipped"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+}
+
 /// `ORDER BY` puts NULLs where SQLite does (smallest: first ascending, last descending), in a
 /// query's order, a window's and an aggregate's; `NULLS LAST` still overrides.
 #[test]

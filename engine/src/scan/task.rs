@@ -234,7 +234,8 @@ pub struct ExecutorReport {
 pub struct FilesScanned {
     /// Files dealt to it.
     pub files: u64,
-    /// Of those, files read (the others were skipped: no such table, with `--skip-missing`).
+    /// Of those, files read (the others were skipped: excluded by the `WHERE`'s `_file` terms
+    /// before opening, or without the table under `--skip-missing`).
     pub opened: u64,
     /// Seconds planning its files (open, header, schema, locks, the walk's top), summed.
     pub plan_s: f64,
