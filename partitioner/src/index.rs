@@ -349,15 +349,16 @@ pub fn index_first_not_null(
 /// The rowids of the entries of the first `runs` runs of the index b-tree rooted at `root`,
 /// in key order or from the last entry down when `backward`, and how many runs they are
 /// (fewer than `runs` when the index ends first): a run is a stretch of entries whose first
-/// fields `same` finds equal, each to the one before it. `None` when they are more than `max`
+/// fields `same` finds equal to the run's first. `None` when they are more than `max`
 /// entries. The walk stops at the first entry of the next run (where SQLite's loop
 /// over an index that delivers a `GROUP BY` or `DISTINCT` ends the group its `LIMIT`
-/// completes). Checked as [`index_rowids`] checks.
+/// completes). With `firsts`, only each run's first entry is kept (the row an ordered
+/// `DISTINCT` shows). Checked as [`index_rowids`] checks.
 pub fn index_first_runs(
     file: &PageFile,
     root: u32,
     fields: usize,
-    backward: bool,
+    (backward, firsts): (bool, bool),
     (runs, max): (u64, usize),
     same: &dyn Fn(KeyField<'_>, KeyField<'_>) -> bool,
 ) -> Result<Option<(Vec<i64>, u64)>> {
@@ -372,11 +373,15 @@ pub fn index_first_runs(
     let mut met = 0u64;
     let mut until = |key: KeyField<'_>| {
         if last.as_ref().is_some_and(|l| same(l.borrowed(), key)) {
-            return false;
+            return if firsts { Step::Pass } else { Step::Keep };
         }
         met += 1;
         last = Some(OwnedField::of(key));
-        met > runs
+        if met > runs {
+            Step::Stop
+        } else {
+            Step::Keep
+        }
     };
     let n = max.saturating_add(1);
     let walked = walk_from(
@@ -389,6 +394,16 @@ pub fn index_first_runs(
         Some(&mut until),
     )?;
     Ok((walked.rowids.len() <= max).then(|| (walked.rowids, met.min(runs))))
+}
+
+/// What a walk does with the entry it is at ([`walk_from`]'s `until`).
+enum Step {
+    /// Keeps it.
+    Keep,
+    /// Passes over it.
+    Pass,
+    /// Stops before it.
+    Stop,
 }
 
 /// A [`KeyField`] kept past its page.
@@ -468,7 +483,8 @@ struct Walked {
 /// [`index_walk`] from the subtree whose top is `frame`, in key order or, when `backward`,
 /// from the last entry down, adding the pages below it to `seen`, until `n` entries are met
 /// after the first `skip` (passed over: only their cell pointers checked), or until `until`
-/// says to stop at an entry (given its first field; the entry is not kept).
+/// says to stop at an entry (given its first field; the entry is not kept), or to pass over
+/// one.
 fn walk_from(
     file: &PageFile,
     frame: Frame,
@@ -476,7 +492,7 @@ fn walk_from(
     (backward, mut skip): (bool, u64),
     n: usize,
     seen: &mut PageSet,
-    mut until: Option<&mut dyn FnMut(KeyField<'_>) -> bool>,
+    mut until: Option<&mut dyn FnMut(KeyField<'_>) -> Step>,
 ) -> Result<Walked> {
     let mut stack = vec![frame];
     let mut leaf_depth: Option<u32> = None;
@@ -562,8 +578,10 @@ fn walk_from(
                     Keep::Rowids { fields, skip_nulls } => {
                         let (key, rowid) =
                             entry(file, top, i, fields, seen, &mut record, &mut scratch)?;
-                        if until.as_mut().is_some_and(|stop| stop(key)) {
-                            break;
+                        match until.as_mut().map_or(Step::Keep, |step| step(key)) {
+                            Step::Stop => break,
+                            Step::Pass => continue,
+                            Step::Keep => {}
                         }
                         if !(skip_nulls && key == KeyField::Null) {
                             rowids.push(rowid);

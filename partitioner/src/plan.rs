@@ -281,19 +281,20 @@ impl TablePlan {
     }
 
     /// The rowids of the entries of the first `runs` runs of equal first fields (by `same`)
-    /// of the index b-tree rooted at `root`, at most `max` of them, and how many runs they
-    /// are (see
+    /// of the index b-tree rooted at `root` (only each run's first with `firsts`), at most `max`
+    /// of them, and how many runs they are (see
     /// [`crate::index::index_first_runs`]).
     pub fn index_first_runs(
         &self,
         root: u32,
-        (fields, backward): (usize, bool),
+        (fields, backward, firsts): (usize, bool, bool),
         (runs, max): (u64, usize),
         same: &dyn Fn(crate::index::KeyField, crate::index::KeyField) -> bool,
     ) -> Result<Option<(Vec<i64>, u64)>> {
         let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
         self.check_same_as(&file)?;
-        crate::index::index_first_runs(&file, root, fields, backward, (runs, max), same)
+        let how = (backward, firsts);
+        crate::index::index_first_runs(&file, root, fields, how, (runs, max), same)
     }
 
     /// The number of entries of the index b-tree rooted at `root` (one of

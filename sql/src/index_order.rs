@@ -63,7 +63,7 @@ pub(crate) fn follow(
     filter: Option<&ast::Expr>,
     written: Vec<SortKey>,
     (order_by, backward): (Vec<SortKey>, bool),
-    distinct: bool,
+    (distinct, one_row_each): (bool, bool),
 ) -> Result<Followed, SqlError> {
     if distinct {
         // SELECT DISTINCT shows each row where the loop first meets it: in rowid order for a
@@ -205,7 +205,9 @@ pub(crate) fn follow(
                 });
             // Otherwise each group's rows must come as the loop meets them: their places in
             // the index's order stand for their rowids ([`index_arrival`]).
-            let by_place = !bare_by_last_key
+            // (Not where the scan reads one row a group: [`first_groups`]' firsts.)
+            let by_place = !one_row_each
+                && !bare_by_last_key
                 && order_sensitive(r, keys, aggregates)
                 && (!covered || (b && !one_row_groups));
             if by_place && distinct {
@@ -434,14 +436,19 @@ pub(crate) fn first_rows(
 /// more, and the first `LIMIT + OFFSET` of them hold the groups SQLite returns. The scan then
 /// reads only those rows, and groups and orders them as for the whole table. `None` where
 /// that does not hold, or beyond [`MAX_SEEK_ROWS`] entries.
+///
+/// A `SELECT DISTINCT` of the index's first key column alone, under its collation, in a UTF-8
+/// database, is cut at each change of that key as SQLite's ordered `DISTINCT` compares it
+/// ([`exactly_equal`]), with or without a `LIMIT`, and only each run's first entry is kept
+/// (`firsts`): the row whose value `DISTINCT` shows. Up to [`MAX_SEEK_ROWS`] distinct values.
 pub(crate) fn first_groups(
     r: &mut Resolver<'_>,
     table: &TablePlan,
     choice: &SqliteChoice,
-    shape: &Shape,
+    (shape, distinct): (&Shape, bool),
     filter: Option<&Expr>,
     (limit, offset): (Option<u64>, u64),
-) -> Result<Option<(Vec<i64>, u64)>, SqlError> {
+) -> Result<Option<FirstGroups>, SqlError> {
     let Access::Index {
         name,
         backward,
@@ -454,17 +461,16 @@ pub(crate) fn first_groups(
         return Ok(None);
     };
     let Shape::Groups {
-        keys, having: None, ..
+        keys,
+        having: None,
+        aggregates,
+        ..
     } = shape
     else {
         return Ok(None);
     };
-    let Some(groups) = limit.filter(|&l| l > 0).and_then(|l| l.checked_add(offset)) else {
-        return Ok(None);
-    };
     if keys.is_empty()
         || filter.is_some()
-        || groups > MAX_SEEK_ROWS
         || choice.lines.iter().any(|l| l.contains("USE TEMP B-TREE"))
     {
         return Ok(None);
@@ -473,17 +479,78 @@ pub(crate) fn first_groups(
         return Ok(None);
     };
     let first = resolve_key(r, name, std::slice::from_ref(first))?;
-    if !keys.iter().any(|(e, _)| *e == first[0].expr) {
+    let first = &first[0];
+    if !keys.iter().any(|(e, _)| *e == first.expr) {
         return Ok(None);
     }
     let utf8 = table.header.text_encoding == 1;
-    let same = |a: KeyField<'_>, b: KeyField<'_>| coarsely_equal(a, b, utf8);
-    Ok(table.index_first_runs(
+    let groups = limit.map(|l| l.checked_add(offset));
+    let collation = first.collation;
+    let exact = |a: KeyField<'_>, b: KeyField<'_>| exactly_equal(a, b, collation);
+    let coarse = |a: KeyField<'_>, b: KeyField<'_>| coarsely_equal(a, b, utf8);
+    let (runs, firsts, same): (u64, bool, &SameKey) = if distinct
+        && utf8
+        && aggregates.is_empty()
+        && matches!(keys.as_slice(), [(_, c)] if *c == collation)
+        && limit != Some(0)
+    {
+        let all = groups.unwrap_or(Some(u64::MAX)).unwrap_or(u64::MAX);
+        (all, true, &exact)
+    } else {
+        match groups.flatten() {
+            Some(g) if g > offset && g <= MAX_SEEK_ROWS => (g, false, &coarse),
+            _ => return Ok(None),
+        }
+    };
+    let found = table.index_first_runs(
         root,
-        (*fields, *backward),
-        (groups, MAX_SEEK_ROWS as usize),
-        &same,
-    )?)
+        (*fields, *backward, firsts),
+        (runs, MAX_SEEK_ROWS as usize),
+        same,
+    )?;
+    Ok(found.map(|(rowids, runs)| FirstGroups {
+        rowids,
+        runs,
+        firsts,
+    }))
+}
+
+/// A comparison of two index keys, equal or not.
+type SameKey<'a> = dyn Fn(KeyField<'_>, KeyField<'_>) -> bool + 'a;
+
+/// The index entries [`first_groups`] found: their rowids in the loop's order, how many runs
+/// of keys they are, and whether only each run's first entry was kept.
+pub(crate) struct FirstGroups {
+    pub rowids: Vec<i64>,
+    pub runs: u64,
+    pub firsts: bool,
+}
+
+/// Whether two index fields are equal as SQLite's ordered `DISTINCT` compares them under
+/// `collation` (`sqlite3MemCompare`): NULLs equal each other, numbers by value (an integer and
+/// a real only where the real is exactly that integer), text by the collation (`NOCASE`: ASCII
+/// letters folded; `RTRIM`: trailing spaces ignored), blobs by bytes; text in UTF-8.
+fn exactly_equal(a: KeyField<'_>, b: KeyField<'_>, collation: Collation) -> bool {
+    match (a, b) {
+        (KeyField::Null, KeyField::Null) => true,
+        (KeyField::Integer(x), KeyField::Integer(y)) => x == y,
+        (KeyField::Real(x), KeyField::Real(y)) => x == y,
+        (KeyField::Integer(i), KeyField::Real(f)) | (KeyField::Real(f), KeyField::Integer(i)) => {
+            // -2^63 <= f < 2^63, integral, and that integer.
+            const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+            f.fract() == 0.0 && (-TWO_63..TWO_63).contains(&f) && f as i64 == i
+        }
+        (KeyField::Text(x), KeyField::Text(y)) => match collation {
+            Collation::Binary => x == y,
+            Collation::NoCase => x.eq_ignore_ascii_case(y),
+            Collation::RTrim => {
+                let trim = |t: &[u8]| t.len() - t.iter().rev().take_while(|&&c| c == b' ').count();
+                x[..trim(x)] == y[..trim(y)]
+            }
+        },
+        (KeyField::Blob(x), KeyField::Blob(y)) => x == y,
+        _ => false,
+    }
 }
 
 /// Whether two index fields may be equal under some collation SQLite knows (`BINARY`,

@@ -18,8 +18,8 @@ use super::expr::{
 };
 use super::index_order::{
     counted_entries, first_groups, first_rows, follow, index_arrival, minmax_row, order_listings,
-    order_sensitive, range_count, range_seek, rowid_group_order, rowid_in, seek_target, SeekTarget,
-    MAX_SEEK_ROWS,
+    order_sensitive, range_count, range_seek, rowid_group_order, rowid_in, seek_target,
+    FirstGroups, SeekTarget, MAX_SEEK_ROWS,
 };
 use super::init_constants::init_constants;
 use super::order::{scan_order, ScanOrder};
@@ -1320,7 +1320,7 @@ fn plan_select(
                             select.selection.as_ref(),
                             Vec::new(),
                             (order_by, backward),
-                            false,
+                            (false, false),
                         )?;
                         debug_assert!(!followed.by_place, "a plain query has no groups");
                         (followed.order_by, followed.backward)
@@ -1405,20 +1405,6 @@ fn plan_select(
                 }
                 groups_sorted = choice.sorts_groups;
                 order_listings(&mut r, &choice, &mut shape)?;
-                let followed = follow(
-                    &mut r,
-                    &choice,
-                    &shape,
-                    select.selection.as_ref(),
-                    written,
-                    (order_by, backward),
-                    distinct,
-                )?;
-                if followed.by_place {
-                    // Ranked once the range the scan reads is known (below).
-                    arrival = Some(choice.clone());
-                }
-                let followed = (followed.order_by, followed.backward);
                 // NULLs placed against the index's order (`DESC NULLS FIRST`, `ASC NULLS
                 // LAST`): SQLite's loop visits the NULL entries first or last in a loop of
                 // their own (WHERE_BIGNULL_SORT), so the index's first entries are not the
@@ -1440,17 +1426,33 @@ fn plan_select(
                         &mut r,
                         table,
                         &choice,
-                        &shape,
+                        (&shape, distinct),
                         filter.as_ref(),
                         (limit, offset),
                     )?,
                     _ => None,
                 };
+                // A DISTINCT's first entries of each key: one row a group.
+                let one_row_each = groups_first.as_ref().is_some_and(|g| g.firsts);
+                let followed = follow(
+                    &mut r,
+                    &choice,
+                    &shape,
+                    select.selection.as_ref(),
+                    written,
+                    (order_by, backward),
+                    (distinct, one_row_each),
+                )?;
+                if followed.by_place {
+                    // Ranked once the range the scan reads is known (below).
+                    arrival = Some(choice.clone());
+                }
+                let followed = (followed.order_by, followed.backward);
                 if let Some(rowids) = &first {
                     filter = Some(rowid_in(&mut r, rowids)?);
                     // The entries past the OFFSET: the rows read are the answer's.
                     skipped = std::mem::take(&mut offset);
-                } else if let Some((rowids, _)) = &groups_first {
+                } else if let Some(FirstGroups { rowids, .. }) = &groups_first {
                     filter = Some(rowid_in(&mut r, rowids)?);
                     if arrival.is_some() {
                         // Ranked among these entries (in key order, as a range is given).
@@ -1483,18 +1485,25 @@ fn plan_select(
                         (Access::Index { name, .. }, Shape::Groups { .. })
                             if groups_first.is_some() =>
                         {
-                            let (rowids, runs) =
-                                groups_first.as_ref().map_or((0, 0), |(r, n)| (r.len(), *n));
-                            format!(
-                                "the first {rowids} entries of index {name:?} (the rows of its \
-                                 first {runs} keys, which hold the first groups), then their \
-                                 rows by rowid, {}",
-                                if arrival.is_some() {
-                                    "each group's rows ranked by their places in the index"
-                                } else {
-                                    "groups ordered as the index gives their keys"
-                                }
-                            )
+                            let g = groups_first.as_ref().expect("the first groups");
+                            let (rowids, runs) = (g.rowids.len(), g.runs);
+                            if g.firsts {
+                                format!(
+                                    "the first entry of each of the first {runs} keys of index \
+                                     {name:?} (the row DISTINCT shows), then those rows by rowid"
+                                )
+                            } else {
+                                format!(
+                                    "the first {rowids} entries of index {name:?} (the rows of \
+                                     its first {runs} keys, which hold the first groups), then \
+                                     their rows by rowid, {}",
+                                    if arrival.is_some() {
+                                        "each group's rows ranked by their places in the index"
+                                    } else {
+                                        "groups ordered as the index gives their keys"
+                                    }
+                                )
+                            }
                         }
                         (Access::Index { name, .. }, Shape::Groups { .. }) if arrival.is_some() => {
                             format!(
@@ -1522,7 +1531,7 @@ fn plan_select(
                             Some(limit.map_or(found, |l| found.min(l)))
                         }
                         // At least as many groups as runs of keys.
-                        (None, Some((_, runs))) => {
+                        (None, Some(FirstGroups { runs, .. })) => {
                             let past = runs.saturating_sub(offset);
                             Some(limit.map_or(past, |l| past.min(l)))
                         }

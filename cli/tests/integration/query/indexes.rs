@@ -1198,7 +1198,9 @@ fn index_reads_run_under_verify_retry() {
 /// their rows, and gives SQLite's groups in SQLite's order. Keys equal under the column's
 /// collation but not in bytes (`'open'`/`'Open'` under `NOCASE`, trailing spaces under
 /// `RTRIM`, `1` and `1.0` untyped), NULL keys, `DESC` columns walked both ways, bare columns
-/// and `group_concat` (each group's rows ranked by their places in the index), `OFFSET`.
+/// and `group_concat` (each group's rows ranked by their places in the index), `OFFSET`; a
+/// `SELECT DISTINCT` of the first key column, with or without `LIMIT`, reads each key's
+/// first entry only, and shows SQLite's value of equal keys that differ.
 #[test]
 fn the_first_groups_read_only_their_entries() {
     let dir = scratch_dir("query-indexes-groups");
@@ -1210,7 +1212,9 @@ fn the_first_groups_read_only_their_entries() {
          CREATE TABLE m(id INTEGER PRIMARY KEY, k COLLATE RTRIM, v);
          CREATE INDEX m_k ON m(k, v);
          CREATE TABLE n(id INTEGER PRIMARY KEY, k, pad);
-         CREATE INDEX n_k ON n(k);",
+         CREATE INDEX n_k ON n(k);
+         CREATE TABLE c(id INTEGER PRIMARY KEY, s TEXT COLLATE NOCASE, n);
+         CREATE INDEX c_s ON c(s, n);",
     )
     .unwrap();
     let keys = [
@@ -1234,11 +1238,16 @@ fn the_first_groups_read_only_their_entries() {
     let mut rng = testkit::Rng::xorshift64(0x9e37_79b9_7f4a_7c15);
     for i in 0..600 {
         let k = rng.pick(&keys);
+        let s = rng.pick(&[
+            "'paid'", "'Paid'", "'PAID'", "'new'", "'New'", "'z'", "NULL",
+        ]);
         conn.execute_batch(&format!(
             "INSERT INTO m(k, v) VALUES ({k}, {});
-             INSERT INTO n(k, pad) VALUES ({k}, '{}');",
+             INSERT INTO n(k, pad) VALUES ({k}, '{}');
+             INSERT INTO c(s, n) VALUES ({s}, {});",
             rng.below(7),
-            "p".repeat(i % 40)
+            "p".repeat(i % 40),
+            rng.below(50)
         ))
         .unwrap();
     }
@@ -1265,6 +1274,14 @@ fn the_first_groups_read_only_their_entries() {
         "SELECT k, typeof(k), count(*) FROM n GROUP BY k LIMIT 5 OFFSET 2",
         "SELECT DISTINCT k FROM n LIMIT 6",
         "SELECT k, pad FROM n GROUP BY k LIMIT 9",
+        // DISTINCT of the first key column alone: each key's first entry (the one whose
+        // value SQLite shows), with or without LIMIT.
+        "SELECT DISTINCT s FROM c",
+        "SELECT DISTINCT s FROM c ORDER BY s DESC",
+        "SELECT DISTINCT s FROM c LIMIT 2 OFFSET 1",
+        "SELECT DISTINCT k FROM m",
+        "SELECT DISTINCT k FROM m ORDER BY k DESC LIMIT 4",
+        "SELECT DISTINCT k FROM n",
     ] {
         read.push((&mixed, sql));
     }
@@ -1272,7 +1289,9 @@ fn the_first_groups_read_only_their_entries() {
     for (db, sql) in read {
         let planned = corescan_sql::plan_query(db, sql).unwrap();
         let plan = planned.index_plan.as_ref().expect("an index plan");
-        if plan.corescan.contains("which hold the first groups") {
+        if plan.corescan.contains("which hold the first groups")
+            || plan.corescan.contains("the row DISTINCT shows")
+        {
             seeks += 1;
             assert!(
                 planned.query.rowid_ranges().is_some(),
