@@ -87,9 +87,7 @@ pub fn index_rowids(
     n: usize,
 ) -> Result<Vec<i64>> {
     if skip > 0 {
-        let frame = read_root(file, root)?;
-        let mut seen = PageSet::new(file.header().page_count);
-        seen.insert(root);
+        let (frame, mut seen) = walk_start(file, root)?;
         let keep = Keep::Rowids {
             fields,
             skip_nulls: false,
@@ -131,9 +129,7 @@ fn parallel_walk(
     threads: usize,
 ) -> Result<Walked> {
     let db = file.header();
-    let frame = read_root(file, root)?;
-    let mut seen = PageSet::new(db.page_count);
-    seen.insert(root);
+    let (frame, mut seen) = walk_start(file, root)?;
     let (mut record, mut scratch) = (Vec::new(), Vec::new());
     let mut leaf_depth: Option<u32> = None;
     let mut work = vec![Work::Subtree(root, 1)];
@@ -324,6 +320,15 @@ fn child_of(file: &PageFile, frame: &Frame, i: usize) -> Result<u32> {
     Ok(child)
 }
 
+/// The root page of a walk from index root `root`, read and checked, and the set of the
+/// pages it has met (the root).
+fn walk_start(file: &PageFile, root: u32) -> Result<(Frame, PageSet)> {
+    let frame = read_root(file, root)?;
+    let mut seen = PageSet::new(file.header().page_count);
+    seen.insert(root);
+    Ok((frame, seen))
+}
+
 /// The root page `root` of an index, read and checked.
 fn read_root(file: &PageFile, root: u32) -> Result<Frame> {
     file.check_page_number(root)?;
@@ -362,9 +367,7 @@ pub fn index_first_runs(
     (runs, max): (u64, usize),
     same: &dyn Fn(KeyField<'_>, KeyField<'_>) -> bool,
 ) -> Result<Option<(Vec<i64>, u64)>> {
-    let frame = read_root(file, root)?;
-    let mut seen = PageSet::new(file.header().page_count);
-    seen.insert(root);
+    let (frame, mut seen) = walk_start(file, root)?;
     let keep = Keep::Rowids {
         fields,
         skip_nulls: false,
@@ -457,9 +460,7 @@ fn index_walk(
     n: usize,
     skip_nulls: bool,
 ) -> Result<Vec<i64>> {
-    let frame = read_root(file, root)?;
-    let mut seen = PageSet::new(file.header().page_count);
-    seen.insert(root);
+    let (frame, mut seen) = walk_start(file, root)?;
     let keep = Keep::Rowids { fields, skip_nulls };
     walk_from(file, frame, keep, (backward, 0), n, &mut seen, None).map(|walked| walked.rowids)
 }
