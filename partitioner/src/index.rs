@@ -10,7 +10,9 @@
 //! [`index_rowids`] walks an index from its first entry forwards or from its last backwards
 //! and returns the rowids of the first `n` entries met: the rows SQLite's loop over the index
 //! gives first. [`index_range_rowids`] walks only the subtrees that can hold entries whose
-//! first field lies in a range, and returns their rowids. Every page is checked as table pages are (an index page, its cell pointers
+//! first field lies in a range, and returns their rowids. [`index_distinct_firsts`] and
+//! [`index_distinct_count`] seek from each distinct first field to the next, as SQLite's
+//! skip-ahead `DISTINCT` does. Every page is checked as table pages are (an index page, its cell pointers
 //! inside the usable part, children usable and met once, every leaf at the same depth, each
 //! cell and its overflow chain within bounds, each record's header and field count, an
 //! integer rowid last): a damaged index is a [`crate::Error`] naming the file and the page.
@@ -92,8 +94,16 @@ pub fn index_rowids(
             fields,
             skip_nulls: false,
         };
-        return walk_from(file, frame, keep, (backward, skip), n, &mut seen, None)
-            .map(|w| w.rowids);
+        return walk_from(
+            file,
+            &mut vec![frame],
+            keep,
+            (backward, skip),
+            n,
+            &mut seen,
+            None,
+        )
+        .map(|w| w.rowids);
     }
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
     if n > PARALLEL_WALK && threads > 1 {
@@ -238,7 +248,15 @@ fn parallel_walk(
                 Work::Subtree(page, d) => {
                     let frame = read_frame(file, page, d)?;
                     let left = n - walked.met as usize;
-                    let part = walk_from(file, frame, keep, (backward, 0), left, &mut seen, None)?;
+                    let part = walk_from(
+                        file,
+                        &mut vec![frame],
+                        keep,
+                        (backward, 0),
+                        left,
+                        &mut seen,
+                        None,
+                    )?;
                     if let (Some(a), Some(b)) = (walked.leaf_depth, part.leaf_depth) {
                         if a != b {
                             return Err(file.corrupt(page, "index leaves at different depths"));
@@ -356,14 +374,13 @@ pub fn index_first_not_null(
 /// (fewer than `runs` when the index ends first): a run is a stretch of entries whose first
 /// fields `same` finds equal to the run's first. `None` when they are more than `max`
 /// entries. The walk stops at the first entry of the next run (where SQLite's loop
-/// over an index that delivers a `GROUP BY` or `DISTINCT` ends the group its `LIMIT`
-/// completes). With `firsts`, only each run's first entry is kept (the row an ordered
-/// `DISTINCT` shows). Checked as [`index_rowids`] checks.
+/// over an index that delivers a `GROUP BY` ends the group its `LIMIT` completes). Checked
+/// as [`index_rowids`] checks.
 pub fn index_first_runs(
     file: &PageFile,
     root: u32,
     fields: usize,
-    (backward, firsts): (bool, bool),
+    backward: bool,
     (runs, max): (u64, usize),
     same: &dyn Fn(KeyField<'_>, KeyField<'_>) -> bool,
 ) -> Result<Option<(Vec<i64>, u64)>> {
@@ -376,7 +393,7 @@ pub fn index_first_runs(
     let mut met = 0u64;
     let mut until = |key: KeyField<'_>| {
         if last.as_ref().is_some_and(|l| same(l.borrowed(), key)) {
-            return if firsts { Step::Pass } else { Step::Keep };
+            return Step::Keep;
         }
         met += 1;
         last = Some(OwnedField::of(key));
@@ -389,7 +406,7 @@ pub fn index_first_runs(
     let n = max.saturating_add(1);
     let walked = walk_from(
         file,
-        frame,
+        &mut vec![frame],
         keep,
         (backward, 0),
         n,
@@ -399,12 +416,300 @@ pub fn index_first_runs(
     Ok((walked.rowids.len() <= max).then(|| (walked.rowids, met.min(runs))))
 }
 
+/// The rowids of the first entries of the first `keys` distinct first fields of the index
+/// b-tree rooted at `root`, in key order or from the last entry down when `backward`: the
+/// rows an ordered `SELECT DISTINCT` of the index's first column shows. `order` compares two
+/// first fields in the index's key order (a `DESC` column's largest first) under its
+/// collation; fields it finds equal are one value. `None` when there are more than `max`.
+/// See [`distinct_walk`] for how the values are found.
+pub fn index_distinct_firsts(
+    file: &PageFile,
+    root: u32,
+    fields: usize,
+    backward: bool,
+    (keys, max): (u64, usize),
+    order: &dyn Fn(KeyField<'_>, KeyField<'_>) -> std::cmp::Ordering,
+) -> Result<Option<Vec<i64>>> {
+    let mut rowids = Vec::new();
+    let mut over = false;
+    distinct_walk(file, root, fields, backward, order, &mut |_, rowid| {
+        if rowids.len() == max {
+            over = true;
+            return false;
+        }
+        rowids.push(rowid);
+        (rowids.len() as u64) < keys
+    })?;
+    Ok((!over).then_some(rowids))
+}
+
+/// The number of distinct first fields of the index b-tree rooted at `root` other than NULL,
+/// under `order` (as for [`index_distinct_firsts`]): `count(DISTINCT x)` of the index's first
+/// column, no table page read. See [`distinct_walk`].
+pub fn index_distinct_count(
+    file: &PageFile,
+    root: u32,
+    fields: usize,
+    order: &dyn Fn(KeyField<'_>, KeyField<'_>) -> std::cmp::Ordering,
+) -> Result<u64> {
+    let mut n = 0u64;
+    distinct_walk(file, root, fields, false, order, &mut |key, _| {
+        n += u64::from(key != KeyField::Null);
+        true
+    })?;
+    Ok(n)
+}
+
+/// Calls `each` with the first field and rowid of the first entry of each distinct first
+/// field of the index b-tree rooted at `root` (under `order`, walking forwards or
+/// `backward`), until it returns `false` or the index ends.
+///
+/// After each value the walk seeks the first entry past it, as SQLite's skip-ahead
+/// `DISTINCT` does (`OP_SeekGT` on the value): within the current leaf when the leaf holds a
+/// later entry (found by a galloping search from the walk's place: a few probes where values
+/// are dense, a bisection where a value has many entries), otherwise down from the root,
+/// each page's entries bisected; the entries of a value are not all read. The pages read
+/// are checked as [`index_rowids`] checks them, and each value must come after the one
+/// before it (a misordered index is an error naming the page).
+fn distinct_walk(
+    file: &PageFile,
+    root: u32,
+    fields: usize,
+    backward: bool,
+    order: &dyn Fn(KeyField<'_>, KeyField<'_>) -> std::cmp::Ordering,
+    each: &mut dyn FnMut(KeyField<'_>, i64) -> bool,
+) -> Result<()> {
+    let (frame, mut seen) = walk_start(file, root)?;
+    let keep = Keep::Rowids {
+        fields,
+        skip_nulls: false,
+    };
+    // `after(a, b)`: `b` comes after `a` in the walk's order.
+    let after = |a: KeyField<'_>, b: KeyField<'_>| {
+        let o = order(b, a);
+        if backward {
+            o.is_lt()
+        } else {
+            o.is_gt()
+        }
+    };
+    let mut seek = Seek {
+        file,
+        fields,
+        backward,
+        after: &after,
+        leaf_depth: None,
+        probed: PageSet::new(file.header().page_count),
+        record: Vec::new(),
+        scratch: Vec::new(),
+    };
+    let mut stack = vec![frame];
+    let mut last: Option<OwnedField> = None;
+    loop {
+        if let Some(value) = &last {
+            seek.past(&mut stack, value.borrowed())?;
+        }
+        let mut met = None;
+        let mut until = |key: KeyField<'_>| {
+            met = Some(OwnedField::of(key));
+            Step::Keep
+        };
+        let walked = walk_from(
+            file,
+            &mut stack,
+            keep,
+            (backward, 0),
+            1,
+            &mut seen,
+            Some(&mut until),
+        )?;
+        let (Some(key), [rowid]) = (met, walked.rowids.as_slice()) else {
+            return Ok(());
+        };
+        if let Some(value) = &last {
+            if !after(value.borrowed(), key.borrowed()) {
+                let page = stack.last().map_or(root, |f| f.page);
+                return Err(file.corrupt(page, "index entries out of key order"));
+            }
+        }
+        if !each(key.borrowed(), *rowid) {
+            return Ok(());
+        }
+        last = Some(key);
+    }
+}
+
+/// The state of [`distinct_walk`]'s seeks.
+struct Seek<'a> {
+    file: &'a PageFile,
+    fields: usize,
+    backward: bool,
+    after: &'a dyn Fn(KeyField<'_>, KeyField<'_>) -> bool,
+    leaf_depth: Option<u32>,
+    /// The overflow pages of the record being probed (cleared after each spilled one: the
+    /// bisections read some records more than once).
+    probed: PageSet,
+    record: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl Seek<'_> {
+    /// Moves the walk `stack` to just before the first entry after `value`, reading as
+    /// little as a cursor would: from the page on top up to the first page on the stack whose
+    /// entries still to come include one after `value` (its last one does), then down again,
+    /// each page bisected. Within the leaf on top, a galloping search: probes 1, 2, 4, ...
+    /// entries on, then a bisection between the last probe not after `value` and the first
+    /// after it.
+    ///
+    /// The entries still to come follow in this order: the top page's, then each page's
+    /// below the root in turn (the rest of its entries, each after a child, and its last
+    /// child); so the first after `value` is in the child before the first such entry of the
+    /// lowest page that has one, or is that entry; or, where that entry is the page's next,
+    /// in the last child of the highest page below it with children still to come.
+    fn past(&mut self, stack: &mut Vec<Frame>, value: KeyField<'_>) -> Result<()> {
+        // The entries still to come of each page, and whether its last child is.
+        let rest = |f: &Frame, top: bool| {
+            let cells = usize::from(f.header.cell_count);
+            if f.header.page_type == PAGE_LEAF_INDEX {
+                (f.taken..cells, false)
+            } else {
+                (f.taken / 2..cells, top || f.taken / 2 < cells)
+            }
+        };
+        let top = stack.len().saturating_sub(1);
+        let mut found = None;
+        for level in (0..stack.len()).rev() {
+            let (entries, _) = rest(&stack[level], level == top);
+            if !entries.is_empty() && self.probe(&stack[level], entries.end - 1, value)? {
+                found = Some((level, entries));
+                break;
+            }
+        }
+        let below = found.as_ref().map_or(0, |(level, _)| level + 1);
+        if let Some((level, entries)) = found {
+            let frame = &mut stack[level];
+            if frame.header.page_type == PAGE_LEAF_INDEX {
+                let (mut lo, mut step) = (entries.start, 1);
+                loop {
+                    let at = (lo + step - 1).min(entries.end - 1);
+                    if self.probe(frame, at, value)? {
+                        frame.taken = self.first_after(frame, (lo, at), value)?;
+                        return Ok(());
+                    }
+                    lo = at + 1;
+                    step *= 2;
+                }
+            }
+            let m = self.first_after(frame, (entries.start, entries.end - 1), value)?;
+            let next = level == top || m > entries.start;
+            if next {
+                // The child before entry m, or entry m.
+                stack.truncate(level + 1);
+                return self.descend(stack, m, value);
+            }
+        }
+        // Entry m (if any) is next: the last child of the highest page below it with children
+        // still to come, or nothing before it.
+        let with_child = (below..stack.len()).find(|&l| rest(&stack[l], l == top).1);
+        match with_child {
+            Some(l) => {
+                stack.truncate(l + 1);
+                let cells = usize::from(stack[l].header.cell_count);
+                self.descend(stack, cells, value)
+            }
+            None => {
+                stack.truncate(below);
+                if let Some(frame) = stack.last_mut() {
+                    // Its next entry comes after `value`: take it next.
+                    frame.taken = 2 * (frame.taken / 2) + 1;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Descends from the page on top of `stack` into its walk-order child `j` (between its
+    /// entries `j - 1` and `j`) and on down to the first entry after `value` in that subtree,
+    /// each page bisected: the pages pushed at their places (a leaf's past its entries not
+    /// after `value`; an interior page's past the child taken, so its entry follows). A
+    /// subtree with no entry after `value` leaves its leaf spent, and the walk goes on from
+    /// the page above.
+    fn descend(&mut self, stack: &mut Vec<Frame>, mut j: usize, value: KeyField<'_>) -> Result<()> {
+        loop {
+            let parent = stack.last_mut().expect("a page to descend from");
+            let cells = usize::from(parent.header.cell_count);
+            let at = if self.backward { cells - j } else { j };
+            let child = child_of(self.file, parent, at)?;
+            if parent.depth >= 64 {
+                return Err(self
+                    .file
+                    .corrupt(parent.page, "index b-tree deeper than 64 levels"));
+            }
+            parent.taken = 2 * j + 1;
+            let mut frame = read_frame(self.file, child, parent.depth + 1)?;
+            j = self.first_after(&frame, (0, usize::from(frame.header.cell_count)), value)?;
+            let leaf = frame.header.page_type == PAGE_LEAF_INDEX;
+            if leaf {
+                if *self.leaf_depth.get_or_insert(frame.depth) != frame.depth {
+                    return Err(self
+                        .file
+                        .corrupt(frame.page, "index leaves at different depths"));
+                }
+                frame.taken = j;
+            }
+            stack.push(frame);
+            if leaf {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The first of `frame`'s entries from the `lo`-th to the `hi`-th, in the walk's order,
+    /// that comes after `value`, by bisection: `hi` when none before it does (the `hi`-th
+    /// itself is known to come after, or is the entry count).
+    fn first_after(
+        &mut self,
+        frame: &Frame,
+        (mut lo, mut hi): (usize, usize),
+        value: KeyField<'_>,
+    ) -> Result<usize> {
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.probe(frame, mid, value)? {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Ok(lo)
+    }
+
+    /// Whether `frame`'s `j`-th entry in the walk's order comes after `value`.
+    fn probe(&mut self, frame: &Frame, j: usize, value: KeyField<'_>) -> Result<bool> {
+        let cells = usize::from(frame.header.cell_count);
+        let i = if self.backward { cells - 1 - j } else { j };
+        self.record.clear();
+        let (key, _) = entry(
+            self.file,
+            frame,
+            i,
+            self.fields,
+            &mut self.probed,
+            &mut self.record,
+            &mut self.scratch,
+        )?;
+        let later = (self.after)(value, key);
+        if !self.record.is_empty() {
+            self.probed = PageSet::new(self.file.header().page_count);
+        }
+        Ok(later)
+    }
+}
+
 /// What a walk does with the entry it is at ([`walk_from`]'s `until`).
 enum Step {
     /// Keeps it.
     Keep,
-    /// Passes over it.
-    Pass,
     /// Stops before it.
     Stop,
 }
@@ -462,7 +767,16 @@ fn index_walk(
 ) -> Result<Vec<i64>> {
     let (frame, mut seen) = walk_start(file, root)?;
     let keep = Keep::Rowids { fields, skip_nulls };
-    walk_from(file, frame, keep, (backward, 0), n, &mut seen, None).map(|walked| walked.rowids)
+    walk_from(
+        file,
+        &mut vec![frame],
+        keep,
+        (backward, 0),
+        n,
+        &mut seen,
+        None,
+    )
+    .map(|walked| walked.rowids)
 }
 
 /// The number of entries of the index b-tree rooted at `root` (one per row of its table,
@@ -481,21 +795,20 @@ struct Walked {
     leaf_depth: Option<u32>,
 }
 
-/// [`index_walk`] from the subtree whose top is `frame`, in key order or, when `backward`,
-/// from the last entry down, adding the pages below it to `seen`, until `n` entries are met
-/// after the first `skip` (passed over: only their cell pointers checked), or until `until`
-/// says to stop at an entry (given its first field; the entry is not kept), or to pass over
-/// one.
+/// [`index_walk`] on from the pages on `stack` (each at the item it has taken up to; the
+/// top of a subtree alone to walk all of it), in key order or, when `backward`, from the last
+/// entry down, adding the pages below them to `seen`, until `n` entries are met after the
+/// first `skip` (passed over: only their cell pointers checked), or until `until` says to
+/// stop at an entry (given its first field; the entry is not kept).
 fn walk_from(
     file: &PageFile,
-    frame: Frame,
+    stack: &mut Vec<Frame>,
     keep: Keep,
     (backward, mut skip): (bool, u64),
     n: usize,
     seen: &mut PageSet,
     mut until: Option<&mut dyn FnMut(KeyField<'_>) -> Step>,
 ) -> Result<Walked> {
-    let mut stack = vec![frame];
     let mut leaf_depth: Option<u32> = None;
     let mut rowids = Vec::new();
     let mut record = Vec::new();
@@ -581,7 +894,6 @@ fn walk_from(
                             entry(file, top, i, fields, seen, &mut record, &mut scratch)?;
                         match until.as_mut().map_or(Step::Keep, |step| step(key)) {
                             Step::Stop => break,
-                            Step::Pass => continue,
                             Step::Keep => {}
                         }
                         if !(skip_nulls && key == KeyField::Null) {

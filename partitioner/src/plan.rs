@@ -281,20 +281,47 @@ impl TablePlan {
     }
 
     /// The rowids of the entries of the first `runs` runs of equal first fields (by `same`)
-    /// of the index b-tree rooted at `root` (only each run's first with `firsts`), at most `max`
-    /// of them, and how many runs they are (see
-    /// [`crate::index::index_first_runs`]).
+    /// of the index b-tree rooted at `root`, at most `max` of them, and how many runs they
+    /// are (see [`crate::index::index_first_runs`]).
     pub fn index_first_runs(
         &self,
         root: u32,
-        (fields, backward, firsts): (usize, bool, bool),
+        (fields, backward): (usize, bool),
         (runs, max): (u64, usize),
         same: &dyn Fn(crate::index::KeyField, crate::index::KeyField) -> bool,
     ) -> Result<Option<(Vec<i64>, u64)>> {
         let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
         self.check_same_as(&file)?;
-        let how = (backward, firsts);
-        crate::index::index_first_runs(&file, root, fields, how, (runs, max), same)
+        crate::index::index_first_runs(&file, root, fields, backward, (runs, max), same)
+    }
+
+    /// The rowids of the first entries of the first `keys` distinct first fields of the
+    /// index b-tree rooted at `root` in the plan's snapshot, under `order`, at most `max` of
+    /// them, found by seeking past each (see [`crate::index::index_distinct_firsts`]).
+    pub fn index_distinct_firsts(
+        &self,
+        root: u32,
+        (fields, backward): (usize, bool),
+        (keys, max): (u64, usize),
+        order: &dyn Fn(crate::index::KeyField, crate::index::KeyField) -> std::cmp::Ordering,
+    ) -> Result<Option<Vec<i64>>> {
+        let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
+        self.check_same_as(&file)?;
+        crate::index::index_distinct_firsts(&file, root, fields, backward, (keys, max), order)
+    }
+
+    /// The number of distinct first fields other than NULL of the index b-tree rooted at
+    /// `root` in the plan's snapshot, under `order`, found by seeking past each (see
+    /// [`crate::index::index_distinct_count`]).
+    pub fn index_distinct_count(
+        &self,
+        root: u32,
+        fields: usize,
+        order: &dyn Fn(crate::index::KeyField, crate::index::KeyField) -> std::cmp::Ordering,
+    ) -> Result<u64> {
+        let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
+        self.check_same_as(&file)?;
+        crate::index::index_distinct_count(&file, root, fields, order)
     }
 
     /// The number of entries of the index b-tree rooted at `root` (one of

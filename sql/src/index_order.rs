@@ -438,9 +438,10 @@ pub(crate) fn first_rows(
 /// that does not hold, or beyond [`MAX_SEEK_ROWS`] entries.
 ///
 /// A `SELECT DISTINCT` of the index's first key column alone, under its collation, in a UTF-8
-/// database, is cut at each change of that key as SQLite's ordered `DISTINCT` compares it
-/// ([`exactly_equal`]), with or without a `LIMIT`, and only each run's first entry is kept
-/// (`firsts`): the row whose value `DISTINCT` shows. Up to [`MAX_SEEK_ROWS`] distinct values.
+/// database, takes each value's first entry, as SQLite's ordered `DISTINCT` compares values
+/// (`sqlite3MemCompare` under the collation), with or without a `LIMIT` (`firsts`: the row
+/// whose value `DISTINCT` shows), seeking past the rest of each value's entries as SQLite's
+/// skip-ahead does. Up to [`MAX_SEEK_ROWS`] distinct values.
 pub(crate) fn first_groups(
     r: &mut Resolver<'_>,
     table: &TablePlan,
@@ -486,37 +487,70 @@ pub(crate) fn first_groups(
     let utf8 = table.header.text_encoding == 1;
     let groups = limit.map(|l| l.checked_add(offset));
     let collation = first.collation;
-    let exact = |a: KeyField<'_>, b: KeyField<'_>| exactly_equal(a, b, collation);
-    let coarse = |a: KeyField<'_>, b: KeyField<'_>| coarsely_equal(a, b, utf8);
-    let (runs, firsts, same): (u64, bool, &SameKey) = if distinct
+    if distinct
         && utf8
         && aggregates.is_empty()
         && matches!(keys.as_slice(), [(_, c)] if *c == collation)
         && limit != Some(0)
     {
-        let all = groups.unwrap_or(Some(u64::MAX)).unwrap_or(u64::MAX);
-        (all, true, &exact)
-    } else {
-        match groups.flatten() {
-            Some(g) if g > offset && g <= MAX_SEEK_ROWS => (g, false, &coarse),
-            _ => return Ok(None),
-        }
+        // SQLite's ordered DISTINCT compares with `sqlite3MemCompare` under the column's
+        // collation; the index is in that order (a DESC column's reversed).
+        let order = key_order(first);
+        let keys = groups.unwrap_or(Some(u64::MAX)).unwrap_or(u64::MAX);
+        let found = table.index_distinct_firsts(
+            root,
+            (*fields, *backward),
+            (keys, MAX_SEEK_ROWS as usize),
+            &order,
+        )?;
+        return Ok(found.map(|rowids| FirstGroups {
+            runs: rowids.len() as u64,
+            rowids,
+            firsts: true,
+        }));
+    }
+    let runs = match groups.flatten() {
+        Some(g) if g > offset && g <= MAX_SEEK_ROWS => g,
+        _ => return Ok(None),
     };
+    let coarse = |a: KeyField<'_>, b: KeyField<'_>| coarsely_equal(a, b, utf8);
     let found = table.index_first_runs(
         root,
-        (*fields, *backward, firsts),
+        (*fields, *backward),
         (runs, MAX_SEEK_ROWS as usize),
-        same,
+        &coarse,
     )?;
     Ok(found.map(|(rowids, runs)| FirstGroups {
         rowids,
         runs,
-        firsts,
+        firsts: false,
     }))
 }
 
-/// A comparison of two index keys, equal or not.
-type SameKey<'a> = dyn Fn(KeyField<'_>, KeyField<'_>) -> bool + 'a;
+/// The order of an index's fields in its key column `key` (`sqlite3MemCompare` under the
+/// column's collation, reversed for a `DESC` column).
+fn key_order(key: &Key) -> impl Fn(KeyField<'_>, KeyField<'_>) -> Ordering {
+    let (collation, descending) = (key.collation, key.descending);
+    move |a, b| {
+        let o = compare_values(key_value(a), key_value(b), collation);
+        if descending {
+            o.reverse()
+        } else {
+            o
+        }
+    }
+}
+
+/// An index field as a value.
+fn key_value(k: KeyField<'_>) -> ValueRef<'_> {
+    match k {
+        KeyField::Null => ValueRef::Null,
+        KeyField::Integer(i) => ValueRef::Integer(i),
+        KeyField::Real(r) => ValueRef::Real(r),
+        KeyField::Text(t) => ValueRef::Text(t),
+        KeyField::Blob(b) => ValueRef::Blob(b),
+    }
+}
 
 /// The index entries [`first_groups`] found: their rowids in the loop's order, how many runs
 /// of keys they are, and whether only each run's first entry was kept.
@@ -524,33 +558,6 @@ pub(crate) struct FirstGroups {
     pub rowids: Vec<i64>,
     pub runs: u64,
     pub firsts: bool,
-}
-
-/// Whether two index fields are equal as SQLite's ordered `DISTINCT` compares them under
-/// `collation` (`sqlite3MemCompare`): NULLs equal each other, numbers by value (an integer and
-/// a real only where the real is exactly that integer), text by the collation (`NOCASE`: ASCII
-/// letters folded; `RTRIM`: trailing spaces ignored), blobs by bytes; text in UTF-8.
-fn exactly_equal(a: KeyField<'_>, b: KeyField<'_>, collation: Collation) -> bool {
-    match (a, b) {
-        (KeyField::Null, KeyField::Null) => true,
-        (KeyField::Integer(x), KeyField::Integer(y)) => x == y,
-        (KeyField::Real(x), KeyField::Real(y)) => x == y,
-        (KeyField::Integer(i), KeyField::Real(f)) | (KeyField::Real(f), KeyField::Integer(i)) => {
-            // -2^63 <= f < 2^63, integral, and that integer.
-            const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-            f.fract() == 0.0 && (-TWO_63..TWO_63).contains(&f) && f as i64 == i
-        }
-        (KeyField::Text(x), KeyField::Text(y)) => match collation {
-            Collation::Binary => x == y,
-            Collation::NoCase => x.eq_ignore_ascii_case(y),
-            Collation::RTrim => {
-                let trim = |t: &[u8]| t.len() - t.iter().rev().take_while(|&&c| c == b' ').count();
-                x[..trim(x)] == y[..trim(y)]
-            }
-        },
-        (KeyField::Blob(x), KeyField::Blob(y)) => x == y,
-        _ => false,
-    }
 }
 
 /// Whether two index fields may be equal under some collation SQLite knows (`BINARY`,
@@ -583,17 +590,26 @@ fn coarsely_equal(a: KeyField<'_>, b: KeyField<'_>, utf8: bool) -> bool {
 
 /// Where SQLite counts the rows of `count(*)` over an index (a query of that one aggregate,
 /// no `GROUP BY`, no `WHERE`, SQLite's loop over a whole index that is not partial: `SCAN t
-/// USING COVERING INDEX i`, its `OP_Count`): the index's name and its number of entries,
-/// counted from its pages' cell counts, one per row of the table. `None` elsewhere.
+/// USING COVERING INDEX i`, its `OP_Count`): the index's number of entries, counted from its
+/// pages' cell counts, one per row of the table.
+///
+/// And where the one aggregate is `count(DISTINCT x)` of the first key column of the index
+/// SQLite reads, under the index's collation, in a UTF-8 database: the number of distinct
+/// values other than NULL in the index, found by seeking past each value
+/// ([`TablePlan::index_distinct_count`]), equal under `sqlite3MemCompare` as SQLite's
+/// distinct aggregate compares them. `None` elsewhere.
 pub(crate) fn counted_entries(
+    r: &mut Resolver<'_>,
     table: &TablePlan,
     choice: &SqliteChoice,
     shape: &Shape,
     has_where: bool,
-) -> Result<Option<(String, u64)>, SqlError> {
+) -> Result<Option<Counted>, SqlError> {
     let Access::Index {
         name,
         partial: false,
+        key,
+        fields,
         ..
     } = &choice.access
     else {
@@ -605,22 +621,52 @@ pub(crate) fn counted_entries(
     else {
         return Ok(None);
     };
-    let counts_rows = matches!(
-        aggregates.as_slice(),
+    let Some(root) = index_root(table, name).filter(|_| !has_where && keys.is_empty()) else {
+        return Ok(None);
+    };
+    match aggregates.as_slice() {
         [AggSpec {
             func: AggFunc::CountStar,
             distinct: false,
             filter: None,
             ..
-        }]
-    );
-    let Some(root) = index_root(table, name).filter(|_| counts_rows && keys.is_empty()) else {
-        return Ok(None);
-    };
-    if has_where {
-        return Ok(None);
+        }] => Ok(Some(Counted {
+            count: table.index_entries(root)?,
+            how: format!("entries of index {name:?} counted from its pages' cell counts"),
+        })),
+        [AggSpec {
+            func: AggFunc::Count,
+            arg: Some(arg),
+            distinct: true,
+            filter: None,
+            collation,
+            ..
+        }] if table.header.text_encoding == 1 => {
+            let Some((first, _)) = first_column_key(table, name, key) else {
+                return Ok(None);
+            };
+            let first = resolve_key(r, name, std::slice::from_ref(first))?;
+            let first = &first[0];
+            if *arg != first.expr || *collation != first.collation {
+                return Ok(None);
+            }
+            let order = key_order(first);
+            Ok(Some(Counted {
+                count: table.index_distinct_count(root, *fields, &order)?,
+                how: format!(
+                    "distinct values of index {name:?}'s first column counted by seeking past \
+                     each"
+                ),
+            }))
+        }
+        _ => Ok(None),
     }
-    Ok(Some((name.clone(), table.index_entries(root)?)))
+}
+
+/// What [`counted_entries`] counted, and how (for the report).
+pub(crate) struct Counted {
+    pub count: u64,
+    pub how: String,
 }
 
 /// Where SQLite answers `min(x)` or `max(x)` from one entry of an index on `x` (its
@@ -987,15 +1033,12 @@ fn range_place(
     upper: Bound,
 ) -> impl Fn(KeyField<'_>) -> Place + '_ {
     let place = move |k: KeyField<'_>| {
-        let key = match k {
-            // No bound's comparison holds for NULL (the literals are not NULL), and NULL
-            // comes before every value: an upper bound alone leaves the NULL entries out too.
-            KeyField::Null => return Place::Below,
-            KeyField::Integer(i) => ValueRef::Integer(i),
-            KeyField::Real(r) => ValueRef::Real(r),
-            KeyField::Text(t) => ValueRef::Text(t),
-            KeyField::Blob(b) => ValueRef::Blob(b),
-        };
+        // No bound's comparison holds for NULL (the literals are not NULL), and NULL comes
+        // before every value: an upper bound alone leaves the NULL entries out too.
+        if k == KeyField::Null {
+            return Place::Below;
+        }
+        let key = key_value(k);
         let at = |b: &Value| compare_values(key, b.as_ref(), target.collation);
         if let Some((lo, inclusive)) = &lower {
             match at(lo) {

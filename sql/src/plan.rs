@@ -1272,7 +1272,7 @@ fn plan_select(
         // count(*) from an index's page headers.
         let counted = match &chosen {
             Ok(Some(choice)) if window_stage.is_none() && constant_terms.is_empty() => {
-                counted_entries(table, choice, &shape, select.selection.is_some())?
+                counted_entries(&mut r, table, choice, &shape, select.selection.is_some())?
             }
             _ => None,
         };
@@ -1341,18 +1341,15 @@ fn plan_select(
             }
             Ok(Some(choice)) if counted.is_some() => {
                 // No row is read: the count (the one aggregate, slot 0) is the index's.
-                let (name, entries) = counted.expect("counted above");
+                let counted = counted.expect("counted above");
                 filter = Some(rowid_in(&mut r, &[])?);
-                let count = i64::try_from(entries).map_err(|_| {
-                    SqlError::Invalid(format!("index {name:?} lists {entries} entries"))
+                let count = i64::try_from(counted.count).map_err(|_| {
+                    SqlError::Invalid(format!("an index counts {} entries", counted.count))
                 })?;
                 let mut order_by = order_by;
                 put_count(&mut shape, &mut order_by, count);
                 index_plan = Some(IndexPlan {
-                    corescan: format!(
-                        "the {entries} entries of index {name:?} counted from its pages' cell \
-                         counts, no table page read"
-                    ),
+                    corescan: format!("the {count} {}, no table page read", counted.how),
                     sqlite: choice.lines.clone(),
                     seek_rows: None,
                 });

@@ -164,3 +164,111 @@ fn the_rows_after_an_offset_of_the_table() {
         .to_string();
     assert!(err.contains(&format!("page {leaf}")), "{err}");
 }
+
+/// The skip-ahead seeks of `SELECT DISTINCT` and `count(DISTINCT)`: for indexes of one to
+/// five levels (512-byte to 4 KiB pages, keys short and spilling), values from one to every
+/// row, evenly or skewed (a value with most entries spans many leaves; runs end at leaf
+/// and interior boundaries), each value's first entry in both directions and the count of
+/// values other than NULL must be SQLite's (the smallest, or largest, rowid of each value,
+/// by `GROUP BY` over the table).
+#[test]
+fn seeking_past_each_value_finds_sqlites_first_entries() {
+    use partitioner::index::KeyField;
+    let order = |a: KeyField<'_>, b: KeyField<'_>| {
+        let rank = |k: &KeyField<'_>| match k {
+            KeyField::Null => 0,
+            KeyField::Integer(_) | KeyField::Real(_) => 1,
+            KeyField::Text(_) => 2,
+            KeyField::Blob(_) => 3,
+        };
+        match (a, b) {
+            (KeyField::Integer(x), KeyField::Integer(y)) => x.cmp(&y),
+            (KeyField::Text(x), KeyField::Text(y)) => x.cmp(y),
+            _ => rank(&a).cmp(&rank(&b)),
+        }
+    };
+    let mut rng = testkit::Rng::xorshift64(0x2545_f491_4f6c_dd1d);
+    let dir = tempfile::tempdir().unwrap();
+    let mut case = 0;
+    for page in [512u32, 1024, 4096] {
+        for (rows, values) in [(1, 1), (300, 1), (2_000, 3), (3_000, 40), (2_500, 2_500)] {
+            for skew in [false, true] {
+                for long in [false, true] {
+                    case += 1;
+                    let name = format!("distinct-{case}.db");
+                    let pad = if long { 700 } else { 3 };
+                    let seed = rng.below(1 << 30);
+                    let path = create_db(dir.path(), &name, Layout::pages(page), |conn| {
+                        // Skewed: about half the rows share value 0; NULL keys too.
+                        let value = if skew {
+                            format!(
+                                "CASE WHEN (i * {seed} + 7) % 2 = 0 THEN 0 WHEN i % 97 = 5 \
+                                 THEN NULL ELSE (i * 7919 + {seed}) % {values} END"
+                            )
+                        } else {
+                            format!("(i * 7919 + {seed}) % {values}")
+                        };
+                        conn.execute_batch(&format!(
+                            "CREATE TABLE t(id INTEGER PRIMARY KEY, k);
+                             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n
+                               WHERE i < {rows})
+                             INSERT INTO t(k) SELECT CASE WHEN {long} THEN
+                               printf('%.{pad}c%08d', 'v', {value}) ELSE {value} END FROM n;
+                             CREATE INDEX t_k ON t(k);"
+                        ))
+                        .unwrap();
+                    });
+                    let plan = TablePlan::open(&path, "t").unwrap();
+                    let root = plan
+                        .indexes
+                        .iter()
+                        .find(|i| i.name == "t_k")
+                        .expect("the index")
+                        .root_page;
+                    let conn = read_only(&path);
+                    let expect = |sql: &str| -> Vec<i64> {
+                        conn.prepare(sql)
+                            .unwrap()
+                            .query_map([], |r| r.get(0))
+                            .unwrap()
+                            .map(Result::unwrap)
+                            .collect()
+                    };
+                    let forwards = expect("SELECT min(id) FROM t GROUP BY k ORDER BY k");
+                    let backwards = expect("SELECT max(id) FROM t GROUP BY k ORDER BY k DESC");
+                    let what = format!(
+                        "{page}-byte pages, {rows} rows, {values} values, skew {skew}, long {long}"
+                    );
+                    let all = plan
+                        .index_distinct_firsts(root, (2, false), (u64::MAX, 10_000), &order)
+                        .unwrap();
+                    assert_eq!(all.as_deref(), Some(&forwards[..]), "{what}");
+                    let all = plan
+                        .index_distinct_firsts(root, (2, true), (u64::MAX, 10_000), &order)
+                        .unwrap();
+                    assert_eq!(all.as_deref(), Some(&backwards[..]), "{what}, backward");
+                    // Stopped after a few values, or past the bound.
+                    let few = plan
+                        .index_distinct_firsts(root, (2, false), (2, 10_000), &order)
+                        .unwrap()
+                        .unwrap();
+                    assert_eq!(few[..], forwards[..forwards.len().min(2)], "{what}");
+                    if forwards.len() > 1 {
+                        let over = plan
+                            .index_distinct_firsts(root, (2, false), (u64::MAX, 1), &order)
+                            .unwrap();
+                        assert_eq!(over, None, "{what}: more values than the bound");
+                    }
+                    let count: i64 = conn
+                        .query_row("SELECT count(DISTINCT k) FROM t", [], |r| r.get(0))
+                        .unwrap();
+                    assert_eq!(
+                        plan.index_distinct_count(root, 2, &order).unwrap(),
+                        count as u64,
+                        "{what}"
+                    );
+                }
+            }
+        }
+    }
+}
