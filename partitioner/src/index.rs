@@ -499,6 +499,7 @@ fn distinct_walk(
         backward,
         after: &after,
         leaf_depth: None,
+        stride: 1,
         probed: PageSet::new(file.header().page_count),
         record: Vec::new(),
         scratch: Vec::new(),
@@ -546,6 +547,8 @@ struct Seek<'a> {
     backward: bool,
     after: &'a dyn Fn(KeyField<'_>, KeyField<'_>) -> bool,
     leaf_depth: Option<u32>,
+    /// How many entries the last value found within a leaf had: where a gallop starts.
+    stride: usize,
     /// The overflow pages of the record being probed (cleared after each spilled one: the
     /// bisections read some records more than once).
     probed: PageSet,
@@ -557,9 +560,10 @@ impl Seek<'_> {
     /// Moves the walk `stack` to just before the first entry after `value`, reading as
     /// little as a cursor would: from the page on top up to the first page on the stack whose
     /// entries still to come include one after `value` (its last one does), then down again,
-    /// each page bisected. Within the leaf on top, a galloping search: probes 1, 2, 4, ...
-    /// entries on, then a bisection between the last probe not after `value` and the first
-    /// after it.
+    /// each page bisected. Within the leaf on top, a galloping search: probes `s`, `2s`,
+    /// `4s`, ... entries on (`s` as many as the last value had), then a bisection between
+    /// the last probe not after `value` and the first after it. A probe reads only the
+    /// entry's first field where it lies on the page.
     ///
     /// The entries still to come follow in this order: the top page's, then each page's
     /// below the root in turn (the rest of its entries, each after a child, and its last
@@ -589,11 +593,15 @@ impl Seek<'_> {
         if let Some((level, entries)) = found {
             let frame = &mut stack[level];
             if frame.header.page_type == PAGE_LEAF_INDEX {
-                let (mut lo, mut step) = (entries.start, 1);
+                // The first probe where the last value's entries would end, were they as
+                // many as the value's before it.
+                let (mut lo, mut step) = (entries.start, self.stride.max(1));
                 loop {
                     let at = (lo + step - 1).min(entries.end - 1);
                     if self.probe(frame, at, value)? {
                         frame.taken = self.first_after(frame, (lo, at), value)?;
+                        // The value's first entry was the one before the walk's place.
+                        self.stride = frame.taken + 1 - entries.start;
                         return Ok(());
                     }
                     lo = at + 1;
@@ -688,6 +696,9 @@ impl Seek<'_> {
     fn probe(&mut self, frame: &Frame, j: usize, value: KeyField<'_>) -> Result<bool> {
         let cells = usize::from(frame.header.cell_count);
         let i = if self.backward { cells - 1 - j } else { j };
+        if let Some(key) = first_field(local_record(self.file, frame, i)?.local) {
+            return Ok((self.after)(value, key));
+        }
         self.record.clear();
         let (key, _) = entry(
             self.file,
@@ -1185,8 +1196,44 @@ fn entry<'r>(
     scratch: &mut Vec<u8>,
 ) -> Result<(KeyField<'r>, i64)> {
     let page = frame.page;
-    let usable = file.header().usable_size();
     let corrupt = |what: String| file.corrupt(page, format!("index cell {i}: {what}"));
+    let cell = local_record(file, frame, i)?;
+    if !cell.spills {
+        // The whole record is on the page: read in place.
+        return first_and_last(cell.local, fields).map_err(corrupt);
+    }
+    record.clear();
+    record.extend_from_slice(cell.local);
+    {
+        // The chain walk of table cells, with this cell's sizes.
+        let cell = TableLeafCell {
+            rowid: 0,
+            payload_len: cell.payload_len,
+            local_start: cell.start,
+            local_len: cell.local.len(),
+            first_overflow: be_u32(&frame.buf, cell.start + cell.local.len()),
+        };
+        follow_overflow_chain(file, page, &cell, seen, Some(record), scratch)?;
+    }
+    first_and_last(record, fields).map_err(corrupt)
+}
+
+/// The part of an index cell's record on its page.
+struct LocalRecord<'r> {
+    /// The record's bytes on the page.
+    local: &'r [u8],
+    /// Where they start in the page.
+    start: usize,
+    /// The whole record's size.
+    payload_len: u64,
+    /// Whether the record spills (its first overflow page number follows `local`).
+    spills: bool,
+}
+
+/// Cell `i`'s record as far as it lies on `frame`'s page, checked to fit the usable part.
+fn local_record<'r>(file: &PageFile, frame: &'r Frame, i: usize) -> Result<LocalRecord<'r>> {
+    let usable = file.header().usable_size();
+    let corrupt = |what: String| file.corrupt(frame.page, format!("index cell {i}: {what}"));
     let mut at = cell_offset(file, frame, i)?;
     if frame.header.page_type == PAGE_INTERIOR_INDEX {
         at += 4;
@@ -1206,24 +1253,37 @@ fn entry<'r>(
             "a {payload_len}-byte record runs past the usable page"
         )));
     }
-    if !spills {
-        // The whole record is on the page: read in place.
-        return first_and_last(&frame.buf[start..start + local], fields).map_err(corrupt);
+    Ok(LocalRecord {
+        local: &frame.buf[start..start + local],
+        start,
+        payload_len,
+        spills,
+    })
+}
+
+/// The first field of a record whose first bytes are `prefix`, when it lies within them
+/// (`None` otherwise, or where the header does not parse: the whole entry is then read and
+/// checked). What a seek's comparisons read of the entries they pass over.
+fn first_field(prefix: &[u8]) -> Option<KeyField<'_>> {
+    let (header_len, n) = read_varint(prefix)?;
+    let at = usize::try_from(header_len).ok().filter(|&h| h > n)?;
+    let (serial, _) = read_varint(prefix.get(n..at)?)?;
+    let size = serial_type_size(serial)? as usize;
+    let bytes = prefix.get(at..at.checked_add(size)?)?;
+    Some(key_field(serial, bytes))
+}
+
+/// The field of serial type `serial` (not a reserved one) whose bytes are `bytes`.
+fn key_field(serial: u64, bytes: &[u8]) -> KeyField<'_> {
+    match serial {
+        0 => KeyField::Null,
+        1..=6 => KeyField::Integer(read_be_int(bytes)),
+        7 => KeyField::Real(f64::from_bits(read_be_int(bytes) as u64)),
+        8 => KeyField::Integer(0),
+        9 => KeyField::Integer(1),
+        s if s % 2 == 0 => KeyField::Blob(bytes),
+        _ => KeyField::Text(bytes),
     }
-    record.clear();
-    record.extend_from_slice(&frame.buf[start..start + local]);
-    {
-        // The chain walk of table cells, with this cell's sizes.
-        let cell = TableLeafCell {
-            rowid: 0,
-            payload_len,
-            local_start: start,
-            local_len: local,
-            first_overflow: be_u32(&frame.buf, start + local),
-        };
-        follow_overflow_chain(file, page, &cell, seen, Some(record), scratch)?;
-    }
-    first_and_last(record, fields).map_err(corrupt)
 }
 
 /// The first field of `record` and its last, which must be an integer (the rowid); the
@@ -1265,16 +1325,7 @@ fn first_and_last(
     }
     let field = |(serial, at): (u64, usize)| {
         let size = serial_type_size(serial).unwrap_or(0) as usize;
-        let bytes = &record[at..at + size];
-        match serial {
-            0 => KeyField::Null,
-            1..=6 => KeyField::Integer(read_be_int(bytes)),
-            7 => KeyField::Real(f64::from_bits(read_be_int(bytes) as u64)),
-            8 => KeyField::Integer(0),
-            9 => KeyField::Integer(1),
-            s if s % 2 == 0 => KeyField::Blob(bytes),
-            _ => KeyField::Text(bytes),
-        }
+        key_field(serial, &record[at..at + size])
     };
     let first = first.map(field).unwrap_or(KeyField::Null);
     match last.map(field) {
