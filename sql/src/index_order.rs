@@ -437,6 +437,12 @@ pub(crate) fn first_rows(
 /// reads only those rows, and groups and orders them as for the whole table. `None` where
 /// that does not hold, or beyond [`MAX_SEEK_ROWS`] entries.
 ///
+/// Under a `WHERE` that cannot fail, the runs may hold fewer groups than the `LIMIT` wants
+/// (the `WHERE` drops rows): `factor` times as many runs are read, and the caller runs the
+/// query and asks for more while it returns fewer rows than the `LIMIT` and the index had
+/// more ([`FirstGroups::requested`]). A `factor` of 0 (a planner that cannot run the
+/// query) scans the table.
+///
 /// A `SELECT DISTINCT` of the index's first key column alone, under its collation, in a UTF-8
 /// database, takes each value's first entry, as SQLite's ordered `DISTINCT` compares values
 /// (`sqlite3MemCompare` under the collation), with or without a `LIMIT` (`firsts`: the row
@@ -447,7 +453,7 @@ pub(crate) fn first_groups(
     table: &TablePlan,
     choice: &SqliteChoice,
     (shape, distinct): (&Shape, bool),
-    filter: Option<&Expr>,
+    (filter, factor): (Option<&Expr>, u64),
     (limit, offset): (Option<u64>, u64),
 ) -> Result<Option<FirstGroups>, SqlError> {
     let Access::Index {
@@ -470,8 +476,11 @@ pub(crate) fn first_groups(
     else {
         return Ok(None);
     };
+    // Under a WHERE, only one that cannot fail (the rows of runs past SQLite's stop are
+    // read), for a planner that runs the query and asks for more runs (`factor`).
+    let filtered = filter.is_some();
     if keys.is_empty()
-        || filter.is_some()
+        || filter.is_some_and(|f| factor == 0 || f.may_fail())
         || choice.lines.iter().any(|l| l.contains("USE TEMP B-TREE"))
     {
         return Ok(None);
@@ -488,6 +497,7 @@ pub(crate) fn first_groups(
     let groups = limit.map(|l| l.checked_add(offset));
     let collation = first.collation;
     if distinct
+        && !filtered
         && utf8
         && aggregates.is_empty()
         && matches!(keys.as_slice(), [(_, c)] if *c == collation)
@@ -505,14 +515,18 @@ pub(crate) fn first_groups(
         )?;
         return Ok(found.map(|rowids| FirstGroups {
             runs: rowids.len() as u64,
+            requested: keys,
             rowids,
             firsts: true,
         }));
     }
     let runs = match groups.flatten() {
-        Some(g) if g > offset && g <= MAX_SEEK_ROWS => g,
+        Some(g) if g > offset => g.saturating_mul(if filtered { factor } else { 1 }),
         _ => return Ok(None),
     };
+    if runs > MAX_SEEK_ROWS {
+        return Ok(None);
+    }
     let coarse = |a: KeyField<'_>, b: KeyField<'_>| coarsely_equal(a, b, utf8);
     let found = table.index_first_runs(
         root,
@@ -520,9 +534,10 @@ pub(crate) fn first_groups(
         (runs, MAX_SEEK_ROWS as usize),
         &coarse,
     )?;
-    Ok(found.map(|(rowids, runs)| FirstGroups {
+    Ok(found.map(|(rowids, found)| FirstGroups {
         rowids,
-        runs,
+        runs: found,
+        requested: runs,
         firsts: false,
     }))
 }
@@ -557,6 +572,8 @@ fn key_value(k: KeyField<'_>) -> ValueRef<'_> {
 pub(crate) struct FirstGroups {
     pub rowids: Vec<i64>,
     pub runs: u64,
+    /// The runs asked for (more than `runs` when the index has fewer).
+    pub requested: u64,
     pub firsts: bool,
 }
 

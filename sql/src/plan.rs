@@ -375,18 +375,34 @@ fn plan_statement(
         Order::Scan | Order::ScanFiles => Vec::new(),
         _ => init_constants(query),
     };
-    let planned = plan_select(
-        &table,
-        alias.as_deref(),
-        select,
-        query,
-        sql,
-        sql,
-        order,
-        subqueries.as_ref(),
-        &init,
-        flat.as_ref(),
-    )?;
+    // The first groups of an index under a WHERE: run, and planned over four times as many
+    // runs of keys while they hold fewer groups than the LIMIT and the index has more; a
+    // failing run (an evaluation error in rows SQLite may not read) plans the table scan.
+    let mut groups_factor = u64::from(runner.is_some());
+    let planned = loop {
+        let planned = plan_select(
+            &table,
+            alias.as_deref(),
+            select,
+            query,
+            sql,
+            sql,
+            order,
+            subqueries.as_ref(),
+            &init,
+            flat.as_ref(),
+            groups_factor,
+        )?;
+        let (Some(probe), Some(runner)) = (planned.groups_probe, runner) else {
+            break planned;
+        };
+        let rows = runner.run(&table, planned.query.clone())?;
+        groups_factor = match rows {
+            Ok(rows) if rows.len() as u64 >= probe.limit || probe.exhausted => break planned,
+            Ok(_) => groups_factor.saturating_mul(4),
+            Err(_) => 0,
+        };
+    };
     let table = edge_leaf(engine::restrict(table, &planned.query)?, planned.edge)?;
     Ok(PlannedQuery {
         table,
@@ -504,6 +520,7 @@ fn plan_subquery(q: &ast::Query, subs: &Subqueries<'_>) -> Result<PlannedSubquer
         Some(subs),
         &[],
         flat.as_ref(),
+        0,
     )?;
     let table = edge_leaf(engine::restrict(table, &planned.query)?, planned.edge)?;
     // Sorted unless the loop delivers the ORDER BY (the scan in rowid order: no ORDER BY
@@ -620,11 +637,24 @@ struct Output<'q> {
 struct SelectPlan {
     query: QueryPlan,
     index_plan: Option<IndexPlan>,
+    /// The first groups of an index read under a `WHERE` ([`GroupsProbe`]).
+    groups_probe: Option<GroupsProbe>,
     first: Option<Typed>,
     /// A lone `min(rowid)` (`Some(false)`) or `max(rowid)` (`Some(true)`): SQLite reads the
     /// table's first or last entry (`Rewind`, `Last`), and only the first or last leaf, which
     /// holds it, need be scanned ([`edge_leaf`]).
     edge: Option<bool>,
+}
+
+/// A query planned to read the entries of an index's first runs of keys under a `WHERE`
+/// ([`first_groups`]): complete when it returns `limit` rows (then the runs held the
+/// groups of the `LIMIT` and the `OFFSET`, the first in the index's order), or when the runs
+/// were all the index has (`exhausted`); otherwise [`plan_statement`] plans it again over
+/// more runs.
+#[derive(Debug, Clone, Copy)]
+struct GroupsProbe {
+    limit: u64,
+    exhausted: bool,
 }
 
 /// `table` cut down to its first leaf (`last` false) or its last, as [`SelectPlan::edge`]
@@ -683,6 +713,7 @@ fn plan_select(
     subqueries: Option<&Subqueries<'_>>,
     init: &[ast::Expr],
     flat: Option<&crate::flatten::Flat>,
+    groups_factor: u64,
 ) -> Result<SelectPlan, SqlError> {
     let coroutine_groups = flat.is_some_and(|f| f.grouped);
     let mut r = Resolver::new(table, alias, sql);
@@ -1231,6 +1262,7 @@ fn plan_select(
     }
     // SQLite's loop: through an index, the rows come in its order.
     let mut index_plan = None;
+    let mut groups_probe = None;
     let mut seek: Option<SeekTarget> = None;
     // Whether SQLite sorts the groups itself (a temporary b-tree for the GROUP BY), not
     // taking them in the order an index or the rowid gives them.
@@ -1424,7 +1456,7 @@ fn plan_select(
                         table,
                         &choice,
                         (&shape, distinct),
-                        filter.as_ref(),
+                        (filter.as_ref(), groups_factor),
                         (limit, offset),
                     )?,
                     _ => None,
@@ -1449,8 +1481,27 @@ fn plan_select(
                     filter = Some(rowid_in(&mut r, rowids)?);
                     // The entries past the OFFSET: the rows read are the answer's.
                     skipped = std::mem::take(&mut offset);
-                } else if let Some(FirstGroups { rowids, .. }) = &groups_first {
-                    filter = Some(rowid_in(&mut r, rowids)?);
+                } else if let Some(FirstGroups {
+                    rowids,
+                    runs,
+                    requested,
+                    ..
+                }) = &groups_first
+                {
+                    let only = rowid_in(&mut r, rowids)?;
+                    filter = Some(match filter.take() {
+                        // Under a WHERE the runs may hold fewer groups than the LIMIT wants:
+                        // the statement's planner runs the query and asks for more runs
+                        // while it returns fewer rows and the index has more.
+                        Some(f) => {
+                            groups_probe = Some(GroupsProbe {
+                                limit: limit.unwrap_or(u64::MAX),
+                                exhausted: runs < requested,
+                            });
+                            Expr::And(Box::new(only), Box::new(f))
+                        }
+                        None => only,
+                    });
                     if arrival.is_some() {
                         // Ranked among these entries (in key order, as a range is given).
                         let mut in_key_order = rowids.clone();
@@ -1527,12 +1578,12 @@ fn plan_select(
                             let found = f.len() as u64;
                             Some(limit.map_or(found, |l| found.min(l)))
                         }
-                        // At least as many groups as runs of keys.
-                        (None, Some(FirstGroups { runs, .. })) => {
+                        // At least as many groups as runs of keys (without a WHERE).
+                        (None, Some(FirstGroups { runs, .. })) if groups_probe.is_none() => {
                             let past = runs.saturating_sub(offset);
                             Some(limit.map_or(past, |l| past.min(l)))
                         }
-                        (None, None) => None,
+                        (None, _) => None,
                     },
                 });
                 followed
@@ -1661,6 +1712,7 @@ fn plan_select(
     Ok(SelectPlan {
         query: plan,
         index_plan,
+        groups_probe,
         first,
         edge,
     })

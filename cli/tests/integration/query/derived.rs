@@ -361,42 +361,7 @@ fn views_read_as_their_queries() {
         "SELECT a FROM vs WHERE a IN (SELECT a FROM vs WHERE b = 'b1') LIMIT 3",
     ];
     for sql in queries {
-        let (names, rows) = super::sqlite_answer(&db, sql).unwrap();
-        for config in [
-            ["--io", "pread", "--cores", "1"],
-            ["--io", "mmap", "--cores", "2"],
-            ["--io", "dma", "--cores", "2"],
-            ["--io", "auto", "--cores", "1"],
-        ] {
-            let mut args = vec!["query", path, sql, "--format", "json"];
-            args.extend(config);
-            let run = crate::corescan(args);
-            assert_eq!(run.status, 0, "{sql} {config:?}: {}", run.stderr);
-            let got: Vec<serde_json::Value> = if run.stdout.trim().is_empty() {
-                Vec::new()
-            } else {
-                serde_json::from_str(&run.stdout).unwrap()
-            };
-            assert_eq!(got.len(), rows.len(), "{sql} {config:?}");
-            for (g, want) in got.iter().zip(&rows) {
-                for (name, w) in names.iter().zip(want) {
-                    let v = &g[name.as_str()];
-                    let same = match w {
-                        super::Value::Null => v.is_null(),
-                        super::Value::Integer(i) => v.as_i64() == Some(*i),
-                        super::Value::Real(r) => v
-                            .as_f64()
-                            .is_some_and(|x| (x - r).abs() <= 1e-12 * r.abs().max(1.0)),
-                        super::Value::Text(t) => v.as_str().map(str::as_bytes) == Some(&t[..]),
-                        super::Value::Blob(_) => false,
-                    };
-                    assert!(
-                        same,
-                        "{sql} {config:?}: column {name}: SQLite {w:?}, corescan {v}"
-                    );
-                }
-            }
-        }
+        super::binary_answers_as_sqlite(&db, sql);
     }
     corescan_refuses(path, "SELECT * FROM vcol", &["vcol", "names its columns"]);
     corescan_refuses(path, "SELECT * FROM vjoin", &["joins"]);

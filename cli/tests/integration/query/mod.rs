@@ -53,6 +53,53 @@ pub fn sqlite_answer(path: &Path, sql: &str) -> Answer {
     answer_on(&conn, sql)
 }
 
+/// Asserts that `corescan query` (the binary, which plans with the statement's subquery runner
+/// and follows views) answers `sql` on `db` with SQLite's rows, in order, under four
+/// backend and core-count configurations (JSON output; reals within 1e-12 relative; no blob
+/// columns). Returns the last run's report (`--report`, on stderr).
+pub fn binary_answers_as_sqlite(db: &Path, sql: &str) -> String {
+    let (names, rows) = sqlite_answer(db, sql).unwrap();
+    let path = db.to_str().unwrap();
+    let mut report = String::new();
+    for config in [
+        ["--io", "pread", "--cores", "1"],
+        ["--io", "mmap", "--cores", "2"],
+        ["--io", "dma", "--cores", "2"],
+        ["--io", "auto", "--cores", "1"],
+    ] {
+        let mut args = vec!["query", path, sql, "--format", "json", "--report"];
+        args.extend(config);
+        let run = crate::corescan(args);
+        assert_eq!(run.status, 0, "{sql} {config:?}: {}", run.stderr);
+        let got: Vec<serde_json::Value> = if run.stdout.trim().is_empty() {
+            Vec::new()
+        } else {
+            serde_json::from_str(&run.stdout).unwrap()
+        };
+        assert_eq!(got.len(), rows.len(), "{sql} {config:?}");
+        for (g, want) in got.iter().zip(&rows) {
+            for (name, w) in names.iter().zip(want) {
+                let v = &g[name.as_str()];
+                let same = match w {
+                    Value::Null => v.is_null(),
+                    Value::Integer(i) => v.as_i64() == Some(*i),
+                    Value::Real(r) => v
+                        .as_f64()
+                        .is_some_and(|x| (x - r).abs() <= 1e-12 * r.abs().max(1.0)),
+                    Value::Text(t) => v.as_str().map(str::as_bytes) == Some(&t[..]),
+                    Value::Blob(_) => false,
+                };
+                assert!(
+                    same,
+                    "{sql} {config:?}: column {name}: SQLite {w:?}, corescan {v}"
+                );
+            }
+        }
+        report = run.stderr;
+    }
+    report
+}
+
 /// The answer to `sql` on an open connection.
 pub fn answer_on(conn: &Connection, sql: &str) -> Answer {
     let mut stmt = conn.prepare(sql).map_err(|e| e.to_string())?;
