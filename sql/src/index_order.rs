@@ -437,8 +437,8 @@ pub(crate) fn first_rows(
 /// reads only those rows, and groups and orders them as for the whole table. `None` where
 /// that does not hold, or beyond [`MAX_SEEK_ROWS`] entries.
 ///
-/// Under a `WHERE` that cannot fail, the runs may hold fewer groups than the `LIMIT` wants
-/// (the `WHERE` drops rows): `factor` times as many runs are read, and the caller runs the
+/// Under a `WHERE` or a `HAVING` that cannot fail, the runs may hold fewer groups than the
+/// `LIMIT` wants (the `WHERE` drops rows, the `HAVING` groups): `factor` times as many runs are read, and the caller runs the
 /// query and asks for more while it returns fewer rows than the `LIMIT` and the index had
 /// more ([`FirstGroups::requested`]). A `factor` of 0 (a planner that cannot run the
 /// query) scans the table.
@@ -469,18 +469,20 @@ pub(crate) fn first_groups(
     };
     let Shape::Groups {
         keys,
-        having: None,
+        having,
         aggregates,
         ..
     } = shape
     else {
         return Ok(None);
     };
-    // Under a WHERE, only one that cannot fail (the rows of runs past SQLite's stop are
-    // read), for a planner that runs the query and asks for more runs (`factor`).
-    let filtered = filter.is_some();
+    // Under a WHERE or a HAVING, only one that cannot fail (the rows of runs past SQLite's
+    // stop are read), for a planner that runs the query and asks for more runs (`factor`).
+    let filtered = filter.is_some() || having.is_some();
+    let fails = |e: &Expr| factor == 0 || e.may_fail();
     if keys.is_empty()
-        || filter.is_some_and(|f| factor == 0 || f.may_fail())
+        || filter.is_some_and(fails)
+        || having.as_ref().is_some_and(fails)
         || choice.lines.iter().any(|l| l.contains("USE TEMP B-TREE"))
     {
         return Ok(None);

@@ -1524,18 +1524,25 @@ fn plan_select(
                 }) = &groups_first
                 {
                     let only = rowid_in(&mut r, rowids)?;
-                    filter = Some(match filter.take() {
-                        // Under a WHERE the runs may hold fewer groups than the LIMIT wants:
-                        // the statement's planner runs the query and asks for more runs
-                        // while it returns fewer rows and the index has more.
-                        Some(f) => {
-                            groups_probe = Some(GroupsProbe {
-                                wanted: limit.unwrap_or(u64::MAX).saturating_add(offset),
-                                entries: rowids.len() as u64,
-                                exhausted: runs < requested,
-                            });
-                            Expr::And(Box::new(only), Box::new(f))
+                    // Under a WHERE or a HAVING the runs may hold fewer groups than the LIMIT
+                    // wants: the statement's planner runs the query and asks for more runs
+                    // while it returns fewer rows and the index has more.
+                    let having = matches!(
+                        &shape,
+                        Shape::Groups {
+                            having: Some(_),
+                            ..
                         }
+                    );
+                    if filter.is_some() || having {
+                        groups_probe = Some(GroupsProbe {
+                            wanted: limit.unwrap_or(u64::MAX).saturating_add(offset),
+                            entries: rowids.len() as u64,
+                            exhausted: runs < requested,
+                        });
+                    }
+                    filter = Some(match filter.take() {
+                        Some(f) => Expr::And(Box::new(only), Box::new(f)),
                         None => only,
                     });
                     if arrival.is_some() {
