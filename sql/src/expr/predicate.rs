@@ -30,14 +30,15 @@ impl Resolver<'_> {
             Box::new(compare(CmpOp::Ge, x.clone(), lo).expr),
             Box::new(compare(CmpOp::Le, x, hi).expr),
         );
-        if constant && !negated {
+        if constant {
             // One WHERE term to SQLite, coded `x >= lo AND x <= hi` (left first): with a
             // constant `x`, a half may read no column, and the WHERE splitter would test it
             // before the scan (table seed 1629092737016841608: `0 BETWEEN json_object(...)
             // ->> 1 AND -5` computes json_object() on every row). `NOT NOT NOT NOT` is the
             // same condition and the same value, and the splitter (which looks through one
-            // `NOT NOT`, an `x AND 1` reduced) does not cut it. A column `x` stays a plain
-            // `AND` for the planner's seeks and batch filters.
+            // `NOT NOT`, an `x AND 1` reduced) does not cut it; negated too, or `NOT (x NOT
+            // BETWEEN ...)` is such a `NOT NOT` (table seed 2594443131820274577). A column
+            // `x` stays a plain `AND` for the planner's seeks and batch filters.
             for _ in 0..4 {
                 both = Expr::Not(Box::new(both));
             }
