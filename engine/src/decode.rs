@@ -597,6 +597,86 @@ impl CellBatch {
         true
     }
 
+    /// Decodes every cell of index-leaf page `page_no` (type `0x0a`) into this batch, cell
+    /// `i`'s record (the key columns, then the rowid) as a row whose key is `first_place + i`
+    /// (its place in the index: see [`partitioner::plan::IndexScan`]); cells whose needed
+    /// fields continue on overflow pages go to `spills`, under that key. Returns how many
+    /// cells the page holds. Errors describe what is wrong with the page.
+    pub fn decode_index_page(
+        &mut self,
+        columns: &NeededColumns,
+        page: &[u8],
+        (page_no, first_place): (u32, i64),
+        usable: u32,
+        spills: &mut Vec<Spill>,
+    ) -> Result<usize, String> {
+        let page = page
+            .get(..usable as usize)
+            .ok_or_else(|| "page shorter than its usable size".to_string())?;
+        let hdr = partitioner::format::BtreePageHeader::parse(page, 0)?;
+        if hdr.page_type != partitioner::format::PAGE_LEAF_INDEX {
+            return Err(format!(
+                "expected an index leaf page (0x0a), found page type 0x{:02x}",
+                hdr.page_type
+            ));
+        }
+        let cells = usize::from(hdr.cell_count);
+        if cells as i64 >= partitioner::plan::IndexScan::AFTER_CELLS {
+            return Err(format!("{cells} cells on one page"));
+        }
+        self.start(columns, cells);
+        // Every key is the entry's place, whatever the columns ask.
+        self.eager_rowids = true;
+        let ptrs_at = hdr.header_len;
+        let content_start = hdr.cell_pointers_end(0);
+        let ptrs = page
+            .get(ptrs_at..ptrs_at + 2 * cells)
+            .ok_or_else(|| "cell pointer array runs past the end of the page".to_string())?;
+        for (i, ptr) in ptrs.chunks_exact(2).enumerate() {
+            let at = usize::from(u16::from_be_bytes([ptr[0], ptr[1]]));
+            if at < content_start || at >= page.len() {
+                return Err(format!(
+                    "cell {i} pointer {at} lies outside the cell content area"
+                ));
+            }
+            let place = first_place + i as i64;
+            let cell = &page[at..];
+            let (payload_len, a) =
+                varint(cell).ok_or_else(|| format!("cell {i}: payload size runs past the page"))?;
+            let local = partitioner::index::index_local_payload(usable, payload_len) as usize;
+            let spills_over = (local as u64) < payload_len;
+            let end = a + local + if spills_over { 4 } else { 0 };
+            if end > cell.len() {
+                return Err(format!(
+                    "cell {i}: payload of {payload_len} bytes runs past the end of the page"
+                ));
+            }
+            let payload = &cell[a..a + local];
+            match self
+                .push_record(columns, place, payload, at + a, !spills_over)
+                .map_err(|e| format!("cell {i}: {e}"))?
+            {
+                RecordOutcome::Done => {}
+                RecordOutcome::NeedMore => {
+                    let o = a + local;
+                    spills.push(Spill {
+                        page: page_no,
+                        rowid: place,
+                        local: payload.to_vec(),
+                        payload_len,
+                        first_overflow: u32::from_be_bytes([
+                            cell[o],
+                            cell[o + 1],
+                            cell[o + 2],
+                            cell[o + 3],
+                        ]),
+                    });
+                }
+            }
+        }
+        Ok(cells)
+    }
+
     /// The general cell decoder: every check, every kind of cell (kept out of line, so that
     /// the fast path's loop stays small).
     #[inline(never)]

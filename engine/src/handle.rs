@@ -25,7 +25,7 @@ use crate::error::Error;
 use crate::query::{run_query_streaming_until, QueryError};
 use crate::report::RunReport;
 use crate::retry::consistent;
-use crate::spec::{replan, ScanSpec};
+use crate::spec::{replan_scan, ScanSpec};
 use crate::value::Value;
 
 /// Rows per batch handed to the caller (at most).
@@ -95,9 +95,17 @@ pub fn scan(spec: ScanSpec) -> Result<Scan, QueryError> {
             let result = consistent(
                 &open.path,
                 || {
-                    first
-                        .take()
-                        .map_or_else(|| replan(&open.path, &open.table_name, &open.query), Ok)
+                    first.take().map_or_else(
+                        || {
+                            replan_scan(
+                                &open.path,
+                                &open.table_name,
+                                &open.query,
+                                open.index_scan.as_deref(),
+                            )
+                        },
+                        Ok,
+                    )
                 },
                 |plan| {
                     let out = run_query_streaming_until(

@@ -134,4 +134,4 @@ pub use settings::{
     AUTO_BUFFERED_BYTES, AUTO_CACHED_FRACTION, DEFAULT_COALESCE_KIB, DEFAULT_IO,
     DEFAULT_READAHEAD_BYTES, MAX_COALESCE_KIB, MAX_READAHEAD,
 };
-pub use spec::{replan, restrict, Compute, OpenScan, ScanSpec};
+pub use spec::{replan, replan_scan, restrict, Compute, OpenScan, ScanSpec};

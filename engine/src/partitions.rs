@@ -38,7 +38,7 @@ use crate::query::sink::BatchSink;
 pub use crate::query::sink::FileSinkFactory;
 use crate::query::{run_query_until, streams, QueryError, QueryKernel};
 use crate::retry::consistent;
-use crate::spec::{replan, OpenScan, ScanSpec};
+use crate::spec::{replan_scan, OpenScan, ScanSpec};
 
 /// What the partitions share: the scan's outcome and whether anyone still wants it.
 #[derive(Debug)]
@@ -326,9 +326,17 @@ fn run_collected(
     let mut done = consistent(
         &open.path,
         || {
-            first
-                .take()
-                .map_or_else(|| replan(&open.path, &open.table_name, &open.query), Ok)
+            first.take().map_or_else(
+                || {
+                    replan_scan(
+                        &open.path,
+                        &open.table_name,
+                        &open.query,
+                        open.index_scan.as_deref(),
+                    )
+                },
+                Ok,
+            )
         },
         |plan| match run_query_until(
             plan,

@@ -15,8 +15,10 @@
 //! Layering: above [`crate::placement`] and [`crate::query`]; below the handles.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use partitioner::create_table::Generated;
+use partitioner::plan::IndexScan;
 use partitioner::TablePlan;
 
 use crate::datatype3::Affinity;
@@ -125,6 +127,7 @@ impl ScanSpec {
         Ok(OpenScan {
             path: self.path,
             table_name: table.table.name.clone(),
+            index_scan: table.index_scan.clone(),
             table,
             query,
             executors,
@@ -143,6 +146,9 @@ pub struct OpenScan {
     pub table_name: String,
     /// The plan of the first attempt.
     pub table: TablePlan,
+    /// The index the first plan scans in place of the table, which a plan made again scans
+    /// too ([`replan_scan`]).
+    pub index_scan: Option<Arc<IndexScan>>,
     /// The query.
     pub query: QueryPlan,
     /// The executors.
@@ -155,6 +161,36 @@ pub struct OpenScan {
 /// scan), narrowed as the first plan was.
 pub fn replan(path: &Path, table: &str, query: &QueryPlan) -> partitioner::Result<TablePlan> {
     restrict(TablePlan::open_for_scan(path, table)?, query)
+}
+
+/// [`replan`] for a first plan that scanned `index` in place of the table
+/// ([`TablePlan::index_scan`]): the same index planned again, whose `CREATE INDEX` must be
+/// the one the query was planned on (its record positions are the query's columns); a
+/// changed or dropped index is [`partitioner::Error::Changed`]. Without `index`, [`replan`].
+pub fn replan_scan(
+    path: &Path,
+    table: &str,
+    query: &QueryPlan,
+    index: Option<&IndexScan>,
+) -> partitioner::Result<TablePlan> {
+    let Some(index) = index else {
+        return replan(path, table, query);
+    };
+    let plan = TablePlan::open_for_scan(path, table)?;
+    let same = plan
+        .indexes
+        .iter()
+        .any(|e| e.name == index.name && e.sql == index.sql);
+    if !same {
+        return Err(partitioner::Error::Changed {
+            path: path.to_path_buf(),
+            what: format!(
+                "index {:?}, which the query reads in place of the table, changed",
+                index.name
+            ),
+        });
+    }
+    plan.index_scan(&index.name, index.fields)
 }
 
 /// The table's plan cut down to the leaves that can hold the rowids the query's `WHERE`

@@ -1334,6 +1334,42 @@ fn first_and_last(
     }
 }
 
+/// The rowid that ends the index entry `record` (its last field, an integer), or `None` when
+/// the record is damaged or does not end with one.
+pub fn entry_rowid(record: &[u8]) -> Option<i64> {
+    let (header_len, mut pos) = read_varint(record)?;
+    let header_len = usize::try_from(header_len)
+        .ok()
+        .filter(|&h| h >= pos && h <= record.len())?;
+    let mut body = header_len;
+    let mut last = None;
+    while pos < header_len {
+        let (serial, n) = record[..header_len].get(pos..).and_then(read_varint)?;
+        pos += n;
+        let size = serial_type_size(serial)? as usize;
+        last = Some((serial, body, size));
+        body = body.checked_add(size).filter(|&b| b <= record.len())?;
+    }
+    let (serial, at, size) = last?;
+    match key_field(serial, &record[at..at + size]) {
+        KeyField::Integer(rowid) => Some(rowid),
+        _ => None,
+    }
+}
+
+/// The rowid of index-leaf `page`'s cell `i` (pages of `usable` bytes), when its record lies
+/// wholly on the page ([`entry_rowid`]).
+pub fn leaf_entry_rowid(page: &[u8], usable: u32, i: usize) -> Option<i64> {
+    let header = BtreePageHeader::parse(page, 0).ok()?;
+    let at = header.cell_offset(page, 0, i, usable as usize).ok()?;
+    let (payload_len, n) = read_varint(page.get(at..)?)?;
+    let local = index_local_payload(usable, payload_len);
+    if local < payload_len {
+        return None;
+    }
+    entry_rowid(page.get(at + n..at + n + local as usize)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1367,5 +1403,131 @@ mod tests {
             first_and_last(&real, 2),
             Ok((KeyField::Real(std::f64::consts::PI), 9))
         );
+    }
+}
+
+/// An index b-tree laid out for a scan of all its entries in key order by the executors, as a
+/// table's leaves are ([`index_tree`]): its leaves in key order (not read here), its interior
+/// pages, and the entries those hold, each placed after the leaf it follows in key order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexTree {
+    /// Every leaf page, in key order.
+    pub leaves: Vec<u32>,
+    /// Every interior page, in the order the walk met them.
+    pub interior_pages: Vec<u32>,
+    /// Levels in the b-tree (1 when the root is a leaf).
+    pub depth: u32,
+    /// The entries of the interior pages, whole records (overflow included), in key order,
+    /// each with the position in [`IndexTree::leaves`] of the leaf whose entries come just
+    /// before it: an interior cell's entry follows the last entry of its left child's subtree.
+    pub between: Vec<(usize, Vec<u8>)>,
+}
+
+/// The layout of the index b-tree rooted at `root` for a scan of its entries: every interior
+/// page read and checked (a page of an index, its children usable pages met once, every leaf
+/// at the depth of the first), each interior entry read whole and checked to hold `fields`
+/// fields ending with an integer rowid. The leaves are listed, not read: whoever decodes them
+/// checks each one is an index leaf.
+pub fn index_tree(file: &PageFile, root: u32, fields: usize) -> Result<IndexTree> {
+    let (frame, mut seen) = walk_start(file, root)?;
+    let mut tree = IndexTree {
+        leaves: Vec::new(),
+        interior_pages: Vec::new(),
+        depth: 1,
+        between: Vec::new(),
+    };
+    if frame.header.page_type == PAGE_LEAF_INDEX {
+        tree.leaves.push(root);
+        return Ok(tree);
+    }
+    // The depth of the leaves, from the leftmost path.
+    let mut child = Some(child_of(file, &frame, 0)?);
+    while let Some(page) = child {
+        tree.depth += 1;
+        let below = read_frame(file, page, tree.depth)?;
+        child = match below.header.page_type {
+            PAGE_LEAF_INDEX => None,
+            _ => Some(child_of(file, &below, 0)?),
+        };
+    }
+    let mut scratch = Vec::new();
+    let mut walk = TreeWalk {
+        file,
+        fields,
+        seen: &mut seen,
+        tree: &mut tree,
+        scratch: &mut scratch,
+    };
+    walk.interior(frame)?;
+    Ok(tree)
+}
+
+/// [`index_tree`]'s walk of the interior pages.
+struct TreeWalk<'a> {
+    file: &'a PageFile,
+    fields: usize,
+    seen: &'a mut PageSet,
+    tree: &'a mut IndexTree,
+    scratch: &'a mut Vec<u8>,
+}
+
+impl TreeWalk<'_> {
+    /// Lists the subtree of interior page `frame` in key order: each child's leaves, then the
+    /// cell's entry.
+    fn interior(&mut self, frame: Frame) -> Result<()> {
+        let file = self.file;
+        self.tree.interior_pages.push(frame.page);
+        let cells = usize::from(frame.header.cell_count);
+        for i in 0..=cells {
+            let child = child_of(file, &frame, i)?;
+            if !self.seen.insert(child) {
+                return Err(file.corrupt(
+                    frame.page,
+                    format!("page {child} is reached twice in the index b-tree"),
+                ));
+            }
+            if frame.depth + 1 == self.tree.depth {
+                self.tree.leaves.push(child);
+            } else {
+                let below = read_frame(file, child, frame.depth + 1)?;
+                if below.header.page_type == PAGE_LEAF_INDEX {
+                    return Err(file.corrupt(child, "index leaves at different depths"));
+                }
+                self.interior(below)?;
+            }
+            if i < cells {
+                let record = self.whole_entry(&frame, i)?;
+                let after = self.tree.leaves.len() - 1;
+                self.tree.between.push((after, record));
+            }
+        }
+        Ok(())
+    }
+
+    /// Cell `i`'s record, whole, checked to hold the index's fields and a rowid last.
+    fn whole_entry(&mut self, frame: &Frame, i: usize) -> Result<Vec<u8>> {
+        let file = self.file;
+        let cell = local_record(file, frame, i)?;
+        let mut record = cell.local.to_vec();
+        if cell.spills {
+            let chain = TableLeafCell {
+                rowid: 0,
+                payload_len: cell.payload_len,
+                local_start: cell.start,
+                local_len: cell.local.len(),
+                first_overflow: be_u32(&frame.buf, cell.start + cell.local.len()),
+            };
+            follow_overflow_chain(
+                file,
+                frame.page,
+                &chain,
+                self.seen,
+                Some(&mut record),
+                self.scratch,
+            )?;
+        }
+        first_and_last(&record, self.fields)
+            .map_err(|what| file.corrupt(frame.page, format!("index cell {i}: {what}")))?;
+        Ok(record)
     }
 }

@@ -1,5 +1,6 @@
 //! [`TablePlan`]: everything the engine needs to scan one table of one file.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -72,6 +73,65 @@ pub struct TablePlan {
     /// The committed state the plan (and a scan of it) reads, with the locks that keep it
     /// ([`crate::snapshot`]): released when the last clone of the plan is dropped.
     pub read: Arc<ReadSnapshot>,
+    /// When the plan is of one of the table's indexes in place of the table
+    /// ([`TablePlan::index_scan`]): the leaves are that index's, and this places its
+    /// entries. `None` for a plan of the table.
+    pub index_scan: Option<Arc<IndexScan>>,
+}
+
+/// A plan's scan of an index's entries in key order in place of the table's rows (SQLite's
+/// `SCAN t USING COVERING INDEX i`): the leaves are the index's, each decoded into its entries
+/// (records of the key columns then the rowid); the entries of its interior pages, which no
+/// leaf holds, come after the leaf they follow in key order ([`IndexScan::after`]). Each entry
+/// is numbered by its place in the index ([`IndexScan::place`]), which a scan uses as the
+/// rows' key where it would use the rowid: rows then come, merge and tie in the index's order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexScan {
+    /// The index's name as the schema spells it.
+    pub name: String,
+    /// Its `CREATE INDEX` statement (`None` for an automatic index): a plan made again after
+    /// the file changed must find the same index.
+    pub sql: Option<String>,
+    /// The fields of each entry (the index's columns and the rowid).
+    pub fields: usize,
+    /// Each leaf's position in key order, by page number.
+    ordinals: HashMap<u32, u32>,
+    /// The interior pages' entries after each leaf, by the leaf's page number, whole records.
+    between: HashMap<u32, Vec<Vec<u8>>>,
+}
+
+impl IndexScan {
+    /// Entry places per leaf: a leaf's cell `i` is place `(ordinal << 17) + i`, the interior
+    /// entries after it `(ordinal << 17) + 65536 + j` (a page holds fewer than 65,536 cells).
+    pub const PLACES_PER_LEAF: i64 = 1 << 17;
+
+    /// The place of the first interior entry after a leaf, counted from the leaf's first
+    /// cell's.
+    pub const AFTER_CELLS: i64 = 1 << 16;
+
+    /// The place of leaf `page`'s first cell, when `page` is a leaf of the index.
+    pub fn place(&self, page: u32) -> Option<i64> {
+        self.ordinals
+            .get(&page)
+            .map(|&o| i64::from(o) * Self::PLACES_PER_LEAF)
+    }
+
+    /// The rowid of the entry at `place` (one of leaf `page`'s, whose bytes are `bytes`, or an
+    /// interior entry after them), for messages: `None` when it is not on the page.
+    pub fn rowid_at(&self, page: u32, bytes: &[u8], usable: u32, place: i64) -> Option<i64> {
+        let offset = place.checked_sub(self.place(page)?)?;
+        if offset < Self::AFTER_CELLS {
+            crate::index::leaf_entry_rowid(bytes, usable, usize::try_from(offset).ok()?)
+        } else {
+            let j = usize::try_from(offset - Self::AFTER_CELLS).ok()?;
+            crate::index::entry_rowid(self.after(page).get(j)?)
+        }
+    }
+
+    /// The entries of the interior pages that come after leaf `page`'s, in key order.
+    pub fn after(&self, page: u32) -> &[Vec<u8>] {
+        self.between.get(&page).map_or(&[], Vec::as_slice)
+    }
 }
 
 /// Where a column's value comes from when a row is decoded.
@@ -175,6 +235,7 @@ impl TablePlan {
             wal_ignored: file.wal_ignored().map(str::to_string),
             snapshot: file.snapshot(),
             read: file.read_snapshot().clone(),
+            index_scan: None,
         };
         match walk {
             Walk::Whole(tree) => plan.set_tree(tree),
@@ -278,6 +339,55 @@ impl TablePlan {
         let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
         self.check_same_as(&file)?;
         crate::btree::table_rowids(&file, self.table.root_page, backward, skip, n)
+    }
+
+    /// This table's index `name` (case-insensitive) planned for a scan of its entries in
+    /// place of the table's rows, in the plan's snapshot ([`IndexScan`]): its leaves in key
+    /// order as the plan's leaves (split and read as a fragmented table's are), its interior
+    /// pages read and checked here ([`crate::index::index_tree`]), no leaf-parent level left to
+    /// the scan; `fields` is the number of fields of each entry (the index's columns and the
+    /// rowid: SQLite's `PRAGMA index_xinfo` rows). Fails naming the index when the table has
+    /// none of that name.
+    pub fn index_scan(&self, name: &str, fields: usize) -> Result<Self> {
+        let Some(entry) = self
+            .indexes
+            .iter()
+            .find(|e| e.name.eq_ignore_ascii_case(name))
+        else {
+            return Err(crate::Error::Invalid {
+                path: self.path.clone(),
+                what: format!("table {:?} has no index {name:?}", self.table.name),
+            });
+        };
+        let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
+        self.check_same_as(&file)?;
+        let tree = crate::index::index_tree(&file, entry.root_page, fields)?;
+        let ordinals = tree
+            .leaves
+            .iter()
+            .enumerate()
+            .map(|(i, &leaf)| (leaf, i as u32))
+            .collect();
+        let mut between: HashMap<u32, Vec<Vec<u8>>> = HashMap::new();
+        for (after, record) in tree.between {
+            between.entry(tree.leaves[after]).or_default().push(record);
+        }
+        let mut plan = self.clone();
+        plan.leaf_parents = None;
+        plan.set_tree(TableTree {
+            root_page: entry.root_page,
+            leaves: tree.leaves,
+            interior_pages: tree.interior_pages,
+            depth: tree.depth,
+        });
+        plan.index_scan = Some(Arc::new(IndexScan {
+            name: entry.name.clone(),
+            sql: entry.sql.clone(),
+            fields,
+            ordinals,
+            between,
+        }));
+        Ok(plan)
     }
 
     /// The rowids of the entries of the first `runs` runs of equal first fields (by `same`)

@@ -19,6 +19,7 @@
 #![deny(missing_docs)]
 
 mod aggregate;
+mod covering;
 mod dialect;
 mod error;
 mod expr;

@@ -11,6 +11,7 @@ use partitioner::TablePlan;
 use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
 
 use super::aggregate::has_aggregate;
+use super::covering::{columns_in_index, covering_scan, Covering};
 use super::error::{invalid, unsupported, SqlError};
 use super::expr::{
     collation_named, holds_subquery, parser_folds_and, renumber_results, sort_key, GroupContext,
@@ -412,7 +413,7 @@ fn plan_statement(
             Err(_) => 0,
         };
     };
-    let table = edge_leaf(engine::restrict(table, &planned.query)?, planned.edge)?;
+    let table = planned.scanned(table)?;
     Ok(PlannedQuery {
         table,
         query: planned.query,
@@ -531,7 +532,7 @@ fn plan_subquery(q: &ast::Query, subs: &Subqueries<'_>) -> Result<PlannedSubquer
         flat.as_ref(),
         0,
     )?;
-    let table = edge_leaf(engine::restrict(table, &planned.query)?, planned.edge)?;
+    let table = planned.scanned(table)?;
     // Sorted unless the loop delivers the ORDER BY (the scan in rowid order: no ORDER BY
     // left; an index: no sorter in SQLite's plan).
     let sorted = !planned.query.order_by.is_empty()
@@ -653,6 +654,20 @@ struct SelectPlan {
     /// table's first or last entry (`Rewind`, `Last`), and only the first or last leaf, which
     /// holds it, need be scanned ([`edge_leaf`]).
     edge: Option<bool>,
+    /// The covering index scanned in place of the table (its name and fields per entry):
+    /// the plan's columns are positions in its records ([`crate::covering`]).
+    index_scan: Option<(String, usize)>,
+}
+
+impl SelectPlan {
+    /// The plan of the table the query scans: the covering index in place of the table, or
+    /// the table narrowed to the rowids the query admits (and to its first or last leaf).
+    fn scanned(&self, table: TablePlan) -> Result<TablePlan, SqlError> {
+        match &self.index_scan {
+            Some((name, fields)) => Ok(table.index_scan(name, *fields)?),
+            None => Ok(edge_leaf(engine::restrict(table, &self.query)?, self.edge)?),
+        }
+    }
 }
 
 /// A query planned to read the entries of an index's first runs of keys under a `WHERE`
@@ -1318,6 +1333,9 @@ fn plan_select(
     let mut loops_table = false;
     // Whether the index `seek` targets lists every row (is not partial).
     let mut whole_index = false;
+    // SQLite's loop over a covering index alone: scanned in place of the table when the
+    // query reads nothing else (decided once the plan's columns are known).
+    let mut covering: Option<Covering> = None;
     let (order_by, backward) = if order == Order::Sqlite {
         let others = subqueries.map(Subqueries::tables).unwrap_or_default();
         let chosen = choose(table, planner_sql, &others);
@@ -1498,6 +1516,11 @@ fn plan_select(
                 };
                 // A DISTINCT's first entries of each key: one row a group.
                 let one_row_each = groups_first.as_ref().is_some_and(|g| g.firsts);
+                let rows = matches!(shape, Shape::Rows { .. });
+                let candidate = match (&first, &groups_first, &window_stage) {
+                    (None, None, None) => covering_scan(&choice, rows, &written, bignull),
+                    _ => None,
+                };
                 let followed = follow(
                     &mut r,
                     &choice,
@@ -1556,6 +1579,7 @@ fn plan_select(
                 } else {
                     seek = seek_target(&mut r, table, &choice, filter.as_ref())?;
                     whole_index = matches!(choice.access, Access::Index { partial: false, .. });
+                    covering = candidate;
                 }
                 index_plan = Some(IndexPlan {
                     corescan: match (&choice.access, &shape) {
@@ -1687,6 +1711,30 @@ fn plan_select(
         windows: window_stage.map(|(stage, _)| Box::new(stage)),
         arrival: None,
     };
+    // A covering index's entries as the rows, where the query reads nothing else.
+    let index_scan = match covering {
+        Some(c) if !plan.backward => match columns_in_index(table, &c, &plan.columns) {
+            Some(columns) => {
+                plan.columns = columns;
+                if let Some(order) = c.rows_order {
+                    plan.order_by = order;
+                }
+                seek = None;
+                arrival = None;
+                arrival_range = None;
+                if let Some(p) = &mut index_plan {
+                    p.corescan = format!(
+                        "the entries of index {:?} in key order in place of the table's rows \
+                         (the index covers the query), cut across the executors",
+                        c.name
+                    );
+                }
+                Some((c.name, c.fields))
+            }
+            None => None,
+        },
+        _ => None,
+    };
     // Constant subexpressions are evaluated once here, not once per row.
     engine::query::fold::fold_plan(&mut plan);
     json_parse_cache(&plan)?;
@@ -1751,13 +1799,14 @@ fn plan_select(
     }
     // As a rowid range: also under verify-retry, whose later attempts scan the table
     // (`plan_table` plans them from the query).
-    let edge = rowid_edge(&plan, rowid_slot.as_ref());
+    let edge = rowid_edge(&plan, rowid_slot.as_ref()).filter(|_| index_scan.is_none());
     Ok(SelectPlan {
         query: plan,
         index_plan,
         groups_probe,
         first,
         edge,
+        index_scan,
     })
 }
 

@@ -74,6 +74,8 @@ pub struct PlannedFile<B> {
     pub wal: Option<Arc<WalIndex>>,
     /// What the file's kernels are made from.
     pub bound: B,
+    /// The plan's index scan ([`partitioner::TablePlan::index_scan`]).
+    pub index_scan: Option<Arc<partitioner::plan::IndexScan>>,
 }
 
 /// One unit of work of a scan of several files.
@@ -134,7 +136,7 @@ impl TaskBase {
         header: &DbHeader,
         wal: Option<Arc<WalIndex>>,
         share: Share,
-        backend: IoBackend,
+        (backend, index_scan): (IoBackend, Option<Arc<partitioner::plan::IndexScan>>),
     ) -> ExecutorTask {
         let (extents, parents) = match share {
             Share::Leaves(range) => (range.extents, None),
@@ -160,6 +162,7 @@ impl TaskBase {
             sqpoll_cpu: self.sqpoll_cpu,
             faults: self.faults,
             cancel: self.cancel.clone(),
+            index_scan,
         }
     }
 }
@@ -293,9 +296,13 @@ impl<K: ScanKernel, S: FileScans<K>> UnitRun<K, S> {
                             .ok_or_else(|| Error::Config("a plan cut into no share".into()))?;
                         let wal = plan.wal.clone().map(Arc::new);
                         let backend = self.base.whole_backend;
-                        let task = self
-                            .base
-                            .task(&plan.path, &plan.header, wal, share, backend);
+                        let task = self.base.task(
+                            &plan.path,
+                            &plan.header,
+                            wal,
+                            share,
+                            (backend, plan.index_scan.clone()),
+                        );
                         let usable = plan.header.usable_size();
                         let kernel = self
                             .scans
@@ -319,7 +326,7 @@ impl<K: ScanKernel, S: FileScans<K>> UnitRun<K, S> {
                     &planned.header,
                     planned.wal.clone(),
                     share,
-                    self.base.backend,
+                    (self.base.backend, planned.index_scan.clone()),
                 );
                 let usable = planned.header.usable_size();
                 let kernel = self

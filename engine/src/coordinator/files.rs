@@ -159,6 +159,7 @@ pub fn run_files<K: ScanKernel, S: FileScans<K>, T>(
             header: plan.header.clone(),
             wal: plan.wal.clone().map(Arc::new),
             bound,
+            index_scan: plan.index_scan.clone(),
         });
         let each = size / shares.len().max(1) as u64;
         for share in shares {

@@ -148,7 +148,7 @@ impl Launch {
                 &plan.header,
                 wal.clone(),
                 share,
-                self.io.backend,
+                (self.io.backend, plan.index_scan.clone()),
             );
             task.gate = self.gate.clone().map(|g| Arc::new(Arrival(g)));
             let job = RangeJob {

@@ -126,6 +126,7 @@ pub fn run_segments<K: ScanKernel, S: FileScans<K>, T>(
         header: plan.header.clone(),
         wal: plan.wal.clone().map(Arc::new),
         bound,
+        index_scan: plan.index_scan.clone(),
     });
     scans.layout(&vec![0; shares.len()]);
     let mut dealt: Vec<Vec<(usize, Unit<S::Bound>)>> =

@@ -500,6 +500,34 @@ impl ScanKernel for QueryKernel {
         Ok(())
     }
 
+    fn decode_index_page(
+        &mut self,
+        page_no: u32,
+        page: &[u8],
+        first_place: i64,
+        spills: &mut Vec<Spill>,
+    ) -> Result<(), String> {
+        self.spill_groups_if_full();
+        dates::set_statement_time(self.now);
+        let cells = self.cells.decode_index_page(
+            &self.needed,
+            page,
+            (page_no, first_place),
+            self.usable,
+            spills,
+        )?;
+        self.rows += cells as u64;
+        if self.batched {
+            return self.eval_batch(page);
+        }
+        if self.columnar.is_some() && spills.is_empty() {
+            self.eval_columnar(page);
+            return Ok(());
+        }
+        self.eval_rows(page_no, page, spills.is_empty());
+        Ok(())
+    }
+
     fn eval_spill(
         &mut self,
         spill: &Spill,

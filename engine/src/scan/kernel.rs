@@ -89,6 +89,23 @@ pub trait ScanKernel: Clone + Send + 'static {
         spills: &mut Vec<Spill>,
     ) -> Result<(), String>;
 
+    /// Decodes one leaf page of an index scanned in place of the table
+    /// ([`partitioner::plan::IndexScan`]): each cell's record (the key columns, then the
+    /// rowid) is a row whose key is `first_place` plus the cell's index, its place in the
+    /// index's order, used wherever a table's rows use their rowid. Spills as
+    /// [`Self::decode_page`]. The default refuses: only kernels that read records by position
+    /// (the query kernel) read indexes.
+    fn decode_index_page(
+        &mut self,
+        page_no: u32,
+        page: &[u8],
+        first_place: i64,
+        spills: &mut Vec<Spill>,
+    ) -> Result<(), String> {
+        let _ = (page_no, page, first_place, spills);
+        Err("this scan reads table pages only, not an index's".into())
+    }
+
     /// Evaluates the record of `spill` from a prefix of its payload (`complete` when it is the
     /// whole payload), or asks for more of the chain with [`RecordOutcome::NeedMore`] (only
     /// when not `complete`). Errors name the problem; the scan adds the leaf page.

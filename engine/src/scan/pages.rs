@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use partitioner::cell::OverflowChain;
 use partitioner::format::be_u32;
+use partitioner::plan::IndexScan;
 use partitioner::wal::PageLocation;
 
 use crate::counters::Measure;
@@ -45,6 +46,8 @@ pub(crate) struct PageDecoder<'t, K: ScanKernel> {
     chain_pages: HashSet<u32>,
     /// When the first page was decoded (the end of the executor's start-up).
     first_page_at: Option<Instant>,
+    /// The interior entries of an index scan given to the kernel (rows it does not count).
+    between_rows: u64,
 }
 
 impl<'t, K: ScanKernel> PageDecoder<'t, K> {
@@ -62,6 +65,7 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
             overflow_page: Vec::new(),
             chain_pages: HashSet::new(),
             first_page_at: None,
+            between_rows: 0,
         }
     }
 
@@ -131,9 +135,23 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
         report: &mut ExecutorReport,
     ) -> Result<()> {
         let task = self.task;
-        self.kernel
-            .decode_page(page_no, page, next, &mut self.spills)
-            .map_err(|what| task.corrupt(page_no, what))?;
+        let first_place = match &task.index_scan {
+            None => {
+                self.kernel
+                    .decode_page(page_no, page, next, &mut self.spills)
+                    .map_err(|what| task.corrupt(page_no, what))?;
+                None
+            }
+            Some(scan) => {
+                let first = scan.place(page_no).ok_or_else(|| {
+                    task.corrupt(page_no, format!("not a leaf of index {:?}", scan.name))
+                })?;
+                self.kernel
+                    .decode_index_page(page_no, page, first, &mut self.spills)
+                    .map_err(|what| task.corrupt(page_no, what))?;
+                Some(first)
+            }
+        };
         if report.pages == 0 {
             self.first_page_at = Some(Instant::now());
         }
@@ -147,9 +165,43 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
             self.spills = spills;
             followed?;
         }
-        self.kernel
-            .page_done()
-            .map_err(|row| task.eval_error(page_no, row))
+        if let (Some(first), Some(scan)) = (first_place, &task.index_scan) {
+            // The interior pages' entries that follow this leaf's in key order.
+            let after = scan.after(page_no);
+            self.between_rows += after.len() as u64;
+            for (j, record) in after.iter().enumerate() {
+                let spill = Spill {
+                    page: page_no,
+                    rowid: first + IndexScan::AFTER_CELLS + j as i64,
+                    local: Vec::new(),
+                    payload_len: record.len() as u64,
+                    first_overflow: 0,
+                };
+                let outcome = self
+                    .kernel
+                    .eval_spill(&spill, record, true)
+                    .map_err(|what| task.corrupt(page_no, what))?;
+                if outcome == RecordOutcome::NeedMore {
+                    return Err(task.corrupt(
+                        page_no,
+                        format!(
+                            "an entry of index {:?} after this leaf runs past its record",
+                            scan.name
+                        ),
+                    ));
+                }
+            }
+        }
+        self.kernel.page_done().map_err(|mut row| {
+            if let Some(scan) = &task.index_scan {
+                // The row's key is its place in the index: the message names its rowid.
+                match scan.rowid_at(page_no, page, task.header.usable_size(), row.rowid) {
+                    Some(rowid) => row.rowid = rowid,
+                    None => row.message = format!("{} (index {:?})", row.message, scan.name),
+                }
+            }
+            task.eval_error(page_no, row)
+        })
     }
 
     /// Completes a record whose needed bytes continue on overflow pages, reading the chain
@@ -264,7 +316,7 @@ impl<'t, K: ScanKernel> PageDecoder<'t, K> {
         mut report: ExecutorReport,
         clock: ThreadClock,
     ) -> (K::Partial, ExecutorReport) {
-        report.rows = self.kernel.rows();
+        report.rows = self.kernel.rows() + self.between_rows;
         report.wall_s = clock.started.elapsed().as_secs_f64();
         let used = CpuTime::thread().since(clock.cpu);
         report.user_s = used.user_s;

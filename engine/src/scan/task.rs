@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use partitioner::plan::IndexScan;
 use partitioner::wal::WalIndex;
 use partitioner::{DbHeader, Extent, ParentShare};
 use serde::Serialize;
@@ -143,6 +144,10 @@ pub(crate) struct ExecutorTask {
     pub sqpoll_cpu: Option<usize>,
     pub faults: Faults,
     pub cancel: Arc<Cancel>,
+    /// The plan's index scan, when the range's leaves are an index's
+    /// ([`partitioner::plan::IndexScan`]): each leaf is decoded into its entries, numbered by
+    /// their places, and the interior entries after it follow.
+    pub index_scan: Option<Arc<IndexScan>>,
     /// Leaf-parent pages [`ExecutorTask::prepare`] read, and the seconds that took (for the
     /// report).
     pub parent_pages: u64,

@@ -283,29 +283,28 @@ fn the_report_shows_sqlites_plan() {
         run.stderr
     );
 
-    let run = corescan([
-        "query",
-        db,
-        "SELECT status, count(*) FROM o GROUP BY status",
-        "--report",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(run.status, 0, "{}", run.stderr);
-    let report: serde_json::Value =
-        serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
-    let plan = &report["sqlite_plan"];
+    let plan_of = |sql: &str| {
+        let run = corescan(["query", db, sql, "--report", "--format", "json"]);
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        let report: serde_json::Value =
+            serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
+        let plan = report["sqlite_plan"].clone();
+        (
+            plan["sqlite"][0].as_str().unwrap().to_string(),
+            plan["corescan"].as_str().unwrap().to_string(),
+        )
+    };
+    let (sqlite, ran) = plan_of("SELECT status, count(*), max(note) FROM o GROUP BY status");
+    assert!(sqlite.contains("USING INDEX o_s"), "{sqlite}");
+    assert!(ran.contains("groups ordered"), "{ran}");
+    // An index that covers the query is scanned in place of the table.
+    let (sqlite, ran) = plan_of("SELECT status, count(*) FROM o GROUP BY status");
     assert!(
-        plan["sqlite"][0].as_str().unwrap().contains("INDEX"),
-        "{plan}"
+        sqlite.contains("SCAN o USING COVERING INDEX o_s"),
+        "{sqlite}"
     );
-    assert!(
-        plan["corescan"]
-            .as_str()
-            .unwrap()
-            .contains("groups ordered"),
-        "{plan}"
-    );
+    let scanned = "the entries of index \"o_s\" in key order in place of the table's rows";
+    assert!(ran.contains(scanned), "{ran}");
 
     // A table without indexes has no plan to follow: its loop is always in rowid order.
     let bare = plain.with_file_name("bare.db");
@@ -1106,7 +1105,8 @@ fn small_seeks_run_on_one_executor() {
     let seek = "SELECT * FROM o WHERE id IN (3, 4)";
     assert_eq!(executors(seek, &[]), 1);
     assert_eq!(executors(seek, &["--cores", "2"]), 2);
-    let full = "SELECT count(*), sum(total) FROM o";
+    // (`note` is in no index: the table is scanned.)
+    let full = "SELECT count(*), sum(total), max(note) FROM o";
     assert_eq!(executors(full, &[]), cpus);
     for sql in [seek, full] {
         super::check(plain, sql);
@@ -1460,4 +1460,149 @@ fn the_first_groups_under_a_where_grow_until_the_limit_is_met() {
             .span(&[Axis::Cores, Axis::Io])
             .check();
     }
+}
+
+/// Where SQLite's loop reads a covering index alone (`SCAN ... USING COVERING INDEX`), corescan
+/// scans the index's leaves in place of the table's, cut across the executors, and the rows
+/// are SQLite's in SQLite's order: plain rows in the index's order (`NOCASE` ties, NULLs,
+/// `DESC` columns, integral reals of a REAL column), after a sorter, groups and `DISTINCT`;
+/// a multi-level index whose interior entries (which no leaf holds) spill to overflow pages;
+/// the index's pages in the write-ahead log; and a damaged index leaf is one clean error.
+#[test]
+fn a_covering_index_is_scanned_in_place_of_the_table() {
+    let dir = scratch_dir("query-indexes-covering");
+    let db = dir.join("covering.db");
+    let _ = std::fs::remove_file(&db);
+    let _ = std::fs::remove_file(dir.join("covering.db-wal"));
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "PRAGMA page_size = 1024;
+         CREATE TABLE c(id INTEGER PRIMARY KEY, k TEXT COLLATE NOCASE, n INTEGER, r REAL,
+                        pad TEXT);
+         CREATE INDEX c_k ON c(k);
+         CREATE INDEX c_nr ON c(n DESC, r);
+         CREATE INDEX c_big ON c(n) WHERE n > 40;",
+    )
+    .unwrap();
+    let mut rng = testkit::Rng::xorshift64(0x9e37_79b9_7f4a_7c15);
+    let words = ["apple", "Apple", "APPLE", "b", "zoë", "Zoë", "m"];
+    let insert = |conn: &Connection, rng: &mut testkit::Rng, rows: i64| {
+        conn.execute_batch("BEGIN").unwrap();
+        for _ in 0..rows {
+            // Some keys longer than an index cell keeps on a 1 KiB page (231 bytes).
+            let k: Option<String> = match rng.index(10) {
+                0 => None,
+                1 => Some(format!(
+                    "{}{}",
+                    rng.pick(&words),
+                    "q".repeat(200 + rng.index(400))
+                )),
+                _ => Some(format!("{}{}", rng.pick(&words), rng.index(300))),
+            };
+            let n = (!rng.percent(5)).then(|| rng.index(60) as i64);
+            // Integral reals are stored as integers in a REAL column, and read as reals.
+            let r = match rng.index(3) {
+                0 => rng.index(50) as f64,
+                1 => rng.index(5000) as f64 / 7.0,
+                _ => f64::NAN,
+            };
+            let r = (!r.is_nan()).then_some(r);
+            conn.execute(
+                "INSERT INTO c(k, n, r, pad) VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![k, n, r, "p".repeat(rng.index(80))],
+            )
+            .unwrap();
+        }
+        conn.execute_batch("COMMIT").unwrap();
+    };
+    insert(&conn, &mut rng, 12_000);
+    let queries = [
+        "SELECT k FROM c",
+        "SELECT k, id FROM c WHERE k LIKE '%7%'",
+        "SELECT DISTINCT k FROM c",
+        "SELECT k, count(*), min(id) FROM c GROUP BY k",
+        "SELECT k, id FROM c ORDER BY length(k), id DESC LIMIT 40",
+        "SELECT k FROM c ORDER BY k NULLS LAST",
+        "SELECT n, r FROM c",
+        "SELECT n, r, id FROM c WHERE r > 3",
+        "SELECT n, max(r), count(*) FROM c GROUP BY n",
+        "SELECT count(*), sum(r), total(n) FROM c WHERE r IS NOT NULL",
+        "SELECT n FROM c WHERE n > 40",
+    ];
+    let check_all = |db: &Path| {
+        let mut scanned = 0;
+        for sql in queries {
+            let plan = sqlite_plan(db, sql);
+            let report = super::binary_answers_as_sqlite(db, sql);
+            // (A DISTINCT of few values seeks past each instead: no scan at all.)
+            if plan.starts_with("SCAN c USING COVERING INDEX") {
+                assert!(
+                    !report.contains("the table in rowid order"),
+                    "{sql}: {report}"
+                );
+                scanned += usize::from(report.contains("in place of the table's rows"));
+            }
+            QueryTester::new(db, sql)
+                .span(&[Axis::Cores, Axis::Io])
+                .check();
+        }
+        assert!(scanned >= 7, "only {scanned} covering scans");
+    };
+    // Interior entries (which no leaf holds) that spill to overflow pages: an interior cell's
+    // payload past the 231 bytes a 1 KiB index page keeps, on two levels of interior pages.
+    let (interior, spilled): (i64, i64) = conn
+        .query_row(
+            "SELECT count(*), max(mx_payload) FROM dbstat
+             WHERE name = 'c_k' AND pagetype = 'internal'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(
+        interior > 2 && spilled > 231,
+        "{interior} interior pages, {spilled}"
+    );
+    check_all(&db);
+
+    // In WAL mode with the index's latest pages in the log (no checkpoint).
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;")
+        .unwrap();
+    insert(&conn, &mut rng, 3_000);
+    conn.execute_batch("DELETE FROM c WHERE id % 11 = 0")
+        .unwrap();
+    let wal = std::fs::metadata(dir.join("covering.db-wal"))
+        .unwrap()
+        .len();
+    assert!(wal > 100_000, "a log of {wal} bytes");
+    check_all(&db);
+    drop(conn);
+
+    // An index leaf made a table leaf: one error line naming the file, the page and the
+    // index.
+    let copy = dir.join("covering-damaged.db");
+    std::fs::copy(&db, &copy).unwrap();
+    let conn = Connection::open(&copy).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;")
+        .unwrap();
+    let leaf: u32 = conn
+        .query_row(
+            "SELECT pageno FROM dbstat WHERE name = 'c_k' AND pagetype = 'leaf'
+             ORDER BY path LIMIT 1 OFFSET 20",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(conn);
+    let file = std::fs::OpenOptions::new().write(true).open(&copy).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, &[0x0d], u64::from(leaf - 1) * 1024).unwrap();
+    drop(file);
+    let sql = "SELECT k FROM c";
+    assert!(sqlite_plan(&copy, sql).contains("COVERING INDEX c_k"));
+    let run = corescan(["query", copy.to_str().unwrap(), sql, "--format", "csv"]);
+    assert_ne!(run.status, 0);
+    run.assert_error_line(&[
+        copy.to_str().unwrap(),
+        &format!("page {leaf}"),
+        "index leaf",
+    ]);
 }
