@@ -1,7 +1,8 @@
 //! SQLite's `SCAN t USING COVERING INDEX i`, run as SQLite runs it: the index's entries are
-//! the rows. Where SQLite's loop reads only an index, whole and forwards, and every column
-//! the query reads is one of the index's key columns or the rowid, corescan scans the
-//! index's leaves in place of the table's ([`partitioner::TablePlan::index_scan`]), cut
+//! the rows. Where SQLite's loop reads only an index, forwards (whole, or a range of it too
+//! wide to read its rows by rowid: the `WHERE` then picks the range's entries from the whole
+//! index's, in the same order), and every column the query reads is one of the index's key
+//! columns or the rowid, corescan scans the index's leaves in place of the table's ([`partitioner::TablePlan::index_scan`]), cut
 //! across the executors in key order as a table's leaves are, with readahead and every
 //! backend. Each entry's place in the index is its key wherever a table's row uses its
 //! rowid ([`partitioner::plan::IndexScan`]), so the rows come, tie and merge in the index's
@@ -36,8 +37,8 @@ pub(crate) struct Covering {
     pub rows_order: Option<Vec<SortKey>>,
 }
 
-/// The covering scan SQLite's `choice` runs, if it runs one: `SCAN ... USING COVERING INDEX`
-/// (not a `SEARCH`, which reads a range of the index), forwards. `rows` says whether the query
+/// The covering scan SQLite's `choice` runs, if it runs one: `SCAN` or `SEARCH ... USING
+/// COVERING INDEX`, forwards. `rows` says whether the query
 /// gives plain rows, with `written` its `ORDER BY` as written; `bignull` that it orders NULLs
 /// against the index's order (`ASC NULLS LAST`), which SQLite's loop gives by visiting the
 /// NULL entries in a loop of their own after the others (`WHERE_BIGNULL_SORT`): the rows
@@ -58,9 +59,15 @@ pub(crate) fn covering_scan(
     else {
         return None;
     };
+    // The whole index, or a range of it (`SEARCH`), whose entries the WHERE then picks from
+    // the whole index's in the same order (where the range holds too many to read their rows
+    // by rowid: see the planner).
+    let covered = format!("USING COVERING INDEX {name}");
     let scans = choice.lines.iter().any(|l| {
         let l = l.trim_start();
-        l.starts_with("SCAN ") && l.contains(&format!("USING COVERING INDEX {name}"))
+        (l.starts_with("SCAN ") || l.starts_with("SEARCH "))
+            && l.split_once(&covered)
+                .is_some_and(|(_, rest)| rest.is_empty() || rest.starts_with(' '))
     });
     if !scans || choice.first_row_only || key.len() + 1 != *fields {
         return None;

@@ -1711,30 +1711,6 @@ fn plan_select(
         windows: window_stage.map(|(stage, _)| Box::new(stage)),
         arrival: None,
     };
-    // A covering index's entries as the rows, where the query reads nothing else.
-    let index_scan = match covering {
-        Some(c) if !plan.backward => match columns_in_index(table, &c, &plan.columns) {
-            Some(columns) => {
-                plan.columns = columns;
-                if let Some(order) = c.rows_order {
-                    plan.order_by = order;
-                }
-                seek = None;
-                arrival = None;
-                arrival_range = None;
-                if let Some(p) = &mut index_plan {
-                    p.corescan = format!(
-                        "the entries of index {:?} in key order in place of the table's rows \
-                         (the index covers the query), cut across the executors",
-                        c.name
-                    );
-                }
-                Some((c.name, c.fields))
-            }
-            None => None,
-        },
-        _ => None,
-    };
     // Constant subexpressions are evaluated once here, not once per row.
     engine::query::fold::fold_plan(&mut plan);
     json_parse_cache(&plan)?;
@@ -1746,6 +1722,8 @@ fn plan_select(
     if keys.is_empty() && matches!(aggregates.as_slice(), [AggSpec {
         func: AggFunc::CountStar, distinct: false, filter: None, ..
     }]));
+    // Whether an index range was read or counted: no covering scan then.
+    let mut seeked = false;
     if let Some(target) = seek.as_ref().filter(|_| {
         counts_only && whole_index && plan.constant_terms.is_empty() && plan.windows.is_none()
     }) {
@@ -1754,6 +1732,7 @@ fn plan_select(
                 .map_err(|_| SqlError::Invalid(format!("an index range of {entries} entries")))?;
             put_count(&mut plan.shape, &mut plan.order_by, count);
             plan.filter = Some(no_rows);
+            seeked = true;
             if let Some(p) = &mut index_plan {
                 p.corescan = format!(
                     "the {entries} entries of the index in the range the WHERE bounds, counted \
@@ -1765,6 +1744,7 @@ fn plan_select(
     }
     if let Some(target) = &seek {
         if let Some((rowids, in_key_order)) = range_seek(table, target, plan.filter.as_ref())? {
+            seeked = true;
             let found = in_key_order.len();
             if let Some(choice) = &arrival {
                 plan.arrival = Some(index_arrival(table, choice, Some(in_key_order))?);
@@ -1788,6 +1768,31 @@ fn plan_select(
             }
         }
     }
+    // A covering index's entries as the rows, where the query reads nothing else and no
+    // range of the index was read above (a narrow one reads its rows by rowid).
+    let index_scan = match covering.filter(|_| !seeked) {
+        Some(c) if !plan.backward => match columns_in_index(table, &c, &plan.columns) {
+            Some(columns) => {
+                plan.columns = columns;
+                if let Some(order) = c.rows_order {
+                    plan.order_by = order;
+                    engine::query::fold::fold_plan(&mut plan);
+                }
+                arrival = None;
+                arrival_range = None;
+                if let Some(p) = &mut index_plan {
+                    p.corescan = format!(
+                        "the entries of index {:?} in key order in place of the table's rows \
+                         (the index covers the query), cut across the executors",
+                        c.name
+                    );
+                }
+                Some((c.name, c.fields))
+            }
+            None => None,
+        },
+        _ => None,
+    };
     // Each group's rows ranked by their places in the whole index, when no range was read.
     if let (Some(choice), None) = (&arrival, &plan.arrival) {
         let ranged = arrival_range.is_some();

@@ -1465,9 +1465,10 @@ fn the_first_groups_under_a_where_grow_until_the_limit_is_met() {
 /// Where SQLite's loop reads a covering index alone (`SCAN ... USING COVERING INDEX`), corescan
 /// scans the index's leaves in place of the table's, cut across the executors, and the rows
 /// are SQLite's in SQLite's order: plain rows in the index's order (`NOCASE` ties, NULLs,
-/// `DESC` columns, integral reals of a REAL column), after a sorter, groups and `DISTINCT`;
-/// a multi-level index whose interior entries (which no leaf holds) spill to overflow pages;
-/// the index's pages in the write-ahead log; and a damaged index leaf is one clean error.
+/// `DESC` columns, integral reals of a REAL column), after a sorter, groups and `DISTINCT`,
+/// under a `WHERE` and over a range too wide to read its rows by rowid; a multi-level index
+/// whose interior entries (which no leaf holds) spill to overflow pages; the index's pages in
+/// the write-ahead log; and a damaged index leaf is one clean error.
 #[test]
 fn a_covering_index_is_scanned_in_place_of_the_table() {
     let dir = scratch_dir("query-indexes-covering");
@@ -1528,6 +1529,11 @@ fn a_covering_index_is_scanned_in_place_of_the_table() {
         "SELECT n, max(r), count(*) FROM c GROUP BY n",
         "SELECT count(*), sum(r), total(n) FROM c WHERE r IS NOT NULL",
         "SELECT n FROM c WHERE n > 40",
+        // Ranges too wide to read their rows by rowid: the WHERE picks them from the whole
+        // index's entries, in the same order.
+        "SELECT k, id FROM c WHERE k > 'b'",
+        "SELECT n, r FROM c WHERE n BETWEEN 3 AND 50 AND r < 400",
+        "SELECT n, count(*) FROM c WHERE n < 58 GROUP BY n",
     ];
     let check_all = |db: &Path| {
         let mut scanned = 0;
