@@ -190,7 +190,7 @@ pub fn replan_scan(
             ),
         });
     }
-    plan.index_scan(&index.name, index.fields)
+    plan.index_scan(&index.name, index.fields, None)
 }
 
 /// The table's plan cut down to the leaves that can hold the rowids the query's `WHERE`

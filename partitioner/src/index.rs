@@ -1428,7 +1428,18 @@ pub struct IndexTree {
 /// at the depth of the first), each interior entry read whole and checked to hold `fields`
 /// fields ending with an integer rowid. The leaves are listed, not read: whoever decodes them
 /// checks each one is an index leaf.
-pub fn index_tree(file: &PageFile, root: u32, fields: usize) -> Result<IndexTree> {
+///
+/// With `place`, only the subtrees that can hold entries whose first field it puts inside a
+/// range, as [`index_range_rowids`] walks them (child `i` of an interior page holds the keys
+/// between entries `i - 1` and `i`), and only the interior entries inside it: the leaves kept
+/// may hold entries outside the range (a leaf is not split), which the scan's `WHERE`
+/// rejects. `place` must be monotonic in the index's order of its first field.
+pub fn index_tree(
+    file: &PageFile,
+    root: u32,
+    fields: usize,
+    place: Option<&dyn Fn(KeyField<'_>) -> Place>,
+) -> Result<IndexTree> {
     let (frame, mut seen) = walk_start(file, root)?;
     let mut tree = IndexTree {
         leaves: Vec::new(),
@@ -1454,6 +1465,7 @@ pub fn index_tree(file: &PageFile, root: u32, fields: usize) -> Result<IndexTree
     let mut walk = TreeWalk {
         file,
         fields,
+        place,
         seen: &mut seen,
         tree: &mut tree,
         scratch: &mut scratch,
@@ -1466,6 +1478,7 @@ pub fn index_tree(file: &PageFile, root: u32, fields: usize) -> Result<IndexTree
 struct TreeWalk<'a> {
     file: &'a PageFile,
     fields: usize,
+    place: Option<&'a dyn Fn(KeyField<'_>) -> Place>,
     seen: &'a mut PageSet,
     tree: &'a mut IndexTree,
     scratch: &'a mut Vec<u8>,
@@ -1473,35 +1486,77 @@ struct TreeWalk<'a> {
 
 impl TreeWalk<'_> {
     /// Lists the subtree of interior page `frame` in key order: each child's leaves, then the
-    /// cell's entry.
-    fn interior(&mut self, frame: Frame) -> Result<()> {
+    /// cell's entry (those a range wants). `false` once an entry past the range was met: the
+    /// walk is over.
+    fn interior(&mut self, frame: Frame) -> Result<bool> {
         let file = self.file;
         self.tree.interior_pages.push(frame.page);
         let cells = usize::from(frame.header.cell_count);
+        // The place of the entry before the current child (none for the first child).
+        let mut before = Place::Below;
         for i in 0..=cells {
-            let child = child_of(file, &frame, i)?;
-            if !self.seen.insert(child) {
-                return Err(file.corrupt(
-                    frame.page,
-                    format!("page {child} is reached twice in the index b-tree"),
-                ));
-            }
-            if frame.depth + 1 == self.tree.depth {
-                self.tree.leaves.push(child);
-            } else {
-                let below = read_frame(file, child, frame.depth + 1)?;
-                if below.header.page_type == PAGE_LEAF_INDEX {
-                    return Err(file.corrupt(child, "index leaves at different depths"));
+            let current = match i < cells {
+                true => {
+                    let record = self.whole_entry(&frame, i)?;
+                    let place = match self.place {
+                        None => Place::Inside,
+                        Some(place) => {
+                            let (first, _) = first_and_last(&record, self.fields)
+                                .map_err(|what| file.corrupt(frame.page, what))?;
+                            place(first)
+                        }
+                    };
+                    Some((place, record))
                 }
-                self.interior(below)?;
+                false => None,
+            };
+            let wanted =
+                before != Place::Above && current.as_ref().is_none_or(|(p, _)| *p != Place::Below);
+            if wanted && !self.child(&frame, i)? {
+                return Ok(false);
             }
-            if i < cells {
-                let record = self.whole_entry(&frame, i)?;
-                let after = self.tree.leaves.len() - 1;
-                self.tree.between.push((after, record));
+            let Some((place, record)) = current else {
+                break;
+            };
+            match place {
+                Place::Inside => {
+                    // Child i, which comes before the entry, was walked: a leaf precedes it.
+                    let Some(after) = self.tree.leaves.len().checked_sub(1) else {
+                        return Err(file.corrupt(
+                            frame.page,
+                            format!("index cell {i}: an entry before every leaf of its range"),
+                        ));
+                    };
+                    self.tree.between.push((after, record));
+                }
+                Place::Above => return Ok(false),
+                Place::Below => {}
             }
+            before = place;
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// Lists child `i` of interior page `frame` (a leaf, or the subtree of an interior page);
+    /// `false` once the walk is over.
+    fn child(&mut self, frame: &Frame, i: usize) -> Result<bool> {
+        let file = self.file;
+        let child = child_of(file, frame, i)?;
+        if !self.seen.insert(child) {
+            return Err(file.corrupt(
+                frame.page,
+                format!("page {child} is reached twice in the index b-tree"),
+            ));
+        }
+        if frame.depth + 1 == self.tree.depth {
+            self.tree.leaves.push(child);
+            return Ok(true);
+        }
+        let below = read_frame(file, child, frame.depth + 1)?;
+        if below.header.page_type == PAGE_LEAF_INDEX {
+            return Err(file.corrupt(child, "index leaves at different depths"));
+        }
+        self.interior(below)
     }
 
     /// Cell `i`'s record, whole, checked to hold the index's fields and a rowid last.

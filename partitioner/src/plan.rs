@@ -346,9 +346,15 @@ impl TablePlan {
     /// order as the plan's leaves (split and read as a fragmented table's are), its interior
     /// pages read and checked here ([`crate::index::index_tree`]), no leaf-parent level left to
     /// the scan; `fields` is the number of fields of each entry (the index's columns and the
-    /// rowid: SQLite's `PRAGMA index_xinfo` rows). Fails naming the index when the table has
-    /// none of that name.
-    pub fn index_scan(&self, name: &str, fields: usize) -> Result<Self> {
+    /// rowid: SQLite's `PRAGMA index_xinfo` rows). With `place`, only the leaves and interior
+    /// entries a range of the first key column can need (see [`crate::index::index_tree`]).
+    /// Fails naming the index when the table has none of that name.
+    pub fn index_scan(
+        &self,
+        name: &str,
+        fields: usize,
+        place: Option<&dyn Fn(crate::index::KeyField<'_>) -> crate::index::Place>,
+    ) -> Result<Self> {
         let Some(entry) = self
             .indexes
             .iter()
@@ -361,7 +367,7 @@ impl TablePlan {
         };
         let file = PageFile::open_in(&DbFiles::resolve(&self.path)?, self.read.clone())?;
         self.check_same_as(&file)?;
-        let tree = crate::index::index_tree(&file, entry.root_page, fields)?;
+        let tree = crate::index::index_tree(&file, entry.root_page, fields, place)?;
         let ordinals = tree
             .leaves
             .iter()

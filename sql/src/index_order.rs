@@ -811,6 +811,7 @@ fn in_rowids(slot: usize, mut rowids: Vec<i64>) -> Expr {
 
 /// An index SQLite's loop reads whose first key column a `WHERE` may bound
 /// ([`range_seek`]): where the index lies, and the slots of that column and of the rowid.
+#[derive(Debug, Clone)]
 pub(crate) struct SeekTarget {
     root: u32,
     fields: usize,
@@ -870,7 +871,26 @@ pub(crate) fn seek_target(
 }
 
 /// One end of a range: a value, and whether it is in the range.
-type Bound = Option<(Value, bool)>;
+pub(crate) type Bound = Option<(Value, bool)>;
+
+/// The range of `target`'s first key column that the `WHERE` of `filter` (folded) bounds, as
+/// [`range_seek`] finds it, for a scan of the index that walks only the subtrees that can hold
+/// it ([`range_walk_place`]); `None` when nothing bounds the column.
+pub(crate) fn key_bounds(
+    table: &TablePlan,
+    target: &SeekTarget,
+    filter: Option<&Expr>,
+) -> Option<(Bound, Bound)> {
+    key_range(target, filter, table.header.text_encoding == 1, false)
+}
+
+/// Where a first field lies against the range of [`key_bounds`], in the index's order.
+pub(crate) fn range_walk_place(
+    target: &SeekTarget,
+    (lower, upper): (Bound, Bound),
+) -> impl Fn(KeyField<'_>) -> Place + '_ {
+    range_place(target, lower, upper)
+}
 
 /// Where the `WHERE` of `filter` (folded) bounds the first key column of `target` with
 /// literals (`=`, `IS`, `<`, `<=`, `>`, `>=`, `BETWEEN`, an `IN` list, in top-level `AND`

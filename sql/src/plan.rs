@@ -18,9 +18,9 @@ use super::expr::{
     Resolver, Stage, Typed, WindowContext,
 };
 use super::index_order::{
-    counted_entries, first_groups, first_rows, follow, index_arrival, minmax_row, order_listings,
-    order_sensitive, range_count, range_seek, rowid_group_order, rowid_in, seek_target,
-    FirstGroups, SeekTarget, MAX_SEEK_ROWS,
+    counted_entries, first_groups, first_rows, follow, index_arrival, key_bounds, minmax_row,
+    order_listings, order_sensitive, range_count, range_seek, range_walk_place, rowid_group_order,
+    rowid_in, seek_target, Bound, FirstGroups, SeekTarget, MAX_SEEK_ROWS,
 };
 use super::init_constants::init_constants;
 use super::order::{scan_order, ScanOrder};
@@ -654,9 +654,10 @@ struct SelectPlan {
     /// table's first or last entry (`Rewind`, `Last`), and only the first or last leaf, which
     /// holds it, need be scanned ([`edge_leaf`]).
     edge: Option<bool>,
-    /// The covering index scanned in place of the table (its name and fields per entry):
-    /// the plan's columns are positions in its records ([`crate::covering`]).
-    index_scan: Option<(String, usize)>,
+    /// The covering index scanned in place of the table (its name, fields per entry, and the
+    /// range of its first key column the `WHERE` bounds): the plan's columns are positions in
+    /// its records ([`crate::covering`]).
+    index_scan: Option<(String, usize, Option<(SeekTarget, (Bound, Bound))>)>,
 }
 
 impl SelectPlan {
@@ -664,7 +665,11 @@ impl SelectPlan {
     /// the table narrowed to the rowids the query admits (and to its first or last leaf).
     fn scanned(&self, table: TablePlan) -> Result<TablePlan, SqlError> {
         match &self.index_scan {
-            Some((name, fields)) => Ok(table.index_scan(name, *fields)?),
+            Some((name, fields, None)) => Ok(table.index_scan(name, *fields, None)?),
+            Some((name, fields, Some((target, bounds)))) => {
+                let place = range_walk_place(target, bounds.clone());
+                Ok(table.index_scan(name, *fields, Some(&place))?)
+            }
             None => Ok(edge_leaf(engine::restrict(table, &self.query)?, self.edge)?),
         }
     }
@@ -1742,7 +1747,13 @@ fn plan_select(
             seek = None;
         }
     }
-    if let Some(target) = &seek {
+    // A range of an index that covers the query is scanned there (its leaves, no table page),
+    // not read as rows by rowid.
+    let covers = !plan.backward
+        && covering
+            .as_ref()
+            .is_some_and(|c| columns_in_index(table, c, &plan.columns).is_some());
+    if let Some(target) = seek.as_ref().filter(|_| !covers) {
         if let Some((rowids, in_key_order)) = range_seek(table, target, plan.filter.as_ref())? {
             seeked = true;
             let found = in_key_order.len();
@@ -1780,14 +1791,22 @@ fn plan_select(
                 }
                 arrival = None;
                 arrival_range = None;
+                let range = seek.as_ref().and_then(|target| {
+                    key_bounds(table, target, plan.filter.as_ref()).map(|b| (target.clone(), b))
+                });
                 if let Some(p) = &mut index_plan {
                     p.corescan = format!(
-                        "the entries of index {:?} in key order in place of the table's rows \
+                        "the entries of index {:?} in key order{} in place of the table's rows \
                          (the index covers the query), cut across the executors",
-                        c.name
+                        c.name,
+                        if range.is_some() {
+                            ", the leaves that can hold the range the WHERE bounds,"
+                        } else {
+                            ""
+                        }
                     );
                 }
-                Some((c.name, c.fields))
+                Some((c.name, c.fields, range))
             }
             None => None,
         },
