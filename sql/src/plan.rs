@@ -654,10 +654,19 @@ struct SelectPlan {
     /// table's first or last entry (`Rewind`, `Last`), and only the first or last leaf, which
     /// holds it, need be scanned ([`edge_leaf`]).
     edge: Option<bool>,
-    /// The covering index scanned in place of the table (its name, fields per entry, and the
-    /// range of its first key column the `WHERE` bounds): the plan's columns are positions in
+    /// The covering index scanned in place of the table: the plan's columns are positions in
     /// its records ([`crate::covering`]).
-    index_scan: Option<(String, usize, Option<(SeekTarget, (Bound, Bound))>)>,
+    index_scan: Option<CoveringScan>,
+}
+
+/// A covering index scanned in place of the table.
+struct CoveringScan {
+    /// The index.
+    name: String,
+    /// The fields of each entry.
+    fields: usize,
+    /// The range of its first key column the `WHERE` bounds, if it bounds one.
+    range: Option<(SeekTarget, (Bound, Bound))>,
 }
 
 impl SelectPlan {
@@ -665,8 +674,16 @@ impl SelectPlan {
     /// the table narrowed to the rowids the query admits (and to its first or last leaf).
     fn scanned(&self, table: TablePlan) -> Result<TablePlan, SqlError> {
         match &self.index_scan {
-            Some((name, fields, None)) => Ok(table.index_scan(name, *fields, None)?),
-            Some((name, fields, Some((target, bounds)))) => {
+            Some(CoveringScan {
+                name,
+                fields,
+                range: None,
+            }) => Ok(table.index_scan(name, *fields, None)?),
+            Some(CoveringScan {
+                name,
+                fields,
+                range: Some((target, bounds)),
+            }) => {
                 let place = range_walk_place(target, bounds.clone());
                 Ok(table.index_scan(name, *fields, Some(&place))?)
             }
@@ -1806,7 +1823,11 @@ fn plan_select(
                         }
                     );
                 }
-                Some((c.name, c.fields, range))
+                Some(CoveringScan {
+                    name: c.name,
+                    fields: c.fields,
+                    range,
+                })
             }
             None => None,
         },
