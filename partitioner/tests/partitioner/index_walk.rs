@@ -272,3 +272,86 @@ fn seeking_past_each_value_finds_sqlites_first_entries() {
         }
     }
 }
+
+/// The entries of a covering scan, as the executors meet them: each listed leaf's cells, then
+/// the interior entries placed after it.
+fn scanned_entries(file: &partitioner::PageFile, tree: &partitioner::index::IndexTree) -> Vec<i64> {
+    let usable = file.header().usable_size();
+    let mut page = file.page_buffer();
+    let mut between = tree.between.iter().peekable();
+    let mut rowids = Vec::new();
+    for (k, &leaf) in tree.leaves.iter().enumerate() {
+        file.read_page(leaf, &mut page).unwrap();
+        assert_eq!(page[0], 0x0a, "leaf {leaf} is an index leaf");
+        let cells = u16::from_be_bytes([page[3], page[4]]) as usize;
+        for i in 0..cells {
+            rowids.push(partitioner::index::leaf_entry_rowid(&page, usable, i).unwrap());
+        }
+        while let Some((_, record)) = between.next_if(|(after, _)| *after == k) {
+            rowids.push(partitioner::index::entry_rowid(record).unwrap());
+        }
+    }
+    assert!(between.next().is_none(), "an interior entry after no leaf");
+    rowids
+}
+
+/// A covering scan's layout (`index_tree`): the leaves in key order and the interior entries
+/// between them give every entry once, in SQLite's order; with a range of the first key
+/// column, the leaves and entries kept hold every entry of the range, in order, and fewer
+/// leaves.
+#[test]
+fn an_index_tree_lists_its_entries_in_key_order() {
+    use partitioner::index::{index_tree, KeyField, Place};
+    let dir = tempfile::tempdir().unwrap();
+    let rows = 30_000;
+    let path = build(dir.path(), rows);
+    let plan = TablePlan::open(&path, "t").unwrap();
+    let root = index_root(&plan);
+    let file = partitioner::PageFile::open(&path).unwrap();
+    let conn = read_only(&path);
+    let ids = |sql: &str| -> Vec<i64> {
+        conn.prepare(sql)
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let whole = index_tree(&file, root, 3, None).unwrap();
+    assert!(whole.depth >= 3, "depth {}", whole.depth);
+    assert!(!whole.between.is_empty());
+    let expected = ids("SELECT id FROM t INDEXED BY t_k_s ORDER BY k, s, id");
+    assert!(scanned_entries(&file, &whole) == expected, "another order");
+
+    let (lo, hi) = (250, 260);
+    let place = |k: KeyField<'_>| match k {
+        KeyField::Integer(v) if v < lo => Place::Below,
+        KeyField::Integer(v) if v > hi => Place::Above,
+        KeyField::Integer(_) => Place::Inside,
+        KeyField::Null => Place::Below,
+        _ => Place::Above,
+    };
+    let ranged = index_tree(&file, root, 3, Some(&place)).unwrap();
+    assert!(
+        ranged.leaves.len() * 20 < whole.leaves.len(),
+        "{} leaves",
+        ranged.leaves.len()
+    );
+    let in_range = ids(&format!(
+        "SELECT id FROM t INDEXED BY t_k_s WHERE k BETWEEN {lo} AND {hi} ORDER BY k, s, id"
+    ));
+    let keys: std::collections::HashMap<i64, i64> = ids("SELECT id FROM t")
+        .into_iter()
+        .zip(ids("SELECT k FROM t"))
+        .collect();
+    let kept: Vec<i64> = scanned_entries(&file, &ranged)
+        .into_iter()
+        .filter(|id| (lo..=hi).contains(&keys[id]))
+        .collect();
+    assert!(
+        kept == in_range,
+        "{} of {} entries",
+        kept.len(),
+        in_range.len()
+    );
+}
