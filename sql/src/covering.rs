@@ -1,12 +1,13 @@
 //! SQLite's `SCAN t USING COVERING INDEX i`, run as SQLite runs it: the index's entries are
-//! the rows. Where SQLite's loop reads only an index, forwards (whole, or a range of it too
-//! wide to read its rows by rowid: the `WHERE` then picks the range's entries from the whole
-//! index's, in the same order), and every column the query reads is one of the index's key
-//! columns or the rowid, corescan scans the index's leaves in place of the table's ([`partitioner::TablePlan::index_scan`]), cut
-//! across the executors in key order as a table's leaves are, with readahead and every
-//! backend. Each entry's place in the index is its key wherever a table's row uses its
-//! rowid ([`partitioner::plan::IndexScan`]), so the rows come, tie and merge in the index's
-//! order: no sort of the table's rows into that order, no arrival ranks.
+//! the rows. Where SQLite's loop reads only an index, forwards (whole, or the range of its
+//! first key column a `WHERE` bounds: `SEARCH t USING COVERING INDEX i (x>?)`), and every
+//! column the query reads is one of the index's key columns or the rowid, corescan scans the
+//! index's leaves (those that can hold the range) in place of the table's
+//! ([`partitioner::TablePlan::index_scan`]), cut across the executors in key order as a
+//! table's leaves are, with readahead and every backend; the `WHERE` still decides each
+//! entry. Each entry's place in the index is its key wherever a table's row uses its rowid
+//! ([`partitioner::plan::IndexScan`]), so the rows come, tie and merge in the index's order:
+//! no sort of the table's rows into that order, no arrival ranks.
 //!
 //! The query's columns are moved to their positions in the index's records (the key
 //! columns, then the rowid). The rest of the plan is the one made for the scan in rowid
@@ -21,8 +22,8 @@ use partitioner::TablePlan;
 
 use super::sqlite_plan::{Access, KeySource, SqliteChoice};
 
-/// A loop SQLite runs over a covering index alone, whole and forwards: the candidate for a
-/// scan of the index in place of the table ([`columns_in_index`] decides).
+/// A loop SQLite runs over a covering index alone, forwards: the candidate for a scan of the
+/// index in place of the table ([`columns_in_index`] decides).
 #[derive(Debug, Clone)]
 pub(crate) struct Covering {
     /// The index.

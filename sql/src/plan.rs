@@ -1796,8 +1796,8 @@ fn plan_select(
             }
         }
     }
-    // A covering index's entries as the rows, where the query reads nothing else and no
-    // range of the index was read above (a narrow one reads its rows by rowid).
+    // A covering index's entries as the rows, where the query reads nothing else and its
+    // range was not counted above (`count(*)` of exactly a range: from the leaves' cells).
     let index_scan = match covering.filter(|_| !seeked) {
         Some(c) if !plan.backward => match columns_in_index(table, &c, &plan.columns) {
             Some(columns) => {
