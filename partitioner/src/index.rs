@@ -1204,18 +1204,30 @@ fn entry<'r>(
     }
     record.clear();
     record.extend_from_slice(cell.local);
-    {
-        // The chain walk of table cells, with this cell's sizes.
-        let cell = TableLeafCell {
-            rowid: 0,
-            payload_len: cell.payload_len,
-            local_start: cell.start,
-            local_len: cell.local.len(),
-            first_overflow: be_u32(&frame.buf, cell.start + cell.local.len()),
-        };
-        follow_overflow_chain(file, page, &cell, seen, Some(record), scratch)?;
-    }
+    read_overflow(file, frame, &cell, seen, record, scratch)?;
     first_and_last(record, fields).map_err(corrupt)
+}
+
+/// Appends to `record` the part of `cell`'s record (on `frame`'s page) that spills to its
+/// overflow chain, reading and checking the chain.
+fn read_overflow(
+    file: &PageFile,
+    frame: &Frame,
+    cell: &LocalRecord<'_>,
+    seen: &mut PageSet,
+    record: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+) -> Result<()> {
+    // The chain walk of table cells, with this cell's sizes.
+    let chain = TableLeafCell {
+        rowid: 0,
+        payload_len: cell.payload_len,
+        local_start: cell.start,
+        local_len: cell.local.len(),
+        first_overflow: be_u32(&frame.buf, cell.start + cell.local.len()),
+    };
+    follow_overflow_chain(file, frame.page, &chain, seen, Some(record), scratch)?;
+    Ok(())
 }
 
 /// The part of an index cell's record on its page.
@@ -1565,21 +1577,7 @@ impl TreeWalk<'_> {
         let cell = local_record(file, frame, i)?;
         let mut record = cell.local.to_vec();
         if cell.spills {
-            let chain = TableLeafCell {
-                rowid: 0,
-                payload_len: cell.payload_len,
-                local_start: cell.start,
-                local_len: cell.local.len(),
-                first_overflow: be_u32(&frame.buf, cell.start + cell.local.len()),
-            };
-            follow_overflow_chain(
-                file,
-                frame.page,
-                &chain,
-                self.seen,
-                Some(&mut record),
-                self.scratch,
-            )?;
+            read_overflow(file, frame, &cell, self.seen, &mut record, self.scratch)?;
         }
         first_and_last(&record, self.fields)
             .map_err(|what| file.corrupt(frame.page, format!("index cell {i}: {what}")))?;

@@ -486,18 +486,7 @@ impl ScanKernel for QueryKernel {
         let cells =
             self.cells
                 .decode_page_ahead(&self.needed, page_no, page, next, self.usable, spills)?;
-        self.rows += cells as u64;
-        if self.batched {
-            return self.eval_batch(page);
-        }
-        if self.columnar.is_some() && spills.is_empty() {
-            self.eval_columnar(page);
-            return Ok(());
-        }
-        // The LIMIT may cut the page's rows only when none of them waits for its overflow
-        // pages: such a record is completed after the page's other cells, and may come first.
-        self.eval_rows(page_no, page, spills.is_empty());
-        Ok(())
+        self.eval_decoded(page_no, page, cells, spills.is_empty())
     }
 
     fn decode_index_page(
@@ -516,16 +505,7 @@ impl ScanKernel for QueryKernel {
             self.usable,
             spills,
         )?;
-        self.rows += cells as u64;
-        if self.batched {
-            return self.eval_batch(page);
-        }
-        if self.columnar.is_some() && spills.is_empty() {
-            self.eval_columnar(page);
-            return Ok(());
-        }
-        self.eval_rows(page_no, page, spills.is_empty());
-        Ok(())
+        self.eval_decoded(page_no, page, cells, spills.is_empty())
     }
 
     fn eval_spill(
@@ -548,6 +528,29 @@ impl ScanKernel for QueryKernel {
 }
 
 impl QueryKernel {
+    /// Evaluates the `cells` rows of a page just decoded (`whole`: none of them waits for its
+    /// overflow pages).
+    fn eval_decoded(
+        &mut self,
+        page_no: u32,
+        page: &[u8],
+        cells: usize,
+        whole: bool,
+    ) -> Result<(), String> {
+        self.rows += cells as u64;
+        if self.batched {
+            return self.eval_batch(page);
+        }
+        if self.columnar.is_some() && whole {
+            self.eval_columnar(page);
+            return Ok(());
+        }
+        // The LIMIT may cut the page's rows only when none of them waits for its overflow
+        // pages: such a record is completed after the page's other cells, and may come first.
+        self.eval_rows(page_no, page, whole);
+        Ok(())
+    }
+
     /// A grouped query's groups sorted by key, its table emptied (`None` for other
     /// queries); its peak size counted in the figures.
     fn take_groups(&mut self) -> Option<Vec<Group>> {
