@@ -10,7 +10,7 @@
 //! [`index_rowids`] walks an index from its first entry forwards or from its last backwards
 //! and returns the rowids of the first `n` entries met: the rows SQLite's loop over the index
 //! gives first. [`index_range_rowids`] walks only the subtrees that can hold entries whose
-//! first field lies in a range, and returns their rowids. [`index_distinct_firsts`] and
+//! first field lies in one of a list of ranges (an `IN` list's values), and returns their rowids. [`index_distinct_firsts`] and
 //! [`index_distinct_count`] seek from each distinct first field to the next, as SQLite's
 //! skip-ahead `DISTINCT` does. Every page is checked as table pages are (an index page, its cell pointers
 //! inside the usable part, children usable and met once, every leaf at the same depth, each
@@ -938,21 +938,45 @@ pub enum KeyField<'a> {
     Blob(&'a [u8]),
 }
 
-/// Where an entry's first field lies against a range of keys, in the index's order.
+/// Where an entry's first field lies against a list of disjoint ranges of keys, listed in
+/// the index's order (one range for `BETWEEN`, one range per value for an `IN` list).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Place {
-    /// Before the range.
-    Below,
-    /// In it.
-    Inside,
-    /// After it.
+    /// Before range `n` of the list and after range `n - 1` (before the only range: `0`).
+    Before(usize),
+    /// In range `n`.
+    Inside(usize),
+    /// After every range.
     Above,
 }
 
+impl Place {
+    /// Whether the place is inside one of the ranges.
+    pub fn is_inside(self) -> bool {
+        matches!(self, Place::Inside(_))
+    }
+
+    /// The places in the order of the index: ranges and the gaps before them alternate.
+    fn ordinal(self) -> usize {
+        match self {
+            Place::Before(n) => 2 * n,
+            Place::Inside(n) => 2 * n + 1,
+            Place::Above => usize::MAX,
+        }
+    }
+
+    /// Whether a child page holding the keys between an entry at `before` and one at `after`
+    /// (the first child: from `Before(0)`; the last: to no entry) can hold a key inside a
+    /// range: some range lies between the two places.
+    fn child_wanted(before: Place, after: Option<Place>) -> bool {
+        before != Place::Above && (before.ordinal() | 1) <= after.map_or(usize::MAX, Place::ordinal)
+    }
+}
+
 /// The rowids of the entries of the index b-tree rooted at `root` whose first field `place`
-/// puts inside a range, in key order, walking only the subtrees that can hold such entries
-/// (child `i` of an interior page holds the keys between entries `i - 1` and `i`); `None`
-/// when there are more than `max`. `place` must be monotonic in the index's order of its
+/// puts inside one of its ranges, in key order, walking only the subtrees that can hold such
+/// entries (child `i` of an interior page holds the keys between entries `i - 1` and `i`);
+/// `None` when there are more than `max`. `place` must be monotonic in the index's order of its
 /// first column. Checked as [`index_rowids`] checks.
 pub fn index_range_rowids(
     file: &PageFile,
@@ -966,9 +990,10 @@ pub fn index_range_rowids(
 }
 
 /// The number of entries of the index b-tree rooted at `root` whose first field `place` puts
-/// inside a range, walking the subtrees [`index_range_rowids`] walks: a leaf whose first and
-/// last entries are inside is counted from its cell count (its cell pointers checked, its
-/// other records not read), as SQLite's `count(*)` over the range steps over them.
+/// inside one of its ranges, walking the subtrees [`index_range_rowids`] walks: a leaf whose
+/// first and last entries are inside the same range is counted from its cell count (its cell
+/// pointers checked, its other records not read), as SQLite's `count(*)` over the range
+/// steps over them.
 pub fn index_range_count(
     file: &PageFile,
     root: u32,
@@ -1060,7 +1085,9 @@ impl<'a> RangeWalk<'a> {
                 )?;
                 known[k] = Some((i, (self.place)(key)));
             }
-            if known.iter().all(|k| matches!(k, Some((_, Place::Inside)))) {
+            // Both inside the same range: so is every entry between them.
+            if matches!(known, [Some((_, first @ Place::Inside(_))), Some((_, last))] if first == last)
+            {
                 for i in 1..cells.saturating_sub(1) {
                     cell_offset(file, &frame, i)?;
                 }
@@ -1071,7 +1098,7 @@ impl<'a> RangeWalk<'a> {
             }
         }
         // The place of the entry before the current child (none for the first child).
-        let mut before = Place::Below;
+        let mut before = Place::Before(0);
         for i in 0..=cells {
             let cached = known.iter().flatten().find(|(at, _)| *at == i);
             let current = if let Some(&(_, p)) = cached {
@@ -1091,40 +1118,37 @@ impl<'a> RangeWalk<'a> {
             } else {
                 None
             };
-            if !leaf && before != Place::Above {
-                // Child i holds keys from entry i - 1 up to entry i.
-                let wanted = current.is_none_or(|(p, _)| p != Place::Below);
-                if wanted {
-                    let child = if i < cells {
-                        let cell = cell_offset(file, &frame, i)?;
-                        be_u32(&frame.buf, cell).ok_or_else(|| {
-                            file.corrupt(page, format!("cell {i} runs past the usable page"))
-                        })?
-                    } else {
-                        frame.header.right_child.unwrap_or(0)
-                    };
-                    let which = || format!("index cell {i} child");
-                    let db = file.header();
-                    if let Some(reason) = db.unusable_page_reason(child) {
-                        return Err(file.corrupt(page, format!("{} pointer: {reason}", which())));
-                    }
-                    if !self.seen.insert(child) {
-                        return Err(file.corrupt(
-                            page,
-                            format!("{} pointer: page {child} is already in the b-tree", which()),
-                        ));
-                    }
-                    if depth >= 64 {
-                        return Err(file.corrupt(page, "index b-tree deeper than 64 levels"));
-                    }
-                    if !self.visit(child, depth + 1)? {
-                        return Ok(false);
-                    }
+            // Child i holds keys from entry i - 1 up to entry i.
+            if !leaf && Place::child_wanted(before, current.map(|(p, _)| p)) {
+                let child = if i < cells {
+                    let cell = cell_offset(file, &frame, i)?;
+                    be_u32(&frame.buf, cell).ok_or_else(|| {
+                        file.corrupt(page, format!("cell {i} runs past the usable page"))
+                    })?
+                } else {
+                    frame.header.right_child.unwrap_or(0)
+                };
+                let which = || format!("index cell {i} child");
+                let db = file.header();
+                if let Some(reason) = db.unusable_page_reason(child) {
+                    return Err(file.corrupt(page, format!("{} pointer: {reason}", which())));
+                }
+                if !self.seen.insert(child) {
+                    return Err(file.corrupt(
+                        page,
+                        format!("{} pointer: page {child} is already in the b-tree", which()),
+                    ));
+                }
+                if depth >= 64 {
+                    return Err(file.corrupt(page, "index b-tree deeper than 64 levels"));
+                }
+                if !self.visit(child, depth + 1)? {
+                    return Ok(false);
                 }
             }
             let Some((p, rowid)) = current else { break };
             match p {
-                Place::Inside => {
+                Place::Inside(_) => {
                     if let Some(n) = &mut self.counted {
                         *n += 1;
                     } else if self.rowids.len() == self.max {
@@ -1134,7 +1158,7 @@ impl<'a> RangeWalk<'a> {
                     }
                 }
                 Place::Above => return Ok(true),
-                Place::Below => {}
+                Place::Before(_) => {}
             }
             before = p;
         }
@@ -1441,11 +1465,12 @@ pub struct IndexTree {
 /// fields ending with an integer rowid. The leaves are listed, not read: whoever decodes them
 /// checks each one is an index leaf.
 ///
-/// With `place`, only the subtrees that can hold entries whose first field it puts inside a
-/// range, as [`index_range_rowids`] walks them (child `i` of an interior page holds the keys
-/// between entries `i - 1` and `i`), and only the interior entries inside it: the leaves kept
-/// may hold entries outside the range (a leaf is not split), which the scan's `WHERE`
-/// rejects. `place` must be monotonic in the index's order of its first field.
+/// With `place`, only the subtrees that can hold entries whose first field it puts inside
+/// one of its ranges, as [`index_range_rowids`] walks them (child `i` of an interior page
+/// holds the keys between entries `i - 1` and `i`), and only the interior entries inside
+/// them: the leaves kept may hold entries outside the ranges (a leaf is not split), which
+/// the scan's `WHERE` rejects. `place` must be monotonic in the index's order of its first
+/// field.
 pub fn index_tree(
     file: &PageFile,
     root: u32,
@@ -1505,13 +1530,13 @@ impl TreeWalk<'_> {
         self.tree.interior_pages.push(frame.page);
         let cells = usize::from(frame.header.cell_count);
         // The place of the entry before the current child (none for the first child).
-        let mut before = Place::Below;
+        let mut before = Place::Before(0);
         for i in 0..=cells {
             let current = match i < cells {
                 true => {
                     let record = self.whole_entry(&frame, i)?;
                     let place = match self.place {
-                        None => Place::Inside,
+                        None => Place::Inside(0),
                         Some(place) => {
                             let (first, _) = first_and_last(&record, self.fields)
                                 .map_err(|what| file.corrupt(frame.page, what))?;
@@ -1522,8 +1547,7 @@ impl TreeWalk<'_> {
                 }
                 false => None,
             };
-            let wanted =
-                before != Place::Above && current.as_ref().is_none_or(|(p, _)| *p != Place::Below);
+            let wanted = Place::child_wanted(before, current.as_ref().map(|(p, _)| *p));
             if wanted && !self.child(&frame, i)? {
                 return Ok(false);
             }
@@ -1531,7 +1555,7 @@ impl TreeWalk<'_> {
                 break;
             };
             match place {
-                Place::Inside => {
+                Place::Inside(_) => {
                     // Child i, which comes before the entry, was walked: a leaf precedes it.
                     let Some(after) = self.tree.leaves.len().checked_sub(1) else {
                         return Err(file.corrupt(
@@ -1542,7 +1566,7 @@ impl TreeWalk<'_> {
                     self.tree.between.push((after, record));
                 }
                 Place::Above => return Ok(false),
-                Place::Below => {}
+                Place::Before(_) => {}
             }
             before = place;
         }

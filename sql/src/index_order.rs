@@ -873,23 +873,27 @@ pub(crate) fn seek_target(
 /// One end of a range: a value, and whether it is in the range.
 pub(crate) type Bound = Option<(Value, bool)>;
 
-/// The range of `target`'s first key column that the `WHERE` of `filter` (folded) bounds, as
-/// [`range_seek`] finds it, for a scan of the index that walks only the subtrees that can hold
-/// it ([`range_walk_place`]); `None` when nothing bounds the column.
+/// Disjoint ranges of an index's first key column, in the order of its values (not of a
+/// `DESC` index): one for comparisons and `BETWEEN`, one per value for an `IN` list.
+pub(crate) type KeyRanges = Vec<(Bound, Bound)>;
+
+/// The ranges of `target`'s first key column that the `WHERE` of `filter` (folded) bounds, as
+/// [`range_seek`] finds them, for a scan of the index that walks only the subtrees that can
+/// hold them ([`range_walk_place`]); `None` when nothing bounds the column.
 pub(crate) fn key_bounds(
     table: &TablePlan,
     target: &SeekTarget,
     filter: Option<&Expr>,
-) -> Option<(Bound, Bound)> {
+) -> Option<KeyRanges> {
     key_range(target, filter, table.header.text_encoding == 1, false)
 }
 
-/// Where a first field lies against the range of [`key_bounds`], in the index's order.
+/// Where a first field lies against the ranges of [`key_bounds`], in the index's order.
 pub(crate) fn range_walk_place(
     target: &SeekTarget,
-    (lower, upper): (Bound, Bound),
+    ranges: KeyRanges,
 ) -> impl Fn(KeyField<'_>) -> Place + '_ {
-    range_place(target, lower, upper)
+    range_place(target, ranges)
 }
 
 /// Where the `WHERE` of `filter` (folded) bounds the first key column of `target` with
@@ -913,10 +917,10 @@ pub(crate) fn range_seek(
     filter: Option<&Expr>,
 ) -> Result<Option<(Expr, Vec<i64>)>, SqlError> {
     let utf8 = table.header.text_encoding == 1;
-    let Some((lower, upper)) = key_range(target, filter, utf8, false) else {
+    let Some(ranges) = key_range(target, filter, utf8, false) else {
         return Ok(None);
     };
-    let in_index_order = range_place(target, lower, upper);
+    let in_index_order = range_place(target, ranges);
     let Some(rowids) = table.index_range_rowids(
         target.root,
         target.fields,
@@ -929,18 +933,20 @@ pub(crate) fn range_seek(
     Ok(Some((in_rowids(target.rowid, rowids.clone()), rowids)))
 }
 
-/// The range of the first key column of `target` that the top-level `AND` terms of `filter`
-/// bound with literals, as [`range_seek`] describes; `None` when nothing bounds it. With
-/// `exact`, only where the terms are all such bounds (`=`, `IS`, `<`, `<=`, `>`, `>=`, no
-/// `IN` list): then an entry is in the range exactly when its row satisfies the `WHERE` (the
-/// comparisons follow the index's order, and the range leaves the NULL entries out, as the
-/// comparisons do: [`range_place`]).
+/// The ranges of the first key column of `target` that the top-level `AND` terms of `filter`
+/// bound with literals, as [`range_seek`] describes, in the order of the column's values:
+/// the values of the first `IN` list (one range each, inside the comparisons' bounds), else
+/// the one range the comparisons bound; `None` when nothing bounds the column. With `exact`,
+/// only where the terms are all such bounds (`=`, `IS`, `<`, `<=`, `>`, `>=`, one `IN` list):
+/// then an entry is in a range exactly when its row satisfies the `WHERE` (the comparisons
+/// follow the index's order, and the ranges leave the NULL entries out, as the comparisons
+/// do: [`range_place`]).
 fn key_range(
     target: &SeekTarget,
     filter: Option<&Expr>,
     utf8: bool,
     exact: bool,
-) -> Option<(Bound, Bound)> {
+) -> Option<KeyRanges> {
     let mut terms = Vec::new();
     let mut stack: Vec<&Expr> = filter.into_iter().collect();
     while let Some(e) = stack.pop() {
@@ -978,6 +984,8 @@ fn key_range(
     let is_column = |e: &Expr| matches!(e, Expr::Column(s) if *s == target.column);
     let order = |a: &Value, b: &Value| compare_values(a.as_ref(), b.as_ref(), target.collation);
     let (mut lower, mut upper): (Bound, Bound) = (None, None);
+    // The values of the first `IN` list.
+    let mut points: Option<Vec<Value>> = None;
     let tighten = |bound: &mut Bound, v: Value, inclusive: bool, keep: Ordering| {
         let replace = match bound {
             None => true,
@@ -1040,20 +1048,38 @@ fn key_range(
                     .map(|(v, a)| bound_by(v, *a, *collation))
                     .collect();
                 let Some(values) = values else { continue };
-                let lo = values.iter().min_by(|a, b| order(a, b)).cloned();
-                let hi = values.iter().max_by(|a, b| order(a, b)).cloned();
-                if let (Some(lo), Some(hi)) = (lo, hi) {
-                    tighten(&mut lower, lo, true, Ordering::Greater);
-                    tighten(&mut upper, hi, true, Ordering::Less);
-                    bounded = true;
+                bounded = true;
+                match points {
+                    None => {
+                        points = Some(values);
+                        used += 1;
+                    }
+                    // A second list bounds the first's range.
+                    Some(_) => {
+                        let lo = values.iter().min_by(|a, b| order(a, b)).cloned();
+                        let hi = values.iter().max_by(|a, b| order(a, b)).cloned();
+                        if let (Some(lo), Some(hi)) = (lo, hi) {
+                            tighten(&mut lower, lo, true, Ordering::Greater);
+                            tighten(&mut upper, hi, true, Ordering::Less);
+                        }
+                    }
                 }
             }
+            // Integers compared without an affinity (see Expr::InIntegers).
             Expr::InIntegers { expr, values } if is_column(expr) && !values.is_empty() => {
-                // Integers compared without an affinity (see Expr::InIntegers).
-                let (lo, hi) = (values[0], values[values.len() - 1]);
-                tighten(&mut lower, Value::Integer(lo), true, Ordering::Greater);
-                tighten(&mut upper, Value::Integer(hi), true, Ordering::Less);
                 bounded = true;
+                match points {
+                    None => {
+                        points = Some(values.iter().map(|&v| Value::Integer(v)).collect());
+                        used += 1;
+                    }
+                    // A second list bounds the first's range (the values are sorted).
+                    Some(_) => {
+                        let (lo, hi) = (values[0], values[values.len() - 1]);
+                        tighten(&mut lower, Value::Integer(lo), true, Ordering::Greater);
+                        tighten(&mut upper, Value::Integer(hi), true, Ordering::Less);
+                    }
+                }
             }
             _ => {}
         }
@@ -1061,45 +1087,79 @@ fn key_range(
     if !bounded || (exact && used != terms_len) {
         return None;
     }
-    Some((lower, upper))
+    let Some(mut points) = points else {
+        return Some(vec![(lower, upper)]);
+    };
+    // One range per value inside the comparisons' bounds, in order, equal values once.
+    let within = |v: &Value| {
+        lower
+            .as_ref()
+            .is_none_or(|(lo, inclusive)| match order(v, lo) {
+                Ordering::Equal => *inclusive,
+                o => o == Ordering::Greater,
+            })
+            && upper
+                .as_ref()
+                .is_none_or(|(hi, inclusive)| match order(v, hi) {
+                    Ordering::Equal => *inclusive,
+                    o => o == Ordering::Less,
+                })
+    };
+    points.retain(within);
+    points.sort_by(order);
+    points.dedup_by(|a, b| order(a, b) == Ordering::Equal);
+    Some(
+        points
+            .into_iter()
+            .map(|v| (Some((v.clone(), true)), Some((v, true))))
+            .collect(),
+    )
 }
 
-/// Where an index entry's first field lies against the range `lower`..`upper` of
-/// [`key_range`], in the index's order (a `DESC` column's largest values first).
-fn range_place(
-    target: &SeekTarget,
-    lower: Bound,
-    upper: Bound,
-) -> impl Fn(KeyField<'_>) -> Place + '_ {
-    let place = move |k: KeyField<'_>| {
+/// Where an index entry's first field lies against the ranges of [`key_range`] (in the order
+/// of the values), in the index's order (a `DESC` column's largest values first).
+fn range_place(target: &SeekTarget, ranges: KeyRanges) -> impl Fn(KeyField<'_>) -> Place + '_ {
+    // Where the key lies against one range, in the order of the values.
+    let side = move |key: KeyField<'_>, (lower, upper): &(Bound, Bound)| {
         // No bound's comparison holds for NULL (the literals are not NULL), and NULL comes
         // before every value: an upper bound alone leaves the NULL entries out too.
-        if k == KeyField::Null {
-            return Place::Below;
+        if key == KeyField::Null {
+            return Ordering::Less;
         }
-        let key = key_value(k);
-        let at = |b: &Value| compare_values(key, b.as_ref(), target.collation);
-        if let Some((lo, inclusive)) = &lower {
+        let at = |b: &Value| compare_values(key_value(key), b.as_ref(), target.collation);
+        if let Some((lo, inclusive)) = lower {
             match at(lo) {
-                Ordering::Less => return Place::Below,
-                Ordering::Equal if !inclusive => return Place::Below,
+                Ordering::Less => return Ordering::Less,
+                Ordering::Equal if !inclusive => return Ordering::Less,
                 _ => {}
             }
         }
-        if let Some((hi, inclusive)) = &upper {
+        if let Some((hi, inclusive)) = upper {
             match at(hi) {
-                Ordering::Greater => return Place::Above,
-                Ordering::Equal if !inclusive => return Place::Above,
+                Ordering::Greater => return Ordering::Greater,
+                Ordering::Equal if !inclusive => return Ordering::Greater,
                 _ => {}
             }
         }
-        Place::Inside
+        Ordering::Equal
     };
-    // In a DESC column's index the largest values come first.
-    move |k: KeyField<'_>| match (place(k), target.descending) {
-        (Place::Below, true) => Place::Above,
-        (Place::Above, true) => Place::Below,
-        (p, _) => p,
+    move |key: KeyField<'_>| {
+        let n = ranges.len();
+        // The ranges wholly below the key, in the order of the values.
+        let below = ranges.partition_point(|r| side(key, r) == Ordering::Greater);
+        let inside = ranges
+            .get(below)
+            .is_some_and(|r| side(key, r) == Ordering::Equal);
+        match (target.descending, inside) {
+            (false, true) => Place::Inside(below),
+            (false, false) if below == n => Place::Above,
+            (false, false) => Place::Before(below),
+            // In a DESC column's index the largest values come first: range `below` of the
+            // values is range `n - 1 - below` of the index.
+            (true, true) => Place::Inside(n - 1 - below),
+            (true, false) if below == 0 => Place::Above,
+            (true, false) => Place::Before(n - below),
+        }
     }
 }
 
@@ -1115,10 +1175,10 @@ pub(crate) fn range_count(
     filter: Option<&Expr>,
 ) -> Result<Option<(u64, Expr)>, SqlError> {
     let utf8 = table.header.text_encoding == 1;
-    let Some((lower, upper)) = key_range(target, filter, utf8, true) else {
+    let Some(ranges) = key_range(target, filter, utf8, true) else {
         return Ok(None);
     };
-    let in_index_order = range_place(target, lower, upper);
+    let in_index_order = range_place(target, ranges);
     let n = table.index_range_count(target.root, target.fields, &in_index_order)?;
     // No row is read: the count is the index's.
     Ok(Some((n, in_rowids(target.rowid, Vec::new()))))

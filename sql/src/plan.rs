@@ -20,7 +20,7 @@ use super::expr::{
 use super::index_order::{
     counted_entries, first_groups, first_rows, follow, index_arrival, key_bounds, minmax_row,
     order_listings, order_sensitive, range_count, range_seek, range_walk_place, rowid_group_order,
-    rowid_in, seek_target, Bound, FirstGroups, SeekTarget, MAX_SEEK_ROWS,
+    rowid_in, seek_target, FirstGroups, KeyRanges, SeekTarget, MAX_SEEK_ROWS,
 };
 use super::init_constants::init_constants;
 use super::order::{scan_order, ScanOrder};
@@ -665,8 +665,8 @@ struct CoveringScan {
     name: String,
     /// The fields of each entry.
     fields: usize,
-    /// The range of its first key column the `WHERE` bounds, if it bounds one.
-    range: Option<(SeekTarget, (Bound, Bound))>,
+    /// The ranges of its first key column the `WHERE` bounds, if it bounds it.
+    range: Option<(SeekTarget, KeyRanges)>,
 }
 
 impl SelectPlan {
@@ -682,9 +682,9 @@ impl SelectPlan {
             Some(CoveringScan {
                 name,
                 fields,
-                range: Some((target, bounds)),
+                range: Some((target, ranges)),
             }) => {
-                let place = range_walk_place(target, bounds.clone());
+                let place = range_walk_place(target, ranges.clone());
                 Ok(table.index_scan(name, *fields, Some(&place))?)
             }
             None => Ok(edge_leaf(engine::restrict(table, &self.query)?, self.edge)?),

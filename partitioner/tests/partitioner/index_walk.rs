@@ -323,35 +323,59 @@ fn an_index_tree_lists_its_entries_in_key_order() {
     let expected = ids("SELECT id FROM t INDEXED BY t_k_s ORDER BY k, s, id");
     assert!(scanned_entries(&file, &whole) == expected, "another order");
 
-    let (lo, hi) = (250, 260);
-    let place = |k: KeyField<'_>| match k {
-        KeyField::Integer(v) if v < lo => Place::Below,
-        KeyField::Integer(v) if v > hi => Place::Above,
-        KeyField::Integer(_) => Place::Inside,
-        KeyField::Null => Place::Below,
-        _ => Place::Above,
-    };
-    let ranged = index_tree(&file, root, 3, Some(&place)).unwrap();
-    assert!(
-        ranged.leaves.len() * 20 < whole.leaves.len(),
-        "{} leaves",
-        ranged.leaves.len()
-    );
-    let in_range = ids(&format!(
-        "SELECT id FROM t INDEXED BY t_k_s WHERE k BETWEEN {lo} AND {hi} ORDER BY k, s, id"
-    ));
     let keys: std::collections::HashMap<i64, i64> = ids("SELECT id FROM t")
         .into_iter()
         .zip(ids("SELECT k FROM t"))
         .collect();
-    let kept: Vec<i64> = scanned_entries(&file, &ranged)
-        .into_iter()
-        .filter(|id| (lo..=hi).contains(&keys[id]))
-        .collect();
-    assert!(
-        kept == in_range,
-        "{} of {} entries",
-        kept.len(),
-        in_range.len()
-    );
+    // One range (`BETWEEN`), then disjoint ranges in key order (an `IN` list's values, one
+    // range each, with a `BETWEEN` among them), at the first leaf, inside and at the last.
+    let lists: [&[(i64, i64)]; 3] = [
+        &[(250, 260)],
+        &[
+            (0, 0),
+            (5, 5),
+            (250, 260),
+            (261, 261),
+            (700, 700),
+            (999, 999),
+        ],
+        &[(17, 17), (640, 642)],
+    ];
+    for ranges in lists {
+        let place = |k: KeyField<'_>| {
+            let v = match k {
+                KeyField::Null => return Place::Before(0),
+                KeyField::Integer(v) => v,
+                _ => return Place::Above,
+            };
+            let n = ranges.partition_point(|&(_, hi)| hi < v);
+            match ranges.get(n) {
+                None => Place::Above,
+                Some(&(lo, _)) if v < lo => Place::Before(n),
+                Some(_) => Place::Inside(n),
+            }
+        };
+        let ranged = index_tree(&file, root, 3, Some(&place)).unwrap();
+        assert!(
+            ranged.leaves.len() * 10 < whole.leaves.len(),
+            "{ranges:?}: {} leaves",
+            ranged.leaves.len()
+        );
+        let wanted = |k: i64| ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&k));
+        let in_ranges: Vec<i64> = expected
+            .iter()
+            .copied()
+            .filter(|id| wanted(keys[id]))
+            .collect();
+        let kept: Vec<i64> = scanned_entries(&file, &ranged)
+            .into_iter()
+            .filter(|id| wanted(keys[id]))
+            .collect();
+        assert!(
+            kept == in_ranges,
+            "{ranges:?}: {} of {} entries",
+            kept.len(),
+            in_ranges.len()
+        );
+    }
 }

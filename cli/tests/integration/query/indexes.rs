@@ -628,6 +628,9 @@ fn literal_bounds_seek_the_index_range() {
             "> '2'",
             "BETWEEN 'a' AND 'b'",
             "IN ('2', '5', 'B')",
+            // One range per value, in the index's order (a DESC one's, a collation's).
+            "IN (4, 1, 9223372036854775807, 0, -3, 'abc', x'01', 2.0, 1e300)",
+            "IN ('b', 'ABC', 'B', 2, '2', 'abc ')",
             "> '2024-12-30'",
             "< x'02'",
             "= CAST(5 AS TEXT)",
@@ -1617,4 +1620,71 @@ fn a_covering_index_is_scanned_in_place_of_the_table() {
         &format!("page {leaf}"),
         "index leaf",
     ]);
+}
+
+/// An `IN` list over an indexed column walks the index once per value, as SQLite seeks each
+/// value (`SEARCH ... (k=?)`), not the whole range from its least value to its greatest:
+/// the entries read are the values' own leaves, whether the rows are then read by rowid,
+/// the index covers the query, or the entries are counted, in an ascending and a `DESC`
+/// index, under a collation, with a value repeated and values outside a range the `WHERE`
+/// also sets. The rows are SQLite's, in SQLite's order.
+#[test]
+fn an_in_list_seeks_each_value() {
+    let db = scratch_dir("query-indexes-in-list").join("in.db");
+    let _ = std::fs::remove_file(&db);
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "PRAGMA page_size = 1024;
+         CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, d INTEGER, c TEXT COLLATE NOCASE,
+                        pad TEXT);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000)
+         INSERT INTO t SELECT i, (i * 7919) % 5000, i % 4000, printf('u%05d', i % 3000),
+                              printf('%.*c', i % 50, 'p') FROM n;
+         CREATE INDEX t_k ON t(k); CREATE INDEX t_d ON t(d DESC, k);
+         CREATE INDEX t_c ON t(c);",
+    )
+    .unwrap();
+    drop(conn);
+    let scanned = |sql: &str| -> u64 {
+        let run = corescan([
+            "query",
+            db.to_str().unwrap(),
+            sql,
+            "--report",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(run.status, 0, "{sql}: {}", run.stderr);
+        let report: serde_json::Value =
+            serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
+        report["rows_scanned"].as_u64().unwrap()
+    };
+    for sql in [
+        "SELECT * FROM t WHERE k IN (4999, 3, 2500, 3)",
+        "SELECT id, k FROM t WHERE k IN (4999, 3, 2500, 3)",
+        "SELECT k, count(*) FROM t WHERE k IN (4999, 3, 2500, 3) GROUP BY k",
+        "SELECT * FROM t WHERE d IN (3999, 0, 2000)",
+        "SELECT d, k FROM t WHERE d IN (3999, 0, 2000) LIMIT 5 OFFSET 3",
+        "SELECT * FROM t WHERE c IN ('U02999', 'u00001', 'u01500')",
+        "SELECT id, c FROM t WHERE c IN ('U02999', 'u00001', 'u01500') LIMIT 9",
+        "SELECT id, k FROM t WHERE k IN (4999, 3, 2500, 7, 4998) AND k > 3 AND k < 4999",
+    ] {
+        super::check(&db, sql);
+        let n = scanned(sql);
+        assert!(n < 1_000, "{sql}: {n} rows or entries read");
+    }
+    for sql in [
+        "SELECT count(*) FROM t WHERE k IN (4999, 3, 2500, 3)",
+        "SELECT count(*) FROM t WHERE d IN (3999, 0, 2000)",
+        "SELECT count(*) FROM t WHERE c IN ('U02999', 'u00001', 'u01500')",
+    ] {
+        super::check(&db, sql);
+        let planned = corescan_sql::plan_query(&db, sql).unwrap();
+        let plan = planned.index_plan.expect("an index plan");
+        assert!(
+            plan.corescan.contains("counted"),
+            "{sql}: {}",
+            plan.corescan
+        );
+    }
 }
