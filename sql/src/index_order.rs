@@ -39,9 +39,10 @@ use partitioner::TablePlan;
 use sqlparser::ast;
 
 use super::error::SqlError;
+use super::expr::holds_subquery;
 use super::expr::{Resolver, Stage};
-use super::order::constant_columns;
-use super::sqlite_plan::{Access, KeyColumn, KeySource, SqliteChoice};
+use super::order::{constant_columns, skip_collate_and_likely, where_terms};
+use super::sqlite_plan::{Access, KeyColumn, KeySource, OrBranch, SqliteChoice};
 
 /// One key column of an index, resolved: its expression (row stage), collation and `DESC`.
 struct Key {
@@ -76,7 +77,7 @@ pub(crate) fn follow(
                 .lines
                 .iter()
                 .any(|l| l.contains("USE TEMP B-TREE FOR DISTINCT")),
-            Access::Other(_) => false,
+            Access::MultiOr(_) | Access::Other(_) => false,
         };
         // Where ORDER BY orders every column as DISTINCT compares it, and no column can hold
         // equal values that differ, the order of first meetings shows nowhere.
@@ -146,6 +147,8 @@ pub(crate) fn follow(
                 });
                 Ok(Followed::rows(keys, false))
             }
+            Access::MultiOr(branches) => multi_or_order(r, choice, branches, filter, written)
+                .map(|k| Followed::rows(k, false)),
             Access::Other(_) => refuse(choice, "order of rows"),
         },
         Shape::Groups {
@@ -165,7 +168,7 @@ pub(crate) fn follow(
                     unique,
                     ..
                 } => (name, (*backward, *unique), resolve_key(r, name, key)?),
-                Access::Other(_) => {
+                Access::MultiOr(_) | Access::Other(_) => {
                     if order_sensitive(r, keys, aggregates) {
                         return refuse(choice, "result");
                     }
@@ -273,6 +276,144 @@ pub(crate) fn follow(
                 by_place,
             })
         }
+    }
+}
+
+/// The order of SQLite's `MULTI-INDEX OR` (`branches`: `INDEX 1`, `INDEX 2`, ...): for each
+/// term of the `WHERE`'s `OR` in turn, the rows its own loop finds (an index's in its key
+/// order, then by rowid; the integer primary key's by rowid), each row where the first loop
+/// found it (wherecode.c: a sub-`WHERE` per term, then `OP_RowSetTest`). A row that
+/// satisfies the whole `WHERE` is found by a term's loop exactly when it satisfies the term
+/// (each loop's `WHERE` is its term and the `WHERE`'s other terms), so its place is its first
+/// term that holds (`CASE WHEN x1 THEN 0 WHEN x2 THEN 1 ... END`), then that term's index
+/// key (each key column under `CASE` of that term: the other terms' keys are NULL), then the
+/// rowid: sort keys after `written` (whose ties come in the loop's order). The terms are the
+/// `OR`'s, left to right, as `whereSplit` lists them; refused where they cannot be matched
+/// with SQLite's loops one for one (another count, a term that can fail, a term SQLite
+/// splits into more, a second `OR`).
+fn multi_or_order(
+    r: &mut Resolver<'_>,
+    choice: &SqliteChoice,
+    branches: &[OrBranch],
+    filter: Option<&ast::Expr>,
+    mut keys: Vec<SortKey>,
+) -> Result<Vec<SortKey>, SqlError> {
+    let mut terms = Vec::new();
+    if let Some(f) = filter {
+        where_terms(f, &mut terms);
+    }
+    let is_or = |e: &ast::Expr| {
+        matches!(
+            e,
+            ast::Expr::BinaryOp {
+                op: ast::BinaryOperator::Or,
+                ..
+            }
+        )
+    };
+    let ors: Vec<&ast::Expr> = terms.into_iter().filter(|t| is_or(t)).collect();
+    let [or] = ors.as_slice() else {
+        return refuse(choice, "order of rows");
+    };
+    let mut disjuncts = Vec::new();
+    let mut stack = vec![*or];
+    while let Some(e) = stack.pop() {
+        match skip_collate_and_likely(e) {
+            ast::Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::Or,
+                right,
+            } => stack.extend([right.as_ref(), left.as_ref()]),
+            _ => disjuncts.push(e),
+        }
+    }
+    if disjuncts.len() != branches.len() || !disjuncts.iter().all(|d| one_sub_term(d)) {
+        return refuse(choice, "order of rows");
+    }
+    let mut whens = Vec::with_capacity(disjuncts.len());
+    for (i, d) in disjuncts.iter().enumerate() {
+        let x = r.resolve(d, &mut Stage::Row, 0)?.expr;
+        if x.may_fail() {
+            return refuse(choice, "order of rows");
+        }
+        whens.push((x, int(i), None, Collation::Binary));
+    }
+    let term = Expr::Case {
+        operand: None,
+        whens,
+        otherwise: Some(Box::new(int(branches.len()))),
+    };
+    keys.push(SortKey {
+        expr: term.clone(),
+        descending: false,
+        nulls_first: true,
+        collation: Collation::Binary,
+    });
+    for (i, branch) in branches.iter().enumerate() {
+        let OrBranch::Index { name, key, .. } = branch else {
+            continue;
+        };
+        for k in resolve_key(r, name, key)? {
+            keys.push(SortKey {
+                expr: Expr::Case {
+                    operand: Some(Box::new(term.clone())),
+                    whens: vec![(int(i), k.expr, None, Collation::Binary)],
+                    otherwise: None,
+                },
+                descending: k.descending,
+                nulls_first: !k.descending,
+                collation: k.collation,
+            });
+        }
+    }
+    keys.push(SortKey {
+        expr: r.rowid()?.expr,
+        descending: false,
+        nulls_first: true,
+        collation: Collation::Binary,
+    });
+    Ok(keys)
+}
+
+/// An integer literal.
+fn int(i: usize) -> Expr {
+    Expr::Literal(Value::Integer(i as i64))
+}
+
+/// Whether SQLite's `WHERE` analysis keeps the `OR` term `e` one term of its `OR` clause
+/// (`exprAnalyze` adds terms of its own to the clause for `BETWEEN`, `LIKE`, `GLOB`, a
+/// comparison of two columns or of a column with an indexed expression, `IS NOT NULL` and
+/// others, each a loop of the `MULTI-INDEX OR` of its own): a comparison of a column with a
+/// literal (`=`, `IS`, `<`, `<=`, `>`, `>=`), an `IN` list of literals, `IS NULL`, or an
+/// `AND` of any terms without a subquery (whose own terms go to a clause of the `AND`'s).
+fn one_sub_term(e: &ast::Expr) -> bool {
+    use ast::BinaryOperator as B;
+    let literal = |e: &ast::Expr| match skip_collate_and_likely(e) {
+        ast::Expr::Value(_) => true,
+        ast::Expr::UnaryOp { expr, .. } => matches!(expr.as_ref(), ast::Expr::Value(_)),
+        _ => false,
+    };
+    let column = |e: &ast::Expr| {
+        matches!(
+            skip_collate_and_likely(e),
+            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
+        )
+    };
+    match skip_collate_and_likely(e) {
+        e @ ast::Expr::BinaryOp { op: B::And, .. } => !holds_subquery(e),
+        ast::Expr::BinaryOp {
+            left,
+            op: B::Eq | B::Is | B::Lt | B::LtEq | B::Gt | B::GtEq,
+            right,
+        } => (column(left) && literal(right)) || (literal(left) && column(right)),
+        ast::Expr::In {
+            expr,
+            target: ast::InTarget::List(list),
+            negated: false,
+            ..
+        } => column(expr) && list.iter().all(literal),
+        ast::Expr::IsNull(x) => column(x),
+        _ => false,
     }
 }
 
@@ -839,12 +980,24 @@ pub(crate) fn seek_target(
     else {
         return Ok(None);
     };
-    let Some((first, root)) = first_column_key(table, name, key) else {
-        return Ok(None);
-    };
     if filter.is_none() {
         return Ok(None);
     }
+    index_seek_target(r, table, name, key, *fields)
+}
+
+/// The [`SeekTarget`] of index `name` (its `key` columns, `fields` in each entry), when its
+/// first key column is a table column.
+fn index_seek_target(
+    r: &mut Resolver<'_>,
+    table: &TablePlan,
+    name: &str,
+    key: &[KeyColumn],
+    fields: usize,
+) -> Result<Option<SeekTarget>, SqlError> {
+    let Some((first, root)) = first_column_key(table, name, key) else {
+        return Ok(None);
+    };
     let resolved = resolve_key(r, name, std::slice::from_ref(first))?;
     let Some(Key {
         expr: Expr::Column(column),
@@ -858,7 +1011,7 @@ pub(crate) fn seek_target(
     let (resolved_collation, column_affinity) = (*resolved_collation, *column_affinity);
     Ok(Some(SeekTarget {
         root,
-        fields: *fields,
+        fields,
         column: *column,
         descending: first.descending,
         collation: resolved_collation,
@@ -868,6 +1021,122 @@ pub(crate) fn seek_target(
             _ => return Ok(None),
         },
     }))
+}
+
+/// The indexes SQLite's `MULTI-INDEX OR` reads (as [`SeekTarget`]s: those whose first key
+/// column is a table column) and the rowid's slot, for [`multi_or_seek`]; `None` for another
+/// loop.
+pub(crate) fn or_seek_targets(
+    r: &mut Resolver<'_>,
+    table: &TablePlan,
+    choice: &SqliteChoice,
+) -> Result<Option<(Vec<SeekTarget>, usize)>, SqlError> {
+    let Access::MultiOr(branches) = &choice.access else {
+        return Ok(None);
+    };
+    let Expr::Column(rowid) = r.rowid()?.expr else {
+        return Ok(None);
+    };
+    let mut targets = Vec::new();
+    for branch in branches {
+        if let OrBranch::Index { name, key, fields } = branch {
+            targets.extend(index_seek_target(r, table, name, key, *fields)?);
+        }
+    }
+    Ok(Some((targets, rowid)))
+}
+
+/// Where a top-level `AND` term of the `WHERE` of `filter` (folded) is an `OR` whose every
+/// term can be sought, as SQLite's `MULTI-INDEX OR` seeks them: a term on the rowid (`=`,
+/// `IS` or `IN` of integers: those rowids) or one that bounds the first key column of one of
+/// `targets` (the rowids of the entries in its ranges, [`range_seek`]'s walk). Every row
+/// the `WHERE` keeps satisfies one of the terms, so it is among their rowids: the filter
+/// `rowid IN (...)` of them all to add, and how many there are. `None` where a term cannot
+/// be sought, or the terms find more than [`MAX_SEEK_ROWS`] rows.
+pub(crate) fn multi_or_seek(
+    table: &TablePlan,
+    (targets, rowid): (&[SeekTarget], usize),
+    filter: Option<&Expr>,
+) -> Result<Option<(Expr, usize)>, SqlError> {
+    let utf8 = table.header.text_encoding == 1;
+    let mut terms = Vec::new();
+    let mut stack: Vec<&Expr> = filter.into_iter().collect();
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::And(a, b) => stack.extend([a.as_ref(), b.as_ref()]),
+            other => terms.push(other),
+        }
+    }
+    'terms: for or in terms.into_iter().filter(|t| matches!(t, Expr::Or(..))) {
+        let mut disjuncts = Vec::new();
+        let mut stack = vec![or];
+        while let Some(e) = stack.pop() {
+            match e {
+                Expr::Or(a, b) => stack.extend([a.as_ref(), b.as_ref()]),
+                other => disjuncts.push(other),
+            }
+        }
+        let mut rowids: Vec<i64> = Vec::new();
+        for d in disjuncts {
+            let is_rowid = |e: &Expr| matches!(e, Expr::Column(s) if *s == rowid);
+            let points = match d {
+                Expr::Compare {
+                    op: CmpOp::Eq | CmpOp::Is,
+                    left,
+                    right,
+                    ..
+                } => match (left.as_ref(), right.as_ref()) {
+                    (c, Expr::Literal(Value::Integer(v)))
+                    | (Expr::Literal(Value::Integer(v)), c)
+                        if is_rowid(c) =>
+                    {
+                        Some(vec![*v])
+                    }
+                    _ => None,
+                },
+                Expr::InIntegers { expr, values } if is_rowid(expr) => Some(values.to_vec()),
+                Expr::InList {
+                    expr,
+                    list,
+                    negated: false,
+                    ..
+                } if is_rowid(expr) => list
+                    .iter()
+                    .map(|(v, _)| match v {
+                        Expr::Literal(Value::Integer(i)) => Some(*i),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => None,
+            };
+            if let Some(points) = points {
+                rowids.extend(points);
+            } else {
+                let ranges = targets
+                    .iter()
+                    .find_map(|t| key_range(t, Some(d), utf8, false).map(|r| (t, r)));
+                let Some((target, ranges)) = ranges else {
+                    continue 'terms;
+                };
+                let room = (MAX_SEEK_ROWS as usize).saturating_sub(rowids.len());
+                let in_index_order = range_place(target, ranges);
+                let Some(found) =
+                    table.index_range_rowids(target.root, target.fields, &in_index_order, room)?
+                else {
+                    return Ok(None);
+                };
+                rowids.extend(found);
+            }
+            if rowids.len() > MAX_SEEK_ROWS as usize {
+                return Ok(None);
+            }
+        }
+        rowids.sort_unstable();
+        rowids.dedup();
+        let found = rowids.len();
+        return Ok(Some((in_rowids(rowid, rowids), found)));
+    }
+    Ok(None)
 }
 
 /// One end of a range: a value, and whether it is in the range.
@@ -982,9 +1251,50 @@ fn key_range(
         _ => None,
     };
     let is_column = |e: &Expr| matches!(e, Expr::Column(s) if *s == target.column);
+    // The values an `IN` list, or an `OR` of equalities and `IN` lists of the column, admits
+    // (SQLite's OR-to-IN: `x = 1 OR x = 5` is `x IN (1, 5)`); `None` for any other term.
+    let points_of = |e: &Expr| -> Option<Vec<Value>> {
+        let mut values = Vec::new();
+        let mut stack = vec![e];
+        while let Some(e) = stack.pop() {
+            match e {
+                Expr::Or(a, b) => stack.extend([b.as_ref(), a.as_ref()]),
+                Expr::Compare {
+                    op: CmpOp::Eq | CmpOp::Is,
+                    left,
+                    right,
+                    affinity,
+                    collation,
+                } => {
+                    let literal = match (is_column(left), is_column(right)) {
+                        (true, _) => right,
+                        (_, true) => left,
+                        _ => return None,
+                    };
+                    values.push(bound_by(literal, *affinity, *collation)?);
+                }
+                Expr::InList {
+                    expr,
+                    list,
+                    negated: false,
+                    collation,
+                } if is_column(expr) => {
+                    for (v, a) in list {
+                        values.push(bound_by(v, *a, *collation)?);
+                    }
+                }
+                // Integers compared without an affinity (see Expr::InIntegers).
+                Expr::InIntegers { expr, values: v } if is_column(expr) => {
+                    values.extend(v.iter().map(|&i| Value::Integer(i)));
+                }
+                _ => return None,
+            }
+        }
+        (!values.is_empty()).then_some(values)
+    };
     let order = |a: &Value, b: &Value| compare_values(a.as_ref(), b.as_ref(), target.collation);
     let (mut lower, mut upper): (Bound, Bound) = (None, None);
-    // The values of the first `IN` list.
+    // The values of the first `IN` list (or `OR` of equalities).
     let mut points: Option<Vec<Value>> = None;
     let tighten = |bound: &mut Bound, v: Value, inclusive: bool, keep: Ordering| {
         let replace = match bound {
@@ -1037,17 +1347,10 @@ fn key_range(
                 bounded = true;
                 used += 1;
             }
-            Expr::InList {
-                expr,
-                list,
-                negated: false,
-                collation,
-            } if is_column(expr) && !list.is_empty() => {
-                let values: Option<Vec<Value>> = list
-                    .iter()
-                    .map(|(v, a)| bound_by(v, *a, *collation))
-                    .collect();
-                let Some(values) = values else { continue };
+            Expr::Or(..) | Expr::InList { .. } | Expr::InIntegers { .. } => {
+                let Some(values) = points_of(term) else {
+                    continue;
+                };
                 bounded = true;
                 match points {
                     None => {
@@ -1062,22 +1365,6 @@ fn key_range(
                             tighten(&mut lower, lo, true, Ordering::Greater);
                             tighten(&mut upper, hi, true, Ordering::Less);
                         }
-                    }
-                }
-            }
-            // Integers compared without an affinity (see Expr::InIntegers).
-            Expr::InIntegers { expr, values } if is_column(expr) && !values.is_empty() => {
-                bounded = true;
-                match points {
-                    None => {
-                        points = Some(values.iter().map(|&v| Value::Integer(v)).collect());
-                        used += 1;
-                    }
-                    // A second list bounds the first's range (the values are sorted).
-                    Some(_) => {
-                        let (lo, hi) = (values[0], values[values.len() - 1]);
-                        tighten(&mut lower, Value::Integer(lo), true, Ordering::Greater);
-                        tighten(&mut upper, Value::Integer(hi), true, Ordering::Less);
                     }
                 }
             }

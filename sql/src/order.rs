@@ -146,7 +146,7 @@ enum Constraint {
 
 /// `e` without the parentheses, `COLLATE`s and `likely()`-like calls at its top
 /// (`sqlite3ExprSkipCollateAndLikely`).
-fn skip_collate_and_likely(mut e: &ast::Expr) -> &ast::Expr {
+pub(crate) fn skip_collate_and_likely(mut e: &ast::Expr) -> &ast::Expr {
     loop {
         e = match e {
             ast::Expr::Nested(x) | ast::Expr::Collate { expr: x, .. } => x,
@@ -182,7 +182,7 @@ fn likely_argument(f: &ast::Function) -> Option<&ast::Expr> {
 
 /// `WHERE` split at its top-level `AND`s as `sqlite3WhereSplit` splits it, each term
 /// without its `COLLATE` and `likely()` wrappers (`whereClauseInsert`).
-fn where_terms<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
+pub(crate) fn where_terms<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
     match skip_collate_and_likely(e) {
         ast::Expr::BinaryOp {
             left,

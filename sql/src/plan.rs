@@ -19,8 +19,9 @@ use super::expr::{
 };
 use super::index_order::{
     counted_entries, first_groups, first_rows, follow, index_arrival, key_bounds, minmax_row,
-    order_listings, order_sensitive, range_count, range_seek, range_walk_place, rowid_group_order,
-    rowid_in, seek_target, FirstGroups, KeyRanges, SeekTarget, MAX_SEEK_ROWS,
+    multi_or_seek, or_seek_targets, order_listings, order_sensitive, range_count, range_seek,
+    range_walk_place, rowid_group_order, rowid_in, seek_target, FirstGroups, KeyRanges, SeekTarget,
+    MAX_SEEK_ROWS,
 };
 use super::init_constants::init_constants;
 use super::order::{scan_order, ScanOrder};
@@ -1336,6 +1337,8 @@ fn plan_select(
     let mut index_plan = None;
     let mut groups_probe = None;
     let mut seek: Option<SeekTarget> = None;
+    // The indexes of SQLite's MULTI-INDEX OR, and the rowid's slot.
+    let mut or_seek: Option<(Vec<SeekTarget>, usize)> = None;
     // Whether SQLite sorts the groups itself (a temporary b-tree for the GROUP BY), not
     // taking them in the order an index or the rowid gives them.
     let mut groups_sorted = true;
@@ -1600,6 +1603,7 @@ fn plan_select(
                     }
                 } else {
                     seek = seek_target(&mut r, table, &choice, filter.as_ref())?;
+                    or_seek = or_seek_targets(&mut r, table, &choice)?;
                     whole_index = matches!(choice.access, Access::Index { partial: false, .. });
                     covering = candidate;
                 }
@@ -1655,6 +1659,12 @@ fn plan_select(
                                 "the table in rowid order, groups ordered as index {name:?} \
                                  gives their keys"
                             )
+                        }
+                        (Access::MultiOr(_), Shape::Rows { .. }) => {
+                            "the table in rowid order, rows ordered as SQLite's MULTI-INDEX OR \
+                             meets them (each OR term's loop in turn, a row where the first \
+                             finds it)"
+                                .to_string()
                         }
                         _ => "the table in rowid order".to_string(),
                     },
@@ -1791,6 +1801,28 @@ fn plan_select(
                         ", each group's rows ranked by their places in the index".to_string()
                     } else {
                         String::new()
+                    }
+                );
+            }
+        }
+    }
+    // The rows SQLite's MULTI-INDEX OR seeks, each term's in turn: only theirs are read.
+    if let Some((targets, rowid)) = or_seek.as_ref().filter(|_| !seeked) {
+        if let Some((rowids, found)) =
+            multi_or_seek(table, (targets, *rowid), plan.filter.as_ref())?
+        {
+            seeked = true;
+            plan.filter = Some(match plan.filter.take() {
+                Some(f) => Expr::And(Box::new(rowids), Box::new(f)),
+                None => rowids,
+            });
+            if let Some(p) = &mut index_plan {
+                p.corescan = format!(
+                    "the {found} rows the OR's terms seek (each term's index range or rowids), \
+                     then those rows by rowid{}",
+                    match plan.shape {
+                        Shape::Rows { .. } => ", ordered as SQLite's MULTI-INDEX OR meets them",
+                        Shape::Groups { .. } => "",
                     }
                 );
             }

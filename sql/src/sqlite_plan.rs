@@ -65,9 +65,27 @@ pub enum Access {
         /// entries with the same key unless it holds a NULL.
         unique: bool,
     },
-    /// Anything else (`MULTI-INDEX OR`: the rows of one index after another): described by
-    /// `EXPLAIN QUERY PLAN`'s line.
+    /// `MULTI-INDEX OR`: for each term of an `OR` in turn (`INDEX 1`, `INDEX 2`, ...), the
+    /// rows its own loop finds, each row once (where an earlier term's loop found it).
+    MultiOr(Vec<OrBranch>),
+    /// Anything else: described by `EXPLAIN QUERY PLAN`'s line.
     Other(String),
+}
+
+/// The loop of one term of a `MULTI-INDEX OR`, forwards.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OrBranch {
+    /// The table's b-tree, in rowid order (`SEARCH t USING INTEGER PRIMARY KEY`).
+    Rowid,
+    /// An index, in its key order, the rows of equal keys by rowid.
+    Index {
+        /// The index's name.
+        name: String,
+        /// Its key columns, in order.
+        key: Vec<KeyColumn>,
+        /// The fields of each entry: its columns, key and other, and the rowid.
+        fields: usize,
+    },
 }
 
 /// One key column of an index.
@@ -145,7 +163,11 @@ pub fn ask(
         .iter()
         .find(|l| l.trim_start().starts_with("MULTI-INDEX OR") || exists_loop(l))
     {
-        Access::Other(l.trim().to_string())
+        let other = Access::Other(l.trim().to_string());
+        match lines.iter().any(|l| exists_loop(l)) {
+            true => other,
+            false => or_branches(&db, &lines, table)?.map_or(other, Access::MultiOr),
+        }
     } else {
         loop_of(&db, sql, table)?
     };
@@ -451,6 +473,73 @@ fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, Choi
         name: name.clone(),
         backward,
     })
+}
+
+/// The loops of a `MULTI-INDEX OR` (`lines` holding one, and no other loop): under it,
+/// `INDEX 1`, `INDEX 2`, ... each over one `SEARCH` of the table, by its integer primary key
+/// or through an index named in full. `None` for anything else (a nested `OR`, a `SCAN`, a
+/// second `MULTI-INDEX OR`, another table's loop).
+fn or_branches(
+    db: &Connection,
+    lines: &[String],
+    table: &TablePlan,
+) -> Result<Option<Vec<OrBranch>>, ChoiceError> {
+    let depth = |l: &str| l.len() - l.trim_start().len();
+    let Some(at) = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("MULTI-INDEX OR"))
+    else {
+        return Ok(None);
+    };
+    let top = depth(&lines[at]);
+    let under: Vec<&String> = lines[at + 1..]
+        .iter()
+        .take_while(|l| depth(l) > top)
+        .collect();
+    // Outside it, only sorters (`USE TEMP B-TREE FOR ...`).
+    let outside = lines[..at].iter().chain(&lines[at + 1 + under.len()..]);
+    if outside
+        .clone()
+        .any(|l| !l.trim_start().starts_with("USE TEMP B-TREE FOR"))
+    {
+        return Ok(None);
+    }
+    if !under.len().is_multiple_of(2) {
+        return Ok(None);
+    }
+    let mut branches = Vec::new();
+    for (i, pair) in under.chunks(2).enumerate() {
+        let (head, body) = (pair[0].trim_start(), pair[1].trim_start());
+        if head != format!("INDEX {}", i + 1) || depth(pair[1]) <= depth(pair[0]) {
+            return Ok(None);
+        }
+        // (The table, by its name or its alias: no other loop runs.)
+        let Some((_, rest)) = body.strip_prefix("SEARCH ").and_then(|r| r.split_once(' ')) else {
+            return Ok(None);
+        };
+        if rest.starts_with("USING INTEGER PRIMARY KEY (") {
+            branches.push(OrBranch::Rowid);
+            continue;
+        }
+        let Some(index) = rest
+            .strip_prefix("USING COVERING INDEX ")
+            .or_else(|| rest.strip_prefix("USING INDEX "))
+            .and_then(|r| r.split_once(' '))
+            .map(|(index, _)| index)
+        else {
+            return Ok(None);
+        };
+        if !table.indexes.iter().any(|i| i.name == index) {
+            return Ok(None);
+        }
+        let (key, fields) = key_columns(db, index, table)?;
+        branches.push(OrBranch::Index {
+            name: index.to_string(),
+            key,
+            fields,
+        });
+    }
+    Ok((branches.len() >= 2).then_some(branches))
 }
 
 /// `(rootpage, type, name, tbl_name)` of the copy's schema.
