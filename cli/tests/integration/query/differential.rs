@@ -672,10 +672,42 @@ impl Gen<'_> {
     }
 
     fn filter(&mut self) -> String {
-        if self.rng.percent(60) {
+        if self.rng.percent(8) {
+            format!(" WHERE {}", self.seekable_or())
+        } else if self.rng.percent(60) {
             format!(" WHERE {}", self.expr(3))
         } else {
             String::new()
+        }
+    }
+
+    /// An `OR` of comparisons of (mostly indexed) columns with literals, which SQLite may
+    /// read as a `MULTI-INDEX OR` (a loop per term) or an `IN` list, sometimes beside
+    /// another term.
+    fn seekable_or(&mut self) -> String {
+        let n = 2 + self.rng.below(3);
+        let terms: Vec<String> = (0..n)
+            .map(|_| {
+                let column = *self
+                    .rng
+                    .pick(&["id", "i", "s", "c", "rt", "x", "n", "b", "g", "added", "r"]);
+                let literal = *self.rng.pick(LITERALS);
+                match self.rng.below(6) {
+                    0 => format!("{column} IN ({literal}, {})", self.rng.pick(LITERALS)),
+                    1 => format!("{column} IS NULL"),
+                    2 => format!("({column} = {literal} AND {})", self.expr(1)),
+                    _ => format!(
+                        "{column} {} {literal}",
+                        self.rng.pick(&["=", "=", "IS", "<", ">=", "BETWEEN 0 AND"])
+                    ),
+                }
+            })
+            .collect();
+        let or = terms.join(" OR ");
+        if self.rng.percent(30) {
+            format!("({or}) AND {}", self.expr(2))
+        } else {
+            or
         }
     }
 
