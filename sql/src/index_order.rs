@@ -1204,12 +1204,13 @@ pub(crate) fn range_seek(
 
 /// The ranges of the first key column of `target` that the top-level `AND` terms of `filter`
 /// bound with literals, as [`range_seek`] describes, in the order of the column's values:
-/// the values of the first `IN` list (one range each, inside the comparisons' bounds), else
-/// the one range the comparisons bound; `None` when nothing bounds the column. With `exact`,
-/// only where the terms are all such bounds (`=`, `IS`, `<`, `<=`, `>`, `>=`, one `IN` list):
-/// then an entry is in a range exactly when its row satisfies the `WHERE` (the comparisons
-/// follow the index's order, and the ranges leave the NULL entries out, as the comparisons
-/// do: [`range_place`]).
+/// the values of the first `IN` list, `OR` of equalities or `IS NULL` (one range each, inside
+/// the comparisons' bounds; NULL's only without any), else the one range the comparisons
+/// bound; `None` when nothing bounds the column. With `exact`, only where the terms are all
+/// such bounds (`=`, `IS`, `<`, `<=`, `>`, `>=`, one list): then an entry is in a range
+/// exactly when its row satisfies the `WHERE` (the comparisons follow the index's order, and
+/// the ranges leave the NULL entries out, as the comparisons do, but for `IS NULL`'s:
+/// [`range_place`]).
 fn key_range(
     target: &SeekTarget,
     filter: Option<&Expr>,
@@ -1287,6 +1288,8 @@ fn key_range(
                 Expr::InIntegers { expr, values: v } if is_column(expr) => {
                     values.extend(v.iter().map(|&i| Value::Integer(i)));
                 }
+                // The NULL entries, first in the index (`SEARCH ... (x=?)`).
+                Expr::IsNull(x, false) if is_column(x) => values.push(Value::Null),
                 _ => return None,
             }
         }
@@ -1347,7 +1350,7 @@ fn key_range(
                 bounded = true;
                 used += 1;
             }
-            Expr::Or(..) | Expr::InList { .. } | Expr::InIntegers { .. } => {
+            Expr::Or(..) | Expr::InList { .. } | Expr::InIntegers { .. } | Expr::IsNull(..) => {
                 let Some(values) = points_of(term) else {
                     continue;
                 };
@@ -1377,8 +1380,12 @@ fn key_range(
     let Some(mut points) = points else {
         return Some(vec![(lower, upper)]);
     };
-    // One range per value inside the comparisons' bounds, in order, equal values once.
+    // One range per value inside the comparisons' bounds, in order, equal values once (NULL,
+    // for which no comparison holds, only where there is none).
     let within = |v: &Value| {
+        if *v == Value::Null {
+            return lower.is_none() && upper.is_none();
+        }
         lower
             .as_ref()
             .is_none_or(|(lo, inclusive)| match order(v, lo) {
@@ -1409,9 +1416,14 @@ fn range_place(target: &SeekTarget, ranges: KeyRanges) -> impl Fn(KeyField<'_>) 
     // Where the key lies against one range, in the order of the values.
     let side = move |key: KeyField<'_>, (lower, upper): &(Bound, Bound)| {
         // No bound's comparison holds for NULL (the literals are not NULL), and NULL comes
-        // before every value: an upper bound alone leaves the NULL entries out too.
+        // before every value: an upper bound alone leaves the NULL entries out too. Only
+        // the range of `IS NULL` holds them (NULL at both ends).
         if key == KeyField::Null {
-            return Ordering::Less;
+            let null = |b: &Bound| matches!(b, Some((Value::Null, true)));
+            return match null(lower) && null(upper) {
+                true => Ordering::Equal,
+                false => Ordering::Less,
+            };
         }
         let at = |b: &Value| compare_values(key_value(key), b.as_ref(), target.collation);
         if let Some((lo, inclusive)) = lower {

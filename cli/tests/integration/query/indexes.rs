@@ -635,6 +635,11 @@ fn literal_bounds_seek_the_index_range() {
             "= 2 OR {c} = 7 OR {c} IS 'abc'",
             "= 4 OR {c} IN (0, 'B') OR {c} = x'01'",
             "= 4 OR {c} > 7",
+            // The NULL entries: a range of their own.
+            "IS NULL",
+            "IS NULL OR {c} IN (2, 'abc')",
+            "= 0 OR {c} IS NULL OR {c} = x'01'",
+            "IS NULL AND {c} > 2",
             "> '2024-12-30'",
             "< x'02'",
             "= CAST(5 AS TEXT)",
