@@ -21,8 +21,11 @@
 //!   by its place in the index ([`index_arrival`]), which the group states keep in place of
 //!   the rowid. A scan of the table delivers a `GROUP BY` that
 //!   holds the rowid (each group is one row): groups in rowid order.
-//! - A loop corescan cannot follow (`MULTI-INDEX OR`: the rows of one index, then those of
-//!   the next not yet seen) is refused where the answer depends on its order.
+//! - **`MULTI-INDEX OR`** (a loop per term of an `OR`, each row where the first loop finds
+//!   it): plain rows are ordered by their first term that holds, that term's index key, then
+//!   the rowid ([`multi_or_order`]); groups and `DISTINCT` whose answer depends on that
+//!   order, and terms SQLite splits into more loops, are refused, as is any other loop
+//!   corescan cannot follow.
 //!
 //! What differs from SQLite: SQLite's loop stops at the `LIMIT` and seeks the index range
 //! the `WHERE` names, so it evaluates `WHERE` on fewer rows. A `WHERE` or output column that
