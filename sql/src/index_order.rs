@@ -1062,14 +1062,7 @@ pub(crate) fn multi_or_seek(
     filter: Option<&Expr>,
 ) -> Result<Option<(Expr, usize)>, SqlError> {
     let utf8 = table.header.text_encoding == 1;
-    let mut terms = Vec::new();
-    let mut stack: Vec<&Expr> = filter.into_iter().collect();
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::And(a, b) => stack.extend([a.as_ref(), b.as_ref()]),
-            other => terms.push(other),
-        }
-    }
+    let terms = and_terms(filter);
     'terms: for or in terms.into_iter().filter(|t| matches!(t, Expr::Or(..))) {
         let mut disjuncts = Vec::new();
         let mut stack = vec![or];
@@ -1140,6 +1133,19 @@ pub(crate) fn multi_or_seek(
         return Ok(Some((in_rowids(rowid, rowids), found)));
     }
     Ok(None)
+}
+
+/// The top-level `AND` terms of `filter` (folded).
+fn and_terms(filter: Option<&Expr>) -> Vec<&Expr> {
+    let mut terms = Vec::new();
+    let mut stack: Vec<&Expr> = filter.into_iter().collect();
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::And(a, b) => stack.extend([a.as_ref(), b.as_ref()]),
+            other => terms.push(other),
+        }
+    }
+    terms
 }
 
 /// One end of a range: a value, and whether it is in the range.
@@ -1220,14 +1226,7 @@ fn key_range(
     utf8: bool,
     exact: bool,
 ) -> Option<KeyRanges> {
-    let mut terms = Vec::new();
-    let mut stack: Vec<&Expr> = filter.into_iter().collect();
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::And(a, b) => stack.extend([a.as_ref(), b.as_ref()]),
-            other => terms.push(other),
-        }
-    }
+    let terms = and_terms(filter);
     let numeric = |a: Option<Affinity>| {
         matches!(
             a,

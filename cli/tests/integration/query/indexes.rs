@@ -1665,20 +1665,6 @@ fn an_in_list_seeks_each_value() {
     )
     .unwrap();
     drop(conn);
-    let scanned = |sql: &str| -> u64 {
-        let run = corescan([
-            "query",
-            db.to_str().unwrap(),
-            sql,
-            "--report",
-            "--format",
-            "json",
-        ]);
-        assert_eq!(run.status, 0, "{sql}: {}", run.stderr);
-        let report: serde_json::Value =
-            serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
-        report["rows_scanned"].as_u64().unwrap()
-    };
     for sql in [
         "SELECT * FROM t WHERE k IN (4999, 3, 2500, 3)",
         "SELECT id, k FROM t WHERE k IN (4999, 3, 2500, 3)",
@@ -1693,7 +1679,7 @@ fn an_in_list_seeks_each_value() {
         "SELECT * FROM t WHERE (d = 3999 OR d = 0) AND k > 100 LIMIT 4",
     ] {
         super::check(&db, sql);
-        let n = scanned(sql);
+        let n = rows_scanned(&db, sql);
         assert!(n < 1_000, "{sql}: {n} rows or entries read");
     }
     for sql in [
@@ -1784,18 +1770,7 @@ fn multi_index_or_rows_come_as_sqlites_loops_meet_them() {
             4_500,
         ),
     ] {
-        let run = corescan([
-            "query",
-            db.to_str().unwrap(),
-            sql,
-            "--report",
-            "--format",
-            "json",
-        ]);
-        assert_eq!(run.status, 0, "{sql}: {}", run.stderr);
-        let report: serde_json::Value =
-            serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
-        let n = report["rows_scanned"].as_u64().unwrap();
+        let n = rows_scanned(&db, sql);
         assert!(n <= most, "{sql}: {n} rows read");
         super::check(&db, sql);
     }
@@ -1803,4 +1778,20 @@ fn multi_index_or_rows_come_as_sqlites_loops_meet_them() {
     let between = "SELECT id FROM t WHERE a BETWEEN 3 AND 4 OR b = 'x3' LIMIT 5";
     assert!(sqlite_plan(&db, between).contains("MULTI-INDEX OR"));
     super::check_error(&db, between, "MULTI-INDEX OR");
+}
+
+/// The rows (or index entries) `corescan query` read for `sql` on `db`, from its JSON report.
+fn rows_scanned(db: &Path, sql: &str) -> u64 {
+    let run = corescan([
+        "query",
+        db.to_str().unwrap(),
+        sql,
+        "--report",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.status, 0, "{sql}: {}", run.stderr);
+    let report: serde_json::Value =
+        serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
+    report["rows_scanned"].as_u64().unwrap()
 }
