@@ -98,6 +98,7 @@ fn run_one(args: &QueryArgs, db: &std::path::Path, sql: &str, views: bool) -> an
         &args.scan,
         planned.table.header.page_size,
         planned.table.listed_leaves(),
+        planned.query.seek_rows(),
     )?;
     settings.memory = args.memory;
     // The first plan is the first attempt; a database read without SQLite's locks that changed

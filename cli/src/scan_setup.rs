@@ -74,14 +74,16 @@ pub fn scan_setup(
     scan_setup_placed(o, o.placement(), page_size)
 }
 
-/// [`scan_setup`] for a scan that reads `leaves` leaf pages (`None`: many): a small one runs
-/// on one executor unless the placement was given ([`Placement::for_leaves`]).
+/// [`scan_setup`] for a scan that reads `leaves` leaf pages (`None`: many) for at most
+/// `seek_rows` rows named by rowid (`None`: any): a small one runs on one executor unless the
+/// placement was given ([`Placement::for_seek`]).
 pub fn scan_setup_for_leaves(
     o: &ScanArgs,
     page_size: u32,
     leaves: Option<usize>,
+    seek_rows: Option<u64>,
 ) -> anyhow::Result<(Vec<ExecutorSpec>, ScanSettings)> {
-    scan_setup_placed(o, o.placement().for_leaves(leaves), page_size)
+    scan_setup_placed(o, o.placement().for_seek(leaves, seek_rows), page_size)
 }
 
 fn scan_setup_placed(

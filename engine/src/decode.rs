@@ -32,6 +32,8 @@
 //! the kernel decodes the assembled prefix with [`CellBatch::decode_record`], a batch of one.
 //! Rows keep page order within a batch (cell pointer order, which is rowid order).
 
+use std::sync::Arc;
+
 use partitioner::format::{
     read_be_int, read_varint, serial_type_size, table_leaf_local_payload, varint_len,
 };
@@ -154,6 +156,8 @@ pub struct NeededColumns {
     window_last: bool,
     /// The lanes before the window's column (for [`header::Walk::sum`]).
     before_window: [u8; header::LANES],
+    /// Rows the decoder skips by rowid (see [`NeededColumns::with_rowid_ranges`]).
+    rowids: Option<Arc<[(i64, i64)]>>,
 }
 
 /// A first test the decoder applies to a slot, for a kernel whose filter begins with a
@@ -213,7 +217,19 @@ impl NeededColumns {
             window: None,
             window_last: false,
             before_window: [0; header::LANES],
+            rowids: None,
         }
+    }
+
+    /// The same columns, with the cells whose rowid lies outside every one of `ranges`
+    /// (inclusive, ascending, disjoint) skipped before their records are read: a seek's
+    /// leaves hold many rows besides the few it wants (an index seek of 70 rowids reads 70
+    /// leaves of about 130 rows each). Only for a kernel whose filter rejects every such row
+    /// ([`crate::query::ir::QueryPlan::rowid_ranges`]); SQLite, seeking, never evaluates them
+    /// either, so a failure such a row would raise is not the query's. `None`: none skipped.
+    pub fn with_rowid_ranges(mut self, ranges: Option<Vec<(i64, i64)>>) -> Self {
+        self.rowids = ranges.map(Arc::from);
+        self
     }
 
     /// The same columns, with rows whose slot `window.slot` holds a text outside the window
@@ -455,6 +471,13 @@ impl CellBatch {
                 return Err(format!(
                     "cell {i} pointer {at} lies outside the cell content area"
                 ));
+            }
+            if columns
+                .rowids
+                .as_deref()
+                .is_some_and(|ranges| !admits_cell(&page[at..], ranges))
+            {
+                continue;
             }
             if vector_walk && self.push_cell_fast::<W>(columns, page, at, max_local) {
                 continue;
@@ -960,6 +983,22 @@ fn prefetch_at(bytes: &[u8], at: usize) {
 
 /// The length of the varint at the start of `buf`, from one eight-byte word when `buf` has one.
 #[inline(always)]
+/// Whether the table leaf cell `cell` holds a rowid inside one of `ranges` (inclusive,
+/// ascending, disjoint), or cannot be read that far: a damaged cell is left to the decoder,
+/// which names what is wrong.
+fn admits_cell(cell: &[u8], ranges: &[(i64, i64)]) -> bool {
+    let Some((_, a)) = varint(cell) else {
+        return true;
+    };
+    let Some((rowid, _)) = cell.get(a..).and_then(varint) else {
+        return true;
+    };
+    let rowid = rowid as i64;
+    // The first range that does not end below the rowid.
+    let i = ranges.partition_point(|&(_, hi)| hi < rowid);
+    ranges.get(i).is_some_and(|&(lo, _)| lo <= rowid)
+}
+
 fn skip_varint(buf: &[u8]) -> Option<usize> {
     if let Some(word) = buf.get(..8) {
         let w = u64::from_be_bytes(word.try_into().ok()?);

@@ -58,7 +58,28 @@ pub const SMALL_SCAN_LEAVES: usize = 64;
 /// many leaves, a third of its time.
 pub const PLAIN_SCAN_LEAVES: usize = 1024;
 
+/// A scan that wants at most this many rows, each named by its rowid (a rowid `IN` list, the
+/// rowids an index seek found, a short rowid range), is small when it reads at most
+/// [`PLAIN_SCAN_LEAVES`] leaves ([`Placement::for_seek`]): however many leaves hold them, the
+/// decoder reads only those rows' records
+/// ([`crate::decode::NeededColumns::with_rowid_ranges`]), so a leaf costs one page read and a
+/// walk of its cell pointers, and one executor ends such a scan before a second would have
+/// started.
+pub const SEEK_ROWS: u64 = 4096;
+
 impl Placement {
+    /// The placement of a scan that reads `leaves` leaf pages (`None`: not known, many) for at
+    /// most `rows` rows named by rowid (`None`: any rows): [`Placement::for_leaves`], where a
+    /// seek of at most [`SEEK_ROWS`] rows over at most [`PLAIN_SCAN_LEAVES`] leaves counts as
+    /// small.
+    pub fn for_seek(self, leaves: Option<usize>, rows: Option<u64>) -> Placement {
+        let seek = rows.is_some_and(|r| r <= SEEK_ROWS);
+        match leaves {
+            Some(n) if seek && n <= PLAIN_SCAN_LEAVES => self.for_leaves(Some(0)),
+            leaves => self.for_leaves(leaves),
+        }
+    }
+
     /// The placement of a scan that reads `leaves` leaf pages (`None`: not known, many). Under
     /// the default
     /// ([`Placement::AllCpus`]) a small scan ([`SMALL_SCAN_LEAVES`]: a rowid or short index
@@ -239,7 +260,30 @@ mod tests {
         assert_eq!(Placement::AllCpus.for_leaves(None), Placement::AllCpus);
         for given in [Placement::Cores(2), Placement::Cpus(vec![0])] {
             assert_eq!(given.clone().for_leaves(Some(0)), given);
+            assert_eq!(given.clone().for_seek(Some(1), Some(1)), given);
         }
+    }
+
+    #[test]
+    fn a_seek_of_few_rows_over_many_leaves_takes_one_executor() {
+        let one = |p: Placement| matches!(p, Placement::Executors(e) if e.len() == 1);
+        // The most rows of a seek, on the most leaves: one executor.
+        assert!(one(
+            Placement::AllCpus.for_seek(Some(PLAIN_SCAN_LEAVES), Some(SEEK_ROWS))
+        ));
+        // More rows, or more leaves, or rows not named by rowid: as for any scan.
+        assert_eq!(
+            Placement::AllCpus.for_seek(Some(SMALL_SCAN_LEAVES + 1), Some(SEEK_ROWS + 1)),
+            Placement::AllCpus.for_leaves(Some(SMALL_SCAN_LEAVES + 1))
+        );
+        assert_eq!(
+            Placement::AllCpus.for_seek(Some(PLAIN_SCAN_LEAVES + 1), Some(1)),
+            Placement::AllCpus
+        );
+        assert_eq!(
+            Placement::AllCpus.for_seek(Some(SMALL_SCAN_LEAVES + 1), None),
+            Placement::AllCpus.for_leaves(Some(SMALL_SCAN_LEAVES + 1))
+        );
     }
 
     #[test]

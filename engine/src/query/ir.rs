@@ -988,6 +988,16 @@ impl QueryPlan {
         self.limit.map(|l| l.saturating_add(self.offset))
     }
 
+    /// How many rows at most the `WHERE` admits by rowid: the rowids its
+    /// [`QueryPlan::rowid_ranges`] span (`None` when it bounds none).
+    pub fn seek_rows(&self) -> Option<u64> {
+        self.rowid_ranges().map(|ranges| {
+            ranges.iter().fold(0u64, |n, &(lo, hi)| {
+                n.saturating_add((hi as i128 - lo as i128 + 1).clamp(0, u64::MAX as i128) as u64)
+            })
+        })
+    }
+
     /// The inclusive ranges of rowids (ascending, disjoint) outside which no row can satisfy
     /// the `WHERE` clause, from its top-level `AND` terms that compare the rowid (or an
     /// `INTEGER PRIMARY KEY`) with an integer literal (`=`, `IS`, `<`, `<=`, `>`, `>=`,
@@ -1169,6 +1179,25 @@ mod tests {
 
     fn and(a: Expr, b: Expr) -> Expr {
         Expr::And(Box::new(a), Box::new(b))
+    }
+
+    #[test]
+    fn seek_rows_count_the_rowids_the_ranges_span() {
+        let rowid = || Expr::Column(0);
+        let rows = |f: Option<Expr>| plan(f).seek_rows();
+        assert_eq!(rows(None), None);
+        assert_eq!(rows(Some(cmp(CmpOp::Eq, rowid(), int(7)))), Some(1));
+        let between = and(
+            cmp(CmpOp::Ge, rowid(), int(10)),
+            cmp(CmpOp::Le, rowid(), int(20)),
+        );
+        assert_eq!(rows(Some(between)), Some(11));
+        assert_eq!(rows(Some(cmp(CmpOp::Gt, rowid(), int(i64::MAX)))), Some(0));
+        // Every rowid: saturated, not wrapped.
+        assert_eq!(
+            rows(Some(cmp(CmpOp::Ge, rowid(), int(i64::MIN)))),
+            Some(u64::MAX)
+        );
     }
 
     #[test]

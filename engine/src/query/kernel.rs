@@ -175,7 +175,8 @@ impl QueryKernel {
             })
             .collect();
         let batched = batch::plan_batchable(&plan, has_virtual);
-        let mut needed = NeededColumns::new(&positions);
+        // A seek's leaves: the decoder skips the rows whose rowid the filter rejects.
+        let mut needed = NeededColumns::new(&positions).with_rowid_ranges(plan.rowid_ranges());
         let mut batch_filter = plan.filter.clone();
         if batched {
             // Every row of a decoded page goes through the batch's filter: the decoder may
