@@ -147,11 +147,12 @@ pub const DEFAULT_IO: IoChoice = IoChoice::Auto;
 /// Resident fraction of the sampled table pages above which `auto` reads through the page cache.
 pub const AUTO_CACHED_FRACTION: f64 = 0.9;
 /// A scan whose leaves fit one default readahead window ([`DEFAULT_READAHEAD_BYTES`], 1,024
-/// pages of 4 KiB) is read by `auto` with buffered `pread` when the table is not in the page
-/// cache, rather than `dma`: a seek or a small table leaves application readahead nothing to
-/// do, O_DIRECT's huge-page buffers cost more to set up than the reads, and buffered reads
-/// leave the pages cached for the next query (a `dma` read never warms the cache, so every
-/// repeated seek would go to the disk).
+/// pages of 4 KiB) is read by `auto` with buffered `pread`. Not in the page cache, rather
+/// than `dma`: a seek or a small table leaves application readahead nothing to do, O_DIRECT's
+/// huge-page buffers cost more to set up than the reads, and buffered reads leave the pages
+/// cached for the next query (a `dma` read never warms the cache, so every repeated seek
+/// would go to the disk). Cached, rather than `mmap`: a seek's leaves are scattered, and a
+/// mapped page costs a fault, a page-table entry and its unmapping where `pread` copies 4 KiB.
 pub const AUTO_BUFFERED_BYTES: u64 = DEFAULT_READAHEAD_BYTES;
 /// Default coalescing limit, in KiB.
 pub const DEFAULT_COALESCE_KIB: u32 = 128;

@@ -29,7 +29,7 @@ fn notice(r: &RunReport) -> String {
 #[test]
 fn io_uring_missing_keeps_the_auto_and_sqpoll_notices() {
     let (plan, want) = fixture("io_uring");
-    // auto on a cached table chooses mmap; on dma it would fall back to pread. Both must keep
+    // auto chooses a synchronous backend (pread or mmap); dma would fall back to pread. Both must keep
     // auto's notice and the SQPOLL one.
     let settings = ScanSettings {
         io: IoChoice::Auto,
