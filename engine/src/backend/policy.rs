@@ -205,6 +205,12 @@ fn has_ipc_lock() -> bool {
         .is_some_and(|caps| caps & (1 << 14) != 0)
 }
 
+/// The leaves `plan` lists, when they fit [`AUTO_BUFFERED_BYTES`].
+fn small_scan(plan: &TablePlan) -> Option<usize> {
+    plan.listed_leaves()
+        .filter(|&n| n as u64 * u64::from(plan.header.page_size) <= AUTO_BUFFERED_BYTES)
+}
+
 /// Resolves `auto` by asking the kernel whether the table's pages are cached; returns the
 /// backend and, for `auto`, a notice saying why it was chosen.
 fn choose_backend(
@@ -213,56 +219,52 @@ fn choose_backend(
 ) -> Result<(IoBackend, Option<String>)> {
     match settings.io {
         IoChoice::Fixed(b) => Ok((b, None)),
-        // Nothing to sample (a seek that found no row, a count from an index's pages).
-        IoChoice::Auto if plan.listed_leaves() == Some(0) => Ok((
-            IoBackend::Pread,
-            Some("auto: the scan reads no table page, so pread".to_string()),
-        )),
         // A small scan: buffered pread, cached or not. Cached, its pages are copied without
         // a fault, a page-table entry and an unmapping each: an index seek of 596 rows on
         // 593 scattered leaves decoded in 0.004 s with pread against 0.011 s mapped (a
         // contiguous range of 800 leaves within noise of each other). Not cached, see
         // AUTO_BUFFERED_BYTES. No residency to sample either (a mincore call per page).
-        IoChoice::Auto
-            if plan.listed_leaves().is_some_and(|n| {
-                n as u64 * u64::from(plan.header.page_size) <= AUTO_BUFFERED_BYTES
-            }) =>
-        {
-            let n = plan.listed_leaves().unwrap_or(0);
-            Ok((
+        IoChoice::Auto => match small_scan(plan) {
+            // A seek that found no row, a count from an index's pages.
+            Some(0) => Ok((
+                IoBackend::Pread,
+                Some("auto: the scan reads no table page, so pread".to_string()),
+            )),
+            Some(n) => Ok((
                 IoBackend::Pread,
                 Some(format!(
                     "auto: the scan reads {n} leaf pages, so pread (buffered: they stay cached)"
                 )),
-            ))
-        }
-        IoChoice::Auto => {
-            match residency::sample(&plan.path, plan.header.page_size, plan.leaf_sample(), 1024) {
-                Ok(r) => {
-                    // `mmap` and `pread` measured within noise of each other warm
-                    // (`scripts/bench-warm`, SF 1, 2 executors: 0.12-0.15 s for Q6 each, the
-                    // one ahead changing from run to run, once the decoder prefetches each
-                    // page's cells); `mmap` copies nothing and leaves the CPU to the decoder.
-                    let backend = if r.fraction() >= AUTO_CACHED_FRACTION {
-                        IoBackend::Mmap
-                    } else {
-                        IoBackend::Dma
-                    };
-                    Ok((
-                        backend,
-                        Some(format!(
-                            "auto: {:.0}% of {} sampled table pages are in the page cache, so {backend}",
-                            100.0 * r.fraction(),
-                            r.sampled
-                        )),
-                    ))
+            )),
+            None => {
+                match residency::sample(&plan.path, plan.header.page_size, plan.leaf_sample(), 1024)
+                {
+                    Ok(r) => {
+                        // `mmap` and `pread` measured within noise of each other warm
+                        // (`scripts/bench-warm`, SF 1, 2 executors: 0.12-0.15 s for Q6 each, the
+                        // one ahead changing from run to run, once the decoder prefetches each
+                        // page's cells); `mmap` copies nothing and leaves the CPU to the decoder.
+                        let backend = if r.fraction() >= AUTO_CACHED_FRACTION {
+                            IoBackend::Mmap
+                        } else {
+                            IoBackend::Dma
+                        };
+                        Ok((
+                            backend,
+                            Some(format!(
+                                "auto: {:.0}% of {} sampled table pages are in the page cache, so {backend}",
+                                100.0 * r.fraction(),
+                                r.sampled
+                            )),
+                        ))
+                    }
+                    Err(e) => Ok((
+                        IoBackend::Dma,
+                        Some(format!("auto: page-cache residency unknown ({e}), so dma")),
+                    )),
                 }
-                Err(e) => Ok((
-                    IoBackend::Dma,
-                    Some(format!("auto: page-cache residency unknown ({e}), so dma")),
-                )),
             }
-        }
+        },
     }
 }
 

@@ -24,6 +24,24 @@ fn encode_varint(v: u64) -> Vec<u8> {
     groups
 }
 
+/// Decodes leaf `page` through the page loop this CPU runs, or through the baseline one
+/// (SSE2 on x86-64) that CPUs without AVX2 run.
+fn decode_leaf(
+    batch: &mut CellBatch,
+    columns: &NeededColumns,
+    leaf: u32,
+    page: &[u8],
+    usable: u32,
+    spills: &mut Vec<Spill>,
+    baseline: bool,
+) -> Result<usize, String> {
+    if baseline {
+        batch.decode_page_with::<header::Baseline>(columns, leaf, page, &[], usable, spills)
+    } else {
+        batch.decode_page(columns, leaf, page, usable, spills)
+    }
+}
+
 #[test]
 fn word_varints_read_as_the_bytewise_reader_does() {
     let mut rng = Rng::xorshift64_star(0x5eed);
@@ -173,18 +191,15 @@ fn batches_read_what_sqlite_reads() {
             for &leaf in &plan.leaves {
                 let page = &file[(leaf as usize - 1) * ps..leaf as usize * ps];
                 let mut spills = Vec::new();
-                scanned += if baseline {
-                    batch.decode_page_with::<header::Baseline>(
-                        &columns,
-                        leaf,
-                        page,
-                        &[],
-                        usable,
-                        &mut spills,
-                    )
-                } else {
-                    batch.decode_page(&columns, leaf, page, usable, &mut spills)
-                }
+                scanned += decode_leaf(
+                    &mut batch,
+                    &columns,
+                    leaf,
+                    page,
+                    usable,
+                    &mut spills,
+                    baseline,
+                )
                 .unwrap();
                 assert_eq!(batch.rowids().is_some(), !lazy_rowids);
                 for r in 0..batch.len() {
@@ -272,18 +287,16 @@ fn damaged_pages_give_errors_not_panics() {
             page[at] = rng.next_u64() as u8;
         }
         let mut spills = Vec::new();
-        let decoded = if rng.below(2) == 0 {
-            batch.decode_page(&columns, leaf as u32, &page, usable, &mut spills)
-        } else {
-            batch.decode_page_with::<header::Baseline>(
-                &columns,
-                leaf as u32,
-                &page,
-                &[],
-                usable,
-                &mut spills,
-            )
-        };
+        let baseline = rng.below(2) == 1;
+        let decoded = decode_leaf(
+            &mut batch,
+            &columns,
+            leaf as u32,
+            &page,
+            usable,
+            &mut spills,
+            baseline,
+        );
         match decoded {
             Ok(_) => {
                 oks += 1;
@@ -560,18 +573,15 @@ fn rowid_ranges_keep_only_the_cells_they_hold() {
         for &leaf in &plan.leaves {
             let page = &file[(leaf as usize - 1) * 1024..leaf as usize * 1024];
             let mut spills = Vec::new();
-            scanned += if baseline {
-                batch.decode_page_with::<header::Baseline>(
-                    &columns,
-                    leaf,
-                    page,
-                    &[],
-                    usable,
-                    &mut spills,
-                )
-            } else {
-                batch.decode_page(&columns, leaf, page, usable, &mut spills)
-            }
+            scanned += decode_leaf(
+                &mut batch,
+                &columns,
+                leaf,
+                page,
+                usable,
+                &mut spills,
+                baseline,
+            )
             .unwrap();
             got.extend((0..batch.len()).map(|r| batch.rowid(page, r)));
             got.extend(spills.iter().map(|s| s.rowid));

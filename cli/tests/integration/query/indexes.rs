@@ -1179,17 +1179,7 @@ fn index_reads_run_under_verify_retry() {
             "the leaves that can hold the range",
         ),
     ] {
-        let run = corescan([
-            "query",
-            copy.to_str().unwrap(),
-            sql,
-            "--report",
-            "--format",
-            "json",
-        ]);
-        assert_eq!(run.status, 0, "{sql}: {}", run.stderr);
-        let report: serde_json::Value =
-            serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
+        let (report, stdout) = json_report(&copy, sql);
         assert_eq!(report["snapshot"]["protocol"], "verify-retry", "{report}");
         let plan = report["sqlite_plan"]["corescan"]
             .as_str()
@@ -1214,7 +1204,7 @@ fn index_reads_run_under_verify_retry() {
                 serde_json::Value::Object(o)
             })
             .collect();
-        let got: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let got: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         assert_eq!(got, serde_json::Value::Array(want), "{sql}");
     }
     drop(conn);
@@ -1782,6 +1772,12 @@ fn multi_index_or_rows_come_as_sqlites_loops_meet_them() {
 
 /// The rows (or index entries) `corescan query` read for `sql` on `db`, from its JSON report.
 fn rows_scanned(db: &Path, sql: &str) -> u64 {
+    json_report(db, sql).0["rows_scanned"].as_u64().unwrap()
+}
+
+/// `corescan query --report --format json`'s report of `sql` on `db`, and its rows as JSON
+/// (the run must succeed).
+fn json_report(db: &Path, sql: &str) -> (serde_json::Value, String) {
     let run = corescan([
         "query",
         db.to_str().unwrap(),
@@ -1791,7 +1787,6 @@ fn rows_scanned(db: &Path, sql: &str) -> u64 {
         "json",
     ]);
     assert_eq!(run.status, 0, "{sql}: {}", run.stderr);
-    let report: serde_json::Value =
-        serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
-    report["rows_scanned"].as_u64().unwrap()
+    let report = serde_json::from_str(run.stderr.lines().last().unwrap()).unwrap();
+    (report, run.stdout)
 }
