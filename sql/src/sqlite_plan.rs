@@ -142,6 +142,8 @@ pub fn ask(
 ) -> Result<SqliteChoice, ChoiceError> {
     let db = replica(table, others)?;
     let lines = outer_lines(query_plan(&db, sql)?);
+    // The statement's bytecode, prepared once for the loop and the first-row test.
+    let ops = statement_ops(&db, sql)?;
     // SQLite 3.5x may run an uncorrelated `EXISTS` as a loop of the statement's own
     // (`SCAN t EXISTS USING COVERING INDEX ...`, outside the table's loop): its cursor on the
     // same table's b-trees cannot be told apart from the table's loop in the bytecode, so the
@@ -169,12 +171,12 @@ pub fn ask(
             false => or_branches(&db, &lines, table)?.map_or(other, Access::MultiOr),
         }
     } else {
-        loop_of(&db, sql, table)?
+        loop_of(&db, &ops, table)?
     };
     let sorts_groups = lines
         .iter()
         .any(|l| l.contains("USE TEMP B-TREE FOR GROUP BY"));
-    let first_row_only = stops_after_first_row(&db, sql)?;
+    let first_row_only = stops_after_first_row(&ops);
     Ok(SqliteChoice {
         lines,
         access,
@@ -193,14 +195,13 @@ pub(crate) fn plan_lines(table: &TablePlan, sql: &str) -> Result<Vec<String>, Ch
 /// early out (`sqlite3WhereMinMaxOptEarlyOut`: a `Goto` from the loop's body past its `Next`
 /// or `Prev`), taken where the loop's order delivers `min(x)`/`max(x)` first (an index on
 /// `x`, or a `WHERE` that makes `x` one value: `x IS NULL`, `x = 5`).
-fn stops_after_first_row(db: &Connection, sql: &str) -> Result<bool, ChoiceError> {
-    let ops = statement_ops(db, sql)?;
-    Ok(ops.iter().any(|next| {
+fn stops_after_first_row(ops: &[Op]) -> bool {
+    ops.iter().any(|next| {
         matches!(next.opcode.as_str(), "Next" | "Prev")
             && ops.iter().any(|g| {
                 g.opcode == "Goto" && (next.p2..next.addr).contains(&g.addr) && g.p2 > next.addr
             })
-    }))
+    })
 }
 
 /// One instruction of a statement's bytecode (`EXPLAIN`).
@@ -390,10 +391,10 @@ fn query_plan(db: &Connection, sql: &str) -> Result<Vec<String>, ChoiceError> {
 /// The loop of `sql`'s bytecode over the table: the `OpenRead` cursor that a `Next` or
 /// `Prev` steps (an `IN` list's or a sorter's cursors are opened otherwise), or the table's
 /// or index's single cursor of a loop that steps nothing (a point seek, `min()` by an index).
-fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, ChoiceError> {
-    let ops: Vec<(String, i64, i64)> = statement_ops(db, sql)?
-        .into_iter()
-        .map(|o| (o.opcode, o.p1, o.p2))
+fn loop_of(db: &Connection, ops: &[Op], table: &TablePlan) -> Result<Access, ChoiceError> {
+    let ops: Vec<(&str, i64, i64)> = ops
+        .iter()
+        .map(|o| (o.opcode.as_str(), o.p1, o.p2))
         .collect();
     // The b-trees of the table (itself and its indexes): a subquery's IN list read from
     // another table's index is stepped in the loop too.
@@ -406,11 +407,11 @@ fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, Choi
     // cursor -> root page, for the cursors opened on the table's b-trees.
     let opened: Vec<(i64, i64)> = ops
         .iter()
-        .filter(|(op, _, root)| op == "OpenRead" && own.contains(root))
+        .filter(|(op, _, root)| *op == "OpenRead" && own.contains(root))
         .map(|(_, p1, p2)| (*p1, *p2))
         .collect();
     let stepped = ops.iter().rev().find_map(|(op, p1, _)| {
-        let forwards = match op.as_str() {
+        let forwards = match *op {
             "Next" => true,
             "Prev" => false,
             _ => return None,
@@ -429,8 +430,7 @@ fn loop_of(db: &Connection, sql: &str, table: &TablePlan) -> Result<Access, Choi
             // Only the table's own cursors count: a sorter under `ORDER BY ... LIMIT` also
             // starts at its `Last` entry (tester table seed 8348502656852254988).
             let starts_last = ops.iter().any(|(op, p1, _)| {
-                matches!(op.as_str(), "Last" | "SeekLT" | "SeekLE")
-                    && opened.iter().any(|(c, _)| c == p1)
+                matches!(*op, "Last" | "SeekLT" | "SeekLE") && opened.iter().any(|(c, _)| c == p1)
             });
             match roots.as_slice() {
                 [] => return Ok(Access::Rowid { backward: false }),

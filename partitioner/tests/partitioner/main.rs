@@ -12,6 +12,7 @@ mod leaf_parents;
 mod locks;
 mod ranges;
 mod readonly;
+mod rowid_seek;
 mod schema;
 mod symlinks;
 mod topology;
