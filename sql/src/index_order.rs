@@ -69,17 +69,25 @@ pub(crate) fn follow(
     (order_by, backward): (Vec<SortKey>, bool),
     (distinct, one_row_each): (bool, bool),
 ) -> Result<Followed, SqlError> {
+    // `SELECT DISTINCT` through a temporary b-tree over a loop on an index: each row is
+    // shown where the loop first meets it, in the index's order of its own keys.
+    let temp_distinct = distinct
+        && choice
+            .lines
+            .iter()
+            .any(|l| l.contains("USE TEMP B-TREE FOR DISTINCT"));
+    // Whether those first meetings must be followed: each row's place in the index's order
+    // then stands for its rowid ([`index_arrival`]), so that the first row of each distinct
+    // row, and the order in which they come, are the loop's.
+    let mut distinct_by_place = false;
     if distinct {
         // SELECT DISTINCT shows each row where the loop first meets it: in rowid order for a
         // forward scan of the table, in the index's key order where the index delivers the
-        // distinct rows itself; first meetings in an index's order of other keys (`USE TEMP
-        // B-TREE FOR DISTINCT` over an index) cannot be followed.
+        // distinct rows itself, by place in the index's order where a temporary b-tree
+        // makes them distinct (a forward loop; a backward one is not followed).
         let follows = match &choice.access {
             Access::Rowid { backward } => !backward,
-            Access::Index { .. } => !choice
-                .lines
-                .iter()
-                .any(|l| l.contains("USE TEMP B-TREE FOR DISTINCT")),
+            Access::Index { backward, .. } => !temp_distinct || !backward,
             Access::MultiOr(_) | Access::Other(_) => false,
         };
         // Where ORDER BY orders every column as DISTINCT compares it, and no column can hold
@@ -117,6 +125,7 @@ pub(crate) fn follow(
         if !follows && !settled {
             return refuse(choice, "order of rows");
         }
+        distinct_by_place = temp_distinct && !settled;
     }
     match shape {
         Shape::Rows { .. } => match &choice.access {
@@ -216,7 +225,7 @@ pub(crate) fn follow(
                 && !bare_by_last_key
                 && order_sensitive(r, keys, aggregates)
                 && (!covered || (b && !one_row_groups));
-            if by_place && distinct {
+            if by_place && distinct && !distinct_by_place {
                 return Err(within_groups(choice, name, "corescan cannot follow it yet"));
             }
             let mut order_by = order_by;
@@ -276,7 +285,7 @@ pub(crate) fn follow(
             Ok(Followed {
                 order_by,
                 backward,
-                by_place,
+                by_place: by_place || distinct_by_place,
             })
         }
     }
