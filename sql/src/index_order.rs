@@ -70,7 +70,7 @@ pub(crate) fn follow(
     (distinct, one_row_each): (bool, bool),
 ) -> Result<Followed, SqlError> {
     // `SELECT DISTINCT` through a temporary b-tree over a loop on an index: each row is
-    // shown where the loop first meets it, in the index's order of its own keys.
+    // shown where the loop first meets it, in the loop's order of the index's own keys.
     let temp_distinct = distinct
         && choice
             .lines
@@ -83,11 +83,11 @@ pub(crate) fn follow(
     if distinct {
         // SELECT DISTINCT shows each row where the loop first meets it: in rowid order for a
         // forward scan of the table, in the index's key order where the index delivers the
-        // distinct rows itself, by place in the index's order where a temporary b-tree
-        // makes them distinct (a forward loop; a backward one is not followed).
+        // distinct rows itself, by place in the loop's order (forwards or backwards) where a
+        // temporary b-tree makes them distinct.
         let follows = match &choice.access {
             Access::Rowid { backward } => !backward,
-            Access::Index { backward, .. } => !temp_distinct || !backward,
+            Access::Index { .. } => true,
             Access::MultiOr(_) | Access::Other(_) => false,
         };
         // Where ORDER BY orders every column as DISTINCT compares it, and no column can hold

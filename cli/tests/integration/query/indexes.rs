@@ -1067,8 +1067,8 @@ fn nulls_against_the_index_order_under_a_limit() {
 
 /// `SELECT DISTINCT` through an index: where the index delivers the distinct rows (no `USE
 /// TEMP B-TREE FOR DISTINCT`), they come in its key order, else in the order of first rows,
-/// met in the index's order where a temporary b-tree makes them distinct over a loop on the
-/// index (each row's place in the index standing for its rowid).
+/// met in the loop's order where a temporary b-tree makes them distinct over a loop on the
+/// index, forwards or backwards (each row's place in the loop standing for its rowid).
 #[test]
 fn distinct_rows_come_as_sqlites_loop_meets_them() {
     let mut through_an_index = 0;
@@ -1096,6 +1096,9 @@ fn distinct_rows_come_as_sqlites_loop_meets_them() {
             // in the index stand for their rowids.
             "SELECT DISTINCT length(note) > 30, total FROM o WHERE status IN ('paid', 'a')",
             "SELECT DISTINCT dev IS NULL, length(payload) FROM ev WHERE dev > 3",
+            // ... and over an index walked backwards (the ranks follow the loop's direction).
+            "SELECT DISTINCT status, total > 10 FROM o ORDER BY status DESC",
+            "SELECT DISTINCT dev, length(payload) > 3 FROM ev ORDER BY dev",
         ] {
             let plan = sqlite_plan(db, sql);
             let run = corescan(["query", db.to_str().unwrap(), sql]);
