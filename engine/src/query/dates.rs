@@ -45,6 +45,12 @@ pub fn set_statement_time(jd_ms: i64) {
     STATEMENT_TIME.with(|t| t.set(Some(jd_ms)));
 }
 
+/// The time [`set_statement_time`] set on this thread (`None` where it was never set): what
+/// a thread working for the statement sets on its own.
+pub fn this_thread_statement_time() -> Option<i64> {
+    STATEMENT_TIME.with(Cell::get)
+}
+
 fn current_time() -> i64 {
     STATEMENT_TIME
         .with(Cell::get)

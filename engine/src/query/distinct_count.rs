@@ -101,7 +101,8 @@ impl DistinctCount {
     /// `threads` threads), with the figures of its groups.
     pub fn merge(&self, partials: Vec<Partial>, threads: usize) -> Result<MergedRows, MergeError> {
         let inner = GroupQuery::of(&self.inner).expect("a grouped plan");
-        let (runs, mut stats) = group_runs(partials, &inner.collations)?;
+        let (runs, mut stats) =
+            group_runs(partials, &inner.collations).map_err(MergeError::Spill)?;
         let tally = inner.tally(runs, threads).map_err(MergeError::Eval)?;
         stats.groups = tally.groups;
         let Shape::Groups { aggregates, .. } = &self.outer.shape else {

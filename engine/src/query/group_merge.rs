@@ -35,6 +35,9 @@ use super::marks::compare_keys;
 use super::run_heap;
 use super::sort::SpillError;
 
+mod streamed;
+pub use streamed::{StreamedGroups, SLICE_GROUPS};
+
 /// Why finishing a group failed (`integer overflow`, an output column's error): SQLite's
 /// message.
 type GroupError = String;
@@ -217,6 +220,8 @@ impl GroupQuery<'_> {
         let mut runs = runs;
         let slices = split_runs(&mut runs, &self.collations, threads);
         let count = slices.len();
+        // 'now' in an output column is the statement's on every merging thread.
+        let now = super::dates::this_thread_statement_time();
         let mut done: Vec<Slice> = std::thread::scope(|scope| {
             let mut slices = slices.into_iter().enumerate();
             let first = slices.next();
@@ -224,7 +229,12 @@ impl GroupQuery<'_> {
                 .map(|(i, runs)| {
                     std::thread::Builder::new()
                         .name(format!("corescan-merge{i}"))
-                        .spawn_scoped(scope, move || self.merge_slice(i, runs))
+                        .spawn_scoped(scope, move || {
+                            if let Some(now) = now {
+                                super::dates::set_statement_time(now);
+                            }
+                            self.merge_slice(i, runs)
+                        })
                 })
                 .collect();
             let mut out = Vec::with_capacity(count);

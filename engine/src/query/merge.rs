@@ -248,7 +248,8 @@ fn merge_scan(
         }
         Shape::Groups { keys, .. } => {
             let query = GroupQuery::of(plan).expect("a grouped plan");
-            let (runs, mut stats) = group_runs(partials, &query.collations)?;
+            let (runs, mut stats) =
+                group_runs(partials, &query.collations).map_err(MergeError::Spill)?;
             let merged = query.merge(runs, threads).map_err(MergeError::Eval)?;
             stats.groups = merged.groups;
             // An aggregate without GROUP BY is one group: nothing to report.
@@ -262,7 +263,7 @@ fn merge_scan(
 pub(super) fn group_runs(
     partials: Vec<Partial>,
     collations: &[Collation],
-) -> Result<(Vec<Run>, GroupStats), MergeError> {
+) -> Result<(Vec<Run>, GroupStats), SpillError> {
     let mut stats = GroupStats::default();
     let mut runs: Vec<Run> = Vec::new();
     for p in partials {
@@ -272,7 +273,7 @@ pub(super) fn group_runs(
             Partial::Rows(_) | Partial::Sorted(_) => continue,
         };
         if let Some(e) = table.failed {
-            return Err(MergeError::Spill(e));
+            return Err(e);
         }
         stats.add(&table.stats);
         runs.extend(table.spilled.into_iter().map(Run::File));

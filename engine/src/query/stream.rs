@@ -52,10 +52,12 @@ use crate::value::{Value, ValueRef};
 use super::dates;
 use super::error::QueryError;
 use super::files::{run_query_files, scan_query_files, MissingTable, QueryFiles, UnitStreams};
+use super::group_merge::GroupQuery;
+use super::group_spill::GroupStats;
 use super::ir::{QueryPlan, Shape};
 use super::kernel::QueryKernel;
 use super::marks::sorts_fully;
-use super::merge::sorted_merge;
+use super::merge::{group_runs, sorted_merge, Partial};
 use super::row_stream::{Renderer, RowFailure, RowStream, StreamMsg, CHANNEL_CHUNKS};
 pub use super::row_stream::{RowRender, CHUNK_BYTES, CHUNK_ROWS};
 use super::run::{run_query_until, scan_query, test_constant_terms, Scanned};
@@ -72,8 +74,31 @@ pub fn streams(plan: &QueryPlan) -> bool {
         && plan.windows.is_none()
 }
 
+/// Whether `plan` is a grouped query whose rows [`write_groups`] writes as they are merged:
+/// groups with keys in key order ([`GroupQuery::streams`]).
+fn streams_groups(plan: &QueryPlan) -> bool {
+    GroupQuery::of(plan).is_some_and(|g| g.streams())
+}
+
+/// Merges a grouped query's partials in slices on `threads` threads and hands its rows to
+/// `on_row` in key order as each slice is done (`group_merge`'s `streamed` module): the
+/// result is never held whole. Returns the rows written and the groups' figures.
+fn write_groups(
+    plan: &QueryPlan,
+    partials: Vec<Partial>,
+    render: Option<&Renderer>,
+    threads: usize,
+    on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
+) -> Result<(u64, GroupStats), QueryError> {
+    let grouped = GroupQuery::of(plan).expect("a grouped plan");
+    let (runs, mut stats) = group_runs(partials, &grouped.collations)?;
+    let done = grouped.stream(runs, threads, render, on_row)?;
+    stats.groups = done.groups;
+    Ok((done.rows, stats))
+}
+
 /// One result row as the coordinator hands it over.
-enum ResultRow<'a> {
+pub(in crate::query) enum ResultRow<'a> {
     /// Its values.
     Values(&'a [Value]),
     /// Its bytes, from the query's [`RowRender`].
@@ -201,6 +226,26 @@ fn run(
             segments: 0,
             sort: Some(sort),
             groups: None,
+            report,
+        });
+    }
+    if streams_groups(&query) {
+        // Groups in key order: merged in slices and written as each slice is done.
+        let Scanned {
+            query,
+            partials,
+            report,
+        } = scan_query(table, query, settings, executors, abandoned)?;
+        let (rows, groups) =
+            write_groups(&query, partials, render.as_ref(), executors.len(), on_row)?;
+        return Ok(StreamedQuery {
+            names: query.names.clone(),
+            rows,
+            streamed: false,
+            waited_s: Vec::new(),
+            segments: 0,
+            sort: None,
+            groups: Some(groups),
             report,
         });
     }
@@ -439,6 +484,31 @@ pub fn run_query_files_streaming(
             segments: 0,
             sort: Some(sort),
             groups: None,
+            report: scanned.report,
+        });
+    }
+    if streams_groups(&query) {
+        // Groups in key order: merged in slices and written as each slice is done.
+        let scanned = scan_query_files(paths, base, query, settings, executors, missing)?;
+        let render = render.map(Renderer);
+        let (rows, groups) = write_groups(
+            &scanned.query,
+            scanned.partials,
+            render.as_ref(),
+            executors.len(),
+            &mut |row| match row {
+                ResultRow::Values(v) => on_row(FileRow::Values(v)),
+                ResultRow::Rendered(b) => on_row(FileRow::Rendered(b)),
+            },
+        )?;
+        return Ok(StreamedQuery {
+            names: scanned.query.names.clone(),
+            rows,
+            streamed: false,
+            waited_s: Vec::new(),
+            segments: 0,
+            sort: None,
+            groups: Some(groups),
             report: scanned.report,
         });
     }

@@ -4,7 +4,9 @@
 //! under every core count, backend and row path: group order, the keys each group shows,
 //! `DISTINCT` and `group_concat` states, exact sums and an integer overflow of the running
 //! sum that only the rows of two runs together reach. The report says what spilled; the
-//! scratch directory is left empty, and one that cannot be written is a clear error.
+//! scratch directory is left empty, and one that cannot be written is a clear error. Groups
+//! in key order are merged and written slice by slice (never held whole): the same rows, the
+//! `OFFSET`, `LIMIT` and failures at the same groups, the rows before a failure written.
 
 use std::path::{Path, PathBuf};
 
@@ -59,12 +61,12 @@ fn grouped_queries_give_sqlites_rows_in_memory_and_spilled() {
     for (k, sql) in GROUPED.iter().enumerate() {
         // A one-byte budget gives each executor the smallest table (64 KiB): hundreds of
         // groups per run. The first query under every backend, core count and path.
-        // The others under every core count, collected (grouped rows are collected on every
-        // path).
+        // The others under every core count and path (grouped rows in key order are
+        // written slice by slice on the streamed and rendered paths, collected on the other).
         let (spilled, paths): (&[Axis], &[RowPath]) = if k == 0 {
             (&[Axis::Io, Axis::Cores, Axis::Path], &RowPath::ALL)
         } else {
-            (&[Axis::Cores], &[RowPath::Collected])
+            (&[Axis::Cores, Axis::Path], &RowPath::ALL)
         };
         QueryTester::new(db, *sql)
             .memory(1)
@@ -105,6 +107,109 @@ fn a_running_sum_that_overflows_across_two_runs_is_sqlites_error() {
         .memory(1)
         .span(&[Axis::Cores])
         .check();
+}
+
+/// A table of 100,000 groups, each key twice, so that the merge of grouped rows in key order
+/// is cut into several slices on every core count (`engine::query::group_merge`'s
+/// `SLICE_GROUPS`, 32,768): `k` from 0 to 99,999, `t` a text key of 80,000 values, and `w`
+/// the row number except in two groups, whose `sum(w)` overflows (`k = 60000`) and whose
+/// `abs(min(w))` overflows (`k = 70000`).
+fn many_groups() -> &'static Path {
+    static DB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DB.get_or_init(|| {
+        let path = crate::scratch_dir("query-group-slices").join("many.db");
+        let _ = std::fs::remove_file(&path);
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE g(id INTEGER PRIMARY KEY, k INTEGER, t TEXT, v INTEGER, w INTEGER);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000)
+             INSERT INTO g SELECT i, (i * 7919) % 100000, printf('k%06d', (i * 31) % 80000),
+                 i % 1000, CASE (i * 7919) % 100000 WHEN 60000 THEN 9223372036854775807
+                 WHEN 70000 THEN -9223372036854775808 ELSE i END FROM n;",
+        )
+        .unwrap();
+        path
+    })
+}
+
+#[test]
+fn grouped_rows_in_key_order_are_written_slice_by_slice_as_sqlite_gives_them() {
+    let db = many_groups();
+    // Every core count and path, in memory and spilled.
+    let sql = "SELECT k, count(*), sum(v), min(id) FROM g GROUP BY k";
+    for memory in [None, Some(1)] {
+        let tester = QueryTester::new(db, sql)
+            .paths(&RowPath::ALL)
+            .span(&[Axis::Cores, Axis::Path]);
+        match memory {
+            Some(m) => tester.memory(m).check(),
+            None => tester.check(),
+        };
+    }
+    // The others rendered, as the command line writes them, on every core count.
+    let answered = [
+        "SELECT t, max(k), total(v) FROM g GROUP BY t LIMIT 100 OFFSET 50000",
+        "SELECT k % 50000, count(*) FROM g GROUP BY 1 HAVING sum(v) % 3 = 0",
+        "SELECT t, k, count(*) FROM g WHERE k < 80000 GROUP BY t, k LIMIT 40000 OFFSET 3",
+        // The LIMIT is filled before the group whose sum overflows.
+        "SELECT k, sum(w) FROM g GROUP BY k LIMIT 10 OFFSET 59990",
+        // The OFFSET skips the group whose output column fails: no error (SQLite computes a
+        // group's output columns only for the rows it writes).
+        "SELECT k, abs(min(w)) FROM g WHERE k <> 60000 GROUP BY k LIMIT 5 OFFSET 70000",
+    ];
+    for sql in answered {
+        QueryTester::new(db, sql)
+            .paths(&[RowPath::Rendered])
+            .span(&[Axis::Cores])
+            .check();
+    }
+    let failing = [
+        "SELECT k, sum(w) FROM g GROUP BY k",
+        "SELECT k, sum(w) FROM g GROUP BY k LIMIT 10 OFFSET 59995",
+        "SELECT k, abs(min(w)) FROM g WHERE k <> 60000 GROUP BY k LIMIT 5 OFFSET 69998",
+    ];
+    for sql in failing {
+        QueryTester::new(db, sql)
+            .paths(&[RowPath::Streamed])
+            .span(&[Axis::Cores])
+            .fails_with("integer overflow")
+            .check();
+    }
+}
+
+#[test]
+fn the_groups_before_a_failing_group_are_written_as_sqlite_writes_them() {
+    // sqlite3 writes the groups before the one whose sum overflows, then the error: so does
+    // corescan, in memory and spilled, on one executor or several.
+    let db = many_groups();
+    let conn = Connection::open(db).unwrap();
+    let before = sqlite_csv(&conn, "SELECT k, sum(w) FROM g WHERE k < 60000 GROUP BY k");
+    assert_eq!(before.len(), 60000);
+    let sql = "SELECT k, sum(w) FROM g GROUP BY k";
+    for cores in ["1", "2", "3"] {
+        for memory in ["1", "1G"] {
+            let out = corescan([
+                "query",
+                db.to_str().unwrap(),
+                sql,
+                "--format",
+                "csv",
+                "--cores",
+                cores,
+                "--memory",
+                memory,
+            ]);
+            assert_ne!(out.status, 0, "{cores} cores, --memory {memory}");
+            assert!(
+                out.stderr.contains("integer overflow"),
+                "{cores} cores, --memory {memory}: {}",
+                out.stderr
+            );
+            let ours: Vec<&str> = out.stdout.lines().skip(1).collect();
+            assert_eq!(ours.len(), before.len(), "{cores} cores, --memory {memory}");
+            assert!(ours == before, "{cores} cores, --memory {memory}");
+        }
+    }
 }
 
 /// The JSON report's `groups` figures of `sql` over `db` with `memory` (or the default),
