@@ -65,7 +65,9 @@ pub struct SpilledGroups {
     pub bytes: u64,
     /// How many merges of runs went into it (0: written from a group table).
     pub level: u32,
-    marks: Vec<Mark>,
+    /// Shared by the run's readers (a merge cut into many slices reads a run from as many
+    /// marks).
+    marks: Arc<[Mark]>,
     /// The lowest and highest rowid its groups are tagged with (before `shift`).
     span: Option<(i64, i64)>,
     /// Added to every rowid tag as the groups are read ([`super::merge::Partial::shift_rowids`]).
@@ -245,7 +247,7 @@ impl GroupWriter {
             groups: self.groups,
             bytes: self.bytes,
             level: self.level,
-            marks: self.marks,
+            marks: self.marks.into(),
             span: self.span,
             shift: 0,
         })
