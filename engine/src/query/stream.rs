@@ -62,7 +62,7 @@ use super::row_stream::{Renderer, RowFailure, RowStream, StreamMsg, CHANNEL_CHUN
 pub use super::row_stream::{RowRender, CHUNK_BYTES, CHUNK_ROWS};
 use super::run::{run_query_until, scan_query, test_constant_terms, Scanned};
 use super::sink::RenderedRows;
-use super::sort::{record_outputs, record_values, MergePart, SortStats, SortedMerge};
+use super::sort::{record_outputs, record_values, MergePart, SortSpace, SortStats, SortedMerge};
 
 /// Whether `plan` streams: a plain projection without `ORDER BY`, in rowid order (a
 /// [`QueryPlan::backward`] scan's rows are collected: its ranges would have to be read from
@@ -74,27 +74,39 @@ pub fn streams(plan: &QueryPlan) -> bool {
         && plan.windows.is_none()
 }
 
-/// Whether `plan` is a grouped query whose rows [`write_groups`] writes as they are merged:
-/// groups with keys in key order ([`GroupQuery::streams`]).
+/// Whether `plan` is a grouped query whose rows [`write_groups`] writes without holding
+/// them: groups with keys in key order ([`GroupQuery::streams`]), or ordered otherwise
+/// without a `LIMIT` ([`GroupQuery::sorts`]).
 fn streams_groups(plan: &QueryPlan) -> bool {
-    GroupQuery::of(plan).is_some_and(|g| g.streams())
+    GroupQuery::of(plan).is_some_and(|g| g.streams() || g.sorts())
 }
 
-/// Merges a grouped query's partials in slices on `threads` threads and hands its rows to
-/// `on_row` in key order as each slice is done (`group_merge`'s `streamed` module): the
-/// result is never held whole. Returns the rows written and the groups' figures.
+/// A grouped query's rows handed to `on_row` in the result's order, never held whole: in key
+/// order, merged in slices on `threads` threads and written as each slice is done
+/// (`group_merge`'s `streamed` module); ordered otherwise, finished into a full sort's
+/// buffers within the query's budget (`settings`) and written as their merge goes, as
+/// [`write_sorted`] writes a full sort. Returns the rows written, the groups' figures and
+/// the sort's.
 fn write_groups(
     plan: &QueryPlan,
     partials: Vec<Partial>,
+    settings: &ScanSettings,
     render: Option<&Renderer>,
     threads: usize,
     on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
-) -> Result<(u64, GroupStats), QueryError> {
+) -> Result<(u64, GroupStats, Option<SortStats>), QueryError> {
     let grouped = GroupQuery::of(plan).expect("a grouped plan");
     let (runs, mut stats) = group_runs(partials, &grouped.collations)?;
-    let done = grouped.stream(runs, threads, render, on_row)?;
-    stats.groups = done.groups;
-    Ok((done.rows, stats))
+    if grouped.streams() {
+        let done = grouped.stream(runs, threads, render, on_row)?;
+        stats.groups = done.groups;
+        return Ok((done.rows, stats, None));
+    }
+    let space = SortSpace::for_query(settings, threads);
+    let (merge, groups) = grouped.sorted(runs, threads, &space)?;
+    stats.groups = groups;
+    let (rows, sort) = write_sorted(plan, merge, render, threads, on_row)?;
+    Ok((rows, stats, Some(sort)))
 }
 
 /// One result row as the coordinator hands it over.
@@ -230,21 +242,27 @@ fn run(
         });
     }
     if streams_groups(&query) {
-        // Groups in key order: merged in slices and written as each slice is done.
+        // Groups: merged in slices and written as each slice is done, or sorted.
         let Scanned {
             query,
             partials,
             report,
         } = scan_query(table, query, settings, executors, abandoned)?;
-        let (rows, groups) =
-            write_groups(&query, partials, render.as_ref(), executors.len(), on_row)?;
+        let (rows, groups, sort) = write_groups(
+            &query,
+            partials,
+            settings,
+            render.as_ref(),
+            executors.len(),
+            on_row,
+        )?;
         return Ok(StreamedQuery {
             names: query.names.clone(),
             rows,
             streamed: false,
             waited_s: Vec::new(),
             segments: 0,
-            sort: None,
+            sort,
             groups: Some(groups),
             report,
         });
@@ -488,12 +506,13 @@ pub fn run_query_files_streaming(
         });
     }
     if streams_groups(&query) {
-        // Groups in key order: merged in slices and written as each slice is done.
+        // Groups: merged in slices and written as each slice is done, or sorted.
         let scanned = scan_query_files(paths, base, query, settings, executors, missing)?;
         let render = render.map(Renderer);
-        let (rows, groups) = write_groups(
+        let (rows, groups, sort) = write_groups(
             &scanned.query,
             scanned.partials,
+            settings,
             render.as_ref(),
             executors.len(),
             &mut |row| match row {
@@ -507,7 +526,7 @@ pub fn run_query_files_streaming(
             streamed: false,
             waited_s: Vec::new(),
             segments: 0,
-            sort: None,
+            sort,
             groups: Some(groups),
             report: scanned.report,
         });

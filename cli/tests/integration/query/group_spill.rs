@@ -6,7 +6,8 @@
 //! sum that only the rows of two runs together reach. The report says what spilled; the
 //! scratch directory is left empty, and one that cannot be written is a clear error. Groups
 //! in key order are merged and written slice by slice (never held whole): the same rows, the
-//! `OFFSET`, `LIMIT` and failures at the same groups, the rows before a failure written.
+//! `OFFSET`, `LIMIT` and failures at the same groups, the rows before a failure written;
+//! groups in another order go through a full sort's buffers, spilled with the rest.
 
 use std::path::{Path, PathBuf};
 
@@ -135,16 +136,25 @@ fn many_groups() -> &'static Path {
 #[test]
 fn grouped_rows_in_key_order_are_written_slice_by_slice_as_sqlite_gives_them() {
     let db = many_groups();
-    // Every core count and path, in memory and spilled.
-    let sql = "SELECT k, count(*), sum(v), min(id) FROM g GROUP BY k";
-    for memory in [None, Some(1)] {
-        let tester = QueryTester::new(db, sql)
-            .paths(&RowPath::ALL)
-            .span(&[Axis::Cores, Axis::Path]);
-        match memory {
-            Some(m) => tester.memory(m).check(),
-            None => tester.check(),
-        };
+    // Every core count and path, in memory and spilled: groups in key order (written slice
+    // by slice), ordered otherwise (finished into a full sort's buffers, ties in key order)
+    // and DISTINCT's rows where their first rows came (sorted by those rows).
+    let everywhere = [
+        "SELECT k, count(*), sum(v), min(id) FROM g GROUP BY k",
+        "SELECT k, count(*), sum(v) FROM g GROUP BY k ORDER BY 3 DESC",
+        "SELECT DISTINCT t, k % 3 FROM g",
+    ];
+    // (The collected path, `run_query`, merges as before: the other tests check it.)
+    for sql in everywhere {
+        for memory in [None, Some(1)] {
+            let tester = QueryTester::new(db, sql)
+                .paths(&[RowPath::Streamed, RowPath::Rendered])
+                .span(&[Axis::Cores, Axis::Path]);
+            match memory {
+                Some(m) => tester.memory(m).check(),
+                None => tester.check(),
+            };
+        }
     }
     // The others rendered, as the command line writes them, on every core count.
     let answered = [
@@ -156,6 +166,8 @@ fn grouped_rows_in_key_order_are_written_slice_by_slice_as_sqlite_gives_them() {
         // The OFFSET skips the group whose output column fails: no error (SQLite computes a
         // group's output columns only for the rows it writes).
         "SELECT k, abs(min(w)) FROM g WHERE k <> 60000 GROUP BY k LIMIT 5 OFFSET 70000",
+        "SELECT DISTINCT t FROM g ORDER BY substr(t, 4) DESC",
+        "SELECT t, count(*), max(v) FROM g GROUP BY t HAVING max(v) > 500 ORDER BY 3, 2 DESC",
     ];
     for sql in answered {
         QueryTester::new(db, sql)
@@ -167,6 +179,9 @@ fn grouped_rows_in_key_order_are_written_slice_by_slice_as_sqlite_gives_them() {
         "SELECT k, sum(w) FROM g GROUP BY k",
         "SELECT k, sum(w) FROM g GROUP BY k LIMIT 10 OFFSET 59995",
         "SELECT k, abs(min(w)) FROM g WHERE k <> 60000 GROUP BY k LIMIT 5 OFFSET 69998",
+        // Sorted: every group is finished first, and the first failure is the query's.
+        "SELECT k, sum(w) FROM g GROUP BY k ORDER BY 2",
+        "SELECT k, abs(min(w)) FROM g GROUP BY k ORDER BY k DESC",
     ];
     for sql in failing {
         QueryTester::new(db, sql)

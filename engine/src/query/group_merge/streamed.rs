@@ -26,6 +26,7 @@ use super::super::error::QueryError;
 use super::super::eval::holds;
 use super::super::groups::Group;
 use super::super::sink::{RenderedRows, Renderer};
+use super::super::sort::{SortBuffer, SortSpace, SortedMerge};
 use super::super::stream::ResultRow;
 use super::{merge_key_order, split_runs, Cursor, GroupError, GroupQuery, Run};
 
@@ -344,5 +345,127 @@ impl Drop for Failing<'_> {
                 groups: 0,
             });
         }
+    }
+}
+
+impl GroupQuery<'_> {
+    /// Whether [`GroupQuery::sorted`] answers this query: groups with keys whose rows are
+    /// ordered by something other than their keys (`ORDER BY`, or `DISTINCT`'s first rows)
+    /// without a `LIMIT` (with one, the merge keeps its best rows), without a window stage.
+    pub fn sorts(&self) -> bool {
+        !self.in_order()
+            && self.plan.limit.is_none()
+            && !self.collations.is_empty()
+            && self.plan.windows.is_none()
+    }
+
+    /// Merges and finishes the runs (sorted by key, in range order) on up to `threads`
+    /// threads, one slice of the key space each, into the buffers of a full sort within
+    /// `space` (spilled to its scratch directory beyond its budget): their merge hands the
+    /// rows over in the result's order (`ORDER BY`, ties in key order; `DISTINCT`, each
+    /// distinct row where its first row came), as [`super::super::sort`]'s full sorts do.
+    /// Only for a query that [`GroupQuery::sorts`]. As [`GroupQuery::merge`]: every group is
+    /// finished, and the first failure in key order is the query's (before any row).
+    pub(in crate::query) fn sorted(
+        &self,
+        runs: Vec<Run>,
+        threads: usize,
+        space: &SortSpace,
+    ) -> Result<(SortedMerge<'_>, u64), QueryError> {
+        debug_assert!(self.sorts());
+        let mut runs = runs;
+        let slices = split_runs(&mut runs, &self.collations, threads.max(1));
+        let now = dates::this_thread_statement_time();
+        let done: Vec<Result<(SortBuffer, u64), QueryError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = slices
+                .into_iter()
+                .enumerate()
+                .map(|(i, cursors)| {
+                    std::thread::Builder::new()
+                        .name(format!("corescan-groups{i}"))
+                        .spawn_scoped(scope, move || {
+                            if let Some(now) = now {
+                                dates::set_statement_time(now);
+                            }
+                            self.sort_slice(i, cursors, space.clone())
+                        })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    Err(e) => Err(QueryError::Eval(format!(
+                        "could not start a thread to merge groups: {e}"
+                    ))),
+                })
+                .collect()
+        });
+        let mut buffers = Vec::with_capacity(done.len());
+        let mut groups = 0;
+        // The slices are in key order: the first failing one fails first.
+        for slice in done {
+            let (buffer, n) = slice?;
+            groups += n;
+            buffers.push((0, buffer));
+        }
+        let merge = SortedMerge::new(&self.plan.order_by, false, buffers)?;
+        Ok((merge, groups))
+    }
+
+    /// Merges and finishes one slice (number `index`) into a sort buffer: each group that
+    /// passes `HAVING` with its `ORDER BY` values, its place for ties (its place in key
+    /// order, or for `DISTINCT` its first row's rowid) and its output values.
+    fn sort_slice(
+        &self,
+        index: usize,
+        cursors: Vec<Cursor<'_>>,
+        space: SortSpace,
+    ) -> Result<(SortBuffer, u64), QueryError> {
+        let mut buffer = SortBuffer::new(space);
+        let order = &self.plan.order_by;
+        let base = (index as i64) << 40;
+        let mut slots: Vec<Value> = Vec::new();
+        let mut sort: Vec<Value> = Vec::with_capacity(order.len());
+        let each = |seq: usize, g: Group| -> Result<bool, GroupError> {
+            let place = if self.plan.distinct {
+                g.keys_rowid
+            } else {
+                base + seq as i64
+            };
+            slots.clear();
+            slots.extend(g.keys);
+            for (spec, s) in self.aggregates.iter().zip(g.states) {
+                slots.push(s.finish(spec)?);
+            }
+            let refs: smallvec::SmallVec<[ValueRef<'_>; 8]> =
+                slots.iter().map(Value::as_ref).collect();
+            if let Some(h) = self.having {
+                if !holds(h, &refs)? {
+                    return Ok(true);
+                }
+            }
+            self.sort_values_into(&refs, &mut sort)?;
+            let row = self.output_values(&refs)?;
+            let keys: smallvec::SmallVec<[ValueRef<'_>; 4]> =
+                sort.iter().map(Value::as_ref).collect();
+            let outputs: smallvec::SmallVec<[ValueRef<'_>; 8]> =
+                row.iter().map(Value::as_ref).collect();
+            buffer.push(order, false, &keys, place, &outputs);
+            Ok(true)
+        };
+        let groups = merge_key_order(
+            cursors,
+            &self.collations,
+            |into, later| self.combine(into, later),
+            each,
+            |e| e.to_string(),
+        )
+        .map_err(QueryError::Eval)?;
+        buffer.finish(order, false);
+        if let Some(e) = buffer.failed() {
+            return Err(QueryError::Spill(e.clone()));
+        }
+        Ok((buffer, groups as u64))
     }
 }
