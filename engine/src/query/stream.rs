@@ -34,6 +34,10 @@
 //! (an output the result writes, or a failing `WHERE`, evaluated for skipped rows too) ends
 //! the query with its error after the rows before it.
 //!
+//! A grouped query's rows come after the scan, but are not held whole either
+//! ([`write_groups`]): in key order they are merged and written slice by slice, in another
+//! order they go through a full sort's buffers, as a full sort's rows do ([`write_sorted`]).
+//!
 //! A database read without SQLite's locks (`verify-retry`) cannot stream: the scan may have to
 //! be repeated when the file changed under it, and rows already written cannot be taken back,
 //! so there the rows are collected, checked, and then handed over.
