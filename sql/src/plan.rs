@@ -913,8 +913,16 @@ fn plan_select(
     };
     let grouped = !group_exprs.is_empty()
         || select.having.is_some()
-        || outputs.iter().any(|o| has_aggregate(o.expr))
-        || order_terms.iter().any(|o| has_aggregate(&o.expr));
+        || outputs.iter().any(|o| has_aggregate(o.expr));
+    if !grouped && order_terms.iter().any(|o| has_aggregate(&o.expr)) {
+        // Not an aggregate query to SQLite (`SF_Aggregate` comes from the result columns):
+        // its sorter fails with `misuse of aggregate: sum()` where it codes the term, and a
+        // term its loop delivers is never coded (`ORDER BY id, sum(k)` answers every row).
+        return unsupported(
+            "an aggregate function in the ORDER BY of a query without aggregates (SQLite \
+             fails it with `misuse of aggregate` unless its loop delivers the order)",
+        );
+    }
     // SELECT DISTINCT: groups keyed by the output columns, in the order of their first rows.
     let distinct = matches!(select.distinct, Some(ast::Distinct::Distinct));
     if distinct && grouped {

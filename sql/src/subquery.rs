@@ -266,6 +266,7 @@ impl<'a> Subqueries<'a> {
         if want == Want::Exists {
             dropped_projection_errors(q)?;
         }
+        let ordered = q.order_by.clone();
         let (mut q, uncomputed) = shaped(q, want);
         if want == Want::In && q.order_by.is_some() && self.reads_rowids_directly(&q) {
             // SQLite searches the table's rowids for the IN (`USING ROWID SEARCH ON TABLE
@@ -273,6 +274,14 @@ impl<'a> Subqueries<'a> {
             // (the differential tester's run seed 1796530039104147478: a json_array() of a
             // blob there failed corescan's query, not SQLite's).
             q.order_by = None;
+        }
+        if q.order_by.is_none() && ordered.is_some() {
+            // ... but still resolved: a position out of range or a name of no column fails
+            // the statement (the differential tester's run seed 1796683528331465109: `t IN
+            // (SELECT id FROM t ORDER BY ('x' ISNULL))` is `ORDER BY 0` to SQLite).
+            let mut resolved = q.clone();
+            resolved.order_by = ordered;
+            self.resolve_dropped_order_by(&resolved, &outer)?;
         }
         let key = (want, q.to_string());
         if let Some(done) = self.results.borrow().get(&key) {
@@ -309,6 +318,20 @@ impl<'a> Subqueries<'a> {
         };
         self.results.borrow_mut().insert(key, outcome.clone());
         Ok(outcome)
+    }
+
+    /// Plans `q` (a subquery with the `ORDER BY` that SQLite resolves but never computes)
+    /// only for the errors SQLite's name resolution gives: an `ORDER BY` position out of
+    /// range, a name of no column. Anything else (corescan's own limits) is no error: the
+    /// `ORDER BY` is dropped for the run.
+    fn resolve_dropped_order_by(&self, q: &ast::Query, outer: &OuterNames) -> Result<(), SqlError> {
+        self.outers.borrow_mut().push(outer.clone());
+        let planned = (self.plan)(q, self);
+        let outers = self.outers.borrow_mut().pop().map(|o| vec![o]);
+        match planned.map_err(|e| self.correlated(e, outers.as_deref())) {
+            Err(e @ SqlError::Invalid(_)) => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Whether `x IN (q)` is SQLite's `IN_INDEX_ROWID` (`sqlite3FindInIndex`): `q` is a
@@ -356,11 +379,13 @@ impl<'a> Subqueries<'a> {
             },
             _ => return false,
         };
-        // Aggregates or windows anywhere (ORDER BY too) make it another query.
+        // Windows anywhere (ORDER BY too) make it another query. An aggregate in the ORDER
+        // BY alone does not (SQLite's `SF_Aggregate` comes from the result columns: `k IN
+        // (SELECT id FROM t ORDER BY sum(k))` is still `USING ROWID SEARCH`).
         let mut other = false;
         let _ = ast::visit_expressions(q, |e| {
             if let ast::Expr::Function(f) = e {
-                other |= f.over.is_some() || crate::aggregate::has_aggregate(e);
+                other |= f.over.is_some();
             }
             ControlFlow::<()>::Continue(())
         });

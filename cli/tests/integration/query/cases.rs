@@ -327,6 +327,11 @@ fn refusals_name_the_construct() {
             "SELECT DISTINCT i, row_number() OVER () FROM t",
             "window functions with SELECT DISTINCT",
         ),
+        // SQLite fails it (`misuse of aggregate: sum()`) where it sorts, and answers every
+        // row where its loop delivers the order (`ORDER BY id, sum(i)`): corescan grouped
+        // the whole table into one row (found beside run seed 1796683528331465109).
+        ("SELECT id FROM t ORDER BY sum(i)", "an aggregate function in the ORDER BY"),
+        ("SELECT id FROM t ORDER BY id, sum(i)", "an aggregate function in the ORDER BY"),
         (
             "SELECT c, min(DISTINCT i) FROM t GROUP BY c",
             "min(DISTINCT) or max(DISTINCT) as the last min() or max()",
@@ -450,6 +455,10 @@ fn regressions_found_by_the_differential_tester() {
         // `an_in_subquery_that_runs_computes_its_order_by`.
         "SELECT id, 5 NOT IN (SELECT rowid FROM t ORDER BY json_array(b), id) FROM t WHERE id < 9",
         "SELECT count(*) FROM t WHERE id IN (SELECT id FROM t AS u ORDER BY json_array(x, b))",
+        // ... also with an aggregate there, which does not make the subquery an aggregate
+        // one (SQLite's SF_Aggregate comes from the result columns; corescan read it as one
+        // and found one row).
+        "SELECT count(*) FROM t WHERE id IN (SELECT id FROM t AS u ORDER BY sum(i))",
         // The last min()/max() with FILTER decides which row shows the keys by the "magnet"
         // register's rules (refused before: table seeds 4548612221040139265 and
         // 9333272895976208442).
@@ -1122,6 +1131,41 @@ fn order_by_terms_made_constant_by_where() {
     ] {
         assert!(!everywhere(db, sql), "{sql}: SQLite failed");
     }
+}
+
+/// An `ORDER BY` that SQLite never computes (an `EXISTS` subquery's, or that of an `IN`
+/// subquery it answers by searching the rowids) is still resolved: a position out of range
+/// (also one the parser folded: `' -7 ' ISNULL` is the literal 0) or a name of no column fails
+/// the statement (run seed 1796683528331465109). corescan dropped it unresolved and answered.
+#[test]
+fn an_order_by_never_computed_is_still_resolved() {
+    let db = fixture();
+    for (sql, needle) in [
+        (
+            "SELECT id FROM t WHERE (b COLLATE NOCASE) NOT IN (SELECT id FROM t AS u ORDER BY (' -7 ' ISNULL))",
+            "1st ORDER BY term out of range - should be between 1 and 1",
+        ),
+        (
+            "SELECT id FROM t WHERE i IN (SELECT rowid FROM t AS u ORDER BY id, 2)",
+            "2nd ORDER BY term out of range - should be between 1 and 1",
+        ),
+        (
+            "SELECT id FROM t WHERE EXISTS (SELECT i, s FROM t AS u ORDER BY 3)",
+            "1st ORDER BY term out of range - should be between 1 and 2",
+        ),
+        (
+            "SELECT count(*) FROM t WHERE NOT EXISTS (SELECT i FROM t AS u ORDER BY nosuch)",
+            "no such column: nosuch",
+        ),
+    ] {
+        assert!(super::sqlite_answer(db, sql).is_err(), "{sql}: SQLite answered");
+        check_error(db, sql, needle);
+    }
+    // What it names must exist; what it computes is never computed.
+    all(&[
+        "SELECT id FROM t WHERE EXISTS (SELECT i FROM t AS u ORDER BY abs(-9223372036854775808))",
+        "SELECT id FROM t WHERE i IN (SELECT id FROM t AS u ORDER BY 1, abs(-9223372036854775808))",
+    ]);
 }
 
 /// SQLite tests the `WHERE` terms (split at its top-level `AND`s) that read no column once,
