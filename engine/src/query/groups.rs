@@ -71,12 +71,20 @@ const PROBE_AHEAD_GROUPS: usize = 16 * 1024;
 /// ([`packed_part`] never gives it: its top byte is at most 8 or 0x80.)
 const UNPACKED: u64 = u64::MAX;
 
-/// The packed form of a one-part key, or [`UNPACKED`]. Two packed keys are the same group
-/// exactly when they are equal; a packed and an unpacked key (`1` and `1.0`) may still be.
+/// The packed form of a one-part key, or of a key of two integers from 0 to 2^31 - 1 (`GROUP
+/// BY l_partkey, l_suppkey`: the first over the second's 31 bits), or [`UNPACKED`]. A table's
+/// keys all have one number of parts, so two packed keys are the same group exactly when they
+/// are equal; a packed and an unpacked key (`1` and `1.0`) may still be.
 #[inline(always)]
 fn packed_of(values: &[ValueRef<'_>], collations: &[Collation]) -> u64 {
+    const PAIR: std::ops::Range<i64> = 0..1 << 31;
     match (values, collations) {
         ([v], [c]) => packed_part(*v, *c).unwrap_or(UNPACKED),
+        ([ValueRef::Integer(a), ValueRef::Integer(b)], _)
+            if PAIR.contains(a) && PAIR.contains(b) =>
+        {
+            ((*a as u64) << 31) | *b as u64
+        }
         _ => UNPACKED,
     }
 }
@@ -721,6 +729,48 @@ mod tests {
             .map(|g| g.keys[0].clone())
             .collect();
         assert_eq!(order, [1, 2, 3, 4, 9].map(Value::Integer));
+    }
+
+    #[test]
+    fn keys_of_two_small_integers_pack_and_still_meet_their_other_spellings() {
+        use ValueRef::{Integer as I, Real as R};
+        let c = [Collation::Binary, Collation::Binary];
+        let top = (1i64 << 31) - 1;
+        assert_eq!(packed_of(&[I(0), I(0)], &c), 0);
+        assert_ne!(packed_of(&[I(1), I(0)], &c), packed_of(&[I(0), I(1)], &c));
+        assert_ne!(packed_of(&[I(top), I(top)], &c), UNPACKED);
+        for unpacked in [[I(1 << 31), I(0)], [I(0), I(-1)], [I(0), R(1.0)]] {
+            assert_eq!(packed_of(&unpacked, &c), UNPACKED, "{unpacked:?}");
+        }
+        // Enough groups for the index, in no key order; each key met again packed and as a
+        // real, which is the same group (found by its values where either does not pack).
+        let mut t = GroupTable::default();
+        let mut rowid = 0;
+        let mut row = |t: &mut GroupTable, v: &[ValueRef<'_>]| {
+            rowid += 1;
+            t.find_or_insert(v, &c, rowid, true, GroupStates::new)
+        };
+        let keys: Vec<(i64, i64)> = (0..500)
+            .map(|i| ((i * 7919) % 501, (i * 31) % 17))
+            .collect();
+        for (g, &(a, b)) in keys.iter().enumerate() {
+            assert_eq!(row(&mut t, &[I(a), I(b)]), g);
+        }
+        assert!(!t.ascending);
+        for (g, &(a, b)) in keys.iter().enumerate().rev() {
+            assert_eq!(row(&mut t, &[I(a), R(b as f64)]), g);
+            assert_eq!(row(&mut t, &[R(a as f64), I(b)]), g);
+            assert_eq!(row(&mut t, &[I(a), I(b)]), g);
+            // The swapped pair is another group (or none yet).
+            if a != b && a < 17 && b < 501 {
+                let other = keys.iter().position(|&k| k == (b, a));
+                assert_eq!(key_of(&t, &[I(b), I(a)], &c), other);
+            }
+        }
+        // A group first met as reals is found by its packed spelling.
+        let g = row(&mut t, &[R(600.0), R(3.0)]);
+        assert_eq!(row(&mut t, &[I(600), I(3)]), g);
+        assert_eq!(t.groups.len(), 501);
     }
 
     #[test]
