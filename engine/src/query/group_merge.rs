@@ -424,18 +424,10 @@ impl GroupQuery<'_> {
             } else {
                 base + seq as i64
             };
-            slots.clear();
-            slots.extend(g.keys);
-            for (spec, s) in self.aggregates.iter().zip(g.states) {
-                slots.push(s.finish(spec)?);
-            }
-            let refs: smallvec::SmallVec<[ValueRef<'_>; 8]> =
-                slots.iter().map(Value::as_ref).collect();
-            if let Some(h) = self.having {
-                if !holds(h, &refs)? {
-                    return Ok(true);
-                }
-            }
+            // Left out by HAVING: the merge goes on.
+            let Some(refs) = self.finish_group(g, &mut slots)? else {
+                return Ok(true);
+            };
             if in_order {
                 let row = self.output(&refs).map(|(sort, values)| (sort, seq, values));
                 slice.listed.push(row);
@@ -482,6 +474,28 @@ impl GroupQuery<'_> {
             }
         }
         slice
+    }
+
+    /// Finishes group `g` into `slots` (emptied first: its key values, then its aggregates'
+    /// results) and returns them as references, or `None` when `HAVING` leaves the group
+    /// out.
+    fn finish_group<'s>(
+        &self,
+        g: Group,
+        slots: &'s mut Vec<Value>,
+    ) -> Result<Option<smallvec::SmallVec<[ValueRef<'s>; 8]>>, GroupError> {
+        slots.clear();
+        slots.extend(g.keys);
+        for (spec, s) in self.aggregates.iter().zip(g.states) {
+            slots.push(s.finish(spec)?);
+        }
+        let refs: smallvec::SmallVec<[ValueRef<'s>; 8]> = slots.iter().map(Value::as_ref).collect();
+        if let Some(h) = self.having {
+            if !holds(h, &refs)? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(refs))
     }
 
     /// A finished group's `ORDER BY` values and output values.

@@ -35,7 +35,7 @@
 //! the query with its error after the rows before it.
 //!
 //! A grouped query's rows come after the scan, but are not held whole either
-//! ([`write_groups`]): in key order they are merged and written slice by slice, in another
+//! ([`AfterScan::write`]): in key order they are merged and written slice by slice, in another
 //! order they go through a full sort's buffers, as a full sort's rows do ([`write_sorted`]).
 //!
 //! A database read without SQLite's locks (`verify-retry`) cannot stream: the scan may have to
@@ -78,39 +78,55 @@ pub fn streams(plan: &QueryPlan) -> bool {
         && plan.windows.is_none()
 }
 
-/// Whether `plan` is a grouped query whose rows [`write_groups`] writes without holding
-/// them: groups with keys in key order ([`GroupQuery::streams`]), or ordered otherwise
-/// without a `LIMIT` ([`GroupQuery::sorts`]).
-fn streams_groups(plan: &QueryPlan) -> bool {
-    GroupQuery::of(plan).is_some_and(|g| g.streams() || g.sorts())
+/// Whether `plan`'s rows are written after its scan without being held whole
+/// ([`AfterScan::write`]): a full sort, or a grouped query whose groups come in key order
+/// ([`GroupQuery::streams`]) or are ordered otherwise without a `LIMIT`
+/// ([`GroupQuery::sorts`]).
+fn written_after_scan(plan: &QueryPlan) -> bool {
+    sorts_fully(plan) || GroupQuery::of(plan).is_some_and(|g| g.streams() || g.sorts())
 }
 
-/// A grouped query's rows handed to `on_row` in the result's order, never held whole: in key
-/// order, merged in slices on `threads` threads and written as each slice is done
-/// (`group_merge`'s `streamed` module); ordered otherwise, finished into a full sort's
-/// buffers within the query's budget (`settings`) and written as their merge goes, as
-/// [`write_sorted`] writes a full sort. Returns the rows written, the groups' figures and
-/// the sort's.
-fn write_groups(
-    plan: &QueryPlan,
-    partials: Vec<Partial>,
-    settings: &ScanSettings,
-    render: Option<&Renderer>,
+/// How rows written after the scan are written: within the query's budget (`settings`),
+/// rendered by `render` (when given) on `threads` threads.
+struct AfterScan<'a> {
+    settings: &'a ScanSettings,
+    render: Option<&'a Renderer>,
     threads: usize,
-    on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
-) -> Result<(u64, GroupStats, Option<SortStats>), QueryError> {
-    let grouped = GroupQuery::of(plan).expect("a grouped plan");
-    let (runs, mut stats) = group_runs(partials, &grouped.collations)?;
-    if grouped.streams() {
-        let done = grouped.stream(runs, threads, render, on_row)?;
-        stats.groups = done.groups;
-        return Ok((done.rows, stats, None));
+}
+
+impl AfterScan<'_> {
+    /// Hands the rows of a query [`written_after_scan`] to `on_row` in the result's order,
+    /// from its scan's `partials` (partial `i` from file `file_of[i]` of several): a full
+    /// sort's runs merged as the rows are written ([`write_sorted`]); groups in key order
+    /// merged in slices and written as each slice is done (`group_merge`'s `streamed`
+    /// module); groups ordered otherwise finished into a full sort's buffers within the
+    /// budget and written as their merge goes. Returns the rows written, the sort's figures
+    /// and the groups'.
+    fn write(
+        &self,
+        plan: &QueryPlan,
+        partials: Vec<Partial>,
+        file_of: Option<&[usize]>,
+        on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
+    ) -> Result<(u64, Option<SortStats>, Option<GroupStats>), QueryError> {
+        let (render, threads) = (self.render, self.threads);
+        let Some(grouped) = GroupQuery::of(plan) else {
+            let merge = sorted_merge(plan, partials, file_of)?;
+            let (rows, sort) = write_sorted(plan, merge, render, threads, on_row)?;
+            return Ok((rows, Some(sort), None));
+        };
+        let (runs, mut stats) = group_runs(partials, &grouped.collations)?;
+        if grouped.streams() {
+            let done = grouped.stream(runs, threads, render, on_row)?;
+            stats.groups = done.groups;
+            return Ok((done.rows, None, Some(stats)));
+        }
+        let space = SortSpace::for_query(self.settings, threads);
+        let (merge, groups) = grouped.sorted(runs, threads, &space)?;
+        stats.groups = groups;
+        let (rows, sort) = write_sorted(plan, merge, render, threads, on_row)?;
+        Ok((rows, Some(sort), Some(stats)))
     }
-    let space = SortSpace::for_query(settings, threads);
-    let (merge, groups) = grouped.sorted(runs, threads, &space)?;
-    stats.groups = groups;
-    let (rows, sort) = write_sorted(plan, merge, render, threads, on_row)?;
-    Ok((rows, stats, Some(sort)))
 }
 
 /// One result row as the coordinator hands it over.
@@ -225,41 +241,18 @@ fn run(
     abandoned: Option<Arc<AtomicBool>>,
     on_row: &mut dyn FnMut(ResultRow<'_>) -> std::io::Result<()>,
 ) -> Result<StreamedQuery, QueryError> {
-    if sorts_fully(&query) {
-        // A full sort: the executors' sorted runs are merged here as the rows are written.
+    if written_after_scan(&query) {
         let Scanned {
             query,
             partials,
             report,
         } = scan_query(table, query, settings, executors, abandoned)?;
-        let merge = sorted_merge(&query, partials, None)?;
-        let (rows, sort) = write_sorted(&query, merge, render.as_ref(), executors.len(), on_row)?;
-        return Ok(StreamedQuery {
-            names: query.names.clone(),
-            rows,
-            streamed: false,
-            waited_s: Vec::new(),
-            segments: 0,
-            sort: Some(sort),
-            groups: None,
-            report,
-        });
-    }
-    if streams_groups(&query) {
-        // Groups: merged in slices and written as each slice is done, or sorted.
-        let Scanned {
-            query,
-            partials,
-            report,
-        } = scan_query(table, query, settings, executors, abandoned)?;
-        let (rows, groups, sort) = write_groups(
-            &query,
-            partials,
+        let after = AfterScan {
             settings,
-            render.as_ref(),
-            executors.len(),
-            on_row,
-        )?;
+            render: render.as_ref(),
+            threads: executors.len(),
+        };
+        let (rows, sort, groups) = after.write(&query, partials, None, on_row)?;
         return Ok(StreamedQuery {
             names: query.names.clone(),
             rows,
@@ -267,7 +260,7 @@ fn run(
             waited_s: Vec::new(),
             segments: 0,
             sort,
-            groups: Some(groups),
+            groups,
             report,
         });
     }
@@ -482,43 +475,19 @@ pub fn run_query_files_streaming(
     render: Option<Arc<dyn RowRender>>,
     on_row: &mut dyn FnMut(FileRow<'_>) -> std::io::Result<()>,
 ) -> Result<StreamedQuery, QueryError> {
-    if sorts_fully(&query) {
-        // A full sort: the units' sorted runs are merged here as the rows are written, file
-        // by file where keys tie.
-        let scanned = scan_query_files(paths, base, query, settings, executors, missing)?;
-        let merge = sorted_merge(&scanned.query, scanned.partials, Some(&scanned.files))?;
-        let render = render.map(Renderer);
-        let (rows, sort) = write_sorted(
-            &scanned.query,
-            merge,
-            render.as_ref(),
-            executors.len(),
-            &mut |row| match row {
-                ResultRow::Values(v) => on_row(FileRow::Values(v)),
-                ResultRow::Rendered(b) => on_row(FileRow::Rendered(b)),
-            },
-        )?;
-        return Ok(StreamedQuery {
-            names: scanned.query.names.clone(),
-            rows,
-            streamed: false,
-            waited_s: Vec::new(),
-            segments: 0,
-            sort: Some(sort),
-            groups: None,
-            report: scanned.report,
-        });
-    }
-    if streams_groups(&query) {
-        // Groups: merged in slices and written as each slice is done, or sorted.
+    if written_after_scan(&query) {
+        // Rows of several files tie file by file (the partials' files).
         let scanned = scan_query_files(paths, base, query, settings, executors, missing)?;
         let render = render.map(Renderer);
-        let (rows, groups, sort) = write_groups(
+        let after = AfterScan {
+            settings,
+            render: render.as_ref(),
+            threads: executors.len(),
+        };
+        let (rows, sort, groups) = after.write(
             &scanned.query,
             scanned.partials,
-            settings,
-            render.as_ref(),
-            executors.len(),
+            Some(&scanned.files),
             &mut |row| match row {
                 ResultRow::Values(v) => on_row(FileRow::Values(v)),
                 ResultRow::Rendered(b) => on_row(FileRow::Rendered(b)),
@@ -531,7 +500,7 @@ pub fn run_query_files_streaming(
             waited_s: Vec::new(),
             segments: 0,
             sort,
-            groups: Some(groups),
+            groups,
             report: scanned.report,
         });
     }

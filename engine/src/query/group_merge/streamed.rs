@@ -23,7 +23,6 @@ use crate::value::{Value, ValueRef};
 
 use super::super::dates;
 use super::super::error::QueryError;
-use super::super::eval::holds;
 use super::super::groups::Group;
 use super::super::sink::{RenderedRows, Renderer};
 use super::super::sort::{SortBuffer, SortSpace, SortedMerge};
@@ -290,18 +289,10 @@ impl GroupQuery<'_> {
             if passed >= enough || !listening || stop.load(AtomicOrdering::Relaxed) {
                 return Ok(false);
             }
-            slots.clear();
-            slots.extend(g.keys);
-            for (spec, s) in self.aggregates.iter().zip(g.states) {
-                slots.push(s.finish(spec)?);
-            }
-            let refs: smallvec::SmallVec<[ValueRef<'_>; 8]> =
-                slots.iter().map(Value::as_ref).collect();
-            if let Some(h) = self.having {
-                if !holds(h, &refs)? {
-                    return Ok(true);
-                }
-            }
+            // Left out by HAVING: the merge goes on.
+            let Some(refs) = self.finish_group(g, &mut slots)? else {
+                return Ok(true);
+            };
             passed += 1;
             match self.output_values(&refs) {
                 Ok(row) => {
@@ -433,18 +424,10 @@ impl GroupQuery<'_> {
             } else {
                 base + seq as i64
             };
-            slots.clear();
-            slots.extend(g.keys);
-            for (spec, s) in self.aggregates.iter().zip(g.states) {
-                slots.push(s.finish(spec)?);
-            }
-            let refs: smallvec::SmallVec<[ValueRef<'_>; 8]> =
-                slots.iter().map(Value::as_ref).collect();
-            if let Some(h) = self.having {
-                if !holds(h, &refs)? {
-                    return Ok(true);
-                }
-            }
+            // Left out by HAVING: the merge goes on.
+            let Some(refs) = self.finish_group(g, &mut slots)? else {
+                return Ok(true);
+            };
             self.sort_values_into(&refs, &mut sort)?;
             let row = self.output_values(&refs)?;
             let keys: smallvec::SmallVec<[ValueRef<'_>; 4]> =
